@@ -1,0 +1,1 @@
+"""The apiserver: an aiohttp application serving the Kubernetes API over the store."""

@@ -1,0 +1,172 @@
+"""The strategy of a kind: everything the generic REST handlers need to know about it.
+
+The generic handlers (create, update, patch, delete, list, watch, subresources) are
+the same for every kind; a kind contributes one `Strategy` subclass in a module of
+`apiserver.registry` (see `apiserver.registry.discover`). Objects reach a strategy
+as plain JSON dicts **in the storage version** (decoded, defaulted in their request
+version and converted by `to_storage` first); a strategy never sees the wire version.
+
+Shape of the contract, after upstream's `rest.RESTCreateStrategy` and friends:
+
+- `prepare_for_create` / `prepare_for_update` / `prepare_for_status_update` normalise
+  an object before validation (clear status on create, keep the old status on a main
+  update and the old spec on a `/status` update, drop fields of disabled gates).
+- `validate*` return *all* field errors (`draemu.api.errors.FieldError`) at once; the
+  handler turns them into one 422 `Status`. Generic metadata validation (name format,
+  labels, annotations, ...) is done by the handler, not here.
+- `selectable_fields` gives field-selector attributes beyond `metadata.name` and
+  `metadata.namespace`.
+- `table_columns` / `table_row` give server-side printing (`kubectl get`).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from draemu.api.errors import FieldError
+from draemu.features import FeatureGates
+
+Obj = dict[str, Any]
+
+
+@dataclass
+class Context:
+    """What a strategy may know about the request."""
+
+    gates: FeatureGates
+    user: str = ""
+    groups: tuple[str, ...] = ()
+    dry_run: bool = False
+    subresource: str = ""
+    # Lets a strategy look at other objects (e.g. a namespace's labels for adminAccess).
+    # Set by the apiserver: `await ctx.get(resource, group, namespace, name)` -> obj | None.
+    lookup: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Column:
+    """A Table column definition (meta.k8s.io/v1 TableColumnDefinition)."""
+
+    name: str
+    type: str = "string"
+    format: str = ""
+    description: str = ""
+    priority: int = 0  # 1 = only with `-o wide`
+
+    def definition(self) -> dict[str, Any]:
+        return {"name": self.name, "type": self.type, "format": self.format,
+                "description": self.description, "priority": self.priority}
+
+
+class Strategy:
+    # Identity -------------------------------------------------------------------
+    group: ClassVar[str] = ""  # "" for the core group
+    kind: ClassVar[str]
+    resource: ClassVar[str]  # plural, lower case
+    singular: ClassVar[str] = ""
+    short_names: ClassVar[tuple[str, ...]] = ()
+    categories: ClassVar[tuple[str, ...]] = ()
+    namespaced: ClassVar[bool] = True
+    # Served versions, preferred first; the storage version is one of them.
+    versions: ClassVar[tuple[str, ...]]
+    storage_version: ClassVar[str]
+    # version -> Warning header text for deprecated versions.
+    deprecated_versions: ClassVar[dict[str, str]] = {}
+    # Subresources this kind serves besides the main resource ("status", "scale", ...).
+    subresources: ClassVar[frozenset[str]] = frozenset()
+    verbs: ClassVar[tuple[str, ...]] = ("create", "delete", "deletecollection", "get", "list",
+                                        "patch", "update", "watch")
+    # Top-level fields that only the /status subresource may change.
+    status_fields: ClassVar[tuple[str, ...]] = ("status",)
+    # Whether `metadata.generation` is kept and bumped on changes outside
+    # metadata and status.
+    has_generation: ClassVar[bool] = True
+    # Feature gate that must be on for the kind to be served at all.
+    feature_gate: ClassVar[str] = ""
+
+    # Versions -------------------------------------------------------------------
+    def default(self, obj: Obj, version: str) -> None:
+        """Apply defaults to a decoded object of `version`, in place."""
+
+    def to_storage(self, obj: Obj, version: str) -> Obj:
+        """Convert an object of `version` to the storage version."""
+        if version != self.storage_version:
+            raise NotImplementedError(f"{self.kind}: no conversion from {version}")
+        return obj
+
+    def from_storage(self, obj: Obj, version: str) -> Obj:
+        """Convert a stored object to `version` (a fresh dict; `obj` is not changed)."""
+        if version != self.storage_version:
+            raise NotImplementedError(f"{self.kind}: no conversion to {version}")
+        return obj
+
+    def api_version(self, version: str) -> str:
+        return f"{self.group}/{version}" if self.group else version
+
+    # Writes ---------------------------------------------------------------------
+    def prepare_for_create(self, obj: Obj, ctx: Context) -> None:
+        if "status" in self.status_fields and self.subresources & {"status"}:
+            obj.pop("status", None)
+
+    def prepare_for_update(self, new: Obj, old: Obj, ctx: Context) -> None:
+        """A main-resource update keeps the old status when the kind has /status."""
+        if "status" in self.subresources:
+            for name in self.status_fields:
+                if name in old:
+                    new[name] = copy.deepcopy(old[name])
+                else:
+                    new.pop(name, None)
+
+    def prepare_for_status_update(self, new: Obj, old: Obj, ctx: Context) -> None:
+        """A /status update keeps everything of the old object but status (and the
+        metadata the handler manages)."""
+        for name, value in old.items():
+            if name in ("metadata", "apiVersion", "kind") or name in self.status_fields:
+                continue
+            new[name] = copy.deepcopy(value)
+        for name in list(new):
+            if name not in old and name not in self.status_fields and name not in (
+                    "metadata", "apiVersion", "kind"):
+                del new[name]
+
+    def validate(self, obj: Obj, ctx: Context) -> list[FieldError]:
+        return []
+
+    def validate_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
+        return self.validate(new, ctx)
+
+    def validate_status_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
+        return []
+
+    def warnings(self, obj: Obj, ctx: Context) -> list[str]:
+        """Warning headers to send for an accepted write."""
+        return []
+
+    # Reads ----------------------------------------------------------------------
+    def selectable_fields(self, obj: Obj) -> dict[str, str]:
+        return {}
+
+    def table_columns(self) -> list[Column]:
+        return [Column("Name", format="name", description="Name must be unique within a "
+                       "namespace."),
+                Column("Age", description="CreationTimestamp is a timestamp representing the "
+                       "server time when this object was created.")]
+
+    def table_row(self, obj: Obj) -> list[Any]:
+        """Cells for `table_columns`; the handler renders "Age" cells itself when a cell
+        is the `AGE` marker."""
+        return [obj.get("metadata", {}).get("name", ""), AGE]
+
+
+class _Age:
+    """Marker for an age cell: the handler prints the object's age from its
+    creationTimestamp, as the real printers do."""
+
+    def __repr__(self) -> str:
+        return "AGE"
+
+
+AGE = _Age()

@@ -1,0 +1,5 @@
+import sys
+
+from draemu.cli import main
+
+sys.exit(main())

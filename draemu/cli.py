@@ -1,0 +1,59 @@
+"""The `draemu` command.
+
+Each sub-command is a module in `draemu.commands` that defines `HELP` (one line),
+`add_arguments(parser)` and `run(args) -> int`. Modules import their heavy
+dependencies inside `run`, so `draemu --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+import draemu
+from draemu import commands
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="draemu",
+        description="A Kubernetes control plane for Dynamic Resource Allocation (DRA), "
+        "in one Python process.",
+        epilog="Run 'draemu COMMAND --help' for the options of a command.",
+    )
+    parser.add_argument("--version", action="version",
+                        version=f"draemu {draemu.__version__} (Kubernetes "
+                        f"{draemu.KUBERNETES_VERSION})")
+    parser.add_argument("--log-format", choices=["auto", "console", "json"], default="auto",
+                        help="log renderer: console on a terminal, JSON otherwise (default: auto)")
+    parser.add_argument("--log-level", choices=["debug", "info", "warning", "error"],
+                        default="info", help="least severe level logged (default: info)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"draemu.commands.{info.name}")
+        name = getattr(module, "NAME", info.name.replace("_", "-"))
+        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(command)
+        command.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    from draemu import log
+
+    log.configure(args.log_format, args.log_level)
+    try:
+        return int(args._run(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

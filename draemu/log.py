@@ -1,0 +1,46 @@
+"""structlog, configured once for every component.
+
+A terminal gets the coloured console renderer, anything else (or `--log-format json`)
+one JSON object per line. Components ask for a logger with `get_logger("scheduler")`.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import structlog
+
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
+           "error": logging.ERROR}
+
+
+def configure(log_format: str = "auto", level: str = "info") -> None:
+    """Set up structlog (and the standard library's logging, which aiohttp uses)."""
+    if log_format == "auto":
+        log_format = "console" if sys.stderr.isatty() else "json"
+    renderer: Any
+    if log_format == "json":
+        renderer = structlog.processors.JSONRenderer()
+    else:
+        renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+    numeric = _LEVELS.get(level, logging.INFO)
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=True,
+    )
+    logging.basicConfig(level=max(numeric, logging.WARNING), stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
+
+
+def get_logger(component: str) -> Any:
+    return structlog.get_logger().bind(component=component)

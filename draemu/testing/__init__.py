@@ -1,0 +1,1 @@
+"""Test support: throw-away servers and in-process clusters, usable as pytest fixtures."""

@@ -1,0 +1,1 @@
+"""The revisioned key-value store (etcd semantics) behind the apiserver."""
