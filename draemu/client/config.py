@@ -1,0 +1,127 @@
+"""Kubeconfig files: finding them, merging them like kubectl, and turning the chosen
+context into connection settings."""
+
+from __future__ import annotations
+
+import base64
+import os
+import ssl
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class ConfigError(Exception):
+    pass
+
+
+@dataclass
+class Connection:
+    server: str
+    ca_data: bytes | None = None
+    cert_data: bytes | None = None
+    key_data: bytes | None = None
+    token: str | None = None
+    insecure_skip_tls_verify: bool = False
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        if not self.server.startswith("https://"):
+            return None
+        ctx = ssl.create_default_context()
+        if self.insecure_skip_tls_verify:
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        elif self.ca_data:
+            ctx = ssl.create_default_context(cadata=self.ca_data.decode())
+        if self.cert_data and self.key_data:
+            # The ssl module loads client certificates from files only.
+            with tempfile.TemporaryDirectory(prefix="draemu-cred-") as tmp:
+                cert = Path(tmp, "tls.crt")
+                key = Path(tmp, "tls.key")
+                cert.write_bytes(self.cert_data)
+                key.touch(mode=0o600)
+                key.write_bytes(self.key_data)
+                ctx.load_cert_chain(cert, key)
+        return ctx
+
+
+def default_paths() -> list[Path]:
+    env = os.environ.get("KUBECONFIG")
+    if env:
+        return [Path(p).expanduser() for p in env.split(os.pathsep) if p]
+    return [Path("~/.kube/config").expanduser()]
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except OSError as e:
+        raise ConfigError(f"cannot read kubeconfig {path}: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"kubeconfig {path} is not valid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"kubeconfig {path} is not a mapping")
+    return data
+
+
+def _file_or_data(entry: dict[str, Any], name: str, base: Path) -> bytes | None:
+    data = entry.get(f"{name}-data")
+    if data:
+        return base64.b64decode(data)
+    path = entry.get(name)
+    if path:
+        full = Path(path) if os.path.isabs(path) else base / path
+        try:
+            return full.read_bytes()
+        except OSError as e:
+            raise ConfigError(f"cannot read {name} {full}: {e.strerror}") from None
+    return None
+
+
+def load(path: str | Path | None = None, context: str | None = None) -> Connection:
+    """The connection of `context` (default: current-context) from `path` or, when not
+    given, from $KUBECONFIG / ~/.kube/config merged the way kubectl merges them (the
+    first file to define a name wins)."""
+    paths = [Path(path)] if path else [p for p in default_paths() if p.exists()]
+    if not paths:
+        raise ConfigError("no kubeconfig found (set KUBECONFIG or pass --kubeconfig)")
+    merged: dict[str, dict[str, tuple[dict[str, Any], Path]]] = {
+        "clusters": {}, "users": {}, "contexts": {}}
+    current = None
+    for p in paths:
+        doc = _read(p)
+        current = current or doc.get("current-context")
+        for section in merged:
+            for item in doc.get(section) or []:
+                name = item.get("name")
+                if name is not None and name not in merged[section]:
+                    body = item.get(section[:-1]) or {}
+                    merged[section][name] = (body, p.parent)
+    context = context or current
+    if not context:
+        raise ConfigError("kubeconfig has no current-context; pass a context")
+    if context not in merged["contexts"]:
+        raise ConfigError(f'context "{context}" does not exist in the kubeconfig')
+    ctx, _ = merged["contexts"][context]
+    cluster_name, user_name = ctx.get("cluster"), ctx.get("user")
+    if cluster_name not in merged["clusters"]:
+        raise ConfigError(f'cluster "{cluster_name}" of context "{context}" does not exist')
+    cluster, cbase = merged["clusters"][cluster_name]
+    user, ubase = merged["users"].get(user_name, ({}, cbase))
+    token = user.get("token")
+    if not token and user.get("tokenFile"):
+        token = Path(user["tokenFile"]).read_text().strip()
+    server = cluster.get("server")
+    if not server:
+        raise ConfigError(f'cluster "{cluster_name}" has no server')
+    return Connection(
+        server=server.rstrip("/"),
+        ca_data=_file_or_data(cluster, "certificate-authority", cbase),
+        cert_data=_file_or_data(user, "client-certificate", ubase),
+        key_data=_file_or_data(user, "client-key", ubase),
+        token=token,
+        insecure_skip_tls_verify=bool(cluster.get("insecure-skip-tls-verify")),
+    )
