@@ -25,6 +25,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from draemu.apiserver.registry.meta import name_is_dns_subdomain
+
 from draemu.api.errors import FieldError
 from draemu.features import FeatureGates
 
@@ -86,6 +88,16 @@ class Strategy:
     has_generation: ClassVar[bool] = True
     # Feature gate that must be on for the kind to be served at all.
     feature_gate: ClassVar[str] = ""
+    # Where objects are stored when it is not this kind's own (group, resource): two
+    # kinds that are one object in two shapes (core/v1 and events.k8s.io/v1 Events)
+    # share a storage key prefix. Empty: the kind's own group and resource.
+    storage_group: ClassVar[str | None] = None
+    storage_resource: ClassVar[str] = ""
+
+    def validate_name(self, name: str, prefix: bool) -> list[str]:
+        """Problems with `metadata.name` (or, with `prefix`, `generateName`): pass this to
+        `apiserver.registry.meta.validate_object_meta`. Most kinds use DNS subdomains."""
+        return name_is_dns_subdomain(name, prefix)
 
     # Versions -------------------------------------------------------------------
     def default(self, obj: Obj, version: str) -> None:
