@@ -1,0 +1,107 @@
+"""Structural schemas of every served kind, loaded from the JSON files beside this module.
+
+Each `<group>__<version>.json` (and `meta.json`) holds `{"components": {"schemas": {...}}}`
+in upstream's OpenAPI v3 form (see openapi/README.md). All files share one namespace of
+definition names (`io.k8s.api.core.v1.Pod`, `io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta`).
+
+    definition(name) -> dict
+    for_kind(group, version, kind) -> (name, dict)
+    unknown_fields(group, version, kind, obj) -> [".spec.foo", ...]
+    prune(group, version, kind, obj) -> obj without unknown fields
+    patch_meta(group, version, kind) -> SchemaNode (patch strategies, list and map types)
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from draemu.openapi.schemas.fields import find_unknown, prune_unknown, strict_message
+from draemu.openapi.schemas.node import SchemaNode
+
+DATA_DIR = Path(__file__).parent
+REF_PREFIX = "#/components/schemas/"
+
+__all__ = [
+    "DATA_DIR",
+    "REF_PREFIX",
+    "SchemaNode",
+    "definition",
+    "definitions",
+    "for_kind",
+    "has_kind",
+    "patch_meta",
+    "prune",
+    "reload",
+    "strict_message",
+    "unknown_fields",
+]
+
+
+@lru_cache(maxsize=1)
+def definitions() -> dict[str, dict[str, Any]]:
+    """Every definition of every schema file, by name."""
+    out: dict[str, dict[str, Any]] = {}
+    for path in sorted(DATA_DIR.glob("*.json")):
+        schemas = json.loads(path.read_text())["components"]["schemas"]
+        out.update(schemas)
+    return out
+
+
+@lru_cache(maxsize=1)
+def _kinds() -> dict[tuple[str, str, str], str]:
+    index: dict[tuple[str, str, str], str] = {}
+    for name, schema in definitions().items():
+        for gvk in schema.get("x-kubernetes-group-version-kind", ()):
+            key = (gvk["group"], gvk["version"], gvk["kind"])
+            # Shared meta types (DeleteOptions, WatchEvent) carry many GVKs; a kind's own
+            # definition (same short name) wins.
+            if key not in index or name.rsplit(".", 1)[-1] == gvk["kind"]:
+                index[key] = name
+    return index
+
+
+def reload() -> None:
+    """Forget the loaded files (tests that add schema files call this)."""
+    definitions.cache_clear()
+    _kinds.cache_clear()
+
+
+def definition(name: str) -> dict[str, Any]:
+    """The schema named `name` (a bare name or a `#/components/schemas/` reference)."""
+    name = name.removeprefix(REF_PREFIX)
+    return definitions()[name]
+
+
+def has_kind(group: str, version: str, kind: str) -> bool:
+    return (group, version, kind) in _kinds()
+
+
+def for_kind(group: str, version: str, kind: str) -> tuple[str, dict[str, Any]]:
+    """The definition of a kind; KeyError when no schema file declares it."""
+    name = _kinds()[(group, version, kind)]
+    return name, definitions()[name]
+
+
+def patch_meta(group: str, version: str, kind: str) -> SchemaNode:
+    """The root of a kind's schema, for strategic merge patch and server-side apply.
+
+    A kind without a schema gets an open node: lists replace, maps merge."""
+    if not has_kind(group, version, kind):
+        return SchemaNode(None, definition)
+    return SchemaNode(for_kind(group, version, kind)[1], definition)
+
+
+def unknown_fields(group: str, version: str, kind: str, obj: Any) -> list[str]:
+    """Paths of fields the kind's schema does not declare, in document order, as
+    `.spec.foo` / `.spec.containers[0].bar` (see `strict_message` for the wording
+    clients see). A kind without a schema reports nothing."""
+    return find_unknown(patch_meta(group, version, kind), obj)
+
+
+def prune(group: str, version: str, kind: str, obj: Any) -> Any:
+    """A copy of `obj` without the fields its schema does not declare
+    (`fieldValidation=Ignore`/`Warn`)."""
+    return prune_unknown(patch_meta(group, version, kind), obj)

@@ -1,0 +1,365 @@
+"""Generate draemu's schema data (`openapi/schemas/*.json`) from an upstream schema package.
+
+Facts (definition names, types, formats, `$ref`s, `required`, list and map types, patch
+strategies and merge keys, group-version-kinds, unions) come from the JSON schemas that
+the PyPI package `kubernetes-validate` ships for each Kubernetes release. The output is
+written in upstream's OpenAPI v3 component form (see openapi/README.md); descriptions are
+our own short phrases, derived from names.
+
+    .venv/bin/python openapi/tools/generate.py                 # every file we own
+    .venv/bin/python openapi/tools/generate.py resource.k8s.io/v1 --out DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+RELEASE = "v1.37.0-local"
+OUT = Path(__file__).resolve().parent.parent / "schemas"
+REF_PREFIX = "#/components/schemas/"
+
+# group/version -> the Go package whose definitions the file holds.
+PACKAGES = {
+    "core/v1": "io.k8s.api.core.v1",
+    "apps/v1": "io.k8s.api.apps.v1",
+    "batch/v1": "io.k8s.api.batch.v1",
+    "autoscaling/v1": "io.k8s.api.autoscaling.v1",
+    "coordination.k8s.io/v1": "io.k8s.api.coordination.v1",
+    "events.k8s.io/v1": "io.k8s.api.events.v1",
+    "authorization.k8s.io/v1": "io.k8s.api.authorization.v1",
+    "authentication.k8s.io/v1": "io.k8s.api.authentication.v1",
+    "policy/v1": "io.k8s.api.policy.v1",
+    "resource.k8s.io/v1": "io.k8s.api.resource.v1",
+    "resource.k8s.io/v1beta2": "io.k8s.api.resource.v1beta2",
+    "resource.k8s.io/v1beta1": "io.k8s.api.resource.v1beta1",
+    "resource.k8s.io/v1alpha3": "io.k8s.api.resource.v1alpha3",
+}
+# Written by default; resource.k8s.io files belong to the DRA API owner (they may run
+# this script for them).
+DEFAULT_TARGETS = [gv for gv in PACKAGES if not gv.startswith("resource.k8s.io/")] + ["meta"]
+META_PREFIX = "io.k8s.apimachinery."
+INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+
+# Upstream `+default=` markers on fields we serve (kubernetes-validate drops `default`).
+# List-map keys among them matter to server-side apply (a missing key takes its default).
+MARKED_DEFAULTS = {
+    ("io.k8s.api.core.v1.ContainerPort", "protocol"): "TCP",
+    ("io.k8s.api.core.v1.ServicePort", "protocol"): "TCP",
+    ("io.k8s.api.core.v1.EndpointPort", "protocol"): "TCP",
+    ("io.k8s.api.resource.v1.DeviceToleration", "operator"): "Equal",
+    ("io.k8s.api.resource.v1beta2.DeviceToleration", "operator"): "Equal",
+    ("io.k8s.api.resource.v1beta1.DeviceToleration", "operator"): "Equal",
+    ("io.k8s.api.resource.v1alpha3.DeviceToleration", "operator"): "Equal",
+}
+# Scalar types whose definitions are not objects (no `default: {}` when embedded).
+NON_STRUCTS = {"string", "integer", "number", "boolean"}
+
+# Meta types that upstream serves but does not publish in its OpenAPI documents.
+EXTRA_META: dict[str, dict[str, Any]] = {
+    "io.k8s.apimachinery.pkg.apis.meta.v1.Table": {
+        "type": "object",
+        "required": ["columnDefinitions", "rows"],
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"$ref": "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"},
+            "columnDefinitions": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {
+                "$ref": "io.k8s.apimachinery.pkg.apis.meta.v1.TableColumnDefinition"}},
+            "rows": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {
+                "$ref": "io.k8s.apimachinery.pkg.apis.meta.v1.TableRow"}},
+        },
+        "x-kubernetes-group-version-kind": [
+            {"group": "meta.k8s.io", "version": "v1", "kind": "Table"},
+            {"group": "meta.k8s.io", "version": "v1beta1", "kind": "Table"}],
+    },
+    "io.k8s.apimachinery.pkg.apis.meta.v1.TableColumnDefinition": {
+        "type": "object",
+        "required": ["name", "type", "format", "description", "priority"],
+        "properties": {
+            "name": {"type": "string"}, "type": {"type": "string"},
+            "format": {"type": "string"}, "description": {"type": "string"},
+            "priority": {"type": "integer", "format": "int32"},
+        },
+    },
+    "io.k8s.apimachinery.pkg.apis.meta.v1.TableRow": {
+        "type": "object",
+        "required": ["cells"],
+        "properties": {
+            "cells": {"type": "array", "x-kubernetes-list-type": "atomic",
+                      "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            "conditions": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {
+                "$ref": "io.k8s.apimachinery.pkg.apis.meta.v1.TableRowCondition"}},
+            "object": {"$ref": "io.k8s.apimachinery.pkg.runtime.RawExtension"},
+        },
+    },
+    "io.k8s.apimachinery.pkg.apis.meta.v1.TableRowCondition": {
+        "type": "object",
+        "required": ["type", "status"],
+        "properties": {
+            "type": {"type": "string"}, "status": {"type": "string"},
+            "reason": {"type": "string"}, "message": {"type": "string"},
+        },
+    },
+    "io.k8s.apimachinery.pkg.apis.meta.v1.PartialObjectMetadata": {
+        "type": "object",
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"$ref": "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"},
+        },
+        "x-kubernetes-group-version-kind": [
+            {"group": "meta.k8s.io", "version": "v1", "kind": "PartialObjectMetadata"},
+            {"group": "meta.k8s.io", "version": "v1beta1", "kind": "PartialObjectMetadata"}],
+    },
+    "io.k8s.apimachinery.pkg.apis.meta.v1.PartialObjectMetadataList": {
+        "type": "object",
+        "required": ["items"],
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"$ref": "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"},
+            "items": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {
+                "$ref": "io.k8s.apimachinery.pkg.apis.meta.v1.PartialObjectMetadata"}},
+        },
+        "x-kubernetes-group-version-kind": [
+            {"group": "meta.k8s.io", "version": "v1", "kind": "PartialObjectMetadataList"},
+            {"group": "meta.k8s.io", "version": "v1beta1", "kind": "PartialObjectMetadataList"}],
+    },
+}
+
+# Words that read better in capitals.
+ACRONYMS = {"api", "ip", "ips", "id", "uid", "url", "dns", "tls", "cidr", "cpu", "gpu", "os",
+            "tcp", "udp", "sctp", "http", "https", "grpc", "cel", "fs", "ttl", "pid", "io",
+            "json", "uri", "rbd", "iscsi", "nfs", "fc", "csi", "pvc", "cidrs", "sha", "gid"}
+
+
+def words(name: str) -> list[str]:
+    """`nodeName` -> [node, name]; `podIPs` -> [pod, IPs]; `APIVersion` -> [API, version]."""
+    parts = re.findall(r"[A-Z]{2,}s(?![a-z])|[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+", name)
+    out = []
+    for p in parts:
+        if len(p) > 2 and p.endswith("s") and p[:-1].isupper():
+            out.append(p)  # an acronym's plural: IPs, CIDRs
+        elif p.isupper() and len(p) > 1 or p.lower() in ACRONYMS:
+            out.append(p.upper())
+        else:
+            out.append(p.lower())
+    return out or [name]
+
+
+def phrase(name: str) -> str:
+    text = " ".join(words(name))
+    return text[:1].upper() + text[1:]
+
+
+def short_type(definition: str) -> str:
+    return definition.rsplit(".", 1)[-1]
+
+
+def group_version_of(definition: str) -> str:
+    """`io.k8s.api.core.v1.Pod` -> `core/v1`; meta types -> `meta/v1`."""
+    if definition.startswith("io.k8s.api."):
+        pkg = definition[len("io.k8s.api."):].rsplit(".", 1)[0]
+        group, version = pkg.rsplit(".", 1)
+        for gv, package in PACKAGES.items():
+            if package == f"io.k8s.api.{group}.{version}":
+                return gv
+        return f"{group}/{version}"
+    return "meta/v1"
+
+
+def type_description(definition: str, schema: dict[str, Any]) -> str:
+    name = short_type(definition)
+    gvks = schema.get("x-kubernetes-group-version-kind") or []
+    own = [g for g in gvks if g.get("kind") == name]
+    if own and name.endswith("List"):
+        return f"{name} is a list of {name[:-4]} objects."
+    if own:
+        g = own[0]
+        where = f"{g['group']}/{g['version']}" if g["group"] else g["version"]
+        return f"{name} is a {where} API object."
+    return f"{phrase(name)} ({group_version_of(definition)})."
+
+
+def property_description(owner: str, prop: str) -> str:
+    owner_name = short_type(owner)
+    owner_words = " ".join(words(owner_name))
+    fixed = {
+        "apiVersion": "The versioned schema of this object, as group/version.",
+        "kind": "The kind of this object, in CamelCase.",
+    }
+    if prop in fixed:
+        return fixed[prop]
+    if prop == "metadata":
+        return ("Standard list metadata." if owner_name.endswith("List")
+                else "Standard object metadata.")
+    if prop == "spec":
+        return f"Desired state of the {owner_words}."
+    if prop == "status":
+        return f"Most recently observed state of the {owner_words}."
+    if prop == "items" and owner_name.endswith("List"):
+        return f"The {' '.join(words(owner_name[:-4]))} objects in the list."
+    return f"{phrase(prop)} of the {owner_words}."
+
+
+class Converter:
+    """Turns kubernetes-validate's JSON Schema dialect into upstream's OpenAPI v3 form."""
+
+    def __init__(self, source: dict[str, Any]) -> None:
+        self.source = source
+
+    def _is_struct(self, definition: str) -> bool:
+        target = self.source.get(definition, {})
+        return "properties" in target or _types(target) == {"object"} and not (
+            set(target) & {"additionalProperties", "x-kubernetes-preserve-unknown-fields"})
+
+    def definition(self, name: str) -> dict[str, Any]:
+        src = self.source[name]
+        if name == INT_OR_STRING:
+            # Upstream publishes it as a formatted string, not as a oneOf.
+            return {"description": type_description(name, src), "format": "int-or-string",
+                    "type": "string"}
+        out = self._node(src)
+        out["description"] = type_description(name, src)
+        props = src.get("properties")
+        if props is not None:
+            required = set(src.get("required", []))
+            out["properties"] = {p: self._property(name, p, s, p in required)
+                                 for p, s in props.items()}
+        return _ordered(out)
+
+    def _property(self, owner: str, prop: str, src: dict[str, Any],
+                  required: bool) -> dict[str, Any]:
+        description = property_description(owner, prop)
+        ref = src.get("$ref")
+        if ref is not None:
+            target = _ref_name(ref)
+            out: dict[str, Any] = {"allOf": [{"$ref": REF_PREFIX + target}],
+                                   "description": description}
+            # Upstream marks embedded (non-pointer) structs with an empty default; the
+            # top-level parts of an object and required members are embedded.
+            if self._is_struct(target) and (required or prop in ("metadata", "spec", "status")):
+                out["default"] = {}
+            return _ordered(out)
+        out = self._node(src)
+        out["description"] = description
+        if prop in ("apiVersion", "kind"):
+            out.pop("enum", None)
+        marked = MARKED_DEFAULTS.get((owner, prop))
+        if marked is not None:
+            out["default"] = marked
+        elif required and out.get("type") in ("string", "integer", "boolean"):
+            out["default"] = {"string": "", "integer": 0, "boolean": False}[out["type"]]
+        return _ordered(out)
+
+    def _node(self, src: dict[str, Any]) -> dict[str, Any]:
+        """A schema without its properties' descriptions: types, refs, extensions."""
+        out: dict[str, Any] = {}
+        for key, value in src.items():
+            if key in ("description", "properties"):
+                continue
+            if key == "type":
+                types = [t for t in (value if isinstance(value, list) else [value])
+                         if t != "null"]
+                if types:
+                    out["type"] = types[0]
+            elif key == "$ref":
+                out["$ref"] = REF_PREFIX + _ref_name(value)
+            elif key in ("items", "additionalProperties") and isinstance(value, dict):
+                out[key] = self._node(value)
+            elif key == "oneOf":
+                out[key] = [self._node(v) for v in value]
+            else:
+                out[key] = value
+        return _ordered(out)
+
+
+def _types(schema: dict[str, Any]) -> set[str]:
+    value = schema.get("type", [])
+    return {t for t in (value if isinstance(value, list) else [value]) if t != "null"}
+
+
+def _ref_name(ref: str) -> str:
+    return ref.rsplit("/", 1)[-1]
+
+
+def _ordered(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: d[k] for k in sorted(d)}
+
+
+def _extra_meta() -> dict[str, dict[str, Any]]:
+    """The hand-listed meta types, in the same form as converted ones."""
+    out = {}
+    for name, schema in EXTRA_META.items():
+        converted = json.loads(json.dumps(schema))
+        converted["description"] = type_description(name, schema)
+        required = set(schema.get("required", []))
+        for prop, sub in converted.get("properties", {}).items():
+            desc = property_description(name, prop)
+            if "$ref" in sub:
+                target = sub.pop("$ref")
+                sub["allOf"] = [{"$ref": REF_PREFIX + target}]
+                if prop == "metadata":
+                    sub["default"] = {}
+            if "$ref" in sub.get("items", {}):
+                sub["items"]["$ref"] = REF_PREFIX + sub["items"]["$ref"]
+            if prop in required and sub.get("type") in ("string", "integer"):
+                sub["default"] = "" if sub["type"] == "string" else 0
+            sub["description"] = desc
+            converted["properties"][prop] = _ordered(sub)
+        out[name] = _ordered(converted)
+    return out
+
+
+def source_definitions(release: str = RELEASE) -> dict[str, Any]:
+    import kubernetes_validate  # test/dev-only dependency; never imported at run time
+
+    base = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema" / release
+    return json.loads((base / "_definitions.json").read_text())["$defs"]
+
+
+def file_name(target: str) -> str:
+    if target == "meta":
+        return "meta.json"
+    group, version = target.split("/")
+    return f"{group}__{version}.json"
+
+
+def build(target: str, source: dict[str, Any]) -> dict[str, Any]:
+    conv = Converter(source)
+    if target == "meta":
+        names = sorted(n for n in source if n.startswith(META_PREFIX))
+        schemas = {n: conv.definition(n) for n in names}
+        schemas.update(_extra_meta())
+    else:
+        prefix = PACKAGES[target] + "."
+        names = sorted(n for n in source if n.startswith(prefix) and "." not in n[len(prefix):])
+        schemas = {n: conv.definition(n) for n in names}
+    return {"components": {"schemas": dict(sorted(schemas.items()))}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("targets", nargs="*", help="group/version or 'meta' (default: ours)")
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--release", default=RELEASE)
+    args = parser.parse_args(argv)
+    source = source_definitions(args.release)
+    for target in args.targets or DEFAULT_TARGETS:
+        if target != "meta" and target not in PACKAGES:
+            print(f"unknown target {target!r}", file=sys.stderr)
+            return 2
+        doc = build(target, source)
+        path = args.out / file_name(target)
+        path.write_text(json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+        print(f"{path}: {len(doc['components']['schemas'])} schemas")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
