@@ -161,16 +161,20 @@ def short_type(definition: str) -> str:
     return definition.rsplit(".", 1)[-1]
 
 
-def group_version_of(definition: str) -> str:
-    """`io.k8s.api.core.v1.Pod` -> `core/v1`; meta types -> `meta/v1`."""
-    if definition.startswith("io.k8s.api."):
-        pkg = definition[len("io.k8s.api."):].rsplit(".", 1)[0]
-        group, version = pkg.rsplit(".", 1)
-        for gv, package in PACKAGES.items():
-            if package == f"io.k8s.api.{group}.{version}":
-                return gv
-        return f"{group}/{version}"
-    return "meta/v1"
+def group_version_of(definition: str, source: dict[str, Any] | None = None) -> str:
+    """`io.k8s.api.core.v1.Pod` -> `core/v1`; `io.k8s.api.scheduling.v1alpha3.X` ->
+    `scheduling.k8s.io/v1alpha3` (the group its kinds declare); meta types -> `meta`."""
+    if not definition.startswith("io.k8s.api."):
+        return "meta"
+    package = definition.rsplit(".", 1)[0]
+    for gv, known in PACKAGES.items():
+        if known == package:
+            return gv
+    version = package.rsplit(".", 1)[1]
+    for name, schema in (source or {}).items():
+        if name.startswith(package + ".") and schema.get("x-kubernetes-group-version-kind"):
+            return f"{schema['x-kubernetes-group-version-kind'][0]['group']}/{version}"
+    return f"{package.split('.')[3]}.k8s.io/{version}"
 
 
 def type_description(definition: str, schema: dict[str, Any]) -> str:
@@ -183,7 +187,7 @@ def type_description(definition: str, schema: dict[str, Any]) -> str:
         g = own[0]
         where = f"{g['group']}/{g['version']}" if g["group"] else g["version"]
         return f"{name} is a {where} API object."
-    return f"{phrase(name)} ({group_version_of(definition)})."
+    return f"{phrase(name)} ({group_version_of(definition).replace('meta', 'meta/v1')})."
 
 
 def property_description(owner: str, prop: str) -> str:
@@ -241,6 +245,8 @@ class Converter:
             target = _ref_name(ref)
             out: dict[str, Any] = {"allOf": [{"$ref": REF_PREFIX + target}],
                                    "description": description}
+            # Patch strategies and list/map types sit beside the reference.
+            out.update({k: v for k, v in src.items() if k.startswith("x-kubernetes-")})
             # Upstream marks embedded (non-pointer) structs with an empty default; the
             # top-level parts of an object and required members are embedded.
             if self._is_struct(target) and (required or prop in ("metadata", "spec", "status")):
@@ -343,6 +349,36 @@ def build(target: str, source: dict[str, Any]) -> dict[str, Any]:
     return {"components": {"schemas": dict(sorted(schemas.items()))}}
 
 
+def foreign_packages(docs: dict[str, dict[str, Any]], source: dict[str, Any]) -> dict[str, Any]:
+    """Definitions of other packages that the written files refer to (transitively),
+    grouped into their own group-version files so that every reference resolves."""
+    written = {n for doc in docs.values() for n in doc["components"]["schemas"]}
+    todo = [r for doc in docs.values() for r in _refs(doc)]
+    extra: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in written or name in extra:
+            continue
+        extra.add(name)
+        todo.extend(_refs(source[name]))
+    conv = Converter(source)
+    out: dict[str, dict[str, Any]] = {}
+    for name in sorted(extra):
+        target = group_version_of(name, source)
+        doc = out.setdefault(target, {"components": {"schemas": {}}})
+        doc["components"]["schemas"][name] = conv.definition(name)
+    return out
+
+
+def _refs(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        found = [_ref_name(node["$ref"])] if isinstance(node.get("$ref"), str) else []
+        return found + [r for v in node.values() for r in _refs(v)]
+    if isinstance(node, list):
+        return [r for v in node for r in _refs(v)]
+    return []
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("targets", nargs="*", help="group/version or 'meta' (default: ours)")
@@ -350,11 +386,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--release", default=RELEASE)
     args = parser.parse_args(argv)
     source = source_definitions(args.release)
-    for target in args.targets or DEFAULT_TARGETS:
-        if target != "meta" and target not in PACKAGES:
-            print(f"unknown target {target!r}", file=sys.stderr)
-            return 2
-        doc = build(target, source)
+    targets = args.targets or DEFAULT_TARGETS
+    unknown = [t for t in targets if t != "meta" and t not in PACKAGES]
+    if unknown:
+        print(f"unknown targets: {unknown}", file=sys.stderr)
+        return 2
+    docs = {t: build(t, source) for t in targets}
+    if not args.targets:
+        docs.update(foreign_packages(docs, source))
+    for target, doc in docs.items():
         path = args.out / file_name(target)
         path.write_text(json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
         print(f"{path}: {len(doc['components']['schemas'])} schemas")

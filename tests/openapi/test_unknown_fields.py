@@ -1,0 +1,72 @@
+"""Unknown-field detection and pruning (fieldValidation Strict / Warn / Ignore)."""
+
+from __future__ import annotations
+
+import pytest
+from draemu.openapi import schemas
+
+
+def pod(**extra_spec):
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": "b"}},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}], **extra_spec}}
+
+
+def test_a_valid_pod_has_no_unknown_fields():
+    assert schemas.unknown_fields("", "v1", "Pod", pod()) == []
+
+
+@pytest.mark.parametrize("obj, expected", [
+    ({"spec": {"foo": 1}}, [".spec.foo"]),
+    ({"metadata": {"name": "x", "colour": "red"}}, [".metadata.colour"]),
+    ({"spec": {"containers": [{"name": "a"}, {"name": "b", "imagee": "x"}]}},
+     [".spec.containers[1].imagee"]),
+    ({"spec": {"containers": [{"name": "a", "resources": {"limits": {"cpu": "1"}, "x": 1}}]}},
+     [".spec.containers[0].resources.x"]),
+    ({"topLevel": True, "spec": {"a": 1, "b": 2}}, [".topLevel", ".spec.a", ".spec.b"]),
+], ids=["spec", "metadata", "list-item", "nested", "document-order"])
+def test_unknown_fields_are_reported_with_upstream_paths(obj, expected):
+    assert schemas.unknown_fields("", "v1", "Pod", obj) == expected
+
+
+def test_map_values_that_are_structs_are_checked_under_their_key():
+    job = {"spec": {"template": {"spec": {"containers": [], "overhead": {"cpu": "1"}}}},
+           "metadata": {"annotations": {"k": "v"}}}
+    assert schemas.unknown_fields("batch", "v1", "Job", job) == []
+    bad = {"spec": {"selector": {"matchLabels": {"a": "b"}, "matchFoo": 1}}}
+    assert schemas.unknown_fields("apps", "v1", "Deployment", bad) == [".spec.selector.matchFoo"]
+
+
+def test_free_form_fields_accept_anything():
+    entry = {"manager": "m", "operation": "Apply", "fieldsType": "FieldsV1",
+             "fieldsV1": {"f:spec": {"f:anything": {}}}}
+    cm = {"metadata": {"managedFields": [entry]}}
+    assert schemas.unknown_fields("", "v1", "ConfigMap", cm) == []
+
+
+def test_repeated_unknown_paths_are_reported_once():
+    obj = {"spec": {"foo": 1}}
+    assert schemas.unknown_fields("", "v1", "Pod", obj) == [".spec.foo"]
+
+
+def test_the_strict_message_has_no_leading_dot():
+    assert schemas.strict_message(".spec.containers[0].x") == \
+        'unknown field "spec.containers[0].x"'
+
+
+def test_prune_drops_unknown_fields_and_keeps_the_rest():
+    obj = pod(foo=1)
+    obj["spec"]["containers"][0]["bar"] = 2
+    pruned = schemas.prune("", "v1", "Pod", obj)
+    assert pruned == pod()
+    assert obj["spec"]["foo"] == 1  # the input is not changed
+
+
+def test_a_kind_without_a_schema_reports_nothing_and_prunes_nothing():
+    obj = {"spec": {"anything": 1}}
+    assert schemas.unknown_fields("example.com", "v1", "Widget", obj) == []
+    assert schemas.prune("example.com", "v1", "Widget", obj) == obj
+
+
+def test_events_in_two_groups_have_their_own_schemas():
+    assert schemas.for_kind("", "v1", "Event")[0] == "io.k8s.api.core.v1.Event"
+    assert schemas.for_kind("events.k8s.io", "v1", "Event")[0] == "io.k8s.api.events.v1.Event"
