@@ -1,0 +1,31 @@
+"""The CEL environment of DRA device selectors (`device.driver`, `device.attributes`,
+`device.capacity`, `device.allowMultipleAllocations`), over cel-python's parser.
+
+    issues = check_expression(expr, gates=gates)        # API validation
+    program = compile_expression(expr)                   # cached; CELCompileError
+    program.evaluate(device) -> bool                     # CELRuntimeError
+"""
+
+from draemu.cel.device import CelDevice
+from draemu.cel.errors import CELCompileError, CELIssue, CELRuntimeError
+from draemu.cel.program import (
+    MAX_COST,
+    MAX_EXPRESSION_LENGTH,
+    NO_SUCH_KEY_HINT,
+    Program,
+    check_expression,
+    compile_expression,
+)
+
+__all__ = [
+    "MAX_COST",
+    "MAX_EXPRESSION_LENGTH",
+    "NO_SUCH_KEY_HINT",
+    "CELCompileError",
+    "CELIssue",
+    "CELRuntimeError",
+    "CelDevice",
+    "Program",
+    "check_expression",
+    "compile_expression",
+]

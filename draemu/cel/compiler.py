@@ -1,0 +1,692 @@
+"""Check and compile a CEL AST into Python closures.
+
+One pass over the AST does what cel-go's checker, cost estimator and planner do for
+the DRA environment: it rejects undeclared names, unknown device fields and functions
+(with cel-go's messages), infers a coarse static type (to insist on a bool result),
+estimates the worst-case cost, and builds a closure per node. Closures take an
+`Activation` (variables plus a shared cost meter) and return CEL values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from draemu.cel.errors import CELCompileError, CELRuntimeError, CostLimitExceeded
+from draemu.cel.library import FUNCTIONS, NAMESPACES, Function
+from draemu.cel.syntax import (
+    Call,
+    Ident,
+    Index,
+    ListLit,
+    Literal,
+    MapLit,
+    Node,
+    Select,
+    Uint,
+    format_error,
+)
+from draemu.cel.values import (
+    GO_TYPE_NAMES,
+    MISSING,
+    NONE,
+    CelType,
+    OptionalValue,
+    check_int,
+    check_uint,
+    compare,
+    equal,
+    is_number,
+    map_lookup,
+    no_overload,
+    type_name,
+)
+
+Fn = Callable[["Activation"], Any]
+
+# Worst-case sizes the cost estimate assumes (Kubernetes' limits for devices).
+MAX_ATTRIBUTES = 32          # attributes + capacities per device
+MAX_LIST_SIZE = 64           # list attribute values / attribute value length
+MAX_DOMAINS = 32
+
+
+class Activation(dict):
+    """Variables of one evaluation; `meter` is a one-element list of remaining cost,
+    shared with the nested activations of comprehensions."""
+
+    __slots__ = ("meter",)
+
+
+class EmptyDomains(dict):
+    """`device.attributes` / `device.capacity`: an unknown domain reads as an empty map."""
+
+    __slots__ = ()
+
+
+_EMPTY: dict = {}
+
+
+@dataclass(frozen=True)
+class Env:
+    allow_multiple_allocations: bool = True
+    list_type_attributes: bool = True  # `includes` available
+
+
+@dataclass
+class Compiled:
+    fn: Fn
+    type: str
+    cost: int
+    size: int | None = None  # element count, when known statically (list literals)
+
+
+_DEVICE_FIELDS = {"driver": "string", "attributes": "domains", "capacity": "domains",
+                  "allowMultipleAllocations": "bool"}
+
+_LITERAL_TYPES = {bool: "bool", int: "int", Uint: "uint", float: "double", str: "string",
+                  bytes: "bytes", type(None): "null"}
+
+_TYPE_CONSTANTS = {"bool", "int", "uint", "double", "string", "bytes", "list", "map",
+                   "null_type", "type"}
+
+
+def _raise(e: CELRuntimeError) -> Any:
+    raise e
+
+
+class Compiler:
+    def __init__(self, source: str, env: Env) -> None:
+        self.source = source
+        self.env = env
+        self.errors: list[str] = []
+        self.scopes: list[set[str]] = [set()]
+
+    def error(self, message: str, node: Node) -> Compiled:
+        self.errors.append(format_error(self.source, message, node.pos))
+        return Compiled(lambda a: None, "dyn", 0)
+
+    def compile(self, node: Node) -> Compiled:
+        result = self.visit(node)
+        if self.errors:
+            raise CELCompileError("compilation failed: " + "\n".join(self.errors))
+        return result
+
+    def visit(self, node: Node) -> Compiled:
+        if isinstance(node, Literal):
+            v = node.value
+            return Compiled(lambda a: v, _LITERAL_TYPES.get(type(v), "dyn"), 0)
+        if isinstance(node, Ident):
+            return self.ident(node)
+        if isinstance(node, Select):
+            return self.select(node)
+        if isinstance(node, Index):
+            return self.index(node)
+        if isinstance(node, ListLit):
+            items = [self.visit(x) for x in node.items]
+            fns = [c.fn for c in items]
+            elem = {c.type for c in items}
+            t = f"list({elem.pop()})" if len(elem) == 1 else "list(dyn)"
+            return Compiled(lambda a: [f(a) for f in fns], t, 10 + sum(c.cost for c in items),
+                            len(items))
+        if isinstance(node, MapLit):
+            entries = [(self.visit(k), self.visit(v)) for k, v in node.entries]
+            pairs = [(k.fn, v.fn) for k, v in entries]
+
+            def build_map(a: Activation) -> dict:
+                out: dict = {}
+                for kf, vf in pairs:
+                    k = kf(a)
+                    if isinstance(k, (float, list, dict)) or k is None:
+                        raise CELRuntimeError(f"unsupported map key type: {type_name(k)}")
+                    if map_lookup(out, k) is not MISSING:
+                        raise CELRuntimeError(f"Failed with repeated key: {k}")
+                    out[k] = vf(a)
+                return out
+            return Compiled(build_map, "map",
+                            30 + sum(k.cost + v.cost for k, v in entries))
+        assert isinstance(node, Call)
+        return self.call(node)
+
+    # --- names and selection --------------------------------------------------------------
+
+    def ident(self, node: Ident) -> Compiled:
+        name = node.name
+        if any(name in scope for scope in self.scopes):
+            return Compiled(lambda a: a[name], "dyn", 1)
+        if name == "device":
+            return Compiled(lambda a: a["device"], "device", 1)
+        if name in _TYPE_CONSTANTS:
+            t = CelType("null_type" if name == "null_type" else name)
+            return Compiled(lambda a: t, "type", 0)
+        return self.error(f"undeclared reference to '{name}' (in container '')", node)
+
+    def select(self, node: Select) -> Compiled:
+        operand = self.visit(node.operand)
+        name = node.field
+        if operand.type == "device":
+            field_type = _DEVICE_FIELDS.get(name)
+            if field_type is None or (name == "allowMultipleAllocations"
+                                      and not self.env.allow_multiple_allocations):
+                return self.error(f"undefined field '{name}'", node)
+        elif operand.type not in ("dyn", "map", "domains", "optional") \
+                and not operand.type.startswith("map"):
+            return self.error(f"type '{operand.type}' does not support field selection", node)
+        ofn = operand.fn
+        if node.test_only:
+            def has(a: Activation) -> bool:
+                return _select(ofn(a), name, presence=True)
+            return Compiled(has, "bool", operand.cost + 1)
+        if node.optional:
+            def opt_select(a: Activation) -> OptionalValue:
+                return _optional_select(ofn(a), name)
+            return Compiled(opt_select, "optional", operand.cost + 1)
+        result = {"device": _DEVICE_FIELDS.get(name, "dyn"), "domains": "map"}.get(
+            operand.type, "optional" if operand.type == "optional" else "dyn")
+
+        def sel(a: Activation) -> Any:
+            return _select(ofn(a), name, presence=False)
+        return Compiled(sel, result, operand.cost + 1)
+
+    def index(self, node: Index) -> Compiled:
+        operand, key = self.visit(node.operand), self.visit(node.key)
+        if operand.type in ("bool", "int", "uint", "double", "string", "bytes", "null"):
+            return self.error(f"found no matching overload for '_[_]' applied to "
+                              f"'({operand.type}, {key.type})'", node)
+        ofn, kfn = operand.fn, key.fn
+        if node.optional:
+            def opt_index(a: Activation) -> OptionalValue:
+                return _optional_index(ofn(a), kfn(a))
+            return Compiled(opt_index, "optional", operand.cost + key.cost + 1)
+        result = "map" if operand.type == "domains" else "dyn"
+
+        def idx(a: Activation) -> Any:
+            return _index(ofn(a), kfn(a))
+        return Compiled(idx, result, operand.cost + key.cost + 1)
+
+    # --- calls ------------------------------------------------------------------------------
+
+    def call(self, node: Call) -> Compiled:
+        name, target = node.function, node.target
+        if target is None:
+            op = _OPERATORS.get(name)
+            if op is not None:
+                return op(self, node)
+            if name == "has":
+                return self.macro_has(node)
+        elif isinstance(target, Ident) and target.name in NAMESPACES \
+                and not any(target.name in s for s in self.scopes):
+            qualified = f"{target.name}.{name}"
+            if qualified == "cel.bind":
+                return self.macro_bind(node)
+            return self.function_call(qualified, None, node)
+        else:
+            macro = _MACROS.get(name)
+            if macro is not None and len(node.args) in macro[0]:
+                return macro[1](self, node)
+        return self.function_call(name, target, node)
+
+    def function_call(self, name: str, target: Node | None, node: Call) -> Compiled:
+        fn = FUNCTIONS.get((name, target is not None))
+        if fn is None or (fn.gate == "DRAListTypeAttributes"
+                          and not self.env.list_type_attributes):
+            return self.error(f"undeclared reference to '{name}' (in container '')", node)
+        receiver = self.visit(target) if target is not None else None
+        args = [self.visit(x) for x in node.args]
+        if len(node.args) not in fn.arities or not _receiver_ok(fn, receiver):
+            types = ", ".join(c.type for c in args)
+            applied = f"{receiver.type}.({types})" if receiver else f"({types})"
+            return self.error(f"found no matching overload for '{name}' applied to "
+                              f"'{applied}'", node)
+        impl = fn.impl
+        fns = [c.fn for c in ([receiver] if receiver else []) + args]
+        cost = fn.cost + sum(c.cost for c in args) + (receiver.cost if receiver else 0)
+        result = _result_type(fn, receiver, args)
+        if len(fns) == 1:
+            f0 = fns[0]
+            return Compiled(lambda a: impl(f0(a)), result, cost)
+        if len(fns) == 2:
+            f0, f1 = fns
+            return Compiled(lambda a: impl(f0(a), f1(a)), result, cost)
+        return Compiled(lambda a: impl(*[f(a) for f in fns]), result, cost)
+
+    def macro_has(self, node: Call) -> Compiled:
+        if len(node.args) != 1 or not isinstance(node.args[0], Select):
+            return self.error("invalid argument to has() macro", node)
+        sel = node.args[0]
+        return self.select(Select(sel.operand, sel.field, test_only=True, pos=sel.pos))
+
+    def macro_bind(self, node: Call) -> Compiled:
+        if len(node.args) != 3 or not isinstance(node.args[0], Ident):
+            return self.error("cel.bind() variable name must be a simple identifier", node)
+        var = node.args[0].name
+        init = self.visit(node.args[1])
+        self.scopes.append({var})
+        body = self.visit(node.args[2])
+        self.scopes.pop()
+        ifn, bfn = init.fn, body.fn
+
+        def bind(a: Activation) -> Any:
+            inner = Activation(a)
+            inner.meter = a.meter
+            inner[var] = ifn(a)
+            return bfn(inner)
+        return Compiled(bind, body.type, init.cost + body.cost + 10)
+
+    def comprehension(self, node: Call) -> Compiled:
+        name = node.function
+        assert node.target is not None
+        two_vars = len(node.args) == 3 and name in _TWO_VAR or len(node.args) == 4
+        var_nodes = node.args[:2] if two_vars else node.args[:1]
+        if not all(isinstance(v, Ident) for v in var_nodes):
+            return self.error(f"{name}() variable name must be a simple identifier", node)
+        names = [v.name for v in var_nodes]  # type: ignore[attr-defined]
+        rng = self.visit(node.target)
+        if rng.type in ("bool", "int", "uint", "double", "string", "bytes", "null"):
+            return self.error(f"expression of type '{rng.type}' cannot be the range of a "
+                              "comprehension (must be list, map, or dynamic)", node.target)
+        self.scopes.append(set(names))
+        rest = [self.visit(x) for x in node.args[len(names):]]
+        self.scopes.pop()
+        per_item = sum(c.cost for c in rest) + 2
+        size = _max_size(rng)
+        cost = rng.cost + size * per_item
+        kind = _COMPREHENSIONS[name]
+        rfn = rng.fn
+        fns = [c.fn for c in rest]
+        run = kind(names, fns, per_item)
+
+        def loop(a: Activation) -> Any:
+            return run(a, _iteration_range(rfn(a)))
+        result = {"all": "bool", "exists": "bool", "exists_one": "bool",
+                  "existsOne": "bool", "map": "list(dyn)", "filter": "list(dyn)",
+                  "transformList": "list(dyn)", "transformMap": "map"}[name]
+        return Compiled(loop, result, cost)
+
+    # --- operators ------------------------------------------------------------------------
+
+    def logical(self, node: Call) -> Compiled:
+        left, right = (self.visit(x) for x in node.args)
+        self._want_bool(node, left, right)
+        lf, rf = left.fn, right.fn
+        is_and = node.function == "_&&_"
+        decisive = not is_and  # && is decided by false, || by true
+
+        def logic(a: Activation) -> bool:
+            try:
+                lv = lf(a)
+            except CELRuntimeError as e:
+                rv = rf(a)
+                if rv is decisive:
+                    return decisive
+                raise e from None
+            if lv is decisive:
+                return decisive
+            if lv is not (not decisive):
+                # A non-bool left operand is an error unless the right side decides.
+                rv = rf(a)
+                if rv is decisive:
+                    return decisive
+                raise no_overload(node.function, lv, rv)
+            rv = rf(a)
+            if not isinstance(rv, bool):
+                raise no_overload(node.function, lv, rv)
+            return rv
+        return Compiled(logic, "bool", left.cost + right.cost)
+
+    def _want_bool(self, node: Call, *operands: Compiled) -> None:
+        for c in operands:
+            if c.type not in ("bool", "dyn"):
+                types = ", ".join(x.type for x in operands)
+                self.error(f"found no matching overload for '{node.function}' applied to "
+                           f"'({types})'", node)
+                return
+
+    def conditional(self, node: Call) -> Compiled:
+        cond, yes, no = (self.visit(x) for x in node.args)
+        self._want_bool(node, cond)
+        cf, yf, nf = cond.fn, yes.fn, no.fn
+
+        def ternary(a: Activation) -> Any:
+            c = cf(a)
+            if c is True:
+                return yf(a)
+            if c is False:
+                return nf(a)
+            raise no_overload("_?_:_", c)
+        t = yes.type if yes.type == no.type else "dyn"
+        return Compiled(ternary, t, cond.cost + max(yes.cost, no.cost))
+
+    def unary(self, node: Call) -> Compiled:
+        operand = self.visit(node.args[0])
+        f = operand.fn
+        if node.function == "!_":
+            self._want_bool(node, operand)
+
+            def negate(a: Activation) -> bool:
+                v = f(a)
+                if not isinstance(v, bool):
+                    raise no_overload("!_", v)
+                return not v
+            return Compiled(negate, "bool", operand.cost + 1)
+
+        def minus(a: Activation) -> Any:
+            v = f(a)
+            if isinstance(v, (bool, Uint)) or not is_number(v):
+                raise no_overload("-_", v)
+            return check_int(-v) if isinstance(v, int) else -v
+        return Compiled(minus, operand.type, operand.cost + 1)
+
+    def binary(self, node: Call) -> Compiled:
+        left, right = (self.visit(x) for x in node.args)
+        op = node.function
+        impl = _BINARY_IMPL[op]
+        lf, rf = left.fn, right.fn
+        if op in ("_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_", "@in"):
+            result = "bool"
+        elif left.type == right.type and left.type != "null":
+            result = left.type
+        else:
+            result = "dyn"
+        bad = _static_operand_error(op, left.type, right.type)
+        if bad:
+            return self.error(bad, node)
+        return Compiled(lambda a: impl(lf(a), rf(a)), result, left.cost + right.cost + 1)
+
+
+def _receiver_ok(fn: Function, receiver: Compiled | None) -> bool:
+    if receiver is None or not fn.receivers or "dyn" in fn.receivers:
+        return True
+    t = receiver.type
+    base = t.split("(")[0]
+    return t in ("dyn", "map", "optional") and base in fn.receivers or base in fn.receivers \
+        or t == "dyn"
+
+
+def _result_type(fn: Function, receiver: Compiled | None, args: list[Compiled]) -> str:
+    if fn.result != "dyn":
+        return fn.result
+    if fn.name in ("reverse",) and receiver is not None:
+        return receiver.type
+    if fn.name == "orValue" and args:
+        return "dyn"
+    return "dyn"
+
+
+def _max_size(rng: Compiled) -> int:
+    if rng.size is not None:
+        return rng.size
+    # Otherwise assume the largest collection a device can hold.
+    return {"domains": MAX_DOMAINS, "map": MAX_ATTRIBUTES}.get(rng.type, MAX_LIST_SIZE)
+
+
+_NUMERIC_OPS = {"_+_", "_-_", "_*_", "_/_", "_%_"}
+
+
+def _static_operand_error(op: str, lt: str, rt: str) -> str | None:
+    concrete = {"bool", "int", "uint", "double", "string", "bytes", "null"}
+    if op in _NUMERIC_OPS and lt in concrete and rt in concrete:
+        ok = (lt == rt and lt in ("int", "uint", "double")) or (
+            op == "_+_" and lt == rt and lt in ("string", "bytes"))
+        if op == "_%_" and lt == "double":
+            ok = False
+        if not ok:
+            return f"found no matching overload for '{op}' applied to '({lt}, {rt})'"
+    if op in ("_<_", "_<=_", "_>_", "_>=_") and lt in concrete and rt in concrete:
+        numeric = {"int", "uint", "double"}
+        if not (lt == rt and lt != "null" or lt in numeric and rt in numeric):
+            return f"found no matching overload for '{op}' applied to '({lt}, {rt})'"
+    return None
+
+
+# --- runtime helpers ----------------------------------------------------------------------
+
+def _select(v: Any, name: str, *, presence: bool) -> Any:
+    if isinstance(v, dict):
+        found = v.get(name, MISSING)
+        if presence:
+            return found is not MISSING
+        if found is MISSING:
+            if isinstance(v, EmptyDomains):
+                return _EMPTY
+            raise CELRuntimeError(f"no such key: {name}", key=name)
+        return found
+    if isinstance(v, OptionalValue):
+        if presence:
+            return v.present and _select(v.value, name, presence=True)
+        if not v.present:
+            return NONE
+        return OptionalValue(True, _select(v.value, name, presence=False))
+    raise CELRuntimeError(f"type '{type_name(v)}' does not support field selection")
+
+
+def _optional_select(v: Any, name: str) -> OptionalValue:
+    if isinstance(v, OptionalValue):
+        if not v.present:
+            return NONE
+        v = v.value
+    if isinstance(v, dict):
+        found = v.get(name, MISSING)
+        if found is MISSING:
+            return OptionalValue(True, _EMPTY) if isinstance(v, EmptyDomains) else NONE
+        return OptionalValue(True, found)
+    raise CELRuntimeError(f"type '{type_name(v)}' does not support field selection")
+
+
+def _index(v: Any, key: Any) -> Any:
+    if isinstance(v, dict):
+        found = map_lookup(v, key)
+        if found is MISSING:
+            if isinstance(v, EmptyDomains):
+                return _EMPTY
+            raise CELRuntimeError(f"no such key: {key}", key=str(key))
+        return found
+    if isinstance(v, (list, tuple)):
+        if isinstance(key, float) and key.is_integer():
+            key = int(key)
+        if isinstance(key, bool) or not isinstance(key, int):
+            raise no_overload("_[_]", v, key)
+        if not 0 <= key < len(v):
+            raise CELRuntimeError(f"index out of bounds: {key}")
+        return v[key]
+    if isinstance(v, OptionalValue):
+        if not v.present:
+            return NONE
+        return OptionalValue(True, _index(v.value, key))
+    raise no_overload("_[_]", v, key)
+
+
+def _optional_index(v: Any, key: Any) -> OptionalValue:
+    if isinstance(v, OptionalValue):
+        if not v.present:
+            return NONE
+        v = v.value
+    if isinstance(v, dict):
+        found = map_lookup(v, key)
+        if found is MISSING:
+            return OptionalValue(True, _EMPTY) if isinstance(v, EmptyDomains) else NONE
+        return OptionalValue(True, found)
+    if isinstance(v, (list, tuple)) and isinstance(key, int) and not isinstance(key, bool):
+        return OptionalValue(True, v[key]) if 0 <= key < len(v) else NONE
+    raise no_overload("_[?_]", v, key)
+
+
+def _iteration_range(v: Any) -> list:
+    if isinstance(v, (list, tuple)):
+        return list(enumerate(v))
+    if isinstance(v, dict):
+        return [(k, val) for k, val in v.items()]
+    name = type_name(v)
+    raise CELRuntimeError(f"got '{GO_TYPE_NAMES.get(name, name)}', expected iterable type")
+
+
+def _charge(a: Activation, cost: int) -> None:
+    a.meter[0] -= cost
+    if a.meter[0] < 0:
+        raise CostLimitExceeded()
+
+
+def _loop_activation(a: Activation) -> Activation:
+    inner = Activation(a)
+    inner.meter = a.meter
+    return inner
+
+
+def _bind(inner: Activation, names: list[str], key: Any, value: Any, is_list: bool) -> None:
+    # One variable: the list element or the map key. Two: index/key and element/value.
+    if len(names) == 1:
+        inner[names[0]] = value if is_list else key
+    else:
+        inner[names[0]], inner[names[1]] = key, value
+
+
+def _quantifier(kind: str) -> Callable[[list[str], list[Fn], int], Callable]:
+    def make(names: list[str], fns: list[Fn], per_item: int) -> Callable:
+        pred = fns[0]
+
+        def run(a: Activation, items: list) -> Any:
+            inner = _loop_activation(a)
+            is_list = isinstance(items, list) and bool(items) and isinstance(items[0][0], int)
+            error: CELRuntimeError | None = None
+            hits = 0
+            for key, value in items:
+                _charge(a, per_item)
+                _bind(inner, names, key, value, is_list)
+                try:
+                    r = pred(inner)
+                except CostLimitExceeded:
+                    raise
+                except CELRuntimeError as e:
+                    error = error or e
+                    continue
+                if not isinstance(r, bool):
+                    error = error or no_overload(kind, r)
+                    continue
+                if kind == "all" and not r:
+                    return False
+                if kind == "exists" and r:
+                    return True
+                hits += r
+            if error is not None:
+                raise error
+            if kind == "all":
+                return True
+            if kind == "exists":
+                return False
+            return hits == 1
+        return run
+    return make
+
+
+def _mapper(kind: str) -> Callable[[list[str], list[Fn], int], Callable]:
+    def make(names: list[str], fns: list[Fn], per_item: int) -> Callable:
+        def run(a: Activation, items: list) -> Any:
+            inner = _loop_activation(a)
+            is_list = bool(items) and isinstance(items[0][0], int) and kind != "transformMap"
+            out_list: list = []
+            out_map: dict = {}
+            for key, value in items:
+                _charge(a, per_item)
+                _bind(inner, names, key, value, is_list or len(names) == 1 and
+                      isinstance(key, int))
+                if kind == "filter":
+                    keep = fns[0](inner)
+                    if not isinstance(keep, bool):
+                        raise no_overload("filter", keep)
+                    if keep:
+                        out_list.append(inner[names[-1]] if len(names) == 2 else
+                                        inner[names[0]])
+                    continue
+                if len(fns) == 2:  # map(x, filter, transform)
+                    keep = fns[0](inner)
+                    if not isinstance(keep, bool):
+                        raise no_overload(kind, keep)
+                    if not keep:
+                        continue
+                result = fns[-1](inner)
+                if kind == "transformMap":
+                    out_map[key] = result
+                else:
+                    out_list.append(result)
+            return out_map if kind == "transformMap" else out_list
+        return run
+    return make
+
+
+_COMPREHENSIONS: dict[str, Callable] = {
+    "all": _quantifier("all"), "exists": _quantifier("exists"),
+    "exists_one": _quantifier("exists_one"), "existsOne": _quantifier("exists_one"),
+    "map": _mapper("map"), "filter": _mapper("filter"),
+    "transformList": _mapper("transformList"), "transformMap": _mapper("transformMap"),
+}
+_TWO_VAR = {"all", "exists", "exists_one", "existsOne", "transformList", "transformMap"}
+_MACROS: dict[str, tuple[tuple[int, ...], Callable[[Compiler, Call], Compiled]]] = {
+    "all": ((2, 3), Compiler.comprehension), "exists": ((2, 3), Compiler.comprehension),
+    "exists_one": ((2, 3), Compiler.comprehension), "existsOne": ((2, 3), Compiler.comprehension),
+    "map": ((2, 3), Compiler.comprehension), "filter": ((2,), Compiler.comprehension),
+    "transformList": ((3, 4), Compiler.comprehension),
+    "transformMap": ((3, 4), Compiler.comprehension),
+}
+
+
+def _arith(op: str) -> Callable[[Any, Any], Any]:
+    def run(x: Any, y: Any) -> Any:
+        if is_number(x) and is_number(y) and type(x) is type(y):
+            if isinstance(x, float):
+                if op == "_%_":
+                    raise no_overload(op, x, y)
+                if op == "_/_":
+                    if y == 0:
+                        return float("inf") if x > 0 else float("-inf") if x < 0 else \
+                            float("nan")
+                    return x / y
+                return {"_+_": x + y, "_-_": x - y, "_*_": x * y}[op]
+            if op in ("_/_", "_%_"):
+                if y == 0:
+                    raise CELRuntimeError("division by zero" if op == "_/_"
+                                          else "modulus by zero")
+                q = abs(x) // abs(y) * (1 if (x >= 0) == (y >= 0) else -1)
+                r = x - q * y
+                v = q if op == "_/_" else r
+            else:
+                v = {"_+_": x + y, "_-_": x - y, "_*_": x * y}[op]
+            return check_uint(v) if isinstance(x, Uint) else check_int(v)
+        if op == "_+_":
+            if isinstance(x, str) and isinstance(y, str):
+                return x + y
+            if isinstance(x, bytes) and isinstance(y, bytes):
+                return x + y
+            if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)):
+                return [*x, *y]
+        raise no_overload(op, x, y)
+    return run
+
+
+def _relation(op: str) -> Callable[[Any, Any], bool]:
+    test = {"_<_": lambda c: c < 0, "_<=_": lambda c: c <= 0,
+            "_>_": lambda c: c > 0, "_>=_": lambda c: c >= 0}[op]
+
+    def run(x: Any, y: Any) -> bool:
+        return test(compare(x, y, op))
+    return run
+
+
+def _in(x: Any, container: Any) -> bool:
+    if isinstance(container, (list, tuple)):
+        return any(equal(x, e) for e in container)
+    if isinstance(container, dict):
+        return map_lookup(container, x) is not MISSING
+    raise no_overload("@in", x, container)
+
+
+_BINARY_IMPL: dict[str, Callable[[Any, Any], Any]] = {
+    "_==_": equal, "_!=_": lambda x, y: not equal(x, y), "@in": _in,
+    **{op: _arith(op) for op in _NUMERIC_OPS},
+    **{op: _relation(op) for op in ("_<_", "_<=_", "_>_", "_>=_")},
+}
+
+_OPERATORS: dict[str, Callable[[Compiler, Call], Compiled]] = {
+    "_&&_": Compiler.logical, "_||_": Compiler.logical, "_?_:_": Compiler.conditional,
+    "!_": Compiler.unary, "-_": Compiler.unary,
+    **{op: Compiler.binary for op in _BINARY_IMPL},
+}
