@@ -1,0 +1,64 @@
+"""Device selectors: the `cel` member and its compile-time checks.
+
+The CEL environment itself lives in `draemu.cel` (shared with the scheduler); this
+module only maps its findings onto field errors at `...selectors[i].cel.expression`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from draemu.api.errors import FieldError, Path, forbidden, internal, invalid, required, too_long
+from draemu.features import FeatureGates
+
+from .fields import Errors, bounded_list, obj
+
+CEL_EXPRESSION_MAX_LENGTH = 10 * 1024
+SELECTORS_MAX = 32
+
+
+def _checker() -> Any:
+    """`draemu.cel.check_expression`, or None while the CEL module is not installed."""
+    try:
+        module = importlib.import_module("draemu.cel")
+    except ImportError:
+        return None
+    return getattr(module, "check_expression", None)
+
+
+def selector_list(items: list[Any] | None, path: Path, gates: FeatureGates) -> Errors:
+    return bounded_list(items, SELECTORS_MAX, path,
+                        lambda item, p: selector(obj(item), p, gates))
+
+
+def selector(value: dict[str, Any], path: Path, gates: FeatureGates) -> Errors:
+    cel = value.get("cel")
+    if not isinstance(cel, dict):
+        return [required(path.child("cel"))]
+    return cel_expression(cel.get("expression") or "", path.child("cel", "expression"), gates)
+
+
+def cel_expression(expression: str, path: Path, gates: FeatureGates) -> Errors:
+    if len(expression.encode()) > CEL_EXPRESSION_MAX_LENGTH:
+        # Too long expressions are not even compiled.
+        return [too_long(path, CEL_EXPRESSION_MAX_LENGTH)]
+    if not expression:
+        return [required(path, "expression is required")]
+    check = _checker()
+    if check is None:
+        return []
+    return [_issue_to_error(issue, expression, path) for issue in check(expression, gates=gates)]
+
+
+def _issue_to_error(issue: Any, expression: str, path: Path) -> FieldError:
+    kind, detail = issue.type, issue.detail
+    if kind == "Forbidden":
+        return forbidden(path, detail)
+    if kind == "TooLong":
+        return too_long(path, CEL_EXPRESSION_MAX_LENGTH)
+    if kind == "Required":
+        return required(path, detail)
+    if kind == "Invalid":
+        return invalid(path, expression, detail)
+    return internal(path, detail)

@@ -1,0 +1,443 @@
+"""Validation of ResourceSlice (v1 shape)."""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from math import ceil
+from typing import Any
+
+from draemu.api.errors import Path, forbidden, invalid, required, too_long
+from draemu.api.quantity import Quantity, QuantityError
+from draemu.features import FeatureGates
+
+from . import fields as f
+from .claims import binding_parameters, immutable, skip_node_operations
+from .fields import Errors, lst, obj
+from .taints import taint
+
+MAX_DEVICES = 128
+MAX_DEVICES_ADVANCED = 64
+MAX_COUNTER_SETS = 8
+MAX_COUNTERS = 32
+MAX_CONSUMES_COUNTERS = 2
+MAX_ATTRIBUTES_AND_CAPACITIES = 32
+MAX_ATTRIBUTE_VALUES = 48
+MAX_ATTRIBUTE_VALUE_LENGTH = 64
+MAX_TAINTS = 16
+MAX_VALID_VALUES = 10
+_NODE_SELECTION = "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required"
+_DEVICE_NODE_SELECTION = ("exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required "
+                          "when `perDeviceNodeSelection` is set to true in the ResourceSlice spec")
+
+_NUM = r"(0|[1-9]\d*)"
+_PRE = r"(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)"
+_BUILD = r"[0-9a-zA-Z-]+"
+SEMVER = re.compile(rf"^{_NUM}\.{_NUM}\.{_NUM}(-{_PRE}(\.{_PRE})*)?(\+{_BUILD}(\.{_BUILD})*)?$")
+_LIST_FORMS = ("bools", "ints", "strings", "versions")
+_SCALAR_FORMS = ("bool", "int", "string", "version")
+_NODE_ALLOCATABLE = {"cpu", "memory", "ephemeral-storage"}
+
+
+def slice_spec(spec: dict[str, Any], old: dict[str, Any] | None, gates: FeatureGates) -> Errors:
+    path = Path("spec")
+    pool = obj(spec.get("pool"))
+    errs = f.driver_name(spec.get("driver", "") or "", path.child("driver"))
+    errs += _pool(pool, path.child("pool"))
+    if old is not None:
+        errs += immutable(pool.get("name"), obj(old.get("pool")).get("name"),
+                          path.child("pool", "name"))
+        errs += immutable(spec.get("driver"), old.get("driver"), path.child("driver"))
+        errs += immutable(spec.get("nodeName"), old.get("nodeName"), path.child("nodeName"))
+    errs += _node_selection(spec, path)
+    if spec.get("sharedCounters") is not None and spec.get("devices") is not None:
+        errs.append(invalid(path, "", "only one of `sharedCounters` or `devices` is allowed"))
+    devices = lst(spec.get("devices"))
+    max_devices = MAX_DEVICES_ADVANCED if any(_advanced(obj(d)) for d in devices) else MAX_DEVICES
+    old_devices = {obj(d).get("name"): obj(d) for d in lst((old or {}).get("devices"))}
+    per_device = spec.get("perDeviceNodeSelection") is True
+    errs += f.bounded_set(devices, max_devices, path.child("devices"),
+                          lambda d, p: _device(obj(d), old_devices.get(obj(d).get("name")), p,
+                                               per_device, gates),
+                          lambda d: obj(d).get("name", ""))
+    errs += f.bounded_set(lst(spec.get("sharedCounters")), MAX_COUNTER_SETS,
+                          path.child("sharedCounters"), _counter_set,
+                          lambda c: obj(c).get("name", ""))
+    errs += _partition_type(spec, path, gates)
+    if spec.get("skipNodeOperations") is not None:
+        errs += skip_node_operations(lst(spec.get("skipNodeOperations")),
+                                     path.child("skipNodeOperations"))
+    return errs
+
+
+def _advanced(device: dict[str, Any]) -> bool:
+    """Devices that lower the per-slice limit to 64."""
+    return bool(lst(device.get("taints")) or lst(device.get("consumesCounters"))
+                or any(obj(a).get(form) is not None
+                       for a in obj(device.get("attributes")).values() for form in _LIST_FORMS))
+
+
+def _pool(pool: dict[str, Any], path: Path) -> Errors:
+    errs = f.pool_name(pool.get("name", "") or "", path.child("name"))
+    count = pool.get("resourceSliceCount", 0) or 0
+    if count <= 0:
+        errs.append(invalid(path.child("resourceSliceCount"), count, "must be greater than zero"))
+    generation = pool.get("generation", 0) or 0
+    if generation < 0:
+        errs.append(invalid(path.child("generation"), generation,
+                            "must be greater than or equal to zero"))
+    return errs
+
+
+def _node_selection(spec: dict[str, Any], path: Path) -> Errors:
+    errs: Errors = []
+    chosen: list[str] = []
+    if spec.get("nodeName") is not None:
+        if spec["nodeName"]:
+            chosen.append("`nodeName`")
+            errs += f.node_name(spec["nodeName"], path.child("nodeName"))
+        else:
+            errs.append(invalid(path.child("nodeName"), "",
+                                "must be either unset or set to a non-empty string"))
+    if isinstance(spec.get("nodeSelector"), dict):
+        chosen.append("`nodeSelector`")
+        selector = spec["nodeSelector"]
+        errs += f.node_selector(selector, path.child("nodeSelector"))
+        terms = lst(selector.get("nodeSelectorTerms"))
+        if len(terms) != 1:
+            errs.append(invalid(path.child("nodeSelector", "nodeSelectorTerms"), terms,
+                                "must have exactly one node selector term"))
+    for name in ("allNodes", "perDeviceNodeSelection"):
+        if spec.get(name) is not None:
+            if spec[name] is True:
+                chosen.append(f"`{name}`")
+            else:
+                errs.append(invalid(path.child(name), spec[name],
+                                    "must be either unset or set to true"))
+    if not chosen:
+        errs.append(required(path, _NODE_SELECTION))
+    elif len(chosen) > 1:
+        errs.append(invalid(path, "{" + ", ".join(chosen) + "}",
+                            _NODE_SELECTION + ", but multiple fields are set"))
+    return errs
+
+
+def _counter_set(counter_set: Any, path: Path) -> Errors:
+    counter_set = obj(counter_set)
+    errs: Errors = []
+    name = counter_set.get("name", "") or ""
+    errs += [required(path.child("name"))] if not name else f.dns_label(name, path.child("name"))
+    errs += _counters(counter_set.get("counters"), path.child("counters"))
+    return errs
+
+
+def _counters(counters: Any, path: Path) -> Errors:
+    if not obj(counters):
+        return [required(path)]
+    return f.bounded_map(obj(counters), MAX_COUNTERS, 63, path, f.dns_label,
+                         lambda _v, _p: [])
+
+
+def _device(device: dict[str, Any], old: dict[str, Any] | None, path: Path, per_device: bool,
+            gates: FeatureGates) -> Errors:
+    errs = f.dns_label(device.get("name", "") or "", path.child("name"))
+    attributes, capacity = obj(device.get("attributes")), obj(device.get("capacity"))
+    total = len(attributes) + len(capacity)
+    if total > MAX_ATTRIBUTES_AND_CAPACITIES:
+        errs.append(invalid(path, total, "the total number of attributes and capacities must "
+                            f"not exceed {MAX_ATTRIBUTES_AND_CAPACITIES}"))
+    values = sum(_value_count(obj(a)) for a in attributes.values())
+    if values > MAX_ATTRIBUTE_VALUES:
+        errs.append(invalid(path, values, "the total number of attribute values must not "
+                            f"exceed {MAX_ATTRIBUTE_VALUES}"))
+    errs += f.bounded_map(attributes, -1, f.ATTRIBUTE_KEY_MAX, path.child("attributes"),
+                          f.qualified_name, lambda a, p: _attribute(obj(a), p))
+    multiple = device.get("allowMultipleAllocations") is True
+    errs += f.bounded_map(capacity, -1, f.ATTRIBUTE_KEY_MAX, path.child("capacity"),
+                          f.qualified_name,
+                          lambda c, p: _capacity(obj(c), p, multiple, gates))
+    taints = lst(device.get("taints"))
+    if old is None or lst(old.get("taints")) != taints:
+        errs += f.bounded_list(taints, MAX_TAINTS, path.child("taints"),
+                               lambda t, p: taint(obj(t), None, p))
+    errs += f.bounded_set(lst(device.get("consumesCounters")), MAX_CONSUMES_COUNTERS,
+                          path.child("consumesCounters"), _counter_consumption,
+                          lambda c: obj(c).get("counterSet", ""))
+    errs += _device_node_selection(device, path, per_device)
+    errs += binding_parameters(lst(device.get("bindingConditions")),
+                               lst(device.get("bindingFailureConditions")), path)
+    errs += f.bounded_map(obj(device.get("nodeAllocatableResources")), -1, 253,
+                          path.child("nodeAllocatableResources"), _node_allocatable_name,
+                          lambda r, p: _node_allocatable(obj(r), p, capacity))
+    return errs
+
+
+def _value_count(attribute: dict[str, Any]) -> int:
+    count = sum(1 for form in _SCALAR_FORMS if attribute.get(form) is not None)
+    return count + sum(len(lst(attribute.get(form))) for form in _LIST_FORMS)
+
+
+def _attribute(attribute: dict[str, Any], path: Path) -> Errors:
+    errs: Errors = []
+    set_forms = [form for form in _SCALAR_FORMS + _LIST_FORMS if attribute.get(form) is not None]
+    if isinstance(attribute.get("string"), str):
+        errs += _string_value(attribute["string"], path.child("string"))
+    if isinstance(attribute.get("version"), str):
+        errs += _version_value(attribute["version"], path.child("version"))
+    for form in _LIST_FORMS:
+        if attribute.get(form) is None:
+            continue
+        items = lst(attribute[form])
+        if not items:
+            errs.append(invalid(path.child(form), items, "must not be empty if specified"))
+        for i, item in enumerate(items):
+            if form == "strings":
+                errs += _string_value(str(item), path.child(form).index(i))
+            elif form == "versions":
+                errs += _version_value(str(item), path.child(form).index(i))
+    if not set_forms:
+        errs.append(invalid(path, "", "exactly one value must be specified"))
+    elif len(set_forms) > 1:
+        errs.append(invalid(path, attribute, "exactly one value must be specified"))
+    return errs
+
+
+def _string_value(value: str, path: Path) -> Errors:
+    if len(value.encode()) > MAX_ATTRIBUTE_VALUE_LENGTH:
+        return [too_long(path, MAX_ATTRIBUTE_VALUE_LENGTH)]
+    return []
+
+
+def _version_value(value: str, path: Path) -> Errors:
+    errs: Errors = []
+    if not SEMVER.match(value):
+        errs.append(invalid(path, value, "must be a string compatible with semver.org spec 2.0.0"))
+    return errs + _string_value(value, path)
+
+
+def _quantity(value: Any) -> Quantity | None:
+    try:
+        return Quantity.parse(value)
+    except (QuantityError, TypeError):
+        return None
+
+
+def _capacity(capacity: dict[str, Any], path: Path, multiple: bool,
+              gates: FeatureGates) -> Errors:
+    policy = capacity.get("requestPolicy")
+    if not isinstance(policy, dict):
+        return []
+    if not multiple:
+        return [forbidden(path.child("requestPolicy"), "allowMultipleAllocations must be true")]
+    maximum = _quantity(capacity.get("value", "0"))
+    if maximum is None:
+        return []
+    return _request_policy(maximum, policy, path.child("requestPolicy"), gates)
+
+
+def _request_policy(maximum: Quantity, policy: dict[str, Any], path: Path,
+                    gates: FeatureGates) -> Errors:
+    valid_values = lst(policy.get("validValues"))
+    valid_range = policy.get("validRange")
+    if valid_values and isinstance(valid_range, dict):
+        return [forbidden(path, 'exactly one policy can be specified, cannot specify '
+                          '"validValues" and "validRange" at the same time')]
+    default = _quantity(policy["default"]) if policy.get("default") is not None else None
+    if valid_values:
+        if default is None:
+            return [required(path.child("default"), "required when validValues is defined")]
+        return _valid_values(default, maximum, valid_values, path.child("validValues"))
+    if isinstance(valid_range, dict):
+        if default is None:
+            return [required(path.child("default"), "required when validRange is defined")]
+        return _valid_range(default, maximum, valid_range, path.child("validRange"), gates)
+    return []
+
+
+def _valid_values(default: Quantity, maximum: Quantity, values: list[Any],
+                  path: Path) -> Errors:
+    errs: Errors = []
+    parsed = [_quantity(v) or Quantity(0) for v in values]
+    for i in range(len(parsed) - 1):
+        if parsed[i] > parsed[i + 1]:
+            errs.append(invalid(path.index(i + 1), str(parsed[i + 1]),
+                                "values must be sorted in ascending order"))
+
+    def option(q: Quantity, p: Path) -> Errors:
+        if q > maximum:
+            return [invalid(p, str(q), f"option is larger than capacity value: {maximum}")]
+        return []
+
+    errs += f.bounded_set(parsed, MAX_VALID_VALUES, path, option, lambda q: ceil(q.value))
+    if len(parsed) <= MAX_VALID_VALUES and default not in parsed:
+        errs.append(invalid(path, str(default),
+                            "default value is not valid according to the requestPolicy"))
+    return errs
+
+
+def _valid_range(default: Quantity, maximum: Quantity, valid_range: dict[str, Any], path: Path,
+                 gates: FeatureGates) -> Errors:
+    minimum = _quantity(valid_range["min"]) if valid_range.get("min") is not None else None
+    if minimum is None:
+        return [required(path.child("min"), "required when validRange is defined")]
+    errs: Errors = []
+    if minimum > maximum:
+        errs.append(invalid(path.child("min"), str(minimum),
+                            f"min is larger than capacity value: {maximum}"))
+    if default < minimum:
+        errs.append(invalid(path.child("min"), str(default), f"default is less than min: {minimum}"))
+    top = _quantity(valid_range["max"]) if valid_range.get("max") is not None else None
+    if top is not None:
+        if minimum > top:
+            errs.append(invalid(path.child("max"), str(minimum), f"min is larger than max: {top}"))
+        if top > maximum:
+            errs.append(invalid(path.child("max"), str(top),
+                                f"max is larger than capacity value: {maximum}"))
+        if default > top:
+            errs.append(invalid(path.child("max"), str(default), f"default is more than max: {top}"))
+    step = _quantity(valid_range["step"]) if valid_range.get("step") is not None else None
+    if step is not None:
+        spath = path.child("step")
+        if step.value <= 0:
+            errs.append(invalid(spath, str(step), "must be greater than zero"))
+            return errs
+        one_step = Quantity(minimum.value + step.value, minimum.format)
+        if one_step > maximum:
+            errs.append(invalid(spath, str(step), f"one step {one_step} is larger than capacity "
+                                f"value: {maximum}"))
+        milli = gates.enabled("DRAFractionalCapacityRange") and any(
+            q.value.denominator != 1 for q in (default, minimum, step, top) if q is not None)
+        for value in (default, top):
+            if value is not None and (
+                    _units(value, milli) - _units(minimum, milli)) % _units(step, milli):
+                errs.append(invalid(spath, str(value), f"value is not a multiple of a given "
+                                    f"step ({step}) from ({minimum})"))
+    return errs
+
+
+def _units(q: Quantity, milli: bool) -> int:
+    """Whole units (rounded up, like Quantity.Value()) or milli-units."""
+    scaled = q.value * (1000 if milli else 1)
+    return ceil(scaled) if scaled >= 0 else -ceil(-scaled)
+
+
+def _counter_consumption(consumption: Any, path: Path) -> Errors:
+    consumption = obj(consumption)
+    counter_set = consumption.get("counterSet", "") or ""
+    errs = ([required(path.child("counterSet"))] if not counter_set
+            else f.dns_label(counter_set, path.child("counterSet")))
+    return errs + _counters(consumption.get("counters"), path.child("counters"))
+
+
+def _device_node_selection(device: dict[str, Any], path: Path, per_device: bool) -> Errors:
+    has_any = any(device.get(name) is not None
+                  for name in ("nodeName", "nodeSelector", "allNodes"))
+    if not per_device:
+        if has_any:
+            return [invalid(path, None, "`nodeName`, `nodeSelector` and `allNodes` can only be "
+                            "set if `perDeviceNodeSelection` is set to true in the ResourceSlice "
+                            "spec")]
+        return []
+    errs: Errors = []
+    chosen: list[str] = []
+    if device.get("nodeName") is not None:
+        if device["nodeName"]:
+            chosen.append("`nodeName`")
+            errs += f.node_name(device["nodeName"], path.child("nodeName"))
+        else:
+            errs.append(invalid(path.child("nodeName"), "", "must not be empty"))
+    if isinstance(device.get("nodeSelector"), dict):
+        chosen.append("`nodeSelector`")
+        errs += f.node_selector(device["nodeSelector"], path.child("nodeSelector"))
+    if device.get("allNodes") is not None:
+        if device["allNodes"] is True:
+            chosen.append("`allNodes`")
+        else:
+            errs.append(invalid(path.child("allNodes"), device["allNodes"],
+                                "must be either unset or set to true"))
+    if not chosen:
+        errs.append(required(path, _DEVICE_NODE_SELECTION))
+    elif len(chosen) > 1:
+        errs.append(invalid(path, "{" + ", ".join(chosen) + "}", _DEVICE_NODE_SELECTION))
+    return errs
+
+
+def _node_allocatable_name(name: str, path: Path) -> Errors:
+    if name in _NODE_ALLOCATABLE or name.startswith("hugepages-"):
+        return []
+    return [invalid(path, name, "must be a node allocatable resource name: cpu, memory, "
+                    "ephemeral-storage or hugepages-<size>")]
+
+
+def _positive(value: Any, path: Path) -> Errors:
+    q = _quantity(value)
+    if q is None or q.value <= Fraction(0):
+        return [invalid(path, str(value), "must be greater than zero")]
+    return []
+
+
+def _node_allocatable(resource: dict[str, Any], path: Path,
+                      capacity: dict[str, Any]) -> Errors:
+    mapping, overhead = resource.get("mapping"), resource.get("overhead")
+    if not isinstance(mapping, dict) and not isinstance(overhead, dict):
+        return [required(path, "at least one of `mapping` or `overhead` is required")]
+    errs: Errors = []
+    if isinstance(mapping, dict):
+        mpath = path.child("mapping")
+        key = mapping.get("capacityKey")
+        if key is not None:
+            if key not in capacity:
+                errs.append(invalid(mpath.child("capacityKey"), key,
+                                    "must be the name of a capacity of this device"))
+            if mapping.get("capacityMultiplier") is None:
+                errs.append(required(mpath.child("capacityMultiplier"),
+                                     "required when `capacityKey` is set"))
+            if mapping.get("deviceMultiplier") is not None:
+                errs.append(invalid(mpath.child("deviceMultiplier"),
+                                    str(mapping["deviceMultiplier"]),
+                                    "may not be set together with `capacityKey`"))
+        elif mapping.get("capacityMultiplier") is not None:
+            errs.append(required(mpath.child("capacityKey"),
+                                 "required when `capacityMultiplier` is set"))
+        for name in ("capacityMultiplier", "deviceMultiplier"):
+            if mapping.get(name) is not None:
+                errs += _positive(mapping[name], mpath.child(name))
+    if isinstance(overhead, dict):
+        opath = path.child("overhead")
+        if overhead.get("perPod") is None and overhead.get("perContainer") is None:
+            errs.append(required(opath, "at least one of `perPod` or `perContainer` is required"))
+        for name in ("perPod", "perContainer"):
+            q = _quantity(overhead[name]) if overhead.get(name) is not None else None
+            if q is not None and q.value < 0:
+                errs.append(invalid(opath.child(name), str(q),
+                                    "must be greater than or equal to zero"))
+    return errs
+
+
+def _partition_type(spec: dict[str, Any], path: Path, gates: FeatureGates) -> Errors:
+    name = spec.get("partitionTypeAttribute")
+    if name is None:
+        return []
+    ppath = path.child("partitionTypeAttribute")
+    if not gates.enabled("DRAPartitionableDevicesType"):
+        return [forbidden(ppath, "disabled by feature gate DRAPartitionableDevicesType")]
+    errs = f.fully_qualified_name(name, ppath)
+    consumers = [(i, obj(d)) for i, d in enumerate(lst(spec.get("devices")))
+                 if lst(obj(d).get("consumesCounters"))]
+    if not consumers:
+        return errs + [invalid(ppath, name, "may only be set on a slice which declares devices "
+                               "that consume counters")]
+    domain, _, ident = name.partition("/")
+    for i, device in consumers:
+        attributes = obj(device.get("attributes"))
+        key = name if name in attributes else (
+            ident if domain == spec.get("driver") and ident in attributes else None)
+        apath = path.child("devices").index(i).child("attributes")
+        if key is None:
+            errs.append(required(apath.key(name), "device consumes counters and "
+                                 "`partitionTypeAttribute` names this attribute, so it must be "
+                                 "set"))
+        elif not isinstance(obj(attributes[key]).get("string"), str):
+            errs.append(invalid(apath.key(key), attributes[key], "must be a string value because "
+                                "`partitionTypeAttribute` names this attribute"))
+    return errs

@@ -1,0 +1,354 @@
+"""The resource.k8s.io strategies the apiserver serves (dra-api.md §2, §6)."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from typing import Any
+
+from draemu.apiserver.registry.strategy import AGE, Column, Context, Obj, Strategy
+
+from draemu.api.errors import FieldError, Path, StatusError, forbidden, internal
+
+from . import claims, classes, conversion, defaults, gates, poolstatus, slices, taintrules
+from .fields import obj
+
+GROUP = "resource.k8s.io"
+_ALL = ("v1", "v1beta2", "v1beta1", "v1alpha3")
+# (deprecated in, unavailable in) per version, from the prerelease lifecycle markers.
+# v1alpha3 of the four original kinds was removed upstream in 1.32; draemu keeps serving
+# it so that 1.31-era manifests apply, and says so.
+_LIFECYCLE = {"v1beta2": ("1.36", "1.39"), "v1beta1": ("1.35", "1.38"),
+              "v1alpha3": ("1.32", "1.32")}
+_TAINT_RULE_LIFECYCLE = {"v1beta2": ("1.39", "1.42"), "v1alpha3": ("1.36", "1.39")}
+_STATUS_RESET_METADATA = ("labels", "annotations", "finalizers", "ownerReferences",
+                          "deletionTimestamp", "deletionGracePeriodSeconds")
+
+
+def _warnings(kind: str, lifecycle: dict[str, tuple[str, str]]) -> dict[str, str]:
+    return {version: f"{GROUP}/{version} {kind} is deprecated in v{dep}+, unavailable in "
+                     f"v{gone}+; use {GROUP}/v1 {kind}"
+            for version, (dep, gone) in lifecycle.items()}
+
+
+def _meta(o: Obj) -> dict[str, Any]:
+    meta = o.get("metadata")
+    if not isinstance(meta, dict):
+        meta = o["metadata"] = {}
+    return meta
+
+
+def _generation_on_create(o: Obj) -> None:
+    _meta(o)["generation"] = 1
+
+
+def _generation_on_update(new: Obj, old: Obj, part: str = "spec") -> None:
+    generation = obj(old.get("metadata")).get("generation", 1) or 1
+    if new.get(part) != old.get(part):
+        generation += 1
+    _meta(new)["generation"] = generation
+
+
+def _reset_status_metadata(new: Obj, old: Obj) -> None:
+    """A /status write cannot change what the main endpoint owns in metadata."""
+    meta, old_meta = _meta(new), obj(old.get("metadata"))
+    for name in _STATUS_RESET_METADATA:
+        if name in old_meta:
+            meta[name] = copy.deepcopy(old_meta[name])
+        else:
+            meta.pop(name, None)
+
+
+class ResourceStrategy(Strategy):
+    group = GROUP
+    storage_version = "v1"
+    has_generation = False  # kinds with a generation set it in prepare_* below
+
+    def default(self, o: Obj, version: str) -> None:
+        defaults.default(self.kind, o, version)
+
+    def to_storage(self, o: Obj, version: str) -> Obj:
+        return conversion.to_storage(self.kind, o, version)
+
+    def from_storage(self, o: Obj, version: str) -> Obj:
+        return conversion.from_storage(self.kind, o, version)
+
+
+async def _namespace_allows_admin_access(ctx: Context, namespace: str) -> bool | FieldError:
+    """Whether the namespace carries `resource.kubernetes.io/admin-access: "true"`."""
+    if ctx.lookup is None:
+        return True
+    try:
+        found = ctx.lookup("namespaces", "", "", namespace)
+        if inspect.isawaitable(found):
+            found = await found
+    except (StatusError, OSError, LookupError) as e:  # unreadable: an internal error
+        return internal(Path("metadata.namespace"), f"could not read namespace {namespace}: {e}")
+    labels = obj(obj(obj(found).get("metadata")).get("labels"))
+    return labels.get(claims.ADMIN_ACCESS_LABEL) == "true"
+
+
+async def _admin_access_errors(o: Obj, paths: list[Path], ctx: Context) -> list[FieldError]:
+    if not paths:
+        return []
+    allowed = await _namespace_allows_admin_access(ctx, obj(o.get("metadata")).get("namespace",
+                                                                                   ""))
+    if isinstance(allowed, FieldError):
+        return [allowed]
+    if allowed:
+        return []
+    return [forbidden(p, claims.ADMIN_ACCESS_DETAIL) for p in paths]
+
+
+# DeviceClass -----------------------------------------------------------------------------
+
+class DeviceClassStrategy(ResourceStrategy):
+    kind = "DeviceClass"
+    resource = "deviceclasses"
+    singular = "deviceclass"
+    namespaced = False
+    versions = _ALL
+    deprecated_versions = _warnings("DeviceClass", _LIFECYCLE)
+
+    def prepare_for_create(self, o: Obj, ctx: Context) -> None:
+        gates.class_spec(o.get("spec"), None, ctx.gates)
+        _generation_on_create(o)
+
+    def prepare_for_update(self, new: Obj, old: Obj, ctx: Context) -> None:
+        gates.class_spec(new.get("spec"), obj(old.get("spec")), ctx.gates)
+        _generation_on_update(new, old)
+
+    def validate(self, o: Obj, ctx: Context) -> list[FieldError]:
+        return classes.class_spec(obj(o.get("spec")), None, ctx.gates)
+
+    def validate_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
+        return classes.class_spec(obj(new.get("spec")), obj(old.get("spec")), ctx.gates)
+
+
+# ResourceClaim ---------------------------------------------------------------------------
+
+def claim_state(o: Obj) -> str:
+    """The STATE column: deleted, pending, allocated, reserved (comma-separated)."""
+    deleted = bool(obj(o.get("metadata")).get("deletionTimestamp"))
+    status = obj(o.get("status"))
+    states = ["deleted"] if deleted else []
+    if not isinstance(status.get("allocation"), dict):
+        if not deleted:
+            states.append("pending")
+    else:
+        states.append("allocated")
+        if status.get("reservedFor"):
+            states.append("reserved")
+    return ",".join(states)
+
+
+class ResourceClaimStrategy(ResourceStrategy):
+    kind = "ResourceClaim"
+    resource = "resourceclaims"
+    singular = "resourceclaim"
+    versions = _ALL
+    deprecated_versions = _warnings("ResourceClaim", _LIFECYCLE)
+    subresources = frozenset({"status"})
+
+    def prepare_for_create(self, o: Obj, ctx: Context) -> None:
+        o["status"] = {}  # Go always serializes the empty status struct
+        gates.claim_spec(o.get("spec"), None, ctx.gates)
+
+    def prepare_for_update(self, new: Obj, old: Obj, ctx: Context) -> None:
+        super().prepare_for_update(new, old, ctx)
+        gates.claim_spec(new.get("spec"), obj(old.get("spec")), ctx.gates)
+
+    def prepare_for_status_update(self, new: Obj, old: Obj, ctx: Context) -> None:
+        super().prepare_for_status_update(new, old, ctx)
+        _reset_status_metadata(new, old)
+        status = new.get("status")
+        if not isinstance(status, dict):
+            status = new["status"] = {}
+        gates.claim_status(status, obj(old.get("status")), ctx.gates)
+        gates.prune_device_statuses(status)
+
+    def validate(self, o: Obj, ctx: Context) -> list[FieldError]:
+        return claims.claim_spec(obj(o.get("spec")), Path("spec"), ctx.gates)
+
+    def validate_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
+        return claims.immutable(new.get("spec"), old.get("spec"), Path("spec"))
+
+    def validate_status_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
+        return claims.claim_status_update(new, old)
+
+    async def admit(self, o: Obj, old: Obj | None, ctx: Context) -> list[FieldError]:
+        if ctx.subresource == "status" and old is not None:
+            paths = claims.new_result_admin_access_paths(obj(o.get("status")),
+                                                         obj(old.get("status")))
+        elif old is None:
+            paths = claims.admin_access_paths(obj(o.get("spec")), Path("spec"))
+        else:
+            paths = []  # the spec is immutable: nothing new to admit
+        return await _admin_access_errors(o, paths, ctx)
+
+    def table_columns(self) -> list[Column]:
+        name, age = super().table_columns()
+        return [name, Column("State", description="A summary of the claim's state: pending, "
+                             "allocated, reserved, deleted."), age]
+
+    def table_row(self, o: Obj) -> list[Any]:
+        return [obj(o.get("metadata")).get("name", ""), claim_state(o), AGE]
+
+
+# ResourceClaimTemplate -------------------------------------------------------------------
+
+class ResourceClaimTemplateStrategy(ResourceStrategy):
+    kind = "ResourceClaimTemplate"
+    resource = "resourceclaimtemplates"
+    singular = "resourceclaimtemplate"
+    versions = _ALL
+    deprecated_versions = _warnings("ResourceClaimTemplate", _LIFECYCLE)
+
+    def prepare_for_create(self, o: Obj, ctx: Context) -> None:
+        gates.claim_spec(obj(o.get("spec")).get("spec"), None, ctx.gates)
+
+    def prepare_for_update(self, new: Obj, old: Obj, ctx: Context) -> None:
+        gates.claim_spec(obj(new.get("spec")).get("spec"), obj(obj(old.get("spec")).get("spec")),
+                         ctx.gates)
+
+    def validate(self, o: Obj, ctx: Context) -> list[FieldError]:
+        return claims.template_spec(obj(o.get("spec")), Path("spec"), ctx.gates)
+
+    def validate_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
+        return claims.immutable(new.get("spec"), old.get("spec"), Path("spec"))
+
+    async def admit(self, o: Obj, old: Obj | None, ctx: Context) -> list[FieldError]:
+        if old is not None:
+            return []
+        spec = obj(obj(o.get("spec")).get("spec"))
+        return await _admin_access_errors(o, claims.admin_access_paths(spec, Path("spec.spec")),
+                                          ctx)
+
+
+# ResourceSlice ---------------------------------------------------------------------------
+
+class ResourceSliceStrategy(ResourceStrategy):
+    kind = "ResourceSlice"
+    resource = "resourceslices"
+    singular = "resourceslice"
+    namespaced = False
+    versions = _ALL
+    deprecated_versions = _warnings("ResourceSlice", _LIFECYCLE)
+
+    def prepare_for_create(self, o: Obj, ctx: Context) -> None:
+        gates.slice_spec(o.get("spec"), None, ctx.gates)
+        _generation_on_create(o)
+
+    def prepare_for_update(self, new: Obj, old: Obj, ctx: Context) -> None:
+        gates.slice_spec(new.get("spec"), obj(old.get("spec")), ctx.gates)
+        _generation_on_update(new, old)
+
+    def validate(self, o: Obj, ctx: Context) -> list[FieldError]:
+        return slices.slice_spec(obj(o.get("spec")), None, ctx.gates)
+
+    def validate_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
+        return slices.slice_spec(obj(new.get("spec")), obj(old.get("spec")), ctx.gates)
+
+    def warnings(self, o: Obj, ctx: Context) -> list[str]:
+        driver = obj(o.get("spec")).get("driver", "")
+        if isinstance(driver, str) and driver != driver.lower():
+            return [(f'spec.driver: driver names should be lowercase; "{driver}" contains '
+                     "uppercase characters")]
+        return []
+
+    def selectable_fields(self, o: Obj) -> dict[str, str]:
+        spec = obj(o.get("spec"))
+        return {"spec.nodeName": spec.get("nodeName") or "",
+                "spec.driver": spec.get("driver") or "",
+                "spec.pool.name": obj(spec.get("pool")).get("name") or ""}
+
+    def table_columns(self) -> list[Column]:
+        name, age = super().table_columns()
+        return [name,
+                Column("Node", description="The node that the devices in the slice are "
+                       "local to, if any."),
+                Column("Driver", description="The DRA driver that published the slice."),
+                Column("Pool", description="The resource pool the slice belongs to."),
+                age]
+
+    def table_row(self, o: Obj) -> list[Any]:
+        spec = obj(o.get("spec"))
+        return [obj(o.get("metadata")).get("name", ""), spec.get("nodeName") or "",
+                spec.get("driver", ""), obj(spec.get("pool")).get("name", ""), AGE]
+
+
+# DeviceTaintRule -------------------------------------------------------------------------
+
+class DeviceTaintRuleStrategy(ResourceStrategy):
+    kind = "DeviceTaintRule"
+    resource = "devicetaintrules"
+    singular = "devicetaintrule"
+    namespaced = False
+    versions = ("v1", "v1beta2", "v1alpha3")
+    deprecated_versions = _warnings("DeviceTaintRule", _TAINT_RULE_LIFECYCLE)
+    subresources = frozenset({"status"})
+
+    def prepare_for_create(self, o: Obj, ctx: Context) -> None:
+        o["status"] = {}
+        _generation_on_create(o)
+
+    def prepare_for_update(self, new: Obj, old: Obj, ctx: Context) -> None:
+        super().prepare_for_update(new, old, ctx)
+        taint, old_taint = obj(obj(new.get("spec")).get("taint")), obj(
+            obj(old.get("spec")).get("taint"))
+        if (taint and taint.get("effect") != old_taint.get("effect")
+                and taint.get("timeAdded") == old_taint.get("timeAdded")):
+            taint["timeAdded"] = defaults.now()
+        _generation_on_update(new, old)
+
+    def prepare_for_status_update(self, new: Obj, old: Obj, ctx: Context) -> None:
+        super().prepare_for_status_update(new, old, ctx)
+        _reset_status_metadata(new, old)
+
+    def validate(self, o: Obj, ctx: Context) -> list[FieldError]:
+        return taintrules.taint_rule_spec(obj(o.get("spec")), None)
+
+    def validate_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
+        return taintrules.taint_rule_spec(obj(new.get("spec")), obj(old.get("spec")))
+
+    def validate_status_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
+        return taintrules.taint_rule_status(obj(new.get("status")))
+
+
+# ResourcePoolStatusRequest ---------------------------------------------------------------
+
+class ResourcePoolStatusRequestStrategy(ResourceStrategy):
+    kind = "ResourcePoolStatusRequest"
+    resource = "resourcepoolstatusrequests"
+    singular = "resourcepoolstatusrequest"
+    namespaced = False
+    versions = ("v1alpha3",)
+    storage_version = "v1alpha3"
+    subresources = frozenset({"status"})
+    feature_gate = "DRAResourcePoolStatus"
+
+    def prepare_for_create(self, o: Obj, ctx: Context) -> None:
+        o.pop("status", None)
+
+    def prepare_for_status_update(self, new: Obj, old: Obj, ctx: Context) -> None:
+        super().prepare_for_status_update(new, old, ctx)
+        _reset_status_metadata(new, old)
+
+    def validate(self, o: Obj, ctx: Context) -> list[FieldError]:
+        return poolstatus.request_spec(obj(o.get("spec")), ctx.gates)
+
+    def validate_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
+        return claims.immutable(new.get("spec"), old.get("spec"), Path("spec"))
+
+    def validate_status_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
+        return poolstatus.request_status(obj(new.get("status")))
+
+
+STRATEGIES: list[Strategy] = [
+    DeviceClassStrategy(),
+    ResourceClaimStrategy(),
+    ResourceClaimTemplateStrategy(),
+    ResourceSliceStrategy(),
+    DeviceTaintRuleStrategy(),
+    ResourcePoolStatusRequestStrategy(),
+]
