@@ -1,0 +1,93 @@
+"""The scheduler's view of nodes and the pods on them, fed by the node and pod informers.
+
+A pod chosen for a node is *assumed* there at once (its requests count against the
+node) so the next pod in the queue sees the node as it will be after binding; the
+assumption is confirmed when the pod informer shows the pod bound, or forgotten if
+binding fails.
+"""
+
+from __future__ import annotations
+
+from draemu.scheduler.nodeinfo import NodeInfo
+
+
+def _uid(pod: dict) -> str:
+    return pod["metadata"]["uid"]
+
+
+class Cache:
+    def __init__(self) -> None:
+        self._infos: dict[str, NodeInfo] = {}
+        self._ready: dict[str, NodeInfo] = {}  # only nodes whose Node object we have
+        self._order: list[str] = []  # stable order for round-robin filtering
+        self._pod_node: dict[str, str] = {}
+        self._assumed: set[str] = set()
+
+    def _info(self, name: str) -> NodeInfo:
+        info = self._infos.get(name)
+        if info is None:
+            info = NodeInfo({"metadata": {"name": name}})
+            self._infos[name] = info
+        return info
+
+    # --- nodes -------------------------------------------------------------------------
+
+    def set_node(self, node: dict) -> None:
+        name = node["metadata"]["name"]
+        info = self._info(name)
+        info.set_node(node)
+        if name not in self._ready:
+            self._ready[name] = info
+            self._order.append(name)
+
+    def remove_node(self, name: str) -> None:
+        if self._ready.pop(name, None) is not None:
+            self._order.remove(name)
+        info = self._infos.get(name)
+        if info is not None and not info.pods:
+            del self._infos[name]
+
+    def nodes(self) -> list[NodeInfo]:
+        return [self._ready[n] for n in self._order]
+
+    def node(self, name: str) -> NodeInfo | None:
+        return self._ready.get(name)
+
+    def __len__(self) -> int:
+        return len(self._ready)
+
+    # --- pods --------------------------------------------------------------------------
+
+    def add_pod(self, pod: dict) -> None:
+        """A pod the informer shows bound to a node (confirms an assumption)."""
+        uid, node = _uid(pod), pod["spec"]["nodeName"]
+        self._assumed.discard(uid)
+        old = self._pod_node.get(uid)
+        if old is not None and old != node:
+            self._info(old).remove_pod(uid)
+        self._pod_node[uid] = node
+        self._info(node).add_pod(pod)
+
+    def remove_pod(self, pod: dict) -> None:
+        uid = _uid(pod)
+        self._assumed.discard(uid)
+        node = self._pod_node.pop(uid, None)
+        if node is not None:
+            info = self._infos.get(node)
+            if info is not None:
+                info.remove_pod(uid)
+                if not info.pods and node not in self._ready:
+                    del self._infos[node]
+
+    def assume(self, pod: dict, node_name: str) -> None:
+        bound = dict(pod)
+        bound["spec"] = {**pod["spec"], "nodeName": node_name}
+        self.add_pod(bound)
+        self._assumed.add(_uid(pod))
+
+    def forget(self, pod: dict) -> None:
+        if _uid(pod) in self._assumed:
+            self.remove_pod(pod)
+
+    def is_assumed(self, pod: dict) -> bool:
+        return _uid(pod) in self._assumed

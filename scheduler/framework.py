@@ -1,0 +1,202 @@
+"""The scheduling framework: statuses, cycle state, the plugin protocol and the runner.
+
+Shaped after kube-scheduler's framework: a plugin implements only the extension points
+it needs (`pre_filter`, `filter`, `score`, `reserve`, `unreserve`, `pre_bind`, `bind`,
+`post_bind`); the framework finds them by attribute. The scheduling cycle (PreFilter to
+Reserve) is synchronous and CPU-bound; the binding cycle (PreBind to PostBind) talks to
+the apiserver and is asynchronous.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from draemu.scheduler.nodeinfo import NodeInfo
+
+
+class Code(enum.IntEnum):
+    SUCCESS = 0
+    ERROR = 1
+    # The pod does not fit now; preemption or a cluster change may help.
+    UNSCHEDULABLE = 2
+    # The pod does not fit and preemption cannot help (only a cluster change can).
+    UNSCHEDULABLE_AND_UNRESOLVABLE = 3
+    # The plugin has nothing to do for this pod (PreFilter): skip its later points.
+    SKIP = 4
+
+
+@dataclass
+class Status:
+    code: Code = Code.SUCCESS
+    reasons: list[str] = field(default_factory=list)
+    plugin: str = ""
+
+    @classmethod
+    def unschedulable(cls, *reasons: str, resolvable: bool = True) -> Status:
+        code = Code.UNSCHEDULABLE if resolvable else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        return cls(code, list(reasons))
+
+    @classmethod
+    def error(cls, message: str) -> Status:
+        return cls(Code.ERROR, [message])
+
+    @property
+    def ok(self) -> bool:
+        return self.code == Code.SUCCESS
+
+    @property
+    def rejected(self) -> bool:
+        return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+    @property
+    def message(self) -> str:
+        return ", ".join(self.reasons)
+
+
+SUCCESS = Status()
+
+
+class CycleState:
+    """Per-pod, per-attempt data; each plugin reads and writes its own key."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, Any] = {}
+        self.skip_filter: set[str] = set()
+        self.skip_score: set[str] = set()
+        self.restricted_by: set[str] = set()  # PreFilter plugins that narrowed the nodes
+
+    def write(self, key: str, value: Any) -> None:
+        self._data[key] = value
+
+    def read(self, key: str) -> Any:
+        return self._data.get(key)
+
+
+@dataclass(frozen=True)
+class ClusterEvent:
+    """A change in the cluster that may make an unschedulable pod schedulable."""
+
+    resource: str  # "Node", "Pod", "ResourceClaim", "ResourceSlice", "DeviceClass", ...
+    action: str  # "Add", "Update", "Delete"
+
+    def __str__(self) -> str:
+        return f"{self.resource}{self.action}"
+
+
+@dataclass
+class PreFilterResult:
+    """Restricts the nodes Filter has to look at (None = all nodes)."""
+
+    node_names: set[str] | None = None
+
+
+class Plugin(Protocol):
+    name: str
+
+    def events(self) -> Iterable[ClusterEvent]:
+        """The cluster events that may make a pod this plugin rejected schedulable."""
+        ...
+
+
+class Framework:
+    """Runs the plugins of one profile, extension point by extension point."""
+
+    def __init__(self, plugins: list[Any]) -> None:
+        self.plugins = plugins
+        self._pre_filter = [p for p in plugins if hasattr(p, "pre_filter")]
+        self._filter = [p for p in plugins if hasattr(p, "filter")]
+        self._score = [p for p in plugins if hasattr(p, "score")]
+        self._reserve = [p for p in plugins if hasattr(p, "reserve")]
+        self._pre_bind = [p for p in plugins if hasattr(p, "pre_bind")]
+        self._bind = [p for p in plugins if hasattr(p, "bind")]
+        self._post_bind = [p for p in plugins if hasattr(p, "post_bind")]
+
+    def events_by_plugin(self) -> dict[str, set[ClusterEvent]]:
+        return {p.name: set(p.events()) for p in self.plugins}
+
+    def run_pre_filter(self, state: CycleState, pod: dict) -> tuple[Status, PreFilterResult]:
+        """The first rejection (or success) and the intersection of the node restrictions
+        (with the names of the plugins that restricted, in `state.restricted_by`)."""
+        allowed: set[str] | None = None
+        for plugin in self._pre_filter:
+            status, result = plugin.pre_filter(state, pod)
+            if status.code == Code.SKIP:
+                state.skip_filter.add(plugin.name)
+                state.skip_score.add(plugin.name)
+                continue
+            if not status.ok:
+                status.plugin = plugin.name
+                return status, PreFilterResult(allowed)
+            if result is not None and result.node_names is not None:
+                state.restricted_by.add(plugin.name)
+                allowed = set(result.node_names) if allowed is None \
+                    else allowed & result.node_names
+        return SUCCESS, PreFilterResult(allowed)
+
+    def run_filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
+        for plugin in self._filter:
+            if plugin.name in state.skip_filter:
+                continue
+            status = plugin.filter(state, pod, node)
+            if not status.ok:
+                status.plugin = plugin.name
+                return status
+        return SUCCESS
+
+    def run_score(self, state: CycleState, pod: dict, nodes: list[NodeInfo]) -> dict[str, int]:
+        """Sum of each plugin's scores, normalised by the plugin to 0..100 across nodes."""
+        totals = {n.name: 0 for n in nodes}
+        for plugin in self._score:
+            if plugin.name in state.skip_score:
+                continue
+            scores = {n.name: plugin.score(state, pod, n) for n in nodes}
+            normalize = getattr(plugin, "normalize_scores", None)
+            if normalize is not None:
+                normalize(scores)
+            weight = getattr(plugin, "weight", 1)
+            for name, value in scores.items():
+                totals[name] += value * weight
+        return totals
+
+    def run_reserve(self, state: CycleState, pod: dict, node_name: str) -> Status:
+        # On failure the caller runs run_unreserve, which calls every Reserve plugin
+        # (Unreserve must be idempotent, as upstream requires).
+        for plugin in self._reserve:
+            status = plugin.reserve(state, pod, node_name)
+            if not status.ok:
+                status.plugin = plugin.name
+                return status
+        return SUCCESS
+
+    def run_unreserve(self, state: CycleState, pod: dict, node_name: str) -> None:
+        # Reverse order, like upstream, so that later plugins undo first.
+        for plugin in reversed(self._reserve):
+            unreserve = getattr(plugin, "unreserve", None)
+            if unreserve is not None:
+                unreserve(state, pod, node_name)
+
+    async def run_pre_bind(self, state: CycleState, pod: dict, node_name: str) -> Status:
+        for plugin in self._pre_bind:
+            if plugin.name in state.skip_filter:
+                continue
+            status = await plugin.pre_bind(state, pod, node_name)
+            if not status.ok:
+                status.plugin = plugin.name
+                return status
+        return SUCCESS
+
+    async def run_bind(self, state: CycleState, pod: dict, node_name: str) -> Status:
+        for plugin in self._bind:
+            status = await plugin.bind(state, pod, node_name)
+            if status.code == Code.SKIP:
+                continue
+            status.plugin = plugin.name
+            return status
+        return Status.error("no bind plugin bound the pod")
+
+    async def run_post_bind(self, state: CycleState, pod: dict, node_name: str) -> None:
+        for plugin in self._post_bind:
+            await plugin.post_bind(state, pod, node_name)

@@ -1,0 +1,145 @@
+"""What the scheduler knows about one node: the Node object and the pods assigned to it.
+
+Requests are summed the way kube-scheduler does (`computePodResourceRequest`): the
+regular containers plus restartable init containers (sidecars), at least the largest
+one-shot init container (with the sidecars started before it), plus pod overhead;
+pod-level `spec.resources.requests` win for cpu and memory when set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import ceil
+
+from draemu.api.quantity import QuantityError, parse_quantity
+
+CPU, MEMORY, PODS, EPHEMERAL = "cpu", "memory", "pods", "ephemeral-storage"
+
+
+def _value(text: str | float, milli: bool = False) -> int:
+    try:
+        q = parse_quantity(text)
+    except QuantityError:
+        return 0
+    return ceil(q * 1000) if milli else ceil(q)
+
+
+@dataclass
+class Resource:
+    milli_cpu: int = 0
+    memory: int = 0
+    ephemeral_storage: int = 0
+    allowed_pods: int = 0
+    scalars: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_list(cls, rl: dict | None) -> Resource:
+        r = cls()
+        r.add_list(rl)
+        return r
+
+    def add_list(self, rl: dict | None) -> None:
+        for name, q in (rl or {}).items():
+            if name == CPU:
+                self.milli_cpu += _value(q, milli=True)
+            elif name == MEMORY:
+                self.memory += _value(q)
+            elif name == PODS:
+                self.allowed_pods += _value(q)
+            elif name == EPHEMERAL:
+                self.ephemeral_storage += _value(q)
+            else:
+                self.scalars[name] = self.scalars.get(name, 0) + _value(q)
+
+    def add(self, other: Resource, sign: int = 1) -> None:
+        self.milli_cpu += sign * other.milli_cpu
+        self.memory += sign * other.memory
+        self.ephemeral_storage += sign * other.ephemeral_storage
+        for name, v in other.scalars.items():
+            self.scalars[name] = self.scalars.get(name, 0) + sign * v
+
+    def set_max(self, other: Resource) -> None:
+        self.milli_cpu = max(self.milli_cpu, other.milli_cpu)
+        self.memory = max(self.memory, other.memory)
+        self.ephemeral_storage = max(self.ephemeral_storage, other.ephemeral_storage)
+        for name, v in other.scalars.items():
+            self.scalars[name] = max(self.scalars.get(name, 0), v)
+
+    def is_zero(self) -> bool:
+        return not (self.milli_cpu or self.memory or self.ephemeral_storage
+                    or any(self.scalars.values()))
+
+
+def _requests(container: dict) -> dict:
+    return (container.get("resources") or {}).get("requests") or {}
+
+
+def pod_requests(pod: dict) -> Resource:
+    spec = pod.get("spec") or {}
+    total = Resource()
+    for c in spec.get("containers") or []:
+        total.add_list(_requests(c))
+    sidecars = Resource()
+    init_max = Resource()
+    for c in spec.get("initContainers") or []:
+        req = Resource.from_list(_requests(c))
+        if c.get("restartPolicy") == "Always":
+            sidecars.add(req)
+            total.add(req)
+            init_max.set_max(sidecars)
+        else:
+            with_sidecars = Resource()
+            with_sidecars.add(req)
+            with_sidecars.add(sidecars)
+            init_max.set_max(with_sidecars)
+    total.set_max(init_max)
+    pod_level = _requests(spec)
+    if pod_level.get(CPU) is not None:
+        total.milli_cpu = _value(pod_level[CPU], milli=True)
+    if pod_level.get(MEMORY) is not None:
+        total.memory = _value(pod_level[MEMORY])
+    total.add_list(spec.get("overhead"))
+    return total
+
+
+class NodeInfo:
+    """A node plus the pods bound (or assumed) to it, with their summed requests."""
+
+    __slots__ = (
+        "allocatable",
+        "labels",
+        "name",
+        "node",
+        "pods",
+        "requested",
+        "taints",
+        "unschedulable",
+    )
+
+    def __init__(self, node: dict) -> None:
+        self.pods: dict[str, tuple[dict, Resource]] = {}
+        self.requested = Resource()
+        self.set_node(node)
+
+    def set_node(self, node: dict) -> None:
+        self.node = node
+        meta = node.get("metadata") or {}
+        self.name: str = meta.get("name", "")
+        self.labels: dict[str, str] = meta.get("labels") or {}
+        spec = node.get("spec") or {}
+        self.taints: list[dict] = spec.get("taints") or []
+        self.unschedulable: bool = bool(spec.get("unschedulable"))
+        self.allocatable = Resource.from_list((node.get("status") or {}).get("allocatable"))
+
+    def add_pod(self, pod: dict) -> None:
+        uid = pod["metadata"]["uid"]
+        if uid in self.pods:
+            self.remove_pod(uid)
+        req = pod_requests(pod)
+        self.pods[uid] = (pod, req)
+        self.requested.add(req)
+
+    def remove_pod(self, uid: str) -> None:
+        entry = self.pods.pop(uid, None)
+        if entry is not None:
+            self.requested.add(entry[1], sign=-1)

@@ -1,0 +1,1 @@
+"""The scheduler's plugins, one module each, named as upstream names them."""

@@ -1,0 +1,71 @@
+"""NodeAffinity: `spec.nodeSelector` and required node affinity filter nodes; preferred
+node affinity scores them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from draemu.scheduler.framework import ClusterEvent, CycleState, PreFilterResult, Status
+from draemu.scheduler.nodeinfo import NodeInfo
+from draemu.scheduler.nodeselector import selector_matches, term_matches
+
+REASON = "node(s) didn't match Pod's node affinity/selector"
+MAX_SCORE = 100
+
+
+def _node_affinity(pod: dict) -> dict:
+    return ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
+
+
+def _names_from_fields(required: dict) -> set[str] | None:
+    """Upstream's PreFilter shortcut: when every term pins `metadata.name In [...]`, only
+    those nodes need filtering."""
+    names: set[str] = set()
+    for term in required.get("nodeSelectorTerms") or []:
+        pinned = [f for f in term.get("matchFields") or []
+                  if f.get("key") == "metadata.name" and f.get("operator") == "In"]
+        if not pinned:
+            return None
+        term_names = set(pinned[0].get("values") or [])
+        for f in pinned[1:]:
+            term_names &= set(f.get("values") or [])
+        names |= term_names
+    return names
+
+
+class NodeAffinity:
+    name = "NodeAffinity"
+    weight = 2  # upstream's default profile weight
+
+    def events(self) -> Iterable[ClusterEvent]:
+        return [ClusterEvent("Node", "Add"), ClusterEvent("Node", "Update")]
+
+    def pre_filter(self, state: CycleState, pod: dict) -> tuple[Status, PreFilterResult | None]:
+        required = _node_affinity(pod).get("requiredDuringSchedulingIgnoredDuringExecution")
+        if required:
+            names = _names_from_fields(required)
+            if names is not None:
+                if not names:
+                    return Status.unschedulable(REASON, resolvable=False), None
+                return Status(), PreFilterResult(names)
+        return Status(), None
+
+    def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
+        wanted = (pod.get("spec") or {}).get("nodeSelector") or {}
+        if any(node.labels.get(k) != v for k, v in wanted.items()):
+            return Status.unschedulable(REASON, resolvable=False)
+        required = _node_affinity(pod).get("requiredDuringSchedulingIgnoredDuringExecution")
+        if required is not None and not selector_matches(required, node.labels, node.name):
+            return Status.unschedulable(REASON, resolvable=False)
+        return Status()
+
+    def score(self, state: CycleState, pod: dict, node: NodeInfo) -> int:
+        preferred = _node_affinity(pod).get("preferredDuringSchedulingIgnoredDuringExecution")
+        return sum(int(p.get("weight") or 0) for p in preferred or []
+                   if term_matches(p.get("preference") or {}, node.labels, node.name))
+
+    def normalize_scores(self, scores: dict[str, int]) -> None:
+        best = max(scores.values(), default=0)
+        if best > 0:
+            for name, value in scores.items():
+                scores[name] = value * MAX_SCORE // best

@@ -1,0 +1,27 @@
+"""NodeName: a pod that names a node fits only that node."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from draemu.scheduler.framework import ClusterEvent, CycleState, PreFilterResult, Status
+from draemu.scheduler.nodeinfo import NodeInfo
+
+REASON = "node(s) didn't match the requested node name"
+
+
+class NodeName:
+    name = "NodeName"
+
+    def events(self) -> Iterable[ClusterEvent]:
+        return [ClusterEvent("Node", "Add")]
+
+    def pre_filter(self, state: CycleState, pod: dict) -> tuple[Status, PreFilterResult | None]:
+        wanted = (pod.get("spec") or {}).get("nodeName")
+        return Status(), PreFilterResult({wanted}) if wanted else None
+
+    def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
+        wanted = (pod.get("spec") or {}).get("nodeName")
+        if wanted and wanted != node.name:
+            return Status.unschedulable(REASON, resolvable=False)
+        return Status()

@@ -1,0 +1,28 @@
+"""NodeUnschedulable: cordoned nodes (`spec.unschedulable`) take only pods that tolerate
+the `node.kubernetes.io/unschedulable:NoSchedule` taint."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from draemu.scheduler.framework import ClusterEvent, CycleState, Status
+from draemu.scheduler.nodeinfo import NodeInfo
+from draemu.scheduler.plugins.tolerations import tolerated
+
+REASON = "node(s) were unschedulable"
+UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+
+
+class NodeUnschedulable:
+    name = "NodeUnschedulable"
+
+    def events(self) -> Iterable[ClusterEvent]:
+        return [ClusterEvent("Node", "Add"), ClusterEvent("Node", "Update")]
+
+    def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
+        if not node.unschedulable:
+            return Status()
+        tolerations = (pod.get("spec") or {}).get("tolerations") or []
+        if tolerated(tolerations, UNSCHEDULABLE_TAINT):
+            return Status()
+        return Status.unschedulable(REASON, resolvable=False)

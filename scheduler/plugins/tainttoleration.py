@@ -1,0 +1,44 @@
+"""TaintToleration: NoSchedule/NoExecute taints must be tolerated; untolerated
+PreferNoSchedule taints lower a node's score."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from draemu.scheduler.framework import ClusterEvent, CycleState, Status
+from draemu.scheduler.nodeinfo import NodeInfo
+from draemu.scheduler.plugins.tolerations import tolerated
+
+REASON = "node(s) had untolerated taint(s)"
+MAX_SCORE = 100
+
+
+def _tolerations(pod: dict) -> list[dict]:
+    return (pod.get("spec") or {}).get("tolerations") or []
+
+
+class TaintToleration:
+    name = "TaintToleration"
+    weight = 3  # upstream's default profile weight
+
+    def events(self) -> Iterable[ClusterEvent]:
+        return [ClusterEvent("Node", "Add"), ClusterEvent("Node", "Update")]
+
+    def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
+        tolerations = _tolerations(pod)
+        for taint in node.taints:
+            if taint.get("effect") in ("NoSchedule", "NoExecute") \
+                    and not tolerated(tolerations, taint):
+                return Status.unschedulable(REASON, resolvable=False)
+        return Status()
+
+    def score(self, state: CycleState, pod: dict, node: NodeInfo) -> int:
+        prefer = [t for t in _tolerations(pod) if t.get("effect") in ("", None, "PreferNoSchedule")]
+        return sum(1 for taint in node.taints if taint.get("effect") == "PreferNoSchedule"
+                   and not tolerated(prefer, taint))
+
+    def normalize_scores(self, scores: dict[str, int]) -> None:
+        # Fewer untolerated PreferNoSchedule taints is better (reverse normalisation).
+        worst = max(scores.values(), default=0)
+        for name, count in scores.items():
+            scores[name] = MAX_SCORE if worst == 0 else MAX_SCORE - count * MAX_SCORE // worst
