@@ -101,6 +101,9 @@ for _name, _default, _stage, _locked in [
     ("DRAOptionalNodeOperations", False, "ALPHA", False),
     ("DRAPartitionableDevicesType", False, "ALPHA", False),
     ("KubeletPodResourcesDynamicResources", True, "GA", True),
+    # Kubelet: device health from DRA plugins into pods' allocatedResourcesStatus.
+    ("ResourceHealthStatus", False, "ALPHA", False),
+    ("ResourceHealthStatusMessage", False, "ALPHA", False),
     # Machinery gates clients notice.
     ("WatchList", True, "BETA", False),
 ]:

@@ -28,14 +28,14 @@ class QuantityError(ValueError):
 
 
 class Quantity:
-    __slots__ = ("value", "format")
+    __slots__ = ("format", "value")
 
     def __init__(self, value: Fraction | int, fmt: str = "DecimalSI") -> None:
         self.value = Fraction(value)
         self.format = fmt
 
     @classmethod
-    def parse(cls, text: str | int | float) -> Quantity:
+    def parse(cls, text: str | float) -> Quantity:
         if isinstance(text, bool):
             raise QuantityError(QUANTITY_ERROR)
         if isinstance(text, int):
@@ -108,10 +108,10 @@ class Quantity:
         return hash(self.value)
 
 
-def parse_quantity(text: str | int | float) -> Fraction:
+def parse_quantity(text: str | float) -> Fraction:
     """The exact value of a quantity; raises QuantityError with upstream's message."""
     return Quantity.parse(text).value
 
 
-def canonical(text: str | int | float) -> str:
+def canonical(text: str | float) -> str:
     return Quantity.parse(text).canonical()

@@ -125,7 +125,7 @@ class Informer:
                     need_list = True
                     continue
                 log.warning("informer error", resource=self.resource, error=str(e))
-            except (aiohttp.ClientError, OSError, asyncio.TimeoutError, ValueError) as e:
+            except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as e:
                 log.debug("informer connection lost", resource=self.resource, error=str(e))
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, 5.0)

@@ -116,6 +116,10 @@ class Client:
             raise ApiError(status, decoded if isinstance(decoded, dict) else {})
         return decoded
 
+    async def get_json(self, path: str, params: dict[str, str] | None = None) -> dict[str, Any]:
+        """GET any path (discovery documents, /version, ...) as JSON."""
+        return await self._call("GET", path, params=params)
+
     # Verbs ---------------------------------------------------------------------------
 
     async def get(self, api_version: str, resource: str, name: str,
@@ -261,7 +265,7 @@ async def wait_ready(client: Client, timeout: float = 30.0) -> None:
             status, _, _ = await client.request("GET", "/readyz", timeout=5)
             if status == 200:
                 return
-        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as e:
+        except (TimeoutError, aiohttp.ClientError, OSError) as e:
             last = e
         await asyncio.sleep(0.05)
     raise TimeoutError(f"apiserver at {client.server} not ready after {timeout}s: {last}")

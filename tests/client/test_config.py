@@ -3,8 +3,7 @@ import base64
 import pytest
 import yaml
 
-from draemu.client import ConfigError
-from draemu.client import config
+from draemu.client import ConfigError, config
 
 
 def _kubeconfig(server="https://127.0.0.1:6443", **user):

@@ -1,0 +1,1 @@
+"""Controllers: reconcile loops over informers and work queues, run by `manager.py`."""

@@ -1,0 +1,125 @@
+"""The shape every controller shares: informers feed keys into a rate-limited work
+queue; workers reconcile one key at a time from the latest cached state; any key may be
+reconciled any number of times. A periodic resync re-queues every key, so a missed
+event is repaired within `resync_seconds`."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from draemu.client import (
+    ApiError,
+    Client,
+    EventRecorder,
+    Informer,
+    SharedInformers,
+    ShutDown,
+    WorkQueue,
+    key_of,
+)
+from draemu.features import FeatureGates
+from draemu.log import get_logger
+
+Obj = dict[str, Any]
+
+
+@dataclass
+class ControllerContext:
+    client: Client
+    informers: SharedInformers
+    gates: FeatureGates = field(default_factory=FeatureGates)
+    # Tunables (seconds), shortened in tests.
+    settings: dict[str, float] = field(default_factory=dict)
+
+    def setting(self, name: str, default: float) -> float:
+        return float(self.settings.get(name, default))
+
+
+class Controller:
+    name: ClassVar[str]
+    workers: ClassVar[int] = 1
+    resync_seconds: ClassVar[float] = 30.0
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.client = ctx.client
+        self.queue = WorkQueue()
+        self.recorder = EventRecorder(ctx.client, self.component())
+        self.log = get_logger(f"controller.{self.name}")
+        self._tasks: list[asyncio.Task[None]] = []
+        self.setup()
+
+    def component(self) -> str:
+        return f"{self.name}-controller"
+
+    def setup(self) -> None:
+        """Ask for informers (`self.ctx.informers.informer(...)`) and add handlers."""
+
+    def primary(self) -> Informer | None:
+        """The informer whose keys are resynced periodically."""
+        return None
+
+    async def reconcile(self, key: str) -> float | None:
+        """Make the world match the object behind `key`. Return seconds after which to
+        look again (None: only on the next event). Raise to retry with back-off."""
+        raise NotImplementedError
+
+    def enqueue(self, obj: Obj) -> None:
+        self.queue.add(key_of(obj))
+
+    def handlers_enqueue(self, informer: Informer) -> None:
+        informer.add_handler(on_add=self.enqueue, on_update=lambda _o, n: self.enqueue(n),
+                             on_delete=self.enqueue)
+
+    async def start(self) -> None:
+        for i in range(self.workers):
+            self._tasks.append(asyncio.create_task(self._worker(), name=f"{self.name}-{i}"))
+        if self.primary() is not None and self.resync_seconds > 0:
+            self._tasks.append(asyncio.create_task(self._resync(), name=f"{self.name}-resync"))
+
+    async def stop(self) -> None:
+        self.queue.shutdown()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+
+    async def _resync(self) -> None:
+        while True:
+            await asyncio.sleep(self.resync_seconds)
+            inf = self.primary()
+            if inf is not None:
+                for key in inf.keys():
+                    self.queue.add(key)
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except ShutDown:
+                return
+            try:
+                again = await self.reconcile(key)
+                self.queue.forget(key)
+                if again is not None:
+                    self.queue.add_after(key, again)
+            except asyncio.CancelledError:
+                raise
+            except ApiError as e:
+                if e.code != 409:  # conflicts are routine: retry with fresh state
+                    self.log.info("reconcile failed, will retry", key=key, error=str(e))
+                self.queue.add_rate_limited(key)
+            except Exception:
+                self.log.exception("reconcile crashed, will retry", key=key)
+                self.queue.add_rate_limited(key)
+            finally:
+                self.queue.done(key)
+
+
+def split_key(key: str) -> tuple[str | None, str]:
+    if "/" in key:
+        ns, name = key.split("/", 1)
+        return ns, name
+    return None, key

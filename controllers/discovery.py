@@ -1,0 +1,50 @@
+"""What the apiserver serves, from its discovery documents: the resources the garbage
+collector and the namespace controller must look at."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from draemu.client import Client
+
+# Events are recorded about objects, never owned by them; watching them would only
+# cost time (they are the most frequently written kind).
+_SKIP = {("", "events"), ("events.k8s.io", "events")}
+
+
+@dataclass(frozen=True)
+class APIResource:
+    group: str
+    version: str
+    resource: str
+    kind: str
+    namespaced: bool
+    verbs: frozenset[str]
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+async def preferred_resources(client: Client, *, verbs: set[str]) -> list[APIResource]:
+    """Every top-level resource (no subresources) of each group's preferred version
+    that supports all of `verbs`."""
+    versions: list[tuple[str, str]] = [("", "v1")]
+    groups = await client.get_json("/apis")
+    for group in groups.get("groups") or []:
+        preferred = (group.get("preferredVersion") or {}).get("version")
+        if preferred:
+            versions.append((group["name"], preferred))
+    found: list[APIResource] = []
+    for group, version in versions:
+        path = f"/apis/{group}/{version}" if group else "/api/v1"
+        doc = await client.get_json(path)
+        for r in doc.get("resources") or []:
+            name = r.get("name", "")
+            if "/" in name or (group, name) in _SKIP:
+                continue
+            rv = frozenset(r.get("verbs") or [])
+            if verbs <= rv:
+                found.append(APIResource(group, version, name, r.get("kind", ""),
+                                         bool(r.get("namespaced")), rv))
+    return found

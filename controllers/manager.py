@@ -1,0 +1,68 @@
+"""Runs the controllers: shared informers, then every enabled controller's workers.
+
+`draemu up` runs it in-process; `draemu controllers` runs it alone against any
+apiserver.
+"""
+
+from __future__ import annotations
+
+from draemu.controllers.base import Controller, ControllerContext
+from draemu.controllers.deployment import DeploymentController
+from draemu.controllers.devicetainteviction import DeviceTaintEvictionController
+from draemu.controllers.garbagecollector import GarbageCollector
+from draemu.controllers.job import JobController
+from draemu.controllers.namespace import NamespaceController
+from draemu.controllers.nodelifecycle import NodeLifecycleController
+from draemu.controllers.replicaset import ReplicaSetController
+from draemu.controllers.resourceclaim import ResourceClaimController
+
+from draemu.client import Client, SharedInformers
+from draemu.features import FeatureGates
+from draemu.log import get_logger
+
+log = get_logger("controller-manager")
+
+SIMPLE: dict[str, type[Controller]] = {
+    "resourceclaim": ResourceClaimController,
+    "device-taint-eviction": DeviceTaintEvictionController,
+    "node-lifecycle": NodeLifecycleController,
+    "job": JobController,
+    "replicaset": ReplicaSetController,
+    "deployment": DeploymentController,
+}
+DISCOVERING = {"garbagecollector": GarbageCollector, "namespace": NamespaceController}
+ALL = [*SIMPLE, *DISCOVERING]
+
+
+class ControllerManager:
+    def __init__(self, client: Client, gates: FeatureGates | None = None, *,
+                 enabled: list[str] | None = None,
+                 settings: dict[str, float] | None = None) -> None:
+        unknown = set(enabled or []) - set(ALL)
+        if unknown:
+            raise ValueError(f"unknown controllers: {', '.join(sorted(unknown))}; "
+                             f"known: {', '.join(ALL)}")
+        self.enabled = enabled or ALL
+        self.ctx = ControllerContext(client, SharedInformers(client), gates or FeatureGates(),
+                                     dict(settings or {}))
+        self.controllers: list[Controller] = []
+
+    async def start(self) -> None:
+        for name in self.enabled:
+            if name == "device-taint-eviction" and not self.ctx.gates.enabled(
+                    "DRADeviceTaints"):
+                continue
+            if name in SIMPLE:
+                self.controllers.append(SIMPLE[name](self.ctx))
+            else:
+                self.controllers.append(await DISCOVERING[name].create(self.ctx))
+        await self.ctx.informers.start()
+        for c in self.controllers:
+            await c.start()
+        log.info("controllers started", controllers=[c.name for c in self.controllers])
+
+    async def stop(self) -> None:
+        for c in self.controllers:
+            await c.stop()
+        await self.ctx.informers.stop()
+        self.controllers.clear()

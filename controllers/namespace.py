@@ -1,0 +1,126 @@
+"""The namespace lifecycle controller: deleting a namespace deletes everything in it,
+then lifts the namespace's `kubernetes` finalizer so the apiserver can remove it.
+While content remains, the namespace's status conditions say what is left."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from draemu.controllers.base import Controller, ControllerContext
+from draemu.controllers.discovery import APIResource, preferred_resources
+
+from draemu.api.meta import meta, set_condition
+from draemu.client import ApiError
+
+Obj = dict[str, Any]
+FINALIZER = "kubernetes"
+
+
+class NamespaceController(Controller):
+    name = "namespace"
+    workers = 2
+
+    def __init__(self, ctx: ControllerContext, resources: list[APIResource]) -> None:
+        self.resources = [r for r in resources if r.namespaced]
+        super().__init__(ctx)
+
+    @classmethod
+    async def create(cls, ctx: ControllerContext) -> NamespaceController:
+        return cls(ctx, await preferred_resources(ctx.client, verbs={"list", "delete"}))
+
+    def setup(self) -> None:
+        self.namespaces = self.ctx.informers.informer("v1", "namespaces")
+        self.handlers_enqueue(self.namespaces)
+
+    def primary(self) -> Any:
+        return self.namespaces
+
+    async def reconcile(self, key: str) -> float | None:
+        ns = self.namespaces.get(key)
+        if ns is None or not meta(ns).get("deletionTimestamp"):
+            return None
+        if FINALIZER not in ((ns.get("spec") or {}).get("finalizers") or []):
+            return None
+        remaining: dict[str, int] = {}
+        finalizers: dict[str, int] = {}
+        failures: list[str] = []
+        for res in self.resources:
+            try:
+                listed = await self.client.list(res.api_version, res.resource, key)
+            except ApiError as e:
+                if e.code in (404, 405):
+                    continue
+                failures.append(f"{res.resource}.{res.group or 'core'}: {e.message}")
+                continue
+            items = listed.get("items") or []
+            if not items:
+                continue
+            label = f"{res.resource}.{res.group}" if res.group else res.resource
+            remaining[label] = len(items)
+            for item in items:
+                for fin in meta(item).get("finalizers") or []:
+                    finalizers[fin] = finalizers.get(fin, 0) + 1
+            if any(not meta(i).get("deletionTimestamp") for i in items):
+                try:
+                    await self.client.request(
+                        "DELETE", f"/{'apis' if res.group else 'api'}/{res.api_version}"
+                        f"/namespaces/{key}/{res.resource}",
+                        json={"kind": "DeleteOptions", "apiVersion": "v1",
+                              "propagationPolicy": "Background"})
+                except (ApiError, OSError) as e:
+                    failures.append(f"{label}: {e}")
+        await self._update_conditions(ns, remaining, finalizers, failures)
+        if remaining or failures:
+            return 1.0
+        fresh = copy.deepcopy(ns)
+        fresh["spec"]["finalizers"] = [f for f in ns["spec"]["finalizers"] if f != FINALIZER]
+        try:
+            await self.client.update("v1", "namespaces", fresh, subresource="finalize")
+        except ApiError as e:
+            if e.code != 404:
+                raise
+        self.log.info("namespace content removed", namespace=key)
+        return None
+
+    async def _update_conditions(self, ns: Obj, remaining: dict[str, int],
+                                 finalizers: dict[str, int], failures: list[str]) -> None:
+        conditions = copy.deepcopy((ns.get("status") or {}).get("conditions") or [])
+        set_condition(conditions, "NamespaceDeletionDiscoveryFailure", "False",
+                      "ResourcesDiscovered", "All resources successfully discovered")
+        set_condition(conditions, "NamespaceDeletionGroupVersionParsingFailure", "False",
+                      "ParsedGroupVersions", "All legacy kube types successfully parsed")
+        if failures:
+            set_condition(conditions, "NamespaceDeletionContentFailure", "True",
+                          "ContentDeletionFailed",
+                          "Failed to delete all resource types, " + str(len(failures))
+                          + " remaining: " + ", ".join(failures))
+        else:
+            set_condition(conditions, "NamespaceDeletionContentFailure", "False",
+                          "ContentDeleted", "All content successfully deleted, may be waiting "
+                          "on finalization")
+        if remaining:
+            set_condition(conditions, "NamespaceContentRemaining", "True", "SomeResourcesRemain",
+                          "Some resources are remaining: " + ", ".join(
+                              f"{k} has {v} resource instances" for k, v in sorted(
+                                  remaining.items())))
+        else:
+            set_condition(conditions, "NamespaceContentRemaining", "False", "ContentRemoved",
+                          "All content successfully removed")
+        if finalizers:
+            set_condition(conditions, "NamespaceFinalizersRemaining", "True",
+                          "SomeFinalizersRemain", "Some content in the namespace has "
+                          "finalizers remaining: " + ", ".join(
+                              f"{k} in {v} resource instances" for k, v in sorted(
+                                  finalizers.items())))
+        else:
+            set_condition(conditions, "NamespaceFinalizersRemaining", "False",
+                          "ContentHasNoFinalizers", "All content-preserving finalizers finished")
+        if conditions != ((ns.get("status") or {}).get("conditions") or []):
+            try:
+                await self.client.patch("v1", "namespaces", meta(ns)["name"],
+                                        {"status": {"conditions": conditions}},
+                                        subresource="status")
+            except ApiError as e:
+                if e.code != 404:
+                    raise

@@ -1,0 +1,76 @@
+"""Recording Events about objects, the way Kubernetes components do.
+
+Repeats of the same event (same object, type, reason and message) within ten minutes
+bump `count` and `lastTimestamp` of the first Event instead of creating new ones.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from draemu.client.rest import ApiError, Client
+from draemu.log import get_logger
+
+log = get_logger("events")
+_DEDUP_WINDOW = 600.0
+
+
+def now_rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def now_micro() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class EventRecorder:
+    def __init__(self, client: Client, component: str, host: str = "") -> None:
+        self.client = client
+        self.component = component
+        self.host = host
+        self._seen: dict[tuple[str, ...], tuple[str, str, int, float]] = {}
+
+    async def event(self, obj: dict[str, Any], type_: str, reason: str, message: str) -> None:
+        """Record an event; failures are logged, never raised (events are best effort)."""
+        meta = obj.get("metadata") or {}
+        namespace = meta.get("namespace") or "default"
+        key = (meta.get("uid", ""), type_, reason, message)
+        now = now_rfc3339()
+        try:
+            seen = self._seen.get(key)
+            if seen and time.monotonic() - seen[3] < _DEDUP_WINDOW:
+                name, ns, count, _ = seen
+                await self.client.patch("v1", "events", name, {
+                    "count": count + 1, "lastTimestamp": now}, namespace=ns)
+                self._seen[key] = (name, ns, count + 1, time.monotonic())
+                return
+            involved = {
+                "kind": obj.get("kind", ""),
+                "namespace": meta.get("namespace", ""),
+                "name": meta.get("name", ""),
+                "uid": meta.get("uid", ""),
+                "apiVersion": obj.get("apiVersion", ""),
+                "resourceVersion": meta.get("resourceVersion", ""),
+            }
+            body = {
+                "apiVersion": "v1", "kind": "Event",
+                "metadata": {"name": f"{meta.get('name', 'unknown')}.{time.time_ns():x}",
+                             "namespace": namespace},
+                "involvedObject": {k: v for k, v in involved.items() if v},
+                "reason": reason, "message": message, "type": type_,
+                "source": {"component": self.component, **({"host": self.host}
+                                                            if self.host else {})},
+                "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+                "reportingComponent": self.component,
+                "reportingInstance": self.host or self.component,
+            }
+            created = await self.client.create("v1", "events", body, namespace=namespace)
+            self._seen[key] = (created["metadata"]["name"], namespace, 1, time.monotonic())
+            if len(self._seen) > 4096:
+                oldest = sorted(self._seen.items(), key=lambda kv: kv[1][3])[:1024]
+                for k, _ in oldest:
+                    self._seen.pop(k, None)
+        except (ApiError, OSError, ValueError, KeyError) as e:
+            log.debug("event not recorded", reason=reason, error=str(e))

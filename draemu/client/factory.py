@@ -1,0 +1,34 @@
+"""Shared informers: one list+watch per resource, however many components want it."""
+
+from __future__ import annotations
+
+import asyncio
+
+from draemu.client.informer import Informer
+from draemu.client.rest import Client
+
+
+class SharedInformers:
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self._informers: dict[tuple[str, str, str | None, str | None], Informer] = {}
+
+    def informer(self, api_version: str, resource: str, *, namespace: str | None = None,
+                 field_selector: str | None = None) -> Informer:
+        key = (api_version, resource, namespace, field_selector)
+        inf = self._informers.get(key)
+        if inf is None:
+            inf = Informer(self.client, api_version, resource, namespace,
+                           field_selector=field_selector)
+            self._informers[key] = inf
+        return inf
+
+    async def start(self, timeout: float | None = 30.0) -> None:
+        """Start every informer asked for so far and wait until all have listed."""
+        informers = list(self._informers.values())
+        for inf in informers:
+            await inf.start()
+        await asyncio.gather(*(inf.wait_synced(timeout) for inf in informers))
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(inf.stop() for inf in self._informers.values()))
