@@ -1,0 +1,1 @@
+"""DRA drivers: the Python driver SDK (`draemu.drivers.sdk`) and built-in drivers."""

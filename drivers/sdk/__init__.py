@@ -1,0 +1,19 @@
+"""The Python DRA driver SDK: write prepare/unprepare callbacks and a device inventory;
+`KubeletPlugin` does the rest (see examples/drivers/ for a complete small driver)."""
+
+from draemu.drivers.sdk.cdi import CDIWriter
+from draemu.drivers.sdk.health import HealthReporter
+from draemu.drivers.sdk.plugin import KubeletPlugin
+from draemu.drivers.sdk.slices import ResourceSliceController, split_pool
+from draemu.drivers.sdk.types import (
+    ClaimRef,
+    Driver,
+    DriverResources,
+    Pool,
+    PreparedDevice,
+    PrepareResult,
+)
+
+__all__ = ["CDIWriter", "ClaimRef", "Driver", "DriverResources", "HealthReporter",
+           "KubeletPlugin", "Pool", "PrepareResult", "PreparedDevice",
+           "ResourceSliceController", "split_pool"]

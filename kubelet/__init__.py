@@ -1,0 +1,1 @@
+"""Emulated kubelets: node registration, plugin registration, the DRA manager, CDI, runtimes."""

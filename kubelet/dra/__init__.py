@@ -1,0 +1,1 @@
+"""The kubelet's DRA manager: plugins, claim cache and checkpoint, prepare and unprepare."""

@@ -1,0 +1,90 @@
+"""gRPC plumbing for the plugin protocols: server handlers and client calls by method path.
+
+Servers and clients are grpc.aio objects on unix sockets. Handlers are registered under
+upstream's full service names, so Go kubelets and Go plugins interoperate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+from draemu.kubelet.proto import pluginregistration as reg
+from draemu.kubelet.proto.dra import DRAVersion
+from draemu.kubelet.proto.health import HealthVersion
+
+Unary = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
+Streaming = Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[Any]]
+
+
+def unix_target(path: str) -> str:
+    return f"unix://{path}" if path.startswith("/") else f"unix:{path}"
+
+
+def _unary(fn: Unary, request: Any, response: Any) -> grpc.RpcMethodHandler:
+    return grpc.unary_unary_rpc_method_handler(
+        fn, request_deserializer=request.FromString,
+        response_serializer=response.SerializeToString)
+
+
+def registration_handler(get_info: Unary, notify: Unary) -> grpc.GenericRpcHandler:
+    return grpc.method_handlers_generic_handler(reg.SERVICE, {
+        "GetInfo": _unary(get_info, reg.InfoRequest, reg.PluginInfo),
+        "NotifyRegistrationStatus": _unary(notify, reg.RegistrationStatus,
+                                           reg.RegistrationStatusResponse),
+    })
+
+
+def dra_handler(version: DRAVersion, prepare: Unary, unprepare: Unary) -> grpc.GenericRpcHandler:
+    return grpc.method_handlers_generic_handler(version.service, {
+        "NodePrepareResources": _unary(prepare, version.NodePrepareResourcesRequest,
+                                       version.NodePrepareResourcesResponse),
+        "NodeUnprepareResources": _unary(unprepare, version.NodeUnprepareResourcesRequest,
+                                         version.NodeUnprepareResourcesResponse),
+    })
+
+
+def health_handler(version: HealthVersion, watch: Streaming) -> grpc.GenericRpcHandler:
+    return grpc.method_handlers_generic_handler(version.service, {
+        "NodeWatchResources": grpc.unary_stream_rpc_method_handler(
+            watch, request_deserializer=version.NodeWatchResourcesRequest.FromString,
+            response_serializer=version.NodeWatchResourcesResponse.SerializeToString),
+    })
+
+
+class RegistrationClient:
+    """What the kubelet calls on a plugin's registration socket."""
+
+    def __init__(self, channel: grpc.aio.Channel) -> None:
+        self.get_info = channel.unary_unary(
+            reg.GET_INFO, request_serializer=reg.InfoRequest.SerializeToString,
+            response_deserializer=reg.PluginInfo.FromString)
+        self.notify_registration_status = channel.unary_unary(
+            reg.NOTIFY_REGISTRATION_STATUS,
+            request_serializer=reg.RegistrationStatus.SerializeToString,
+            response_deserializer=reg.RegistrationStatusResponse.FromString)
+
+
+class DRAClient:
+    """What the kubelet calls on a DRA plugin's service socket, in one protocol version."""
+
+    def __init__(self, channel: grpc.aio.Channel, version: DRAVersion) -> None:
+        self.version = version
+        self.node_prepare_resources = channel.unary_unary(
+            version.prepare_path,
+            request_serializer=version.NodePrepareResourcesRequest.SerializeToString,
+            response_deserializer=version.NodePrepareResourcesResponse.FromString)
+        self.node_unprepare_resources = channel.unary_unary(
+            version.unprepare_path,
+            request_serializer=version.NodeUnprepareResourcesRequest.SerializeToString,
+            response_deserializer=version.NodeUnprepareResourcesResponse.FromString)
+
+
+class HealthClient:
+    def __init__(self, channel: grpc.aio.Channel, version: HealthVersion) -> None:
+        self.version = version
+        self.node_watch_resources = channel.unary_stream(
+            version.watch_path,
+            request_serializer=version.NodeWatchResourcesRequest.SerializeToString,
+            response_deserializer=version.NodeWatchResourcesResponse.FromString)
