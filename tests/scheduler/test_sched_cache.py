@@ -1,0 +1,53 @@
+"""The node cache: bound pods count against their node; assumed pods until confirmed."""
+
+from __future__ import annotations
+
+from draemu.scheduler.cache import Cache
+from sched_helpers import node, pod
+
+
+def bound(p: dict, node_name: str) -> dict:
+    return {**p, "spec": {**p["spec"], "nodeName": node_name}}
+
+
+def test_bound_pod_requests_count_on_its_node():
+    cache = Cache()
+    cache.set_node(node("n1"))
+    cache.add_pod(bound(pod("p", cpu="1"), "n1"))
+    assert cache.node("n1").requested.milli_cpu == 1000
+
+
+def test_forgetting_an_assumed_pod_frees_its_requests():
+    cache = Cache()
+    cache.set_node(node("n1"))
+    p = pod("p", cpu="1")
+    cache.assume(p, "n1")
+    assert cache.node("n1").requested.milli_cpu == 1000
+    cache.forget(p)
+    assert cache.node("n1").requested.milli_cpu == 0
+
+
+def test_confirmed_pod_is_not_forgotten():
+    cache = Cache()
+    cache.set_node(node("n1"))
+    p = pod("p", cpu="1")
+    cache.assume(p, "n1")
+    cache.add_pod(bound(p, "n1"))
+    cache.forget(p)
+    assert cache.node("n1").requested.milli_cpu == 1000
+
+
+def test_pod_seen_before_its_node_counts_once_the_node_appears():
+    cache = Cache()
+    cache.add_pod(bound(pod("p", cpu="2"), "late"))
+    assert cache.node("late") is None
+    cache.set_node(node("late"))
+    assert cache.node("late").requested.milli_cpu == 2000
+
+
+def test_nodes_keep_their_insertion_order():
+    cache = Cache()
+    for name in ("b", "a", "c"):
+        cache.set_node(node(name))
+    cache.set_node(node("a", cpu="8"))
+    assert [n.name for n in cache.nodes()] == ["b", "a", "c"]
