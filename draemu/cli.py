@@ -30,11 +30,20 @@ def build_parser() -> argparse.ArgumentParser:
                         help="log renderer: console on a terminal, JSON otherwise (default: auto)")
     parser.add_argument("--log-level", choices=["debug", "info", "warning", "error"],
                         default="info", help="least severe level logged (default: info)")
+    # The logging options are accepted after the command too (`draemu up --log-format json`).
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--log-format", choices=["auto", "console", "json"],
+                        default=argparse.SUPPRESS, help="log renderer (default: auto)")
+    common.add_argument("--log-level", choices=["debug", "info", "warning", "error"],
+                        default=argparse.SUPPRESS, help="least severe level logged")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
         module = importlib.import_module(f"draemu.commands.{info.name}")
         name = getattr(module, "NAME", info.name.replace("_", "-"))
-        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        command = sub.add_parser(name, help=module.HELP, description=module.HELP,
+                                 parents=[common])
         module.add_arguments(command)
         command.set_defaults(_run=module.run)
     return parser

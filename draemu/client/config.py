@@ -125,3 +125,57 @@ def load(path: str | Path | None = None, context: str | None = None) -> Connecti
         token=token,
         insecure_skip_tls_verify=bool(cluster.get("insecure-skip-tls-verify")),
     )
+
+
+def merge_into(target: Path, source: Path, name: str, *, set_current: bool = True) -> None:
+    """Add the cluster, user and context of kubeconfig `source` to `target` under
+    `name` (replacing entries of that name), as `kind` does with `kind-<name>`.
+    Other entries of `target` are kept; the file is replaced atomically."""
+    src = _read(source)
+    doc: dict[str, Any] = _read(target) if target.exists() else {
+        "apiVersion": "v1", "kind": "Config", "preferences": {}}
+    ctx_name = src.get("current-context")
+    ctx = next((c for c in src.get("contexts") or [] if c.get("name") == ctx_name), None)
+    if ctx is None:
+        raise ConfigError(f"kubeconfig {source} has no current context")
+    cluster = next(c for c in src.get("clusters") or []
+                   if c.get("name") == ctx["context"]["cluster"])
+    user = next(u for u in src.get("users") or [] if u.get("name") == ctx["context"]["user"])
+    for section, body in (("clusters", {"name": name, "cluster": cluster["cluster"]}),
+                          ("users", {"name": name, "user": user["user"]}),
+                          ("contexts", {"name": name, "context": {"cluster": name,
+                                                                  "user": name}})):
+        items = [i for i in doc.get(section) or [] if i.get("name") != name]
+        items.append(body)
+        doc[section] = items
+    if set_current:
+        doc["current-context"] = name
+    _write_atomic(target, doc)
+
+
+def remove_from(target: Path, name: str) -> bool:
+    """Remove the cluster, user and context `name` from `target`; unset the current
+    context if it was that one. Returns whether anything was removed."""
+    if not target.exists():
+        return False
+    doc = _read(target)
+    removed = False
+    for section in ("clusters", "users", "contexts"):
+        items = doc.get(section) or []
+        kept = [i for i in items if i.get("name") != name]
+        removed = removed or len(kept) != len(items)
+        doc[section] = kept
+    if doc.get("current-context") == name:
+        doc["current-context"] = ""
+    if removed:
+        _write_atomic(target, doc)
+    return removed
+
+
+def _write_atomic(target: Path, doc: dict[str, Any]) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".kubeconfig-")
+    with os.fdopen(fd, "w") as f:
+        yaml.safe_dump(doc, f, default_flow_style=False, sort_keys=False)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, target)

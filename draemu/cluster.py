@@ -1,0 +1,132 @@
+"""The composition root: one draemu cluster in one process.
+
+`Cluster.start()` brings up the apiserver (with its store), then the controllers, the
+scheduler and the emulated nodes of a preset, each talking to the apiserver through
+the API only; `Cluster.stop()` takes them down in reverse order.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from draemu.client import Client
+from draemu.features import FeatureGates
+from draemu.log import get_logger
+
+log = get_logger("cluster")
+
+
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+    return Path(base) / "draemu"
+
+
+@dataclass
+class ClusterOptions:
+    data_dir: Path | None = None  # None with in_memory: a temporary folder
+    in_memory: bool = False
+    address: str = "127.0.0.1"
+    port: int = 6443
+    kubeconfig: Path | None = None
+    store_url: str | None = None
+    feature_gates: FeatureGates = field(default_factory=FeatureGates)
+    insecure_http: bool = False
+    token_file: Path | None = None
+    preset: str = "seed"
+    nodes: int | None = None
+    runtime: str = "fake"
+    scheduler: bool = True
+    controllers: bool = True
+    controller_settings: dict[str, float] = field(default_factory=dict)
+
+
+class Cluster:
+    def __init__(self, options: ClusterOptions) -> None:
+        self.options = options
+        self._tmp: str | None = None
+        self.apiserver: Any = None
+        self.controllers: Any = None
+        self.scheduler: Any = None
+        self.nodes: Any = None
+        self._clients: list[Client] = []
+        self.timings: dict[str, float] = {}
+
+    @property
+    def data_dir(self) -> Path:
+        if self.options.data_dir is not None:
+            return self.options.data_dir
+        if self._tmp is None:
+            self._tmp = tempfile.mkdtemp(prefix="draemu-")
+        return Path(self._tmp)
+
+    @property
+    def url(self) -> str:
+        return self.apiserver.url
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        return Path(self.apiserver.kubeconfig_path)
+
+    def client(self, user_agent: str) -> Client:
+        client = Client.from_kubeconfig(self.kubeconfig_path, user_agent=user_agent)
+        self._clients.append(client)
+        return client
+
+    async def start(self) -> None:
+        from draemu.apiserver.server import APIServer, APIServerOptions
+
+        o = self.options
+        t0 = time.perf_counter()
+        store_url = o.store_url or ("sqlite://:memory:" if o.in_memory else None)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.apiserver = APIServer(APIServerOptions(
+            data_dir=self.data_dir, store_url=store_url, address=o.address, port=o.port,
+            insecure_http=o.insecure_http, feature_gates=o.feature_gates,
+            token_file=o.token_file))
+        await self.apiserver.start()
+        self.timings["apiserver"] = time.perf_counter() - t0
+        if o.kubeconfig is not None:
+            o.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(self.kubeconfig_path, o.kubeconfig)
+        if o.controllers:
+            from draemu.controllers.manager import ControllerManager
+
+            self.controllers = ControllerManager(
+                self.client("draemu-controller-manager"), o.feature_gates,
+                settings=o.controller_settings)
+            await self.controllers.start()
+        if o.scheduler:
+            from draemu.scheduler import Scheduler
+
+            self.scheduler = Scheduler(self.client("draemu-scheduler"), o.feature_gates)
+            await self.scheduler.start()
+        self.timings["control-plane"] = time.perf_counter() - t0
+        if o.preset != "empty" or o.nodes:
+            from draemu.kubelet.cluster import start_nodes
+
+            self.nodes = await start_nodes(
+                preset=o.preset, nodes=o.nodes, apiserver=self.apiserver,
+                data_dir=self.data_dir, runtime=o.runtime, gates=o.feature_gates)
+        self.timings["nodes"] = time.perf_counter() - t0
+
+    async def stop(self) -> None:
+        for part in (self.nodes, self.scheduler, self.controllers):
+            if part is not None:
+                try:
+                    await part.stop()
+                except Exception:
+                    log.exception("stopping a component failed")
+        for client in self._clients:
+            await client.close()
+        self._clients.clear()
+        if self.apiserver is not None:
+            await self.apiserver.stop()
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None

@@ -1,0 +1,46 @@
+"""`draemu controllers`: the controller manager alone, against any apiserver."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "run the controllers (resource claims, GC, namespaces, nodes, workloads, ...) alone"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kubeconfig", metavar="FILE",
+                        help="kubeconfig to use (default: $KUBECONFIG or ~/.kube/config)")
+    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
+    parser.add_argument("--controllers", default="", metavar="A,B",
+                        help="controllers to run (default: all): resourceclaim, "
+                        "device-taint-eviction, node-lifecycle, job, replicaset, deployment, "
+                        "garbagecollector, namespace")
+    parser.add_argument("--feature-gates", default="", metavar="A=true,B=false",
+                        help="feature gates, as kube-controller-manager takes them")
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+    import sys
+
+    from draemu.client import Client, ConfigError
+    from draemu.commands._common import serve
+    from draemu.controllers.manager import ControllerManager
+    from draemu.features import FeatureGateError, FeatureGates
+
+    try:
+        gates = FeatureGates.parse(args.feature_gates)
+        client = Client.from_kubeconfig(args.kubeconfig, args.context,
+                                        user_agent="draemu-controller-manager")
+        enabled = [c.strip() for c in args.controllers.split(",") if c.strip()] or None
+        manager = ControllerManager(client, gates, enabled=enabled)
+    except (FeatureGateError, ConfigError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+    async def stop() -> None:
+        await manager.stop()
+        await client.close()
+
+    asyncio.run(serve(manager.start, stop))
+    return 0

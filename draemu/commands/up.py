@@ -1,0 +1,134 @@
+"""`draemu up`: a whole cluster — apiserver, controllers, scheduler, emulated nodes with
+their DRA drivers — in this process, until Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "start a whole DRA cluster (apiserver, scheduler, controllers, nodes, drivers)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--data-dir", metavar="DIR",
+                       help="where the store, certificates and kubeconfig live; restarting "
+                       "on the same folder brings the cluster back (default: "
+                       "$XDG_DATA_HOME/draemu or ~/.local/share/draemu)")
+    where.add_argument("--in-memory", action="store_true",
+                       help="keep everything in memory and a temporary folder, gone at exit")
+    parser.add_argument("--address", default="127.0.0.1",
+                        help="address to serve the API on (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=6443,
+                        help="port to serve the API on; 0 picks a free one (default: 6443)")
+    parser.add_argument("--kubeconfig", metavar="FILE",
+                        help="also write the admin kubeconfig to FILE (never merged into "
+                        "~/.kube/config unless --merge-kubeconfig is given)")
+    parser.add_argument("--merge-kubeconfig", action="store_true",
+                        help="add a 'draemu' context to $KUBECONFIG or ~/.kube/config and "
+                        "make it current, the way kind does")
+    parser.add_argument("--store", metavar="URL",
+                        help="store URL: sqlite:///FILE (default: a file in the data dir), "
+                        "sqlite://:memory:, or postgresql://USER@HOST:PORT/DB")
+    parser.add_argument("--feature-gates", default="", metavar="A=true,B=false",
+                        help="feature gates with Kubernetes' names, e.g. "
+                        "DRAListTypeAttributes=true")
+    parser.add_argument("--preset", default="seed", metavar="NAME|FILE",
+                        help="nodes and drivers to start: seed (the DRA introduction's three "
+                        "GPU nodes), example, empty, or a preset YAML file (default: seed)")
+    parser.add_argument("--nodes", type=int, metavar="N",
+                        help="number of nodes for the 'example' preset")
+    parser.add_argument("--runtime", choices=["fake", "process"], default="fake",
+                        help="container runtime of the emulated kubelets: fake (nothing is "
+                        "executed; logs list what the container would get) or process (runs "
+                        "container commands as local processes)")
+    parser.add_argument("--insecure-http", action="store_true",
+                        help="serve plain HTTP without authentication (loopback only)")
+    parser.add_argument("--token-auth-file", metavar="FILE",
+                        help="CSV of bearer tokens: token,user,uid,\"group1,group2\"")
+    parser.add_argument("--no-scheduler", action="store_true", help="do not run the scheduler")
+    parser.add_argument("--no-controllers", action="store_true",
+                        help="do not run the controllers")
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+    import ipaddress
+    import sys
+    from pathlib import Path
+
+    from draemu.client.config import ConfigError, default_paths, merge_into
+    from draemu.cluster import Cluster, ClusterOptions, default_data_dir
+    from draemu.commands._common import wait_for_signal
+    from draemu.features import FeatureGateError, FeatureGates
+
+    try:
+        gates = FeatureGates.parse(args.feature_gates)
+    except FeatureGateError as e:
+        print(f"error: --feature-gates: {e}", file=sys.stderr)
+        return 2
+    if args.insecure_http:
+        try:
+            loopback = ipaddress.ip_address(args.address).is_loopback
+        except ValueError:
+            loopback = args.address == "localhost"
+        if not loopback:
+            print("error: --insecure-http is only allowed on a loopback address",
+                  file=sys.stderr)
+            return 2
+    data_dir = None if args.in_memory else Path(args.data_dir or default_data_dir())
+    options = ClusterOptions(
+        data_dir=data_dir, in_memory=args.in_memory, address=args.address, port=args.port,
+        kubeconfig=Path(args.kubeconfig) if args.kubeconfig else None, store_url=args.store,
+        feature_gates=gates, insecure_http=args.insecure_http,
+        token_file=Path(args.token_auth_file) if args.token_auth_file else None,
+        preset=args.preset, nodes=args.nodes, runtime=args.runtime,
+        scheduler=not args.no_scheduler, controllers=not args.no_controllers)
+
+    async def main() -> int:
+        cluster = Cluster(options)
+        try:
+            try:
+                await cluster.start()
+            except OSError as e:
+                print(f"error: cannot start: {e}", file=sys.stderr)
+                if "address already in use" in str(e).lower():
+                    print(f"hint: port {args.port} is taken; pass --port 0 for a free one",
+                          file=sys.stderr)
+                return 1
+            kubeconfig = args.kubeconfig or str(cluster.kubeconfig_path)
+            if args.merge_kubeconfig:
+                target = default_paths()[0]
+                try:
+                    merge_into(target, cluster.kubeconfig_path, "draemu")
+                except ConfigError as e:
+                    print(f"error: --merge-kubeconfig: {e}", file=sys.stderr)
+                    return 1
+            nodes = getattr(cluster.nodes, "names", None)
+            print(f"draemu is ready in {cluster.timings['nodes']:.2f} s "
+                  f"(API in {cluster.timings['apiserver']:.2f} s)")
+            print(f"  API server:  {cluster.url}")
+            print(f"  kubeconfig:  {kubeconfig}")
+            print(f"  data dir:    {cluster.data_dir}"
+                  + ("  (temporary, removed at exit)" if args.in_memory else ""))
+            if nodes is not None:
+                print(f"  preset:      {args.preset} ({len(nodes)} nodes: "
+                      f"{', '.join(nodes)})")
+            print()
+            if args.merge_kubeconfig:
+                print("The 'draemu' context is now current in your kubeconfig. Try:")
+            else:
+                print(f"  export KUBECONFIG={kubeconfig}")
+                print()
+                print("Then try:")
+            print("  kubectl get nodes")
+            print("  kubectl get deviceclasses,resourceslices")
+            if args.preset == "seed":
+                print("  draemu demo seed")
+            print("Press Ctrl-C to stop.", flush=True)
+            await wait_for_signal()
+            print("stopping...", file=sys.stderr, flush=True)
+            return 0
+        finally:
+            await cluster.stop()
+
+    return asyncio.run(main())
