@@ -17,7 +17,8 @@ def class_spec(spec: dict[str, Any], old: dict[str, Any] | None, gates: FeatureG
     """`old` is the previous spec on update: unchanged config is treated as stored, so
     parameters stored before a limit existed stay valid."""
     path = Path("spec")
-    errs = selector_list(lst(spec.get("selectors")), path.child("selectors"), gates)
+    unchanged = old is not None and lst(old.get("selectors")) == lst(spec.get("selectors"))
+    errs = selector_list(lst(spec.get("selectors")), path.child("selectors"), gates, unchanged)
     stored = old is not None and lst(old.get("config")) == lst(spec.get("config"))
     errs += f.bounded_list(lst(spec.get("config")), CONFIG_MAX, path.child("config"),
                            lambda c, p: device_configuration(obj(c), p, stored))

@@ -27,19 +27,25 @@ def _checker() -> Any:
     return getattr(module, "check_expression", None)
 
 
-def selector_list(items: list[Any] | None, path: Path, gates: FeatureGates) -> Errors:
+def selector_list(items: list[Any] | None, path: Path, gates: FeatureGates,
+                  stored: bool = False) -> Errors:
+    """`stored`: the expressions were accepted before (a DeviceClass update that keeps its
+    selectors), so they compile in CEL's more lenient stored-expressions environment."""
     return bounded_list(items, SELECTORS_MAX, path,
-                        lambda item, p: selector(obj(item), p, gates))
+                        lambda item, p: selector(obj(item), p, gates, stored))
 
 
-def selector(value: dict[str, Any], path: Path, gates: FeatureGates) -> Errors:
+def selector(value: dict[str, Any], path: Path, gates: FeatureGates,
+             stored: bool = False) -> Errors:
     cel = value.get("cel")
     if not isinstance(cel, dict):
         return [required(path.child("cel"))]
-    return cel_expression(cel.get("expression") or "", path.child("cel", "expression"), gates)
+    return cel_expression(cel.get("expression") or "", path.child("cel", "expression"), gates,
+                          stored)
 
 
-def cel_expression(expression: str, path: Path, gates: FeatureGates) -> Errors:
+def cel_expression(expression: str, path: Path, gates: FeatureGates,
+                   stored: bool = False) -> Errors:
     if len(expression.encode()) > CEL_EXPRESSION_MAX_LENGTH:
         # Too long expressions are not even compiled.
         return [too_long(path, CEL_EXPRESSION_MAX_LENGTH)]
@@ -48,7 +54,8 @@ def cel_expression(expression: str, path: Path, gates: FeatureGates) -> Errors:
     check = _checker()
     if check is None:
         return []
-    return [_issue_to_error(issue, expression, path) for issue in check(expression, gates=gates)]
+    return [_issue_to_error(issue, expression, path)
+            for issue in check(expression, gates=gates, stored=stored)]
 
 
 def _issue_to_error(issue: Any, expression: str, path: Path) -> FieldError:

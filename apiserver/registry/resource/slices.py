@@ -26,7 +26,8 @@ MAX_ATTRIBUTE_VALUES = 48
 MAX_ATTRIBUTE_VALUE_LENGTH = 64
 MAX_TAINTS = 16
 MAX_VALID_VALUES = 10
-_NODE_SELECTION = "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required"
+_NODE_SELECTION = ("exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
+                   "`perDeviceNodeSelection` is required")
 _DEVICE_NODE_SELECTION = ("exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required "
                           "when `perDeviceNodeSelection` is set to true in the ResourceSlice spec")
 
@@ -285,7 +286,8 @@ def _valid_range(default: Quantity, maximum: Quantity, valid_range: dict[str, An
         errs.append(invalid(path.child("min"), str(minimum),
                             f"min is larger than capacity value: {maximum}"))
     if default < minimum:
-        errs.append(invalid(path.child("min"), str(default), f"default is less than min: {minimum}"))
+        errs.append(invalid(path.child("min"), str(default),
+                            f"default is less than min: {minimum}"))
     top = _quantity(valid_range["max"]) if valid_range.get("max") is not None else None
     if top is not None:
         if minimum > top:
@@ -294,7 +296,8 @@ def _valid_range(default: Quantity, maximum: Quantity, valid_range: dict[str, An
             errs.append(invalid(path.child("max"), str(top),
                                 f"max is larger than capacity value: {maximum}"))
         if default > top:
-            errs.append(invalid(path.child("max"), str(default), f"default is more than max: {top}"))
+            errs.append(invalid(path.child("max"), str(default),
+                                f"default is more than max: {top}"))
     step = _quantity(valid_range["step"]) if valid_range.get("step") is not None else None
     if step is not None:
         spath = path.child("step")

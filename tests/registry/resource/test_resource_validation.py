@@ -447,3 +447,19 @@ def test_pool_status_request_limit_is_bounded(ctx: Context) -> None:
     o = {"spec": {"driver": "gpu.example.com", "limit": 0}}
     assert messages(ResourcePoolStatusRequestStrategy().validate(o, ctx)) == [
         "spec.limit: Invalid value: 0: must be between 1 and 1000, inclusive"]
+
+
+def test_selector_that_does_not_compile_is_invalid(ctx: Context) -> None:
+    o = claim_with(lambda o: req(o)["exactly"].update(
+        selectors=[{"cel": {"expression": "device.driver =="}}]))
+    errors = ResourceClaimStrategy().validate(o, ctx)
+    assert [(e.field, e.type) for e in errors] == [
+        ("spec.devices.requests[0].exactly.selectors[0].cel.expression", "Invalid")]
+    assert errors[0].detail.startswith("compilation failed: ")
+
+
+def test_selector_that_is_not_boolean_is_invalid(ctx: Context) -> None:
+    o = {"spec": {"selectors": [{"cel": {"expression": "1 + 2"}}]}}
+    assert messages(DeviceClassStrategy().validate(o, ctx)) == [
+        'spec.selectors[0].cel.expression: Invalid value: "1 + 2": must evaluate to bool or '
+        "the unknown type, not int"]
