@@ -1,0 +1,1 @@
+"""Strategies of the apps/v1 kinds (Deployment, ReplicaSet)."""

@@ -1,0 +1,1 @@
+"""Strategy of batch/v1 Job."""

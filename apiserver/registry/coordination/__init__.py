@@ -1,0 +1,1 @@
+"""Strategy of coordination.k8s.io/v1 Lease."""

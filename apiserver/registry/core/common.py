@@ -1,0 +1,142 @@
+"""Small validation and printing helpers shared by the core, apps, batch and events kinds.
+
+Validation helpers return lists of `FieldError`s worded as upstream's helpers of the
+same purpose; printing helpers render cells the way the upstream server printers do.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from draemu.api.errors import FieldError, Path, invalid
+from draemu.api.names import (
+    is_c_identifier,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_label_value,
+    is_qualified_name,
+)
+
+Obj = dict[str, Any]
+
+FIELD_IMMUTABLE = "field is immutable"
+IS_NEGATIVE = "must be greater than or equal to 0"
+MAX_INT32 = 2**31 - 1
+
+
+def dns_label(value: str, path: Path) -> list[FieldError]:
+    return [invalid(path, value, msg) for msg in is_dns1123_label(value)]
+
+
+def dns_subdomain(value: str, path: Path) -> list[FieldError]:
+    return [invalid(path, value, msg) for msg in is_dns1123_subdomain(value)]
+
+
+def qualified_name(value: str, path: Path) -> list[FieldError]:
+    return [invalid(path, value, msg) for msg in is_qualified_name(value)]
+
+
+def label_value(value: str, path: Path) -> list[FieldError]:
+    return [invalid(path, value, msg) for msg in is_label_value(value)]
+
+
+def c_identifier(value: str, path: Path) -> list[FieldError]:
+    return [invalid(path, value, msg) for msg in is_c_identifier(value)]
+
+
+def nonnegative(value: int | None, path: Path) -> list[FieldError]:
+    if value is not None and value < 0:
+        return [invalid(path, value, IS_NEGATIVE)]
+    return []
+
+
+def immutable(new: Any, old: Any, path: Path) -> list[FieldError]:
+    if new == old:
+        return []
+    return [invalid(path, new, FIELD_IMMUTABLE)]
+
+
+def inclusive_range(low: int, high: int) -> str:
+    return f"must be between {low} and {high}, inclusive"
+
+
+# Printing ------------------------------------------------------------------------
+
+def parse_time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def human_duration(seconds_total: float) -> str:
+    """A duration as kubectl prints ages: `45s`, `3m20s`, `5h`, `2d3h`, `3y`."""
+    seconds = int(seconds_total)
+    if seconds < -1:
+        return "<invalid>"
+    if seconds < 0:
+        return "0s"
+    if seconds < 120:
+        return f"{seconds}s"
+    minutes = seconds // 60
+    if minutes < 10:
+        rest = seconds % 60
+        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = seconds // 3600
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h{rest}m" if rest else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        rest = hours % 24
+        return f"{hours // 24}d{rest}h" if rest else f"{hours // 24}d"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        rest = (hours // 24) % 365
+        return f"{hours // 24 // 365}y{rest}d" if rest else f"{hours // 24 // 365}y"
+    return f"{hours // 24 // 365}y"
+
+
+def since(text: str | None, now: datetime | None = None) -> str:
+    """Time elapsed since a timestamp, `<unknown>` when unset (translateTimestampSince)."""
+    when = parse_time(text)
+    if when is None:
+        return "<unknown>"
+    now = now or datetime.now(UTC)
+    return human_duration((now - when).total_seconds())
+
+
+def label_selector_string(selector: Obj | None) -> str:
+    """A LabelSelector printed as a selector string (`app=x,tier in (a,b)`), as the
+    printers' Selector columns show it; `<none>` for an empty selector."""
+    if not selector:
+        return "<none>"
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for req in selector.get("matchExpressions") or []:
+        key, op, values = req.get("key", ""), req.get("operator", ""), req.get("values") or []
+        if op == "In":
+            parts.append(f"{key} in ({','.join(sorted(values))})")
+        elif op == "NotIn":
+            parts.append(f"{key} notin ({','.join(sorted(values))})")
+        elif op == "Exists":
+            parts.append(key)
+        elif op == "DoesNotExist":
+            parts.append(f"!{key}")
+    return ",".join(sorted(parts, key=_requirement_key)) if parts else "<none>"
+
+
+def _requirement_key(text: str) -> str:
+    return text.lstrip("!").split("=")[0].split(" ")[0]
+
+
+def container_cells(containers: list[Obj]) -> tuple[str, str]:
+    """Names and images of a template's containers, comma-joined."""
+    return (",".join(c.get("name", "") for c in containers),
+            ",".join(c.get("image", "") for c in containers))

@@ -1,0 +1,370 @@
+"""core/v1 Pod: defaults (including those the default admission plugins add), spec
+validation and the narrow set of spec changes an update may make, the status, binding
+and eviction subresources, field selectors and the `kubectl get pods` columns."""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from draemu.apiserver.registry.core.common import (
+    MAX_INT32,
+    dns_subdomain,
+    immutable,
+    inclusive_range,
+    qualified_name,
+)
+from draemu.apiserver.registry.core.pod_status import pod_row_cells, qos_class, readiness_gates_cell
+from draemu.apiserver.registry.core.podspec_defaults import default_pod_spec
+from draemu.apiserver.registry.core.podspec_validation import Options, validate_pod_spec
+from draemu.apiserver.registry.strategy import AGE, Column, Context, Obj, Strategy
+
+from draemu.api.errors import (
+    FieldError,
+    Path,
+    StatusError,
+    conflict,
+    duplicate,
+    forbidden,
+    invalid,
+    not_supported,
+    required,
+)
+
+# The DefaultTolerationSeconds admission plugin's tolerations.
+DEFAULT_TOLERATION_SECONDS = 300
+_NOT_READY = "node.kubernetes.io/not-ready"
+_UNREACHABLE = "node.kubernetes.io/unreachable"
+# Priorities of the built-in PriorityClasses, as the Priority admission plugin resolves them.
+SYSTEM_PRIORITIES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
+SPEC_UPDATE_FORBIDDEN = (
+    "pod updates may not change fields other than `spec.containers[*].image`,"
+    "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only "
+    "additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be "
+    "set to 1 if it was previously negative)")
+_POD_CONDITIONS = {"PodScheduled", "Ready", "Initialized", "ContainersReady",
+                   "DisruptionTarget", "PodReadyToStartContainers", "PodResizePending",
+                   "PodResizeInProgress"}
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _tolerates(tolerations: list[Obj], key: str) -> bool:
+    return any(t.get("key") == key and t.get("effect") in ("NoExecute", "", None)
+               for t in tolerations)
+
+
+def add_default_tolerations(spec: Obj) -> None:
+    tolerations = spec.get("tolerations") or []
+    for key in (_NOT_READY, _UNREACHABLE):
+        if not _tolerates(tolerations, key):
+            tolerations.append({"key": key, "operator": "Exists", "effect": "NoExecute",
+                                "tolerationSeconds": DEFAULT_TOLERATION_SECONDS})
+    spec["tolerations"] = tolerations
+
+
+def _set_condition(status: Obj, condition: Obj) -> None:
+    """Add or replace a condition by type; the transition time moves only when the
+    status changes (UpdatePodCondition)."""
+    conditions = status.setdefault("conditions", [])
+    for i, existing in enumerate(conditions):
+        if existing.get("type") == condition["type"]:
+            if existing.get("status") == condition["status"]:
+                condition["lastTransitionTime"] = existing.get("lastTransitionTime")
+            conditions[i] = {**existing, **condition}
+            return
+    conditions.append(condition)
+
+
+class PodStrategy(Strategy):
+    kind = "Pod"
+    resource = "pods"
+    singular = "pod"
+    short_names = ("po",)
+    categories = ("all",)
+    versions = ("v1",)
+    storage_version = "v1"
+    subresources = frozenset({"status", "binding", "eviction"})
+
+    def default(self, obj: Obj, version: str) -> None:
+        spec = obj.get("spec")
+        if isinstance(spec, dict):
+            default_pod_spec(spec, is_pod=True)
+
+    # Writes -------------------------------------------------------------------------
+    def prepare_for_create(self, obj: Obj, ctx: Context) -> None:
+        super().prepare_for_create(obj, ctx)
+        spec = obj.setdefault("spec", {})
+        # What the default admission chain adds to every new pod.
+        if not spec.get("serviceAccountName"):
+            spec["serviceAccountName"] = spec["serviceAccount"] = "default"
+        if spec.get("priority") is None:
+            spec["priority"] = SYSTEM_PRIORITIES.get(spec.get("priorityClassName") or "", 0)
+        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+        add_default_tolerations(spec)
+        status: Obj = {"phase": "Pending", "qosClass": qos_class(spec)}
+        if spec.get("schedulingGates"):
+            status["conditions"] = [{
+                "type": "PodScheduled", "status": "False", "lastProbeTime": None,
+                "lastTransitionTime": _now(), "reason": "SchedulingGated",
+                "message": "Scheduling is blocked due to non-empty scheduling gates"}]
+        obj["status"] = status
+
+    def prepare_for_status_update(self, new: Obj, old: Obj, ctx: Context) -> None:
+        super().prepare_for_status_update(new, old, ctx)
+        # Old kubelets corrupt owner references: /status may not touch them.
+        refs = (old.get("metadata") or {}).get("ownerReferences")
+        new_meta = new.setdefault("metadata", {})
+        if refs is None:
+            new_meta.pop("ownerReferences", None)
+        else:
+            new_meta["ownerReferences"] = copy.deepcopy(refs)
+
+    def validate(self, obj: Obj, ctx: Context) -> list[FieldError]:
+        spec = obj.get("spec") or {}
+        path = Path("spec")
+        errs = validate_pod_spec(spec, path, Options(is_pod=True))
+        if spec.get("ephemeralContainers"):
+            errs.append(forbidden(path.child("ephemeralContainers"), "cannot be set on create"))
+        if spec.get("nodeName") and spec.get("schedulingGates"):
+            errs.append(forbidden(path.child("nodeName"),
+                                  "cannot be set until all schedulingGates have been cleared"))
+        return errs
+
+    def validate_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
+        new_spec, old_spec = new.get("spec") or {}, old.get("spec") or {}
+        errs = validate_pod_spec(new_spec, Path("spec"), Options(is_pod=True))
+        return errs + validate_pod_spec_update(new_spec, old_spec, Path("spec"))
+
+    def validate_status_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
+        return validate_pod_status_update(new, old)
+
+    # Reads --------------------------------------------------------------------------
+    def selectable_fields(self, obj: Obj) -> dict[str, str]:
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        ips = status.get("podIPs") or []
+        return {
+            "spec.nodeName": spec.get("nodeName") or "",
+            "spec.restartPolicy": spec.get("restartPolicy") or "",
+            "spec.schedulerName": spec.get("schedulerName") or "",
+            "spec.serviceAccountName": spec.get("serviceAccountName") or "",
+            "spec.hostNetwork": "true" if spec.get("hostNetwork") else "false",
+            "status.phase": status.get("phase") or "",
+            "status.podIP": (ips[0].get("ip") or "") if ips else "",
+            "status.nominatedNodeName": status.get("nominatedNodeName") or "",
+        }
+
+    def table_columns(self) -> list[Column]:
+        return [
+            Column("Name", format="name", description="Name must be unique within a namespace."),
+            Column("Ready", description="The aggregate readiness state of this pod for "
+                   "accepting traffic."),
+            Column("Status", description="The aggregate status of the containers in this pod."),
+            Column("Restarts", description="The number of times the containers in this pod "
+                   "have been restarted and when the last container in this pod has restarted."),
+            Column("Age", description="CreationTimestamp is a timestamp representing the "
+                   "server time when this object was created."),
+            Column("IP", priority=1, description="IP address allocated to the pod. Routable "
+                   "at least within the cluster. Empty if not yet allocated."),
+            Column("Node", priority=1, description="NodeName indicates in which node this pod "
+                   "is scheduled."),
+            Column("Nominated Node", priority=1, description="nominatedNodeName is set only "
+                   "when this pod preempts other pods on the node."),
+            Column("Readiness Gates", priority=1, description="If specified, all readiness "
+                   "gates will be evaluated for pod readiness."),
+        ]
+
+    def table_row(self, obj: Obj) -> list[Any]:
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        ready, reason, restarts = pod_row_cells(obj)
+        ips = status.get("podIPs") or []
+        ip = (ips[0].get("ip") if ips else "") or "<none>"
+        return [obj.get("metadata", {}).get("name", ""), ready, reason, restarts, AGE, ip,
+                spec.get("nodeName") or "<none>", status.get("nominatedNodeName") or "<none>",
+                readiness_gates_cell(obj)]
+
+
+# Update rules ----------------------------------------------------------------------
+
+def _container_updates(new: list[Obj], old: list[Obj], path: Path) -> tuple[list[FieldError],
+                                                                             bool]:
+    if len(new) != len(old):
+        return [forbidden(path, "pod updates may not add or remove containers")], True
+    return [required(path.index(i).child("image")) for i, c in enumerate(new)
+            if not c.get("image")], False
+
+
+def _only_added_tolerations(new: list[Obj], old: list[Obj], path: Path) -> list[FieldError]:
+    """Existing tolerations stay; only a NoExecute toleration's seconds may shrink."""
+    errs: list[FieldError] = []
+    for old_tol in old:
+        for new_tol in new:
+            if new_tol == old_tol:
+                break
+            same = {k: v for k, v in new_tol.items() if k != "tolerationSeconds"} == {
+                k: v for k, v in old_tol.items() if k != "tolerationSeconds"}
+            seconds_ok = (old_tol.get("effect") == "NoExecute"
+                          and old_tol.get("tolerationSeconds") is not None
+                          and new_tol.get("tolerationSeconds") is not None
+                          and new_tol["tolerationSeconds"] <= old_tol["tolerationSeconds"])
+            if same and seconds_ok:
+                break
+        else:
+            errs.append(forbidden(path, "existing toleration can not be modified except its "
+                                  "tolerationSeconds"))
+    return errs
+
+
+def _only_deleted_gates(new: list[Obj], old: list[Obj], path: Path) -> list[FieldError]:
+    old_names = {g.get("name") for g in old}
+    return [forbidden(path.index(i).child("name"), "only deletion is allowed, but found new "
+                      f"scheduling gate '{g.get('name')}'")
+            for i, g in enumerate(new) if g.get("name") not in old_names]
+
+
+def _diff(old: Any, new: Any, path: str, out: list[str]) -> None:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new)):
+            _diff(old.get(key), new.get(key), f"{path}.{key}" if path else key, out)
+    elif isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        for i, (a, b) in enumerate(zip(old, new, strict=True)):
+            _diff(a, b, f"{path}[{i}]", out)
+    elif old != new:
+        out.append(f"  {path}: {json.dumps(old)} -> {json.dumps(new)}")
+
+
+def validate_pod_spec_update(new: Obj, old: Obj, path: Path) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for key in ("containers", "initContainers"):
+        found, stop = _container_updates(new.get(key) or [], old.get(key) or [], path.child(key))
+        errs += found
+        if stop:
+            return errs
+    deadline, old_deadline = new.get("activeDeadlineSeconds"), old.get("activeDeadlineSeconds")
+    deadline_path = path.child("activeDeadlineSeconds")
+    if deadline is not None:
+        if not 0 <= deadline <= MAX_INT32:
+            return errs + [invalid(deadline_path, deadline, inclusive_range(0, MAX_INT32))]
+        if old_deadline is not None and old_deadline < deadline:
+            return errs + [invalid(deadline_path, deadline,
+                                   "must be less than or equal to previous value")]
+    elif old_deadline is not None:
+        errs.append(invalid(deadline_path, None, "must not update from a positive integer to "
+                            "nil value"))
+    munged = copy.deepcopy(new)
+    for key in ("containers", "initContainers"):
+        for ctr, old_ctr in zip(munged.get(key) or [], old.get(key) or [], strict=True):
+            ctr["image"] = old_ctr.get("image")
+    _copy_or_drop(munged, old, "activeDeadlineSeconds")
+    errs += _only_added_tolerations(new.get("tolerations") or [], old.get("tolerations") or [],
+                                    path.child("tolerations"))
+    _copy_or_drop(munged, old, "tolerations")
+    old_grace = old.get("terminationGracePeriodSeconds")
+    if old_grace is not None and old_grace < 0 and munged.get(
+            "terminationGracePeriodSeconds") == 1:
+        munged["terminationGracePeriodSeconds"] = old_grace
+    if old.get("schedulingGates"):
+        # A gated pod may gain node selector entries (but not lose or change them).
+        old_selector = old.get("nodeSelector") or {}
+        new_selector = munged.get("nodeSelector") or {}
+        if all(new_selector.get(k) == v for k, v in old_selector.items()):
+            _copy_or_drop(munged, old, "nodeSelector")
+    errs += _only_deleted_gates(new.get("schedulingGates") or [], old.get("schedulingGates")
+                                or [], path.child("schedulingGates"))
+    _copy_or_drop(munged, old, "schedulingGates")
+    if _normalized(munged) != _normalized(old):
+        lines: list[str] = []
+        _diff(old, munged, "", lines)
+        errs.append(forbidden(path, SPEC_UPDATE_FORBIDDEN + "\n" + "\n".join(lines)))
+    return errs
+
+
+def _copy_or_drop(target: Obj, source: Obj, key: str) -> None:
+    if key in source:
+        target[key] = copy.deepcopy(source[key])
+    else:
+        target.pop(key, None)
+
+
+def _normalized(spec: Obj) -> Obj:
+    """Semantic equality treats empty lists and maps like unset ones."""
+    return {k: v for k, v in spec.items() if v not in (None, [], {})}
+
+
+def validate_pod_status_update(new: Obj, old: Obj) -> list[FieldError]:
+    errs: list[FieldError] = []
+    new_status, old_status = new.get("status") or {}, old.get("status") or {}
+    path = Path("status")
+    for i, cond in enumerate(new_status.get("conditions") or []):
+        if cond.get("type") not in _POD_CONDITIONS:
+            errs += qualified_name(cond.get("type") or "",
+                                   Path("status").child("conditions").index(i).child("type"))
+    if (new.get("spec") or {}).get("nodeName") != (old.get("spec") or {}).get("nodeName"):
+        errs.append(forbidden(path.child("nodeName"), "may not be changed directly"))
+    nominated = new_status.get("nominatedNodeName") or ""
+    if nominated and nominated != old_status.get("nominatedNodeName"):
+        errs += dns_subdomain(nominated, path.child("nominatedNodeName"))
+    errs += immutable(new_status.get("qosClass"), old_status.get("qosClass"),
+                      path.child("qosClass"))
+    claims = {c.get("name") for c in (new.get("spec") or {}).get("resourceClaims") or []}
+    seen: set[str] = set()
+    for i, entry in enumerate(new_status.get("resourceClaimStatuses") or []):
+        p = path.child("resourceClaimStatuses").index(i)
+        name = entry.get("name") or ""
+        if name not in claims:
+            errs.append(invalid(p.child("name"), name,
+                                "must match the name of an entry in `spec.resourceClaims`"))
+        if name in seen:
+            errs.append(duplicate(p.child("name"), name))
+        seen.add(name)
+        if entry.get("resourceClaimName") is not None:
+            errs += dns_subdomain(entry["resourceClaimName"], p.child("name"))
+    return errs
+
+
+# Binding -----------------------------------------------------------------------------
+
+def validate_binding(binding: Obj) -> list[FieldError]:
+    """A pods/binding request body (core/v1 Binding)."""
+    target = binding.get("target") or {}
+    errs: list[FieldError] = []
+    if target.get("kind") and target["kind"] != "Node":
+        errs.append(not_supported(Path("target").child("kind"), target["kind"],
+                                  ["Node", "<empty>"]))
+    if not target.get("name"):
+        errs.append(required(Path("target").child("name")))
+    return errs
+
+
+def apply_binding(pod: Obj, binding: Obj) -> Obj:
+    """The pod after a binding: assigned to the target node, the binding's annotations
+    added and PodScheduled set True. Raises the 409 upstream answers when the pod is
+    being deleted, already assigned or still gated."""
+    name = (pod.get("metadata") or {}).get("name", "")
+    spec = pod.get("spec") or {}
+
+    def refuse(why: str) -> StatusError:
+        return conflict("pods/binding", "", name, why)
+
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        raise refuse(f"pod {name} is being deleted, cannot be assigned to a host")
+    if spec.get("nodeName"):
+        raise refuse(f'pod {name} is already assigned to node "{spec["nodeName"]}"')
+    if spec.get("schedulingGates"):
+        raise refuse(f"pod {name} has non-empty .spec.schedulingGates")
+    bound = copy.deepcopy(pod)
+    bound["spec"]["nodeName"] = (binding.get("target") or {}).get("name", "")
+    annotations = (binding.get("metadata") or {}).get("annotations") or {}
+    if annotations:
+        bound["metadata"].setdefault("annotations", {}).update(annotations)
+    _set_condition(bound.setdefault("status", {}), {
+        "type": "PodScheduled", "status": "True", "lastProbeTime": None,
+        "lastTransitionTime": _now()})
+    return bound
+
+
+STRATEGIES = [PodStrategy()]
