@@ -1,0 +1,111 @@
+from datetime import timedelta
+
+from controller_fakes import context
+
+from draemu.api.meta import format_time, now
+from draemu.controllers.devicetainteviction import DeviceTaintEvictionController
+from draemu.controllers.nodelifecycle import UNREACHABLE, NodeLifecycleController, eviction_delay
+
+NO_EXECUTE = {"key": UNREACHABLE, "effect": "NoExecute"}
+
+
+def _pod(tolerations=()):
+    return {"metadata": {"name": "p", "namespace": "ns", "uid": "u"},
+            "spec": {"nodeName": "n1", "tolerations": list(tolerations)},
+            "status": {"phase": "Running"}}
+
+
+def test_untolerated_no_execute_taint_evicts_at_once():
+    assert eviction_delay(_pod(), [NO_EXECUTE]) == 0.0
+
+
+def test_toleration_seconds_delay_eviction_from_the_time_the_taint_was_added():
+    taint = dict(NO_EXECUTE, timeAdded=format_time(now() - timedelta(seconds=100)))
+    pod = _pod([{"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute",
+                 "tolerationSeconds": 300}])
+    assert 190 <= eviction_delay(pod, [taint]) <= 200
+
+
+def test_toleration_without_seconds_tolerates_forever():
+    pod = _pod([{"operator": "Exists"}])
+    assert eviction_delay(pod, [NO_EXECUTE]) is None
+
+
+def _node(heartbeat_age):
+    stamp = format_time(now() - timedelta(seconds=heartbeat_age))
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "n1", "uid": "n", "creationTimestamp": stamp},
+            "spec": {}, "status": {"conditions": [
+                {"type": "Ready", "status": "True", "lastHeartbeatTime": stamp}]}}
+
+
+async def test_node_without_heartbeat_becomes_unknown_and_gets_unreachable_taints():
+    ctx, client, inf = context({"node_monitor_grace_period": 40})
+    ctrl = NodeLifecycleController(ctx)
+    inf.informer("v1", "nodes").put(_node(heartbeat_age=120))
+    inf.informer("v1", "pods").put(_pod())
+    await ctrl.reconcile("n1")
+    [status] = client.of("update/status", "nodes")
+    ready = status["status"]["conditions"][0]
+    assert (ready["status"], ready["reason"]) == ("Unknown", "NodeStatusUnknown")
+    [spec] = client.of("update", "nodes")
+    assert {(t["key"], t["effect"]) for t in spec["spec"]["taints"]} == {
+        (UNREACHABLE, "NoSchedule"), (UNREACHABLE, "NoExecute")}
+
+
+async def test_healthy_node_is_left_alone():
+    ctx, client, inf = context({"node_monitor_grace_period": 40})
+    ctrl = NodeLifecycleController(ctx)
+    inf.informer("v1", "nodes").put(_node(heartbeat_age=1))
+    await ctrl.reconcile("n1")
+    assert client.calls == []
+
+
+def _claim_pod():
+    pod = _pod()
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "c"}]
+    return pod
+
+
+def _allocated_claim(tolerations=()):
+    return {"metadata": {"name": "c", "namespace": "ns"}, "status": {"allocation": {"devices": {
+        "results": [{"request": "gpu", "driver": "gpu.example.com", "pool": "n1",
+                     "device": "gpu-0", "tolerations": list(tolerations)}]}}}}
+
+
+async def test_pod_using_a_device_tainted_by_a_rule_is_evicted():
+    ctx, client, inf = context()
+    ctrl = DeviceTaintEvictionController(ctx)
+    inf.informer("", "pods").put(_claim_pod())
+    inf.informer("", "resourceclaims").put(_allocated_claim())
+    inf.informer("", "devicetaintrules").put({"metadata": {"name": "broken"}, "spec": {
+        "deviceSelector": {"driver": "gpu.example.com", "device": "gpu-0"},
+        "taint": {"key": "example.com/broken", "effect": "NoExecute"}}})
+    await ctrl.reconcile("ns/p")
+    assert [c[:2] for c in client.of("delete", "pods")] == [("ns", "p")]
+    assert ctrl.evicted == {"broken": {"u"}}
+
+
+async def test_tolerated_device_taint_keeps_the_pod():
+    ctx, client, inf = context()
+    ctrl = DeviceTaintEvictionController(ctx)
+    inf.informer("", "pods").put(_claim_pod())
+    inf.informer("", "resourceclaims").put(_allocated_claim(
+        [{"key": "example.com/broken", "operator": "Exists"}]))
+    inf.informer("", "devicetaintrules").put({"metadata": {"name": "broken"}, "spec": {
+        "deviceSelector": {"driver": "gpu.example.com"},
+        "taint": {"key": "example.com/broken", "effect": "NoExecute"}}})
+    await ctrl.reconcile("ns/p")
+    assert client.of("delete") == []
+
+
+async def test_taint_on_another_device_does_not_evict():
+    ctx, client, inf = context()
+    ctrl = DeviceTaintEvictionController(ctx)
+    inf.informer("", "pods").put(_claim_pod())
+    inf.informer("", "resourceclaims").put(_allocated_claim())
+    inf.informer("", "devicetaintrules").put({"metadata": {"name": "other"}, "spec": {
+        "deviceSelector": {"device": "gpu-1"},
+        "taint": {"key": "k", "effect": "NoExecute"}}})
+    await ctrl.reconcile("ns/p")
+    assert client.of("delete") == []
