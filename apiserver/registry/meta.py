@@ -109,7 +109,7 @@ def validate_annotations(annotations: Any, path: Path) -> list[FieldError]:
     return errs
 
 
-def _validate_finalizer(name: str, path: Path) -> list[FieldError]:
+def validate_finalizer_name(name: str, path: Path) -> list[FieldError]:
     errs = [invalid(path, name, msg) for msg in is_qualified_name(name)]
     if not errs and "/" not in name and name not in STANDARD_FINALIZERS:
         errs.append(invalid(path, name,
@@ -123,7 +123,7 @@ def validate_finalizers(finalizers: Any, path: Path) -> list[FieldError]:
     for i, name in enumerate(names):
         # The generic rule reports at the list, the core rule at the item; upstream runs both.
         errs.extend(invalid(path, name, msg) for msg in is_qualified_name(name))
-        errs.extend(_validate_finalizer(name, path.index(i)))
+        errs.extend(validate_finalizer_name(name, path.index(i)))
     if "orphan" in names and "foregroundDeletion" in names:
         errs.append(invalid(path, names,
                             "finalizer orphan and foregroundDeletion cannot be both set"))
@@ -226,5 +226,5 @@ def validate_object_meta_update(new: dict[str, Any], old: dict[str, Any],
     errs += _validate_common(new, path)
     # On update only the core group's per-item finalizer rule runs, not the list rule.
     for i, name in enumerate(new.get("finalizers") or []):
-        errs += _validate_finalizer(name, path.child("finalizers").index(i))
+        errs += validate_finalizer_name(name, path.child("finalizers").index(i))
     return errs

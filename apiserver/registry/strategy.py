@@ -25,9 +25,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from draemu.apiserver.registry.meta import name_is_dns_subdomain
-
 from draemu.api.errors import FieldError
+from draemu.apiserver.registry.meta import name_is_dns_subdomain
 from draemu.features import FeatureGates
 
 Obj = dict[str, Any]
@@ -143,6 +142,21 @@ class Strategy:
             if name not in old and name not in self.status_fields and name not in (
                     "metadata", "apiVersion", "kind"):
                 del new[name]
+
+    def prepare_for_subresource_update(self, subresource: str, new: Obj, old: Obj,
+                                       ctx: Context) -> None:
+        """An update (PUT/PATCH) through a subresource of `subresources` that carries the
+        whole object, such as Namespace's /finalize; /status goes to
+        `prepare_for_status_update`."""
+        if subresource != "status":
+            raise ValueError(f"{self.kind} has no updatable subresource {subresource!r}")
+        self.prepare_for_status_update(new, old, ctx)
+
+    def validate_subresource_update(self, subresource: str, new: Obj, old: Obj,
+                                    ctx: Context) -> list[FieldError]:
+        if subresource != "status":
+            raise ValueError(f"{self.kind} has no updatable subresource {subresource!r}")
+        return self.validate_status_update(new, old, ctx)
 
     def validate(self, obj: Obj, ctx: Context) -> list[FieldError]:
         return []

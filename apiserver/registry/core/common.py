@@ -6,6 +6,7 @@ same purpose; printing helpers render cells the way the upstream server printers
 
 from __future__ import annotations
 
+import copy
 from datetime import UTC, datetime
 from typing import Any
 
@@ -55,6 +56,14 @@ def immutable(new: Any, old: Any, path: Path) -> list[FieldError]:
     if new == old:
         return []
     return [invalid(path, new, FIELD_IMMUTABLE)]
+
+
+def copy_or_drop(target: Obj, source: Obj, key: str) -> None:
+    """Make `target[key]` what it is in `source`, absent included."""
+    if key in source:
+        target[key] = copy.deepcopy(source[key])
+    else:
+        target.pop(key, None)
 
 
 def inclusive_range(low: int, high: int) -> str:

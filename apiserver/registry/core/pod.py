@@ -9,18 +9,6 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from draemu.apiserver.registry.core.common import (
-    MAX_INT32,
-    dns_subdomain,
-    immutable,
-    inclusive_range,
-    qualified_name,
-)
-from draemu.apiserver.registry.core.pod_status import pod_row_cells, qos_class, readiness_gates_cell
-from draemu.apiserver.registry.core.podspec_defaults import default_pod_spec
-from draemu.apiserver.registry.core.podspec_validation import Options, validate_pod_spec
-from draemu.apiserver.registry.strategy import AGE, Column, Context, Obj, Strategy
-
 from draemu.api.errors import (
     FieldError,
     Path,
@@ -32,6 +20,18 @@ from draemu.api.errors import (
     not_supported,
     required,
 )
+from draemu.apiserver.registry.core.common import (
+    MAX_INT32,
+    copy_or_drop,
+    dns_subdomain,
+    immutable,
+    inclusive_range,
+    qualified_name,
+)
+from draemu.apiserver.registry.core.pod_status import pod_row_cells, qos_class, readiness_gates_cell
+from draemu.apiserver.registry.core.podspec_defaults import default_pod_spec
+from draemu.apiserver.registry.core.podspec_validation import Options, validate_pod_spec
+from draemu.apiserver.registry.strategy import AGE, Column, Context, Obj, Strategy
 
 # The DefaultTolerationSeconds admission plugin's tolerations.
 DEFAULT_TOLERATION_SECONDS = 300
@@ -259,10 +259,10 @@ def validate_pod_spec_update(new: Obj, old: Obj, path: Path) -> list[FieldError]
     for key in ("containers", "initContainers"):
         for ctr, old_ctr in zip(munged.get(key) or [], old.get(key) or [], strict=True):
             ctr["image"] = old_ctr.get("image")
-    _copy_or_drop(munged, old, "activeDeadlineSeconds")
+    copy_or_drop(munged, old, "activeDeadlineSeconds")
     errs += _only_added_tolerations(new.get("tolerations") or [], old.get("tolerations") or [],
                                     path.child("tolerations"))
-    _copy_or_drop(munged, old, "tolerations")
+    copy_or_drop(munged, old, "tolerations")
     old_grace = old.get("terminationGracePeriodSeconds")
     if old_grace is not None and old_grace < 0 and munged.get(
             "terminationGracePeriodSeconds") == 1:
@@ -272,22 +272,15 @@ def validate_pod_spec_update(new: Obj, old: Obj, path: Path) -> list[FieldError]
         old_selector = old.get("nodeSelector") or {}
         new_selector = munged.get("nodeSelector") or {}
         if all(new_selector.get(k) == v for k, v in old_selector.items()):
-            _copy_or_drop(munged, old, "nodeSelector")
+            copy_or_drop(munged, old, "nodeSelector")
     errs += _only_deleted_gates(new.get("schedulingGates") or [], old.get("schedulingGates")
                                 or [], path.child("schedulingGates"))
-    _copy_or_drop(munged, old, "schedulingGates")
+    copy_or_drop(munged, old, "schedulingGates")
     if _normalized(munged) != _normalized(old):
         lines: list[str] = []
         _diff(old, munged, "", lines)
         errs.append(forbidden(path, SPEC_UPDATE_FORBIDDEN + "\n" + "\n".join(lines)))
     return errs
-
-
-def _copy_or_drop(target: Obj, source: Obj, key: str) -> None:
-    if key in source:
-        target[key] = copy.deepcopy(source[key])
-    else:
-        target.pop(key, None)
 
 
 def _normalized(spec: Obj) -> Obj:

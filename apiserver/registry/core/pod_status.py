@@ -7,9 +7,8 @@ from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
-from draemu.apiserver.registry.core.common import parse_time, since
-
 from draemu.api.quantity import Quantity, QuantityError
+from draemu.apiserver.registry.core.common import parse_time, since
 
 Obj = dict[str, Any]
 

@@ -11,17 +11,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from draemu.apiserver.registry.core.common import (
-    IS_NEGATIVE,
-    MAX_INT32,
-    dns_label,
-    dns_subdomain,
-    inclusive_range,
-    label_value,
-    qualified_name,
-)
-from draemu.apiserver.registry.meta import validate_labels
-
 from draemu.api.errors import (
     FieldError,
     Path,
@@ -34,6 +23,16 @@ from draemu.api.errors import (
 )
 from draemu.api.names import is_qualified_name
 from draemu.api.quantity import Quantity, QuantityError
+from draemu.apiserver.registry.core.common import (
+    IS_NEGATIVE,
+    MAX_INT32,
+    dns_label,
+    dns_subdomain,
+    inclusive_range,
+    label_value,
+    qualified_name,
+)
+from draemu.apiserver.registry.meta import validate_labels
 
 Obj = dict[str, Any]
 
