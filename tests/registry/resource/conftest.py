@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from draemu.apiserver.registry.strategy import Context
 
+from draemu.apiserver.registry.strategy import Context
 from draemu.features import FeatureGates
 
 

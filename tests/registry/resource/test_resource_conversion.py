@@ -7,12 +7,12 @@ import copy
 from typing import Any
 
 import pytest
-from draemu.apiserver.registry.resource import conversion, defaults
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from resource_objects import CLAIM, SLICE, fresh
 
 from draemu.api.errors import StatusError
+from draemu.apiserver.registry.resource import conversion, defaults
 
 Obj = dict[str, Any]
 

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from resource_objects import CLAIM, CLASS, SLICE, TAINT_RULE, fresh, messages
+
 from draemu.apiserver.registry.resource.strategies import (
     DeviceClassStrategy,
     DeviceTaintRuleStrategy,
@@ -16,8 +18,6 @@ from draemu.apiserver.registry.resource.strategies import (
     ResourceSliceStrategy,
 )
 from draemu.apiserver.registry.strategy import Context
-from resource_objects import CLAIM, CLASS, SLICE, TAINT_RULE, fresh, messages
-
 from draemu.features import FeatureGates
 
 Obj = dict[str, Any]
