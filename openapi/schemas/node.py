@@ -102,6 +102,16 @@ class SchemaNode:
         """granular (fields owned one by one) or atomic; structs default to granular."""
         return self._ext("x-kubernetes-map-type") or "granular"
 
+    @property
+    def required(self) -> list[str]:
+        return self.target.get("required", [])
+
+    @property
+    def embedded(self) -> bool:
+        """An embedded (non-pointer) struct: upstream gives it an empty default, and it
+        exists in every object, so creating it is not a change of its own."""
+        return (self._schema or {}).get("default") == {}
+
     def default_of(self, name: str) -> Any:
         """The declared default of a struct field (list-map keys may rely on it)."""
         sub = self.properties.get(name) or {}

@@ -8,6 +8,7 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
+
 from draemu.openapi import schemas
 
 UPSTREAM = json.loads((Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema"

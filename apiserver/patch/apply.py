@@ -1,0 +1,110 @@
+"""Server-side apply (`application/apply-patch+yaml`).
+
+An applier declares the fields it cares about. Applying merges that configuration into
+the live object; a field whose value changes while another manager owns it is a
+conflict (409) unless `force` moves its ownership to the applier; fields the applier
+applied before and no longer applies are removed, unless another manager owns them.
+The applier's `Apply` entry in `managedFields` then holds exactly the applied fields.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from draemu.api.errors import StatusError, bad_request
+from draemu.apiserver.patch import fieldpath, managed, typed
+from draemu.apiserver.patch.fieldpath import Path
+from draemu.openapi.schemas.node import SchemaNode
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A field owned by another manager that an apply would change."""
+
+    manager: managed.Entry
+    path: Path
+
+    @property
+    def field(self) -> str:
+        return fieldpath.path_string(self.path)
+
+    @property
+    def manager_text(self) -> str:
+        """The manager as conflict messages name it (Update managers with version and time)."""
+        text = f'"{self.manager.manager}"'
+        if self.manager.subresource:
+            text += f' with subresource "{self.manager.subresource}"'
+        if self.manager.operation == managed.UPDATE:
+            text += f" using {self.manager.api_version}"
+            if self.manager.time:
+                text += f" at {self.manager.time}"
+        return text
+
+
+def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], manager: str,
+                      force: bool = False, schema: SchemaNode | None = None, *,
+                      api_version: str | None = None, time: str | None = None,
+                      subresource: str = "") -> tuple[dict[str, Any], list[Conflict]]:
+    """Apply `applied` (the request body) over `live` (None when the object does not
+    exist yet) for `manager`.
+
+    Returns `(merged, conflicts)`. With conflicts (and `force` unset) nothing is applied
+    and `merged` is `live`; raise `conflict_error(conflicts)`. Otherwise `merged` is
+    the new object with its `metadata.managedFields` updated. `live` is not changed.
+    """
+    if (applied.get("metadata") or {}).get("managedFields") is not None:
+        raise bad_request("metadata.managedFields must be nil")
+    node = schema if schema is not None else managed.schema_of(applied)
+    base = live or {}
+    stamp = time or managed.now()
+    entries = managed.decode(base)
+    mine = managed.find(entries, manager, managed.APPLY, "", subresource, stamp)
+    others = [e for e in entries if e is not mine]
+
+    new_set = typed.applied_set(applied, node)
+    # A deep copy: merge shares untouched subtrees, and removal below works in place.
+    merged = typed.merge(copy.deepcopy(base), applied, node)
+    changed = typed.compare(base, merged, node).modified
+    conflicts = [Conflict(other, path) for other in others
+                 for path in sorted(other.fields & changed)]
+    if conflicts and not force:
+        return base, conflicts
+    for other in others:
+        other.fields -= changed
+
+    owned_by_others: fieldpath.FieldSet = set().union(*(o.fields for o in others))
+    for path in sorted(mine.fields - new_set, key=len, reverse=True):
+        if not _owned_at_or_below(path, owned_by_others) and not fieldpath.under(path, new_set):
+            typed.remove(merged, path, node, owned_by_others | new_set)
+
+    mine.fields = new_set
+    mine.time = stamp
+    mine.api_version = api_version or applied.get("apiVersion", "")
+    managed.store(merged, entries)
+    return merged, conflicts
+
+
+def _owned_at_or_below(path: Path, owned: fieldpath.FieldSet) -> bool:
+    return any(p[:len(path)] == path for p in owned)
+
+
+def conflict_error(conflicts: list[Conflict]) -> StatusError:
+    """The 409 kube-apiserver answers: one line for one conflict, a list grouped by
+    manager for several."""
+    causes = [{"reason": "FieldManagerConflict", "message": f"conflict with {c.manager_text}",
+               "field": c.field} for c in conflicts]
+    if len(conflicts) == 1:
+        c = conflicts[0]
+        message = f"Apply failed with 1 conflict: conflict with {c.manager_text}: {c.field}"
+    else:
+        by_manager: dict[str, list[str]] = {}
+        for c in conflicts:
+            by_manager.setdefault(c.manager_text, []).append(c.field)
+        lines = []
+        for who in sorted(by_manager):
+            lines.append(f"conflicts with {who}:")
+            lines.extend(f"- {f}" for f in by_manager[who])
+        message = f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)
+    return StatusError(409, "Conflict", message, {"causes": causes})

@@ -1,0 +1,142 @@
+"""`metadata.managedFields`: who set which field, recorded on every write.
+
+Entries are identified as upstream identifies managers: `(manager, operation, apiVersion,
+subresource)` for `Update` entries and `(manager, Apply, subresource)` for `Apply` entries
+(an applier keeps one entry whatever version it applies with). Entries whose field set is
+empty are dropped; the list is sorted by operation, time, manager, apiVersion and
+subresource, as kube-apiserver sorts it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from draemu.apiserver.patch import fieldpath
+from draemu.apiserver.patch.fieldpath import FieldSet
+from draemu.apiserver.patch.typed import compare
+from draemu.openapi import schemas
+from draemu.openapi.schemas.node import SchemaNode
+
+APPLY, UPDATE = "Apply", "Update"
+MAX_MANAGER_LENGTH = 128
+
+
+@dataclass
+class Entry:
+    manager: str
+    operation: str
+    api_version: str
+    time: str
+    fields: FieldSet = field(default_factory=set)
+    subresource: str = ""
+
+    @property
+    def identity(self) -> tuple[str, str, str, str]:
+        version = "" if self.operation == APPLY else self.api_version
+        return (self.manager, self.operation, version, self.subresource)
+
+    def encode(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"manager": self.manager, "operation": self.operation,
+                               "apiVersion": self.api_version}
+        if self.time:
+            out["time"] = self.time
+        out["fieldsType"] = "FieldsV1"
+        out["fieldsV1"] = fieldpath.to_fields_v1(self.fields)
+        if self.subresource:
+            out["subresource"] = self.subresource
+        return out
+
+
+def now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def decode(obj: dict[str, Any] | None) -> list[Entry]:
+    raw = ((obj or {}).get("metadata") or {}).get("managedFields") or []
+    entries = []
+    for item in raw:
+        if not isinstance(item, dict) or not item.get("manager"):
+            continue  # `[{}]` is how users wipe managedFields
+        entries.append(Entry(item["manager"], item.get("operation", UPDATE),
+                             item.get("apiVersion", ""), item.get("time", ""),
+                             fieldpath.from_fields_v1(item.get("fieldsV1")),
+                             item.get("subresource", "")))
+    return entries
+
+
+def encode(entries: list[Entry]) -> list[dict[str, Any]]:
+    kept = [e for e in entries if e.fields]
+    kept.sort(key=lambda e: (e.operation, e.time, e.manager, e.api_version, e.subresource))
+    return [e.encode() for e in kept]
+
+
+def store(obj: dict[str, Any], entries: list[Entry]) -> None:
+    meta = obj.setdefault("metadata", {})
+    encoded = encode(entries)
+    if encoded:
+        meta["managedFields"] = encoded
+    else:
+        meta.pop("managedFields", None)
+
+
+def schema_of(obj: dict[str, Any]) -> SchemaNode:
+    """The schema of an object, found from its apiVersion and kind."""
+    group, _, version = str(obj.get("apiVersion", "")).rpartition("/")
+    return schemas.patch_meta(group, version, str(obj.get("kind", "")))
+
+
+def manager_from_user_agent(user_agent: str) -> str:
+    """The manager name upstream derives when a request names no fieldManager:
+    the user agent up to its first '/', at most 128 characters."""
+    return user_agent.split("/", 1)[0][:MAX_MANAGER_LENGTH]
+
+
+def find(entries: list[Entry], manager: str, operation: str, api_version: str,
+         subresource: str, time: str) -> Entry:
+    """The entry of a manager, added to `entries` when it is new."""
+    probe = Entry(manager, operation, api_version, time, set(), subresource)
+    for entry in entries:
+        if entry.identity == probe.identity:
+            return entry
+    entries.append(probe)
+    return probe
+
+
+def _base_entries(old: dict[str, Any] | None, new: dict[str, Any]) -> list[Entry]:
+    """The entries a write starts from: the stored ones, unless the request set its own
+    (a non-empty list that differs; `[{}]` clears them)."""
+    requested = (new.get("metadata") or {}).get("managedFields")
+    stored = ((old or {}).get("metadata") or {}).get("managedFields")
+    if requested and requested != stored:
+        return decode(new)
+    return decode(old)
+
+
+def update_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], manager: str,
+                          operation: str = UPDATE, api_version: str | None = None,
+                          time: str | None = None, *, subresource: str = "",
+                          schema: SchemaNode | None = None) -> dict[str, Any]:
+    """Record an ordinary write (create, update, patch) of `new` over `old` (None for a
+    create) by `manager`: the fields it added or changed become its own and leave other
+    managers; removed fields leave everyone. Sets `new.metadata.managedFields` and
+    returns `new`.
+
+    `api_version` defaults to `new["apiVersion"]`, `time` to now, `schema` to the
+    schema of `new`'s kind.
+    """
+    node = schema if schema is not None else schema_of(new)
+    entries = _base_entries(old, new)
+    changes = compare(old or {}, new, node)
+    if changes:
+        owned = changes.added | changes.modified
+        for entry in entries:
+            entry.fields = {p for p in entry.fields
+                            if p not in owned and not fieldpath.under(p, changes.removed)}
+        mine = find(entries, manager, operation, api_version or new.get("apiVersion", ""),
+                    subresource, time or now())
+        mine.fields |= owned
+        mine.time = time or now()
+    store(new, entries)
+    return new

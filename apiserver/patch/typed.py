@@ -1,0 +1,243 @@
+"""Walking objects the way server-side apply sees them, guided by their schema.
+
+Every value is one of four shapes:
+
+- *granular* — a struct or a map (`x-kubernetes-map-type` not `atomic`): its keys are
+  fields of their own;
+- *list map* — `x-kubernetes-list-type: map`: items are identified by their
+  `x-kubernetes-list-map-keys` (a missing key takes its schema default);
+- *set* — `x-kubernetes-list-type: set`: items are identified by value;
+- *atomic* — scalars, atomic lists (the default for lists) and atomic maps: one field.
+
+Fields of unknown schema are granular when they are objects and atomic otherwise, as
+upstream treats fields it cannot type. The bookkeeping fields of an object (apiVersion,
+kind, metadata.name, uid, resourceVersion, managedFields, ...) are never tracked.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from draemu.apiserver.patch import fieldpath
+from draemu.apiserver.patch.fieldpath import FieldSet, Path
+from draemu.openapi.schemas.node import LIST, MAP, STRUCT, SchemaNode
+
+MISSING: Any = object()
+GRANULAR, LIST_MAP, SET, ATOMIC = "granular", "listmap", "set", "atomic"
+
+IGNORED_TOP = frozenset({"apiVersion", "kind"})
+IGNORED_META = frozenset({"name", "namespace", "uid", "resourceVersion", "generation",
+                          "creationTimestamp", "deletionTimestamp",
+                          "deletionGracePeriodSeconds", "managedFields", "selfLink"})
+
+
+def _open() -> SchemaNode:
+    return SchemaNode(None, _no_refs)
+
+
+def _no_refs(name: str) -> dict[str, Any]:
+    raise KeyError(name)
+
+
+def child(node: SchemaNode, name: str) -> SchemaNode:
+    return node.field(name) or _open()
+
+
+def shape(node: SchemaNode, value: Any) -> str:
+    if isinstance(value, dict):
+        if node.is_open or (node.shape in (STRUCT, MAP) and node.map_type != "atomic"):
+            return GRANULAR
+        return ATOMIC
+    if isinstance(value, list) and not node.is_open and node.shape == LIST:
+        if node.list_type == "map" and node.list_map_keys:
+            return LIST_MAP
+        if node.list_type == "set":
+            return SET
+    return ATOMIC
+
+
+def ignored(prefix: Path, name: str) -> bool:
+    return (not prefix and name in IGNORED_TOP) or (prefix == ("f:metadata",)
+                                                    and name in IGNORED_META)
+
+
+def item_key(node: SchemaNode, item: Any) -> str:
+    """The `k:{...}` element of a list-map item (`node` is the list's node)."""
+    items = node.items()
+    values = {}
+    if isinstance(item, dict):
+        for name in node.list_map_keys:
+            value = item.get(name, items.default_of(name))
+            if value is not None:
+                values[name] = value
+    return fieldpath.key(values)
+
+
+def applied_set(config: Any, node: SchemaNode) -> FieldSet:
+    """The fields an applied configuration sets: leaves, list items, empty maps."""
+    out: FieldSet = set()
+    _leaves(config, node, (), out)
+    return out
+
+
+def _leaves(value: Any, node: SchemaNode, prefix: Path, out: FieldSet) -> None:
+    kind = shape(node, value)
+    if kind == GRANULAR:
+        if not value and prefix:
+            out.add(prefix)
+        for name, sub in value.items():
+            if not ignored(prefix, name):
+                _leaves(sub, child(node, name), (*prefix, fieldpath.field(name)), out)
+    elif kind == LIST_MAP:
+        items = node.items()
+        for item in value:
+            path = (*prefix, item_key(node, item))
+            out.add(path)
+            if isinstance(item, dict):
+                for name, sub in item.items():
+                    _leaves(sub, child(items, name), (*path, fieldpath.field(name)), out)
+    elif kind == SET:
+        out.update((*prefix, fieldpath.value(item)) for item in value)
+    elif prefix:
+        out.add(prefix)
+
+
+class Changes:
+    """What changed between two versions of an object, field by field."""
+
+    def __init__(self) -> None:
+        self.added: FieldSet = set()
+        self.modified: FieldSet = set()
+        self.removed: FieldSet = set()
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.modified or self.removed)
+
+
+def compare(old: Any, new: Any, node: SchemaNode) -> Changes:
+    changes = Changes()
+    _compare(old, new, node, (), changes, member=False)
+    return changes
+
+
+def _compare(old: Any, new: Any, node: SchemaNode, prefix: Path, changes: Changes,
+             member: bool) -> None:
+    if old is MISSING and new is MISSING:
+        return
+    if old is MISSING:
+        _everything(new, node, prefix, changes.added, member)
+        return
+    if new is MISSING:
+        changes.removed.add(prefix)
+        return
+    kind = shape(node, new)
+    if kind != shape(node, old):
+        kind = ATOMIC
+    if kind == GRANULAR:
+        for name in {**old, **new}:
+            if not ignored(prefix, name):
+                _compare(old.get(name, MISSING), new.get(name, MISSING), child(node, name),
+                         (*prefix, fieldpath.field(name)), changes, _member(node, name))
+    elif kind == LIST_MAP:
+        items = node.items()
+        before = {item_key(node, i): i for i in old}
+        after = {item_key(node, i): i for i in new}
+        for k in {**before, **after}:
+            _compare(before.get(k, MISSING), after.get(k, MISSING), items, (*prefix, k),
+                     changes, True)
+    elif kind == SET:
+        before_set = {fieldpath.value(i) for i in old}
+        after_set = {fieldpath.value(i) for i in new}
+        changes.added.update((*prefix, v) for v in after_set - before_set)
+        changes.removed.update((*prefix, v) for v in before_set - after_set)
+    elif old != new and prefix:
+        changes.modified.add(prefix)
+
+
+def _member(parent: SchemaNode, name: str) -> bool:
+    """Whether creating this field is a change of its own. Embedded structs and required
+    fields exist (empty) in every object upstream, so only what is set inside them is."""
+    return not (child(parent, name).embedded or name in parent.required)
+
+
+def _everything(value: Any, node: SchemaNode, prefix: Path, out: FieldSet,
+                member: bool) -> None:
+    """Every field of a value that appears as a whole (the value itself included)."""
+    kind = shape(node, value)
+    if prefix and (member or kind == ATOMIC):
+        out.add(prefix)
+    if kind == GRANULAR:
+        for name, sub in value.items():
+            if not ignored(prefix, name):
+                _everything(sub, child(node, name), (*prefix, fieldpath.field(name)), out,
+                            _member(node, name))
+    elif kind == LIST_MAP:
+        items = node.items()
+        for item in value:
+            _everything(item, items, (*prefix, item_key(node, item)), out, True)
+    elif kind == SET:
+        out.update((*prefix, fieldpath.value(item)) for item in value)
+
+
+def merge(live: Any, config: Any, node: SchemaNode) -> Any:
+    """`live` with an applied configuration merged in (new values win; list maps merge
+    by key, sets by value; atomic values are replaced). `live` is not changed."""
+    kind = shape(node, config)
+    if kind == GRANULAR:
+        out = dict(live) if isinstance(live, dict) else {}
+        for name, sub in config.items():
+            if sub is None:
+                out.pop(name, None)
+            else:
+                out[name] = merge(out.get(name, MISSING), sub, child(node, name))
+        return out
+    if kind == LIST_MAP and isinstance(live, list):
+        items = node.items()
+        out_list = list(live)
+        at = {item_key(node, item): i for i, item in enumerate(out_list)}
+        for item in config:
+            k = item_key(node, item)
+            if k in at:
+                out_list[at[k]] = merge(out_list[at[k]], item, items)
+            else:
+                at[k] = len(out_list)
+                out_list.append(copy.deepcopy(item))
+        return out_list
+    if kind == SET and isinstance(live, list):
+        return list(live) + [copy.deepcopy(v) for v in config if v not in live]
+    return copy.deepcopy(config)
+
+
+def remove(obj: dict[str, Any], path: Path, node: SchemaNode, keep: FieldSet) -> None:
+    """Remove the field at `path` from `obj` (in place); maps left empty go too unless
+    someone owns them (`keep`)."""
+    _remove(obj, path, node, keep, ())
+
+
+def _remove(value: Any, path: Path, node: SchemaNode, keep: FieldSet, prefix: Path) -> bool:
+    """Returns whether `value` became empty and may go."""
+    element, rest = path[0], path[1:]
+    kind, text = element[:1], element[2:]
+    if kind == "f" and isinstance(value, dict):
+        if text not in value:
+            return False
+        if rest:
+            emptied = _remove(value[text], rest, child(node, text), keep, (*prefix, element))
+            if not emptied or fieldpath.under((*prefix, element), keep):
+                return False
+        del value[text]
+        return not value
+    if kind == "k" and isinstance(value, list):
+        for i, item in enumerate(value):
+            if item_key(node, item) != element:
+                continue
+            if rest:
+                _remove(item, rest, node.items(), keep, (*prefix, element))
+            else:
+                del value[i]
+            break
+        return False
+    if kind == "v" and isinstance(value, list):
+        value[:] = [v for v in value if fieldpath.value(v) != element]
+    return False
