@@ -7,6 +7,7 @@ same purpose; printing helpers render cells the way the upstream server printers
 from __future__ import annotations
 
 import copy
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,6 +18,7 @@ from draemu.api.names import (
     is_dns1123_subdomain,
     is_label_value,
     is_qualified_name,
+    regex_error,
 )
 
 Obj = dict[str, Any]
@@ -24,6 +26,9 @@ Obj = dict[str, Any]
 FIELD_IMMUTABLE = "field is immutable"
 IS_NEGATIVE = "must be greater than or equal to 0"
 MAX_INT32 = 2**31 - 1
+MAX_SECRET_SIZE = 1024 * 1024  # also the limit of a ConfigMap's data
+IMMUTABLE_WHEN_SET = "field is immutable when `immutable` is set"
+_CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 
 
 def dns_label(value: str, path: Path) -> list[FieldError]:
@@ -44,6 +49,24 @@ def label_value(value: str, path: Path) -> list[FieldError]:
 
 def c_identifier(value: str, path: Path) -> list[FieldError]:
     return [invalid(path, value, msg) for msg in is_c_identifier(value)]
+
+
+def config_key_errors(key: str) -> list[str]:
+    """IsConfigMapKey: the keys of ConfigMap and Secret data (they become file names)."""
+    errs: list[str] = []
+    if len(key) > 253:
+        errs.append("must be no more than 253 characters")
+    if not _CONFIG_KEY.match(key):
+        errs.append(regex_error("a valid config key must consist of alphanumeric characters, "
+                                "'-', '_' or '.'", "[-._a-zA-Z0-9]+", "key.name", "KEY_NAME",
+                                "key-name"))
+    if key == ".":
+        errs.append("must not be '.'")
+    elif key == "..":
+        errs.append("must not be '..'")
+    elif key.startswith(".."):
+        errs.append("must not start with '..'")
+    return errs
 
 
 def nonnegative(value: int | None, path: Path) -> list[FieldError]:

@@ -1,0 +1,33 @@
+"""core/v1 ServiceAccount: metadata rules only; `kubectl get sa` columns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from draemu.apiserver.registry.strategy import AGE, Column, Obj, Strategy
+
+
+class ServiceAccountStrategy(Strategy):
+    kind = "ServiceAccount"
+    resource = "serviceaccounts"
+    singular = "serviceaccount"
+    short_names = ("sa",)
+    versions = ("v1",)
+    storage_version = "v1"
+    has_generation = False
+
+    def table_columns(self) -> list[Column]:
+        return [Column("Name", format="name", description="Name must be unique within a "
+                       "namespace."),
+                Column("Secrets", description="Secrets is a list of the secrets in the same "
+                       "namespace that pods running using this ServiceAccount are allowed to "
+                       "use."),
+                Column("Age", description="CreationTimestamp is a timestamp representing the "
+                       "server time when this object was created.")]
+
+    def table_row(self, obj: Obj) -> list[Any]:
+        return [(obj.get("metadata") or {}).get("name", ""), len(obj.get("secrets") or []),
+                AGE]
+
+
+STRATEGIES = [ServiceAccountStrategy()]
