@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Protocol
 
 import grpc
+
 from draemu.kubelet.proto import pluginregistration as reg
 from draemu.kubelet.proto import rpc
-
 from draemu.log import get_logger
 
 log = get_logger("kubelet.pluginwatcher")

@@ -15,9 +15,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import grpc
-from draemu.kubelet.proto import dra, health, rpc
 
 from draemu.client import ApiError, Client
+from draemu.kubelet.proto import dra, health, rpc
 from draemu.log import get_logger
 
 log = get_logger("kubelet.dra")

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
+
 from draemu.kubelet.proto import pluginregistration as reg
 from draemu.kubelet.proto.dra import DRAVersion
 from draemu.kubelet.proto.health import HealthVersion

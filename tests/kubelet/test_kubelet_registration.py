@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import grpc
 import pytest
+from kubelet_fakes import ClaimsAPI, RecordingDriver
 
 from draemu.drivers.sdk import KubeletPlugin
 from draemu.kubelet.dra.plugins import DRAPluginManager
@@ -11,7 +12,6 @@ from draemu.kubelet.layout import NodeLayout
 from draemu.kubelet.pluginwatcher import PluginWatcher
 from draemu.kubelet.proto import dra, rpc
 from draemu.kubelet.proto import pluginregistration as reg
-from kubelet_fakes import ClaimsAPI, RecordingDriver
 
 
 @pytest.fixture

@@ -1,0 +1,236 @@
+"""Preparing and unpreparing a pod's ResourceClaims through the drivers' kubelet plugins.
+
+Prepare follows the kubelet (`pkg/kubelet/cm/dra/manager.go`): a validation pass that
+changes nothing (claim names from the pod, claims from the API, ownership, reservation,
+allocation, registered drivers), then — under the cache lock — cache entries and a
+checkpoint, one NodePrepareResources call per driver with all of the pod's claims that
+still need it, and a second checkpoint once they are prepared. Unprepare is the reverse
+and only calls the drivers when the last pod using a claim is gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import grpc
+
+from draemu.client import ApiError, Client
+from draemu.kubelet.dra.claiminfo import ClaimCache, ClaimInfo, DeviceState
+from draemu.kubelet.dra.plugins import DRAPluginManager
+from draemu.log import get_logger
+
+log = get_logger("kubelet.dra")
+
+Obj = dict[str, Any]
+CALL_TIMEOUT = 45.0
+
+
+class DRAError(Exception):
+    pass
+
+
+def pod_claim_name(pod: Obj, pod_claim: Obj) -> str | None:
+    """The ResourceClaim a pod claim entry refers to; None if intentionally none."""
+    if pod_claim.get("resourceClaimName"):
+        return pod_claim["resourceClaimName"]
+    if pod_claim.get("resourceClaimTemplateName"):
+        for status in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
+            if status.get("name") == pod_claim["name"]:
+                return status.get("resourceClaimName")
+        meta = pod["metadata"]
+        raise DRAError(f'pod "{meta["namespace"]}/{meta["name"]}": ResourceClaim not '
+                       "created yet")
+    raise DRAError(f"pod claim {pod_claim.get('name')}: neither resourceClaimName nor "
+                   "resourceClaimTemplateName set")
+
+
+def pod_claims(pod: Obj) -> list[tuple[str, str | None, bool]]:
+    """(pod claim name, claim name, from a template) for each of the pod's claims."""
+    out = []
+    for pc in (pod.get("spec") or {}).get("resourceClaims") or []:
+        out.append((pc["name"], pod_claim_name(pod, pc), not pc.get("resourceClaimName")))
+    extended = ((pod.get("status") or {}).get("extendedResourceClaimStatus") or {})
+    if extended.get("resourceClaimName"):
+        out.append(("", extended["resourceClaimName"], True))
+    return out
+
+
+def _controlled_by(claim: Obj, pod: Obj) -> bool:
+    return any(ref.get("controller") and ref.get("uid") == pod["metadata"]["uid"]
+               for ref in claim["metadata"].get("ownerReferences") or [])
+
+
+class DRAManager:
+    def __init__(self, client: Client, plugins: DRAPluginManager, cache: ClaimCache,
+                 call_timeout: float = CALL_TIMEOUT) -> None:
+        self.client = client
+        self.plugins = plugins
+        self.cache = cache
+        self.call_timeout = call_timeout
+        self.lock = asyncio.Lock()
+
+    async def prepare_resources(self, pod: Obj) -> None:
+        meta = pod["metadata"]
+        pod_uid = meta["uid"]
+        checked: list[tuple[Obj, set[str]]] = []
+        for _pod_claim, name, from_template in pod_claims(pod):
+            if name is None:
+                continue
+            try:
+                claim = await self.client.get("resource.k8s.io/v1", "resourceclaims", name,
+                                              meta["namespace"])
+            except ApiError as err:
+                raise DRAError(f"failed to fetch ResourceClaim {name} referenced by pod "
+                               f"{meta['namespace']}/{meta['name']}: {err.message}") from err
+            if from_template and not _controlled_by(claim, pod):
+                raise DRAError(f"ResourceClaim {name} was not created for pod "
+                               f"{meta['namespace']}/{meta['name']} (pod is not owner)")
+            status = claim.get("status") or {}
+            if not any(r.get("uid") == pod_uid for r in status.get("reservedFor") or []):
+                raise DRAError(f"pod {meta['name']}({pod_uid}) is not allowed to use "
+                               f"ResourceClaim {name}({claim['metadata']['uid']})")
+            allocation = status.get("allocation")
+            if not allocation:
+                raise DRAError(f"claim {name}: not allocated")
+            drivers = {r["driver"] for r in (allocation.get("devices") or {}).get("results")
+                       or []}
+            for driver in sorted(drivers):
+                if not self.plugins.registered(driver):
+                    raise DRAError(f"prepare dynamic resources: DRA driver {driver} is not "
+                                   "registered")
+            checked.append((claim, drivers))
+
+        async with self.lock:
+            batches: dict[str, list[ClaimInfo]] = {}
+            for claim, drivers in checked:
+                cm = claim["metadata"]
+                key = f"{cm['namespace']}/{cm['name']}"
+                info = self.cache.claims.get(key)
+                if info is not None and info.claim_uid != cm["uid"]:
+                    raise DRAError(f"old ResourceClaim with same name {cm['name']} and "
+                                   f"different UID {info.claim_uid} still exists")
+                if info is None:
+                    info = ClaimInfo(cm["uid"], cm["name"], cm["namespace"],
+                                     driver_state={d: [] for d in drivers})
+                    self.cache.claims[key] = info
+                info.pod_uids.add(pod_uid)
+                if not info.prepared:
+                    for driver in drivers:
+                        batches.setdefault(driver, []).append(info)
+            self.cache.save()
+            for driver, infos in sorted(batches.items()):
+                await self._prepare_with(driver, infos)
+            for infos in batches.values():
+                for info in infos:
+                    info.prepared = True
+            self.cache.save()
+
+    async def _prepare_with(self, driver: str, infos: list[ClaimInfo]) -> None:
+        plugin = self.plugins.get(driver)
+        if plugin is None:
+            raise DRAError(f"prepare dynamic resources: DRA driver {driver} is not registered")
+        v = plugin.version
+        request = v.NodePrepareResourcesRequest(claims=[
+            v.Claim(namespace=i.namespace, uid=i.claim_uid, name=i.claim_name) for i in infos])
+        try:
+            response = await plugin.client.node_prepare_resources(request,
+                                                                  timeout=self.call_timeout)
+        except grpc.aio.AioRpcError as err:
+            raise DRAError(f"NodePrepareResources: {_rpc_error(err)}") from err
+        by_uid = {i.claim_uid: i for i in infos}
+        for uid, result in response.claims.items():
+            info = by_uid.get(uid)
+            if info is None:
+                raise DRAError(f"NodePrepareResources returned result for unknown claim UID "
+                               f"{uid}")
+            if result.error:
+                raise DRAError(f"NodePrepareResources failed for ResourceClaim "
+                               f"{info.claim_name}: {result.error}")
+            info.driver_state[driver] = [
+                DeviceState(d.pool_name, d.device_name, list(d.request_names),
+                            list(d.cdi_device_ids),
+                            d.share_id if v.has_share_id and d.HasField("share_id") else None)
+                for d in result.devices]
+        missing = len(infos) - len(response.claims)
+        if missing > 0:
+            raise DRAError(f"NodePrepareResources skipped {missing} ResourceClaims")
+
+    async def unprepare_resources(self, pod_uid: str) -> None:
+        async with self.lock:
+            batches: dict[str, list[ClaimInfo]] = {}
+            for info in self.cache.for_pod(pod_uid):
+                if info.pod_uids - {pod_uid}:
+                    info.pod_uids.discard(pod_uid)
+                    continue
+                for driver in info.driver_state:
+                    batches.setdefault(driver, []).append(info)
+                if not info.driver_state:
+                    del self.cache.claims[info.key]
+            for driver, infos in sorted(batches.items()):
+                await self._unprepare_with(driver, infos)
+                for info in infos:
+                    # A claim with several drivers goes when the last of them is done.
+                    info.driver_state.pop(driver, None)
+                    if not info.driver_state:
+                        self.cache.claims.pop(info.key, None)
+            self.cache.save()
+
+    async def _unprepare_with(self, driver: str, infos: list[ClaimInfo]) -> None:
+        plugin = self.plugins.get(driver)
+        if plugin is None:
+            raise DRAError(f"unprepare dynamic resources: DRA driver {driver} is not "
+                           "registered")
+        v = plugin.version
+        request = v.NodeUnprepareResourcesRequest(claims=[
+            v.Claim(namespace=i.namespace, uid=i.claim_uid, name=i.claim_name) for i in infos])
+        try:
+            response = await plugin.client.node_unprepare_resources(request,
+                                                                    timeout=self.call_timeout)
+        except grpc.aio.AioRpcError as err:
+            raise DRAError(f"NodeUnprepareResources: {_rpc_error(err)}") from err
+        by_uid = {i.claim_uid: i for i in infos}
+        for uid, result in response.claims.items():
+            info = by_uid.get(uid)
+            if info is None:
+                raise DRAError(f"NodeUnprepareResources returned result for unknown claim "
+                               f"UID {uid}")
+            if result.error:
+                raise DRAError(f"NodeUnprepareResources failed for ResourceClaim "
+                               f"{info.claim_name}: {result.error}")
+        missing = len(infos) - len(response.claims)
+        if missing > 0:
+            raise DRAError(f"NodeUnprepareResources skipped {missing} ResourceClaims")
+
+    def container_devices(self, pod: Obj, container: Obj) -> list[tuple[str, str, DeviceState]]:
+        """(status entry name, driver, device) for each device a container gets, in order."""
+        names = {pc_name: name for pc_name, name, _ in pod_claims(pod) if name}
+        out: list[tuple[str, str, DeviceState]] = []
+        namespace = pod["metadata"]["namespace"]
+        for ref in (container.get("resources") or {}).get("claims") or []:
+            claim_name = names.get(ref["name"])
+            info = self.cache.claims.get(f"{namespace}/{claim_name}") if claim_name else None
+            if info is None:
+                continue
+            request = ref.get("request")
+            entry = f"claim:{ref['name']}" + (f"/{request}" if request else "")
+            for driver, devices in info.driver_state.items():
+                for device in devices:
+                    if not request or not device.request_names or \
+                            request in device.request_names:
+                        out.append((entry, driver, device))
+        return out
+
+    def container_cdi_ids(self, pod: Obj, container: Obj) -> list[str]:
+        ids: list[str] = []
+        for _entry, _driver, device in self.container_devices(pod, container):
+            ids += device.cdi_device_ids
+        return ids
+
+
+def _rpc_error(err: grpc.aio.AioRpcError) -> str:
+    return f"rpc error: code = {_code_name(err.code())} desc = {err.details()}"
+
+
+def _code_name(code: grpc.StatusCode) -> str:
+    return "".join(part.capitalize() for part in code.name.split("_"))

@@ -1,0 +1,96 @@
+"""A container's environment from its spec: `env` (values, field references, ConfigMap and
+Secret keys) and `envFrom`, in the order the kubelet builds it."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from draemu.client import ApiError, Client
+
+Obj = dict[str, Any]
+
+
+class EnvError(Exception):
+    pass
+
+
+def _field(pod: Obj, path: str, host_ip: str, pod_ip: str | None) -> str:
+    meta, spec = pod["metadata"], pod.get("spec") or {}
+    simple = {"metadata.name": meta.get("name"), "metadata.namespace": meta.get("namespace"),
+              "metadata.uid": meta.get("uid"), "spec.nodeName": spec.get("nodeName"),
+              "spec.serviceAccountName": spec.get("serviceAccountName"),
+              "status.hostIP": host_ip, "status.podIP": pod_ip or ""}
+    if path in simple:
+        return str(simple[path] or "")
+    for prefix, source in (("metadata.labels", "labels"),
+                           ("metadata.annotations", "annotations")):
+        if path.startswith(prefix + "['") and path.endswith("']"):
+            return str((meta.get(source) or {}).get(path[len(prefix) + 2:-2], ""))
+    raise EnvError(f"unsupported fieldRef {path}")
+
+
+class EnvBuilder:
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    async def _data(self, kind: str, namespace: str, name: str) -> dict[str, str] | None:
+        resource = "configmaps" if kind == "configMap" else "secrets"
+        try:
+            obj = await self.client.get("v1", resource, name, namespace)
+        except ApiError as err:
+            if err.code == 404:
+                return None
+            raise EnvError(f"{resource} {name}: {err.message}") from err
+        if kind == "configMap":
+            return dict(obj.get("data") or {})
+        return {k: base64.b64decode(v).decode(errors="replace")
+                for k, v in (obj.get("data") or {}).items()}
+
+    async def build(self, pod: Obj, container: Obj, host_ip: str,
+                    pod_ip: str | None) -> dict[str, str]:
+        namespace = pod["metadata"]["namespace"]
+        env: dict[str, str] = {"HOSTNAME": pod["metadata"]["name"]}
+        for source in container.get("envFrom") or []:
+            for kind in ("configMap", "secret"):
+                ref = source.get(f"{kind}Ref")
+                if not ref:
+                    continue
+                data = await self._data(kind, namespace, ref["name"])
+                if data is None:
+                    if ref.get("optional"):
+                        continue
+                    raise EnvError(f'{kind} "{ref["name"]}" not found')
+                prefix = source.get("prefix", "")
+                env.update({prefix + k: v for k, v in data.items()})
+        for item in container.get("env") or []:
+            if "valueFrom" not in item:
+                env[item["name"]] = item.get("value", "")
+                continue
+            source = item["valueFrom"]
+            if "fieldRef" in source:
+                env[item["name"]] = _field(pod, source["fieldRef"]["fieldPath"], host_ip,
+                                           pod_ip)
+                continue
+            for kind in ("configMap", "secret"):
+                ref = source.get(f"{kind}KeyRef")
+                if not ref:
+                    continue
+                data = await self._data(kind, namespace, ref["name"])
+                if data is None or ref["key"] not in data:
+                    if ref.get("optional"):
+                        break
+                    raise EnvError(f'couldn\'t find key {ref["key"]} in {kind} '
+                                   f'{namespace}/{ref["name"]}')
+                env[item["name"]] = data[ref["key"]]
+                break
+            else:
+                if "resourceFieldRef" in source:
+                    env[item["name"]] = _resource_field(container, source["resourceFieldRef"])
+        return env
+
+
+def _resource_field(container: Obj, ref: Obj) -> str:
+    kind, _, name = ref["resource"].partition(".")
+    value = ((container.get("resources") or {}).get(kind) or {}).get(name)
+    return str(value if value is not None else "0")

@@ -1,0 +1,119 @@
+"""One emulated kubelet: the Node and its Lease, plugin registration, the DRA manager,
+CDI, a container runtime, the pod workers and the kubelet HTTP endpoint."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from draemu.client import Client
+from draemu.features import FeatureGates
+from draemu.kubelet.cdi import CDIRegistry
+from draemu.kubelet.dra.claiminfo import ClaimCache
+from draemu.kubelet.dra.manager import DRAManager
+from draemu.kubelet.dra.plugins import SLICE_WIPE_DELAY, DRAPluginManager, wipe_slices
+from draemu.kubelet.events import EventRecorder
+from draemu.kubelet.layout import NodeLayout
+from draemu.kubelet.node import NodeAgent, NodeConfig
+from draemu.kubelet.pluginwatcher import PluginWatcher
+from draemu.kubelet.pods import PodWorkers
+from draemu.kubelet.proto import pluginregistration as reg
+from draemu.kubelet.runtime import make_runtime
+from draemu.kubelet.server import KubeletServer
+from draemu.log import get_logger
+
+log = get_logger("kubelet")
+
+
+@dataclass
+class KubeletOptions:
+    node_name: str
+    root_dir: Path
+    runtime: str = "fake"
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: list[dict[str, Any]] = field(default_factory=list)
+    capacity: dict[str, str] | None = None
+    address: str = "127.0.0.1"  # where the kubelet API listens; the Node's InternalIP
+    port: int = 0
+    feature_gates: FeatureGates = field(default_factory=FeatureGates)
+    # Extra CDI spec directories, lowest priority first; the node's own `cdi/` comes last.
+    cdi_dirs: list[Path] = field(default_factory=list)
+    slice_wipe_delay: float = SLICE_WIPE_DELAY
+    plugin_scan_interval: float = 0.2
+    heartbeat_interval: float = 10.0
+
+
+class Kubelet:
+    def __init__(self, client: Client, options: KubeletOptions) -> None:
+        self.client = client
+        self.options = options
+        self.layout = NodeLayout(options.root_dir)
+        gates = options.feature_gates
+        self.runtime = make_runtime(options.runtime)
+        self.plugins = DRAPluginManager(client, options.node_name,
+                                        health_enabled=gates.enabled("ResourceHealthStatus"),
+                                        wipe_delay=options.slice_wipe_delay,
+                                        on_health=self._health_changed)
+        self.cache = ClaimCache(self.layout.checkpoint_file)
+        self.dra = DRAManager(client, self.plugins, self.cache)
+        self.cdi = CDIRegistry([*options.cdi_dirs, self.layout.cdi_dir])
+        self.events = EventRecorder(client, options.node_name)
+        self.watcher = PluginWatcher(self.layout.registry_dir, {reg.DRA_PLUGIN: self.plugins},
+                                     interval=options.plugin_scan_interval)
+        self.server = KubeletServer(self.layout.pods_dir, self._find_pod, self._running,
+                                    self._list_pods, options.address, options.port)
+        self.node: NodeAgent | None = None
+        self.pods: PodWorkers | None = None
+
+    @property
+    def node_name(self) -> str:
+        return self.options.node_name
+
+    async def start(self) -> None:
+        o = self.options
+        self.layout.create()
+        self.cache.load()
+        await self.server.start()
+        cfg = NodeConfig(o.node_name, labels=o.labels, taints=o.taints,
+                         internal_ip=o.address, kubelet_port=self.server.port)
+        if o.capacity:
+            cfg.capacity = dict(o.capacity)
+        self.node = NodeAgent(self.client, cfg, status_interval=o.heartbeat_interval,
+                              lease_interval=o.heartbeat_interval)
+        await self.node.start()
+        # Like upstream: slices left from an earlier run are stale until drivers republish.
+        await wipe_slices(self.client, o.node_name)
+        gates = o.feature_gates
+        self.pods = PodWorkers(
+            self.client, o.node_name, cfg.internal_ip, cfg.pod_cidr, self.layout.pods_dir,
+            self.dra, self.plugins, self.cdi, self.runtime, self.events,
+            health_enabled=gates.enabled("ResourceHealthStatus"),
+            health_messages=gates.enabled("ResourceHealthStatusMessage"))
+        await self.watcher.start()
+        await self.pods.start()
+        log.info("kubelet started", node=o.node_name, root=str(self.layout.root),
+                 registry=str(self.layout.registry_dir), port=self.server.port)
+
+    async def stop(self) -> None:
+        if self.pods:
+            await self.pods.stop()
+        await self.watcher.stop()
+        await self.plugins.stop()
+        if self.node:
+            await self.node.stop()
+        await self.server.stop()
+        self.layout.remove_alias()
+
+    async def _health_changed(self, driver: str) -> None:
+        if self.pods:
+            await self.pods.health_changed(driver)
+
+    def _find_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.pods.informer.get(f"{namespace}/{name}") if self.pods else None
+
+    def _running(self, namespace: str, name: str, container: str) -> bool:
+        return bool(self.pods and self.pods.container_running(namespace, name, container))
+
+    def _list_pods(self) -> list[dict[str, Any]]:
+        return self.pods.informer.list() if self.pods else []

@@ -1,0 +1,175 @@
+"""The kubelet's Node object and its Lease in `kube-node-lease`.
+
+The Node is created with the standard labels, capacity/allocatable, addresses, daemon
+endpoints and a complete nodeInfo (strict clients parse every field); its conditions are
+refreshed every `status_interval`, and the Lease is renewed every `lease_interval`
+(upstream: 10 s, with a 40 s lease duration).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import platform
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import draemu
+from draemu.client import ApiError, Client
+from draemu.kubelet.timeutil import now_rfc3339, now_rfc3339_micro
+from draemu.log import get_logger
+
+log = get_logger("kubelet.node")
+
+LEASE_DURATION = 40
+_CONDITIONS = [
+    ("MemoryPressure", "False", "KubeletHasSufficientMemory",
+     "kubelet has sufficient memory available"),
+    ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+    ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+    ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+]
+
+
+@dataclass
+class NodeConfig:
+    name: str
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    taints: list[dict[str, Any]] = field(default_factory=list)
+    capacity: dict[str, str] = field(default_factory=lambda: {
+        "cpu": "8", "memory": "32Gi", "pods": "110", "ephemeral-storage": "100Gi",
+        "hugepages-1Gi": "0", "hugepages-2Mi": "0"})
+    internal_ip: str = ""
+    pod_cidr: str = ""
+    kubelet_port: int = 10250
+
+    def __post_init__(self) -> None:
+        digest = hashlib.sha256(self.name.encode()).digest()
+        if not self.internal_ip:
+            self.internal_ip = f"172.18.{digest[0]}.{digest[1] % 253 + 2}"
+        if not self.pod_cidr:
+            self.pod_cidr = f"10.{digest[2] % 200 + 40}.{digest[3]}.0/24"
+
+
+def _arch() -> str:
+    machine = platform.machine().lower()
+    return {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine or "amd64")
+
+
+def node_object(cfg: NodeConfig, boot_id: str) -> dict[str, Any]:
+    arch = _arch()
+    labels = {"beta.kubernetes.io/arch": arch, "beta.kubernetes.io/os": "linux",
+              "kubernetes.io/arch": arch, "kubernetes.io/hostname": cfg.name,
+              "kubernetes.io/os": "linux", **cfg.labels}
+    annotations = {"node.alpha.kubernetes.io/ttl": "0",
+                   "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+                   **cfg.annotations}
+    spec: dict[str, Any] = {"podCIDR": cfg.pod_cidr, "podCIDRs": [cfg.pod_cidr]}
+    if cfg.taints:
+        spec["taints"] = cfg.taints
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": cfg.name, "labels": labels, "annotations": annotations},
+            "spec": spec, "status": node_status(cfg, boot_id, None)}
+
+
+def node_status(cfg: NodeConfig, boot_id: str, previous: dict[str, Any] | None) -> dict[str, Any]:
+    now = now_rfc3339()
+    old = {c["type"]: c for c in ((previous or {}).get("conditions") or [])}
+    conditions = []
+    for type_, status, reason, message in _CONDITIONS:
+        prior = old.get(type_)
+        since = prior["lastTransitionTime"] if prior and prior.get("status") == status else now
+        conditions.append({"type": type_, "status": status, "reason": reason,
+                           "message": message, "lastHeartbeatTime": now,
+                           "lastTransitionTime": since})
+    machine = hashlib.md5(cfg.name.encode(), usedforsecurity=False).hexdigest()
+    return {
+        "capacity": dict(cfg.capacity),
+        "allocatable": dict(cfg.capacity),
+        "conditions": conditions,
+        "addresses": [{"type": "InternalIP", "address": cfg.internal_ip},
+                      {"type": "Hostname", "address": cfg.name}],
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": cfg.kubelet_port}},
+        "nodeInfo": {
+            "machineID": machine, "systemUUID": str(uuid.UUID(machine)), "bootID": boot_id,
+            "kernelVersion": platform.release() or "6.1.0", "osImage": "draemu emulated node",
+            "containerRuntimeVersion": f"draemu://{draemu.__version__}",
+            "kubeletVersion": draemu.KUBERNETES_VERSION,
+            "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": _arch(),
+        },
+        "images": [],
+    }
+
+
+class NodeAgent:
+    """Registers the Node, keeps its status fresh and renews its Lease."""
+
+    def __init__(self, client: Client, cfg: NodeConfig, status_interval: float = 10.0,
+                 lease_interval: float = 10.0) -> None:
+        self.client = client
+        self.cfg = cfg
+        self.status_interval = status_interval
+        self.lease_interval = lease_interval
+        self.boot_id = str(uuid.uuid4())
+        self.node: dict[str, Any] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def register(self) -> dict[str, Any]:
+        try:
+            self.node = await self.client.create("v1", "nodes",
+                                                 node_object(self.cfg, self.boot_id))
+        except ApiError as err:
+            if err.code != 409:
+                raise
+            self.node = await self.client.get("v1", "nodes", self.cfg.name)
+        # Status is not set on create by a real apiserver; post it through /status.
+        await self.update_status()
+        log.info("node registered", node=self.cfg.name)
+        return self.node
+
+    async def update_status(self) -> None:
+        previous = (self.node or {}).get("status")
+        status = node_status(self.cfg, self.boot_id, previous)
+        self.node = await self.client.patch("v1", "nodes", self.cfg.name, {"status": status},
+                                            subresource="status")
+
+    async def renew_lease(self) -> None:
+        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": self.cfg.name, "namespace": "kube-node-lease"},
+                "spec": {"holderIdentity": self.cfg.name,
+                         "leaseDurationSeconds": LEASE_DURATION,
+                         "renewTime": now_rfc3339_micro()}}
+        if self.node is not None:
+            body["metadata"]["ownerReferences"] = [{
+                "apiVersion": "v1", "kind": "Node", "name": self.cfg.name,
+                "uid": self.node["metadata"]["uid"]}]
+        try:
+            await self.client.patch("coordination.k8s.io/v1", "leases", self.cfg.name,
+                                    {"spec": body["spec"]}, namespace="kube-node-lease")
+        except ApiError as err:
+            if err.code != 404:
+                raise
+            await self.client.create("coordination.k8s.io/v1", "leases", body,
+                                     namespace="kube-node-lease")
+
+    async def start(self) -> None:
+        await self.register()
+        await self.renew_lease()
+        self._tasks = [asyncio.create_task(self._every(self.lease_interval, self.renew_lease)),
+                       asyncio.create_task(self._every(self.status_interval,
+                                                       self.update_status))]
+
+    async def _every(self, interval: float, fn: Any) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await fn()
+            except (ApiError, OSError) as err:
+                log.warning("node heartbeat failed", node=self.cfg.name, error=str(err))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)

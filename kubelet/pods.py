@@ -1,0 +1,404 @@
+"""Pod lifecycle on one node: the kubelet's pod workers.
+
+For each pod bound to the node: Pending (containers ContainerCreating) → DRA prepare
+(a Warning event `FailedPrepareDynamicResources` and a retry with backoff on failure) →
+pod IP → init containers one by one → containers → Running → Succeeded/Failed by exit
+codes and restart policy. Deletion kills the containers within the grace period,
+unprepares the pod's claims (the pod stays Terminating until that succeeds), posts the
+final status and removes the pod object, as a kubelet does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import time
+from pathlib import Path
+from typing import Any
+
+from draemu.client import ApiError, Client, Informer, WorkQueue, key_of
+from draemu.client.workqueue import ShutDown
+from draemu.kubelet.cdi import CDIError, CDIRegistry
+from draemu.kubelet.dra.manager import DRAError, DRAManager
+from draemu.kubelet.dra.plugins import DRAPluginManager
+from draemu.kubelet.envvars import EnvBuilder, EnvError
+from draemu.kubelet.events import EventRecorder
+from draemu.kubelet.logs import container_log_path
+from draemu.kubelet.podstatus import (
+    ContainerRecord,
+    PodState,
+    build_status,
+    terminated_state,
+)
+from draemu.kubelet.runtime.base import Container, ContainerConfig, Runtime, RuntimeError_
+from draemu.log import get_logger
+
+log = get_logger("kubelet.pods")
+Obj = dict[str, Any]
+
+BACKOFF_START, BACKOFF_MAX = 10.0, 300.0  # CrashLoopBackOff, as upstream
+
+
+class Retry(Exception):
+    """The pod's sync could not finish; requeue with backoff."""
+
+
+class PodWorkers:
+    def __init__(self, client: Client, node_name: str, host_ip: str, pod_cidr: str,
+                 pods_dir: Path, dra: DRAManager, plugins: DRAPluginManager,
+                 cdi: CDIRegistry, runtime: Runtime, events: EventRecorder, *,
+                 health_enabled: bool = False, health_messages: bool = False,
+                 workers: int = 4, crash_backoff: float = BACKOFF_START) -> None:
+        self.client = client
+        self.node_name = node_name
+        self.host_ip = host_ip
+        self.pods_dir = pods_dir
+        self.dra = dra
+        self.plugins = plugins
+        self.cdi = cdi
+        self.runtime = runtime
+        self.events = events
+        self.health_enabled = health_enabled
+        self.health_messages = health_messages
+        self.crash_backoff = crash_backoff
+        self.env = EnvBuilder(client)
+        self.states: dict[str, PodState] = {}
+        self.queue = WorkQueue(base_delay=0.2, max_delay=30.0)
+        self.informer = Informer(client, "v1", "pods",
+                                 field_selector=f"spec.nodeName={node_name}")
+        self.informer.add_handler(on_add=self._enqueue,
+                                  on_update=lambda _o, n: self._enqueue(n),
+                                  on_delete=self._enqueue)
+        network = ipaddress.ip_network(pod_cidr, strict=False)
+        self._free_ips = [str(ip) for ip in list(network.hosts())[1:]]
+        self._workers = workers
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def _enqueue(self, pod: Obj) -> None:
+        self.queue.add(key_of(pod))
+
+    async def start(self) -> None:
+        await self.informer.start()
+        await self.informer.wait_synced()
+        await self._release_orphans()
+        self._tasks = [asyncio.create_task(self._worker(), name=f"podworker-{i}")
+                       for i in range(self._workers)]
+
+    async def stop(self) -> None:
+        self.queue.shutdown()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.informer.stop()
+        for state in self.states.values():
+            for rec in state.containers.values():
+                if rec.handle is not None and not rec.handle.exit_code.done() and \
+                        self.runtime.name == "process":
+                    await self.runtime.kill(rec.handle, 1.0)
+
+    async def health_changed(self, _driver: str) -> None:
+        for key in self.states:
+            self.queue.add(key)
+
+    async def _release_orphans(self) -> None:
+        """Claims cached for pods that no longer exist (deleted while we were down)."""
+        live = {p["metadata"]["uid"] for p in self.informer.list()}
+        for uid in self.dra.cache.pod_uids() - live:
+            try:
+                await self.dra.unprepare_resources(uid)
+            except DRAError as err:
+                log.warning("releasing claims of a gone pod failed", pod_uid=uid,
+                            error=str(err))
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except ShutDown:
+                return
+            try:
+                await self.sync(key)
+                self.queue.forget(key)
+            except Retry:
+                self.queue.add_rate_limited(key)
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # noqa: BLE001 - one pod's failure must not stop others
+                log.error("pod sync failed", pod=key, error=repr(err))
+                self.queue.add_rate_limited(key)
+            finally:
+                self.queue.done(key)
+
+    # ---- the sync
+
+    async def sync(self, key: str) -> None:
+        pod = self.informer.get(key)
+        state = self.states.get(key)
+        if state is not None and (pod is None or pod["metadata"]["uid"] != state.uid):
+            await self._kill_all(state, 0)
+            await self._unprepare(state.uid, None)
+            self._forget(key, state)
+            state = None
+        if pod is None:
+            return
+        meta = pod["metadata"]
+        if meta.get("deletionTimestamp"):
+            await self._terminate(key, pod, state)
+            return
+        if state is None:
+            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                await self._unprepare(meta["uid"], pod)
+                return
+            state = self._new_state(pod)
+            self.states[key] = state
+        try:
+            await self._advance(key, pod, state)
+        finally:
+            await self._post_status(pod, state)
+
+    def _new_state(self, pod: Obj) -> PodState:
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        state = PodState(meta["uid"], meta["namespace"], meta["name"])
+        for c in spec.get("initContainers") or []:
+            state.containers[c["name"]] = ContainerRecord(c["name"], c.get("image", ""), True,
+                                                          waiting_reason="PodInitializing")
+        for c in spec.get("containers") or []:
+            reason = "PodInitializing" if spec.get("initContainers") else "ContainerCreating"
+            state.containers[c["name"]] = ContainerRecord(c["name"], c.get("image", ""), False,
+                                                          waiting_reason=reason)
+        if spec.get("initContainers"):
+            state.containers[spec["initContainers"][0]["name"]].waiting_reason = \
+                "PodInitializing"
+        self._adopt(pod, state)
+        return state
+
+    def _adopt(self, pod: Obj, state: PodState) -> None:
+        """After a kubelet restart, running fake containers are still "running"."""
+        status = pod.get("status") or {}
+        if self.runtime.name != "fake" or status.get("phase") != "Running":
+            return
+        statuses = status.get("containerStatuses") or []
+        if len(statuses) != len((pod.get("spec") or {}).get("containers") or []) or \
+                not all("running" in (s.get("state") or {}) for s in statuses):
+            return
+        for s in statuses:
+            rec = state.containers.get(s["name"])
+            if rec is None:
+                return
+            rec.handle = Container(id=s.get("containerID", "").removeprefix("draemu://"),
+                                   started_at=s["state"]["running"].get("startedAt", ""))
+            rec.restart_count = s.get("restartCount", 0)
+        for s in status.get("initContainerStatuses") or []:
+            rec = state.containers.get(s["name"])
+            if rec is not None and "terminated" in (s.get("state") or {}):
+                rec.final = s["state"]["terminated"]
+        state.stage = "running"
+        state.prepared = True
+        state.init_index = len([r for r in state.containers.values() if r.init])
+        state.start_time = status.get("startTime", state.start_time)
+        state.ip = status.get("podIP")
+        if state.ip in self._free_ips:
+            self._free_ips.remove(state.ip)
+
+    async def _advance(self, key: str, pod: Obj, state: PodState) -> None:
+        spec = pod.get("spec") or {}
+        if state.stage == "pending":
+            try:
+                await self.dra.prepare_resources(pod)
+            except DRAError as err:
+                await self.events.pod_event(pod, "Warning", "FailedPrepareDynamicResources",
+                                            f"Failed to prepare dynamic resources: {err}")
+                raise Retry from err
+            state.prepared = True
+            state.ip = state.ip or (self._free_ips.pop(0) if self._free_ips else None)
+            state.stage = "init"
+        if state.stage == "init":
+            inits = spec.get("initContainers") or []
+            while state.init_index < len(inits):
+                c = inits[state.init_index]
+                rec = state.containers[c["name"]]
+                if rec.handle is None:
+                    await self._start(key, pod, c, rec)
+                if not rec.handle.exit_code.done():  # type: ignore[union-attr]
+                    return
+                if await self._exited(key, pod, rec):
+                    return
+                if rec.final is not None and rec.final["exitCode"] != 0:
+                    state.stage = "finished"
+                    break
+                state.init_index += 1
+            else:
+                state.stage = "running"
+        if state.stage == "running":
+            regular = [state.containers[c["name"]] for c in spec.get("containers") or []]
+            for c, rec in zip(spec.get("containers") or [], regular, strict=True):
+                if rec.final is None and rec.handle is None:
+                    if rec.next_start > time.monotonic():
+                        self.queue.add_after(key, rec.next_start - time.monotonic())
+                        continue
+                    await self._start(key, pod, c, rec)
+            for rec in regular:
+                if rec.handle is not None and rec.handle.exit_code.done() and rec.final is None:
+                    await self._exited(key, pod, rec)
+            if regular and all(r.final is not None for r in regular):
+                state.stage = "finished"
+        if state.stage == "finished" and state.prepared:
+            await self._unprepare(state.uid, pod)
+            state.prepared = False
+
+    async def _start(self, key: str, pod: Obj, container: Obj, rec: ContainerRecord) -> None:
+        meta = pod["metadata"]
+        state = self.states[key]
+        try:
+            cdi_ids = self.dra.container_cdi_ids(pod, container)
+            edits = self.cdi.resolve(cdi_ids)
+            env = await self.env.build(pod, container, self.host_ip, state.ip)
+            env.update(edits.env_map())
+            config = ContainerConfig(
+                pod_namespace=meta["namespace"], pod_name=meta["name"], name=container["name"],
+                image=container.get("image", ""), command=list(container.get("command") or []),
+                args=list(container.get("args") or []), env=env,
+                working_dir=container.get("workingDir"), cdi_devices=cdi_ids, edits=edits,
+                log_path=container_log_path(self.pods_dir, meta["namespace"], meta["name"],
+                                            meta["uid"], container["name"], rec.restart_count),
+                restart_count=rec.restart_count)
+            handle = await self.runtime.start(config, init=rec.init)
+        except (CDIError, EnvError, RuntimeError_) as err:
+            rec.waiting_reason = "CreateContainerError" if not isinstance(err, EnvError) \
+                else "CreateContainerConfigError"
+            rec.waiting_message = str(err)
+            await self.events.pod_event(pod, "Warning", "Failed", f"Error: {err}",
+                                        f"spec.containers{{{container['name']}}}")
+            raise Retry from err
+        rec.handle = handle
+        rec.waiting_reason, rec.waiting_message = "", ""
+        handle.exit_code.add_done_callback(lambda _f: self.queue.add(key))
+        field_path = ("spec.initContainers" if rec.init else "spec.containers") + \
+            f"{{{container['name']}}}"
+        image = container.get("image", "")
+        await self.events.pod_event(pod, "Normal", "Pulled",
+                                    f'Container image "{image}" already present on machine',
+                                    field_path)
+        await self.events.pod_event(pod, "Normal", "Created",
+                                    f"Created container: {container['name']}", field_path)
+        await self.events.pod_event(pod, "Normal", "Started",
+                                    f"Started container {container['name']}", field_path)
+
+    async def _exited(self, key: str, pod: Obj, rec: ContainerRecord) -> bool:
+        """Record a container's exit; True when it will be restarted later."""
+        assert rec.handle is not None
+        terminated = terminated_state(rec.handle)
+        policy = (pod.get("spec") or {}).get("restartPolicy", "Always")
+        if rec.init and policy == "Always":
+            policy = "OnFailure"  # init containers are re-run only when they fail
+        code = terminated["exitCode"]
+        if policy == "Always" or (policy == "OnFailure" and code != 0):
+            delay = min(self.crash_backoff * 2 ** rec.restart_count, BACKOFF_MAX)
+            rec.last_terminated = terminated
+            rec.restart_count += 1
+            rec.handle = None
+            rec.waiting_reason = "CrashLoopBackOff"
+            rec.waiting_message = (f"back-off {int(delay)}s restarting failed container="
+                                   f"{rec.name} pod={pod['metadata']['name']}_"
+                                   f"{pod['metadata']['namespace']}({pod['metadata']['uid']})")
+            rec.next_start = time.monotonic() + delay
+            self.queue.add_after(key, delay)
+            return True
+        rec.final = terminated
+        return False
+
+    async def _terminate(self, key: str, pod: Obj, state: PodState | None) -> None:
+        meta = pod["metadata"]
+        grace = meta.get("deletionGracePeriodSeconds")
+        if state is not None:
+            await self._kill_all(state, 30 if grace is None else grace, pod)
+            state.stage = "finished"
+        await self._unprepare(meta["uid"], pod)
+        if state is not None:
+            state.prepared = False
+            await self._post_status(pod, state)
+        try:
+            await self.client.delete("v1", "pods", meta["name"], meta["namespace"],
+                                     grace_period_seconds=0,
+                                     preconditions={"uid": meta["uid"]})
+        except ApiError as err:
+            if err.code not in (404, 409):
+                raise
+        if state is not None:
+            self._forget(key, state)
+
+    async def _kill_all(self, state: PodState, grace: float, pod: Obj | None = None) -> None:
+        running = [r for r in state.containers.values()
+                   if r.handle is not None and not r.handle.exit_code.done()]
+        for rec in running:
+            if pod is not None:
+                await self.events.pod_event(pod, "Normal", "Killing",
+                                            f"Stopping container {rec.name}",
+                                            f"spec.containers{{{rec.name}}}")
+        await asyncio.gather(*(self.runtime.kill(r.handle, grace) for r in running
+                               if r.handle is not None))
+        for rec in state.containers.values():
+            if rec.handle is not None and rec.handle.exit_code.done() and rec.final is None:
+                rec.final = terminated_state(rec.handle)
+
+    async def _unprepare(self, pod_uid: str, pod: Obj | None) -> None:
+        if not self.dra.cache.for_pod(pod_uid):
+            return
+        try:
+            await self.dra.unprepare_resources(pod_uid)
+        except DRAError as err:
+            if pod is not None:
+                await self.events.pod_event(pod, "Warning", "FailedUnprepareDynamicResources",
+                                            f"Failed to unprepare dynamic resources: {err}")
+            raise Retry from err
+
+    def _forget(self, key: str, state: PodState) -> None:
+        self.states.pop(key, None)
+        if state.ip:
+            self._free_ips.append(state.ip)
+        self.events.forget(state.uid)
+
+    # ---- status
+
+    def _health(self, pod: Obj) -> dict[str, list[Obj]]:
+        if not self.health_enabled:
+            return {}
+        out: dict[str, list[Obj]] = {}
+        for container in (pod.get("spec") or {}).get("containers") or []:
+            entries: dict[str, list[Obj]] = {}
+            for entry, driver, device in self.dra.container_devices(pod, container):
+                resource_id = device.cdi_device_ids[0] if device.cdi_device_ids else \
+                    f"{driver}/{device.pool_name}/{device.device_name}"
+                known = self.plugins.device_health(driver, device.pool_name,
+                                                   device.device_name)
+                item: Obj = {"resourceID": resource_id,
+                             "health": known.health if known else "Unknown"}
+                if self.health_messages and known and known.message:
+                    item["message"] = known.message
+                resources = entries.setdefault(entry, [])
+                if all(r["resourceID"] != resource_id for r in resources):
+                    resources.append(item)
+            statuses = [{"name": name, "resources": res} for name, res in entries.items() if res]
+            if statuses:
+                out[container["name"]] = statuses
+        return out
+
+    async def _post_status(self, pod: Obj, state: PodState) -> None:
+        status = build_status(pod, state, self.host_ip, self._health(pod))
+        if status == state.last_posted:
+            return
+        meta = pod["metadata"]
+        try:
+            await self.client.patch("v1", "pods", meta["name"], {"status": status},
+                                    namespace=meta["namespace"], subresource="status")
+            state.last_posted = status
+        except ApiError as err:
+            if err.code != 404:
+                raise
+
+    # ---- for pods/log
+
+    def container_running(self, namespace: str, name: str, container: str) -> bool:
+        state = self.states.get(f"{namespace}/{name}")
+        rec = state.containers.get(container) if state else None
+        return bool(rec and rec.handle is not None and not rec.handle.exit_code.done())

@@ -1,0 +1,73 @@
+"""What a runtime is given to start a container, and the container handle it returns."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from draemu.kubelet.cdi import ContainerEdits
+from draemu.kubelet.timeutil import now_rfc3339, now_rfc3339_nano
+
+
+class RuntimeError_(Exception):
+    """Creating or starting a container failed (reported as CreateContainerError)."""
+
+
+@dataclass
+class ContainerConfig:
+    pod_namespace: str
+    pod_name: str
+    name: str
+    image: str
+    command: list[str]
+    args: list[str]
+    env: dict[str, str]  # in the order the container sees it (spec env, then CDI edits)
+    working_dir: str | None
+    cdi_devices: list[str]
+    edits: ContainerEdits
+    log_path: Path
+    restart_count: int = 0
+
+
+@dataclass
+class Container:
+    """A started container; `exit_code` resolves when it ends."""
+
+    id: str = field(default_factory=lambda: secrets.token_hex(32))
+    started_at: str = field(default_factory=now_rfc3339)
+    finished_at: str | None = None
+    exit_code: asyncio.Future[int] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future())
+    reason: str = ""
+
+    def finish(self, code: int, reason: str) -> None:
+        if not self.exit_code.done():
+            self.finished_at = now_rfc3339()
+            self.reason = reason
+            self.exit_code.set_result(code)
+
+
+class Runtime(Protocol):
+    name: str
+
+    async def start(self, config: ContainerConfig, init: bool = False) -> Container: ...
+
+    async def kill(self, container: Container, grace_seconds: float) -> None: ...
+
+
+class CRILogWriter:
+    """Container logs in the CRI file format the kubelet reads: `<time> <stream> F <line>`."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = path.open("a", encoding="utf-8")
+
+    def write_line(self, line: str, stream: str = "stdout") -> None:
+        self._file.write(f"{now_rfc3339_nano()} {stream} F {line}\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()

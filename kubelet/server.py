@@ -1,0 +1,83 @@
+"""The kubelet's own HTTP API, the part the apiserver needs: container logs.
+
+`GET /containerLogs/{namespace}/{pod}/{container}` with the query parameters
+kube-apiserver forwards for `pods/log` (follow, previous, timestamps, tailLines,
+sinceSeconds, sinceTime, limitBytes), plus `/healthz` and `/pods`. The port is
+published in the Node's `status.daemonEndpoints.kubeletEndpoint.Port` and the address
+as its InternalIP, as on a real node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from draemu.kubelet.logs import LogOptions, pick_log_file, pod_log_dir, stream_log
+
+
+def _int(value: str | None) -> int | None:
+    return int(value) if value not in (None, "") else None
+
+
+class KubeletServer:
+    def __init__(self, pods_dir: Path, find_pod: Callable[[str, str], dict[str, Any] | None],
+                 running: Callable[[str, str, str], bool], list_pods: Callable[[], list[Any]],
+                 address: str = "127.0.0.1", port: int = 0) -> None:
+        self.pods_dir = pods_dir
+        self.find_pod = find_pod
+        self.running = running
+        self.list_pods = list_pods
+        self.address = address
+        self.port = port
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._logs)
+        app.router.add_get("/healthz", lambda _r: web.Response(text="ok"))
+        app.router.add_get("/pods", self._pods)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.address, self.port)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    async def stop(self) -> None:
+        if self._runner:
+            await self._runner.cleanup()
+
+    async def _pods(self, _request: web.Request) -> web.Response:
+        return web.json_response({"kind": "PodList", "apiVersion": "v1", "metadata": {},
+                                  "items": self.list_pods()})
+
+    async def _logs(self, request: web.Request) -> web.StreamResponse:
+        ns, name, container = (request.match_info[k] for k in ("namespace", "pod", "container"))
+        pod = self.find_pod(ns, name)
+        if pod is None:
+            return web.Response(status=404, text=f'pod "{name}" not found')
+        uid = pod["metadata"]["uid"]
+        q = request.query
+        opts = LogOptions(follow=q.get("follow") == "true", previous=q.get("previous") == "true",
+                          timestamps=q.get("timestamps") == "true",
+                          tail_lines=_int(q.get("tailLines")),
+                          since_seconds=_int(q.get("sinceSeconds")),
+                          since_time=q.get("sinceTime") or None,
+                          limit_bytes=_int(q.get("limitBytes")))
+        path = pick_log_file(pod_log_dir(self.pods_dir, ns, name, uid) / container, opts.previous)
+        if path is None:
+            if opts.previous:
+                text = (f'previous terminated container "{container}" in pod "{name}" not '
+                        "found")
+            else:
+                text = f'container "{container}" in pod "{name}" is waiting to start: ' \
+                       "ContainerCreating"
+            return web.Response(status=400, text=text)
+        response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        await response.prepare(request)
+        async for chunk in stream_log(path, opts, lambda: self.running(ns, name, container)):
+            await response.write(chunk)
+        await response.write_eof()
+        return response

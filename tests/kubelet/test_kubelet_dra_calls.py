@@ -1,0 +1,225 @@
+"""What the kubelet's DRA manager sends to a plugin and how it treats the answers.
+
+A fake plugin (a gRPC server built from the protocol definitions) records requests;
+claims come from a boundary fake of the API.
+"""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from kubelet_fakes import ClaimsAPI, claim
+
+from draemu.kubelet.dra.claiminfo import ClaimCache
+from draemu.kubelet.dra.manager import DRAError, DRAManager
+from draemu.kubelet.dra.plugins import DRAPluginManager
+from draemu.kubelet.proto import dra, rpc
+
+POD_UID = "pod-uid"
+
+
+def pod(*claims: tuple[str, str], uid: str = POD_UID) -> dict:
+    return {"metadata": {"name": "p", "namespace": "default", "uid": uid},
+            "spec": {"resourceClaims": [{"name": n, "resourceClaimName": c} for n, c in claims],
+                     "containers": [{"name": "ctr", "resources": {"claims": [
+                         {"name": n} for n, _ in claims]}}]}}
+
+
+class FakePlugin:
+    def __init__(self, version: dra.DRAVersion) -> None:
+        self.version = version
+        self.prepare_requests: list = []
+        self.unprepare_requests: list = []
+        self.answer = None  # callable(request) -> response, default: one device per claim
+        self.server: grpc.aio.Server | None = None
+
+    async def start(self, path: str) -> None:
+        v = self.version
+
+        async def prepare(request, _ctx):
+            self.prepare_requests.append(request)
+            if self.answer:
+                return self.answer(request)
+            resp = v.NodePrepareResourcesResponse()
+            for c in request.claims:
+                dev = resp.claims[c.uid].devices.add(
+                    request_names=["gpu"], pool_name="node-1", device_name="gpu-0",
+                    cdi_device_ids=[f"k8s.gpu.example.com/gpu={c.uid}"])
+                if v.has_share_id:
+                    dev.share_id = "share-1"
+            return resp
+
+        async def unprepare(request, _ctx):
+            self.unprepare_requests.append(request)
+            resp = v.NodeUnprepareResourcesResponse()
+            for c in request.claims:
+                resp.claims[c.uid].error = ""
+            return resp
+
+        self.server = grpc.aio.server(handlers=[rpc.dra_handler(v, prepare, unprepare)])
+        self.server.add_insecure_port(rpc.unix_target(path))
+        await self.server.start()
+
+    async def stop(self) -> None:
+        await self.server.stop(0)
+
+
+@pytest.fixture
+async def setup(tmp_path):
+    plugins = DRAPluginManager(ClaimsAPI(), "node-1", wipe_delay=3600)
+    fakes = []
+
+    async def make(version=dra.V1, claims=()):
+        plugin = FakePlugin(version)
+        path = str(tmp_path / f"dra-{len(fakes)}.sock")
+        await plugin.start(path)
+        fakes.append(plugin)
+        await plugins.register("gpu.example.com", path, [version.registration_name])
+        api = ClaimsAPI(list(claims))
+        manager = DRAManager(api, plugins, ClaimCache(tmp_path / "dra_manager_state"))
+        return plugin, manager
+
+    yield make
+    await plugins.stop()
+    for f in fakes:
+        await f.stop()
+
+
+async def test_prepare_sends_all_claims_of_a_pod_in_one_call(setup):
+    plugin, manager = await setup(claims=[claim("a", "uid-a"), claim("b", "uid-b")])
+    await manager.prepare_resources(pod(("x", "a"), ("y", "b")))
+    assert len(plugin.prepare_requests) == 1
+    sent = [(c.namespace, c.name, c.uid) for c in plugin.prepare_requests[0].claims]
+    assert sorted(sent) == [("default", "a", "uid-a"), ("default", "b", "uid-b")]
+
+
+async def test_prepared_claims_are_not_prepared_again_for_another_pod(setup):
+    shared = claim("a", "uid-a")
+    shared["status"]["reservedFor"].append({"resource": "pods", "name": "q", "uid": "pod-2"})
+    plugin, manager = await setup(claims=[shared])
+    await manager.prepare_resources(pod(("x", "a")))
+    await manager.prepare_resources(pod(("x", "a"), uid="pod-2"))
+    assert len(plugin.prepare_requests) == 1
+    assert manager.cache.claims["default/a"].pod_uids == {POD_UID, "pod-2"}
+
+
+async def test_cdi_ids_and_share_id_are_cached_per_container(setup):
+    _plugin, manager = await setup(claims=[claim("a", "uid-a")])
+    p = pod(("x", "a"))
+    await manager.prepare_resources(p)
+    assert manager.container_cdi_ids(p, p["spec"]["containers"][0]) == [
+        "k8s.gpu.example.com/gpu=uid-a"]
+    assert manager.cache.claims["default/a"].driver_state["gpu.example.com"][0].share_id == \
+        "share-1"
+
+
+async def test_v1beta1_plugin_is_called_on_the_v1beta1_service(setup):
+    plugin, manager = await setup(version=dra.V1BETA1, claims=[claim("a", "uid-a")])
+    await manager.prepare_resources(pod(("x", "a")))
+    assert len(plugin.prepare_requests) == 1
+    assert manager.cache.claims["default/a"].driver_state["gpu.example.com"][0].share_id is None
+
+
+async def test_unprepare_is_called_when_the_last_pod_goes(setup):
+    shared = claim("a", "uid-a")
+    shared["status"]["reservedFor"].append({"resource": "pods", "name": "q", "uid": "pod-2"})
+    plugin, manager = await setup(claims=[shared])
+    await manager.prepare_resources(pod(("x", "a")))
+    await manager.prepare_resources(pod(("x", "a"), uid="pod-2"))
+    await manager.unprepare_resources(POD_UID)
+    assert plugin.unprepare_requests == []
+    await manager.unprepare_resources("pod-2")
+    assert [c.uid for c in plugin.unprepare_requests[0].claims] == ["uid-a"]
+    assert manager.cache.claims == {}
+
+
+async def test_per_claim_error_fails_prepare_with_upstream_message(setup):
+    plugin, manager = await setup(claims=[claim("a", "uid-a")])
+
+    def fail(request):
+        resp = dra.V1.NodePrepareResourcesResponse()
+        resp.claims["uid-a"].error = "device is on fire"
+        return resp
+
+    plugin.answer = fail
+    with pytest.raises(DRAError, match="NodePrepareResources failed for ResourceClaim a: "
+                                       "device is on fire"):
+        await manager.prepare_resources(pod(("x", "a")))
+    assert manager.cache.claims["default/a"].prepared is False
+
+
+async def test_unknown_claim_uid_in_response_fails_prepare(setup):
+    plugin, manager = await setup(claims=[claim("a", "uid-a")])
+
+    def bogus(request):
+        resp = dra.V1.NodePrepareResourcesResponse()
+        resp.claims["uid-a"].error = ""
+        resp.claims["uid-zzz"].error = ""
+        return resp
+
+    plugin.answer = bogus
+    with pytest.raises(DRAError, match="returned result for unknown claim UID uid-zzz"):
+        await manager.prepare_resources(pod(("x", "a")))
+
+
+async def test_missing_claim_in_response_fails_prepare(setup):
+    plugin, manager = await setup(claims=[claim("a", "uid-a")])
+    plugin.answer = lambda request: dra.V1.NodePrepareResourcesResponse()
+    with pytest.raises(DRAError, match="NodePrepareResources skipped 1 ResourceClaims"):
+        await manager.prepare_resources(pod(("x", "a")))
+
+
+async def test_pod_not_in_reserved_for_is_refused_before_any_call(setup):
+    c = claim("a", "uid-a")
+    c["status"]["reservedFor"] = []
+    plugin, manager = await setup(claims=[c])
+    with pytest.raises(DRAError, match=r"pod p\(pod-uid\) is not allowed to use "
+                                       r"ResourceClaim a\(uid-a\)"):
+        await manager.prepare_resources(pod(("x", "a")))
+    assert plugin.prepare_requests == []
+
+
+async def test_unallocated_claim_is_refused(setup):
+    c = claim("a", "uid-a")
+    del c["status"]["allocation"]
+    plugin, manager = await setup(claims=[c])
+    with pytest.raises(DRAError, match="not allocated"):
+        await manager.prepare_resources(pod(("x", "a")))
+
+
+async def test_template_claim_must_be_listed_in_pod_status(setup):
+    _plugin, manager = await setup(claims=[])
+    p = {"metadata": {"name": "p", "namespace": "default", "uid": POD_UID},
+         "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}],
+                  "containers": []}}
+    with pytest.raises(DRAError, match="ResourceClaim not created yet"):
+        await manager.prepare_resources(p)
+
+
+async def test_template_claim_must_be_owned_by_the_pod(setup):
+    _plugin, manager = await setup(claims=[claim("p-gpu-abc", "uid-a")])
+    p = {"metadata": {"name": "p", "namespace": "default", "uid": POD_UID},
+         "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}],
+                  "containers": []},
+         "status": {"resourceClaimStatuses": [{"name": "gpu",
+                                               "resourceClaimName": "p-gpu-abc"}]}}
+    with pytest.raises(DRAError, match="pod is not owner"):
+        await manager.prepare_resources(p)
+
+
+async def test_unregistered_driver_is_refused(setup):
+    _plugin, manager = await setup(claims=[claim("a", "uid-a", driver="nic.example.com")])
+    with pytest.raises(DRAError, match="DRA driver nic.example.com is not registered"):
+        await manager.prepare_resources(pod(("x", "a")))
+
+
+async def test_checkpoint_survives_a_restart_with_claims_unprepared(setup, tmp_path):
+    _plugin, manager = await setup(claims=[claim("a", "uid-a")])
+    await manager.prepare_resources(pod(("x", "a")))
+    restored = ClaimCache(tmp_path / "dra_manager_state")
+    restored.load()
+    info = restored.claims["default/a"]
+    assert info.claim_uid == "uid-a" and info.pod_uids == {POD_UID}
+    assert info.prepared is False
+    assert info.driver_state["gpu.example.com"][0].cdi_device_ids == [
+        "k8s.gpu.example.com/gpu=uid-a"]
