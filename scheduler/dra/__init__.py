@@ -1,0 +1,13 @@
+"""The structured DRA allocator and the explanation of its decisions.
+
+    inv = Inventory(gates)                      # long-lived, fed by informer events
+    outcome = Allocator(inv).allocate(node, claims, in_flight=...)
+    outcome.results / outcome.unsatisfiable / outcome.error / outcome.explanation
+"""
+
+from draemu.scheduler.dra.allocator import AllocationOutcome, Allocator
+from draemu.scheduler.dra.explain import DeviceReport, Explanation, RequestReport
+from draemu.scheduler.dra.inventory import Inventory, claim_key
+
+__all__ = ["AllocationOutcome", "Allocator", "DeviceReport", "Explanation", "Inventory",
+           "RequestReport", "claim_key"]

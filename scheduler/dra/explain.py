@@ -1,0 +1,223 @@
+"""Why an allocation on a node came out as it did: per claim, request and device.
+
+Upstream reports only "cannot allocate all claims". This module keeps that shape for
+the scheduler and adds what a person needs: which selector was false (with the
+attribute values it saw), which device was in use, which taint was not tolerated,
+which counter or capacity ran out, which constraint clashed with which device, and
+which pools could not be used.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from draemu.scheduler.dra.model import Device, device_id_str
+from draemu.scheduler.dra.requests import AllocError, Spec
+
+if TYPE_CHECKING:
+    from draemu.scheduler.dra.allocator import _Search
+
+
+@dataclass
+class DeviceReport:
+    device: str
+    ok: bool
+    reason: str
+    seen: str = ""  # attribute values the failing selector looked at
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"device": self.device, "ok": self.ok, "reason": self.reason}
+        if self.seen:
+            out["seen"] = self.seen
+        return out
+
+
+@dataclass
+class RequestReport:
+    claim: str
+    request: str
+    device_class: str
+    needed: str
+    chosen: list[str] = field(default_factory=list)
+    devices: list[DeviceReport] = field(default_factory=list)
+
+    @property
+    def fitting(self) -> int:
+        return sum(d.ok for d in self.devices)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"claim": self.claim, "request": self.request, "deviceClass": self.device_class,
+                "needed": self.needed, "chosen": self.chosen,
+                "devices": [d.to_dict() for d in self.devices]}
+
+
+@dataclass
+class Explanation:
+    node: str
+    outcome: str
+    error: str | None
+    pools: list[str]
+    requests: list[RequestReport]
+    summary: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"node": self.node, "outcome": self.outcome, "summary": self.summary,
+                "pools": self.pools, "requests": [r.to_dict() for r in self.requests]}
+
+    def text(self) -> str:
+        mark = "✅" if self.outcome == "Allocated" else "❌"
+        lines = [f"{mark} node {self.node}: {self.outcome} — {self.summary}"]
+        lines += [f"    pool note: {p}" for p in self.pools]
+        for r in self.requests:
+            lines.append(f"  claim {r.claim}, request {r.request} (class {r.device_class}, "
+                         f"needs {r.needed}): {r.fitting} of {len(r.devices)} devices fit")
+            for d in r.devices:
+                icon = "✅" if d.device in r.chosen else ("☑️ " if d.ok else "❌")
+                seen = f" [{d.seen}]" if d.seen else ""
+                lines.append(f"    {icon} {d.device}: {d.reason}{seen}")
+        return "\n".join(lines)
+
+
+_REFERENCE = re.compile(
+    r"device\.(attributes|capacity)\[\s*[\"']([^\"']+)[\"']\s*\]"
+    r"(?:\s*\.\s*\??([A-Za-z_][A-Za-z0-9_]*)|\s*\[\s*\??\s*[\"']([^\"']+)[\"']\s*\])")
+
+
+def seen_values(expression: str, device: Device) -> str:
+    """The device's values for the attributes and capacities an expression names."""
+    parts: list[str] = []
+    if "device.driver" in expression:
+        parts.append(f"driver={device.id[0]}")
+    for kind, domain, dotted, indexed in _REFERENCE.findall(expression):
+        name = dotted or indexed
+        table = device.attributes if kind == "attributes" else device.raw.get("capacity") or {}
+        value = table.get(f"{domain}/{name}")
+        if value is None and domain == device.id[0]:
+            value = table.get(name)
+        label = f"{name}" if domain == device.id[0] else f"{domain}/{name}"
+        parts.append(f"{label}={_show(value)}")
+    return ", ".join(dict.fromkeys(parts))
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "<absent>"
+    if isinstance(value, dict):
+        for key in ("string", "int", "bool", "version", "value", "strings", "ints", "bools",
+                    "versions"):
+            if key in value:
+                v = value[key]
+                return f'"{v}"' if key == "string" else str(v).lower() if key == "bool" \
+                    else str(v)
+    return str(value)
+
+
+def _device_report(search: _Search, ci: int, spec: Spec, device: Device, usable: bool,
+                   pool_reason: str, chosen: set[str]) -> DeviceReport | None:
+    name = device_id_str(device.id)
+    if name in chosen:
+        return DeviceReport(name, True, "chosen")
+    if not usable:
+        return DeviceReport(name, False, pool_reason)
+    try:
+        reason = search.selectable(spec, device)
+    except AllocError as e:
+        return DeviceReport(name, False, e.message)
+    if reason == "not available on this node":
+        return None
+    if reason is not None:
+        expression = reason.split(": ", 1)[1] if ": " in reason else ""
+        return DeviceReport(name, False, reason, seen_values(expression, device))
+    reason = None
+    if not spec.admin and search.state.exclusive(device.id):
+        reason = "in use (allocated to another claim)"
+    if reason is None and search.features.consumable_capacity:
+        reason = search._capacity(spec, device)
+    if reason is None:
+        reason = search.taint_blocks(spec, device)
+    if reason is None and device.consumes:
+        if not search.features.partitionable_devices:
+            reason = "consumes counters, but DRAPartitionableDevices is disabled"
+        else:
+            pool = search._pool_of(device)
+            saved, search.counters_used = search.counters_used, {}
+            try:
+                reason = search.counters_short(device, pool)
+            finally:
+                search.counters_used = saved
+    if reason is None:
+        reason = search.rejections.get((id(spec), device.id))
+    if reason is not None:
+        return DeviceReport(name, False, reason)
+    return DeviceReport(name, True, "matches")
+
+
+def explain(search: _Search, error: str | None) -> Explanation:
+    pools = search.node_pools.pools if search.node_pools else []
+    notes = list(search.node_pools.notes) if search.node_pools else []
+    for p in pools:
+        if p.incomplete:
+            notes.append(f"pool {p.id} is incomplete (generation {p.generation} is still "
+                         "being published); its devices are not used")
+        elif p.invalid:
+            notes.append(f"pool {p.id} is invalid: {p.invalid}")
+    requests: list[RequestReport] = []
+    succeeded = error is None and all(c.chosen or not c.slots for c in search.claims) and \
+        search.claims
+    for ci, claim in enumerate(search.claims):
+        for slot in claim.slots:
+            options = [slot.options[slot.selected]] if succeeded else slot.options
+            for spec in options:
+                chosen = {device_id_str(c.device.id) for c in claim.chosen if c.spec is spec}
+                needed = "all" if spec.mode == "All" else str(spec.count)
+                report = RequestReport(claim.name, spec.name, spec.class_name, needed,
+                                       sorted(chosen))
+                for pool in pools:
+                    reason = "pool incomplete" if pool.incomplete else \
+                        f"pool invalid: {pool.invalid}" if pool.invalid else ""
+                    for device in pool.devices:
+                        r = _device_report(search, ci, spec, device, pool.usable, reason,
+                                           chosen)
+                        if r is not None:
+                            report.devices.append(r)
+                requests.append(report)
+    outcome = "Allocated" if error is None and succeeded else (
+        "Error" if error else "Unsatisfiable")
+    summary = error or _summary(search, requests, notes, outcome)
+    return Explanation(search.node_name, outcome, error, notes, requests, summary)
+
+
+def _summary(search: _Search, requests: list[RequestReport], notes: list[str],
+             outcome: str) -> str:
+    if outcome == "Allocated":
+        parts = [f"{r.claim} {r.request} → {', '.join(r.chosen)}" for r in requests if r.chosen]
+        return "allocated: " + "; ".join(parts) if parts else "nothing to allocate"
+    if not any(r.devices for r in requests):
+        extra = f" ({notes[0]})" if notes else ""
+        return f"cannot allocate all claims: no devices on node {search.node_name}{extra}"
+    for r in requests:
+        needed = len(r.devices) if r.needed == "all" else int(r.needed)
+        if r.fitting < max(needed, 1):
+            return f"cannot allocate all claims: claim {r.claim}, request {r.request}: " \
+                f"{r.fitting} of {len(r.devices)} devices fit, {r.needed} needed; " \
+                + _top_reasons(r)
+    constraint_reasons = [d.reason for r in requests for d in r.devices
+                          if d.reason.startswith("constraint")]
+    if constraint_reasons:
+        return "cannot allocate all claims: claim constraints cannot be met together: " + \
+            constraint_reasons[0]
+    return "cannot allocate all claims: the requests compete for the same devices " + \
+        "(not enough devices fit all of them at once)"
+
+
+def _top_reasons(r: RequestReport) -> str:
+    counts = Counter(_category(d.reason) for d in r.devices if not d.ok)
+    return ", ".join(f"{n} {reason}" for reason, n in counts.most_common(3))
+
+
+def _category(reason: str) -> str:
+    # Drop per-device detail so that equal causes group together.
+    return re.sub(r" \(needs [^)]*\)", "", reason)

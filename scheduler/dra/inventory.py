@@ -1,0 +1,140 @@
+"""The long-lived inputs of the allocator, updated incrementally from informer events:
+DeviceClasses, ResourceSlices (indexed by node and pool), DeviceTaintRules and the
+devices that allocated claims hold."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from draemu.features import FeatureGates
+from draemu.scheduler.dra.features import Features
+from draemu.scheduler.dra.model import DeviceID, Slice, build_slice
+from draemu.scheduler.dra.state import AllocatedState, Usage
+
+
+def claim_key(claim: dict[str, Any]) -> str:
+    meta = claim.get("metadata") or {}
+    ns, name = meta.get("namespace"), meta.get("name", "")
+    return f"{ns}/{name}" if ns else name
+
+
+class Inventory:
+    def __init__(self, gates: FeatureGates | None = None) -> None:
+        self.features = Features.from_gates(gates)
+        self.classes: dict[str, dict[str, Any]] = {}
+        self.slices: dict[str, Slice] = {}
+        self.by_node: dict[str, dict[str, Slice]] = {}
+        self.unbound: dict[str, Slice] = {}  # slices without nodeName
+        self.by_pool: dict[tuple[str, str], dict[str, Slice]] = {}
+        self.taint_rules: dict[str, dict[str, Any]] = {}
+        self.claims: dict[str, dict[str, Any]] = {}
+        self.state = AllocatedState()
+        self._usage: dict[str, Usage] = {}
+        self._order = 0
+        # Bumped on every slice change; caches of per-node pool gathering check it.
+        self.slice_epoch = 0
+        self._taint_cache: dict[DeviceID, list[dict[str, Any]]] = {}
+        self.pool_cache: dict[tuple[str, tuple[tuple[str, str], ...]], Any] = {}
+
+    # --- classes ---------------------------------------------------------------------
+
+    def set_class(self, obj: dict[str, Any]) -> None:
+        self.classes[(obj.get("metadata") or {}).get("name", "")] = obj
+
+    def remove_class(self, name: str) -> None:
+        self.classes.pop(name, None)
+
+    # --- slices ----------------------------------------------------------------------
+
+    def set_slice(self, obj: dict[str, Any]) -> None:
+        name = (obj.get("metadata") or {}).get("name", "")
+        self.remove_slice(name)
+        self._order += 1
+        s = build_slice(obj, self._order)
+        self.slices[name] = s
+        if s.node_name:
+            self.by_node.setdefault(s.node_name, {})[name] = s
+        else:
+            self.unbound[name] = s
+        self.by_pool.setdefault(s.pool_id, {})[name] = s
+        self._slices_changed()
+
+    def remove_slice(self, name: str) -> None:
+        s = self.slices.pop(name, None)
+        if s is None:
+            return
+        if s.node_name:
+            node = self.by_node.get(s.node_name, {})
+            node.pop(name, None)
+            if not node:
+                self.by_node.pop(s.node_name, None)
+        else:
+            self.unbound.pop(name, None)
+        pool = self.by_pool.get(s.pool_id, {})
+        pool.pop(name, None)
+        if not pool:
+            self.by_pool.pop(s.pool_id, None)
+        self._slices_changed()
+
+    def _slices_changed(self) -> None:
+        self.slice_epoch += 1
+        self.pool_cache.clear()
+        self._taint_cache.clear()
+
+    def slices_for_node(self, node_name: str) -> list[Slice]:
+        """Slices that may target the node: its own and those without nodeName."""
+        return [*self.by_node.get(node_name, {}).values(), *self.unbound.values()]
+
+    # --- taint rules -----------------------------------------------------------------
+
+    def set_taint_rule(self, obj: dict[str, Any]) -> None:
+        self.taint_rules[(obj.get("metadata") or {}).get("name", "")] = obj
+        self._taint_cache.clear()
+
+    def remove_taint_rule(self, name: str) -> None:
+        if self.taint_rules.pop(name, None) is not None:
+            self._taint_cache.clear()
+
+    def taints(self, device: Any) -> list[dict[str, Any]]:
+        """The device's own taints plus those DeviceTaintRules add to it."""
+        if not self.taint_rules or not self.features.device_taint_rules:
+            return device.own_taints
+        cached = self._taint_cache.get(device.id)
+        if cached is None:
+            cached = list(device.own_taints)
+            for name in sorted(self.taint_rules):
+                spec = self.taint_rules[name].get("spec") or {}
+                if _rule_selects(spec.get("deviceSelector"), device.id) and spec.get("taint"):
+                    cached.append(spec["taint"])
+            self._taint_cache[device.id] = cached
+        return cached
+
+    # --- claims ----------------------------------------------------------------------
+
+    def set_claim(self, obj: dict[str, Any]) -> None:
+        key = claim_key(obj)
+        self.remove_claim(key)
+        usage = Usage.of_claim(obj, self.features.consumable_capacity)
+        if usage is None:
+            return
+        self.claims[key] = obj
+        self._usage[key] = usage
+        self.state.add(usage)
+
+    def remove_claim(self, key: str) -> None:
+        usage = self._usage.pop(key, None)
+        self.claims.pop(key, None)
+        if usage is not None:
+            self.state.remove(usage)
+
+    def has_claim_usage(self, key: str) -> bool:
+        return key in self._usage
+
+
+def _rule_selects(selector: dict[str, Any] | None, device: DeviceID) -> bool:
+    # A missing selector selects nothing; an empty one selects every device.
+    if selector is None:
+        return False
+    driver, pool, name = device
+    return all(selector.get(k) in (None, v)
+               for k, v in (("driver", driver), ("pool", pool), ("device", name)))

@@ -1,0 +1,135 @@
+"""The allocator's typed view of ResourceSlices and their devices, built once per slice
+version from the v1 JSON and reused by every allocation attempt."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from draemu.api.quantity import Quantity, QuantityError
+from draemu.cel import CelDevice, CELRuntimeError
+
+DeviceID = tuple[str, str, str]  # driver, pool, device name
+
+
+def device_id_str(d: DeviceID) -> str:
+    return "/".join(d)
+
+
+def quantity(value: Any) -> Fraction:
+    """A quantity as an exact number; unparsable values read as 0 (validation's job)."""
+    if isinstance(value, dict):
+        value = value.get("value")
+    if value is None:
+        return Fraction(0)
+    try:
+        return Quantity.parse(value if isinstance(value, (int, float)) else str(value)).value
+    except QuantityError:
+        return Fraction(0)
+
+
+@dataclass(eq=False)
+class Capacity:
+    value: Fraction
+    policy: dict[str, Any] | None
+
+
+@dataclass(eq=False)
+class Device:
+    id: DeviceID
+    slice: Slice
+    raw: dict[str, Any]
+    capacity: dict[str, Capacity]
+    consumes: list[tuple[str, dict[str, Fraction]]]
+    allow_multiple: bool
+    binding_conditions: list[str]
+    binding_failure_conditions: list[str]
+    binds_to_node: bool
+    # CEL verdicts by expression; slice updates build new Device objects, so a verdict
+    # lives exactly as long as the slice generation it was computed for.
+    verdicts: dict[str, bool | CELRuntimeError] = field(default_factory=dict)
+    _cel: CelDevice | None = None
+
+    @property
+    def name(self) -> str:
+        return self.id[2]
+
+    @property
+    def attributes(self) -> dict[str, dict[str, Any]]:
+        return self.raw.get("attributes") or {}
+
+    @property
+    def own_taints(self) -> list[dict[str, Any]]:
+        return self.raw.get("taints") or []
+
+    def cel(self) -> CelDevice:
+        if self._cel is None:
+            self._cel = CelDevice({**self.raw, "pool": self.id[1]}, driver=self.id[0])
+        return self._cel
+
+
+@dataclass(eq=False)
+class Slice:
+    name: str
+    driver: str
+    pool: str
+    generation: int
+    count: int
+    node_name: str | None
+    node_selector: dict[str, Any] | None
+    all_nodes: bool
+    per_device: bool | None  # None when the field is unset
+    shared_counters: list[tuple[str, dict[str, Fraction]]]
+    devices: list[Device]
+    order: int  # arrival order, for stable sorting of equal names
+    has_binding_conditions: bool
+
+    @property
+    def pool_id(self) -> tuple[str, str]:
+        return (self.driver, self.pool)
+
+    @property
+    def is_counter_slice(self) -> bool:
+        return bool(self.shared_counters)
+
+
+def build_slice(obj: dict[str, Any], order: int) -> Slice:
+    spec = obj.get("spec") or {}
+    pool = spec.get("pool") or {}
+    counters = [(cs.get("name", ""),
+                 {k: quantity(v) for k, v in (cs.get("counters") or {}).items()})
+                for cs in spec.get("sharedCounters") or []]
+    s = Slice(
+        name=(obj.get("metadata") or {}).get("name", ""),
+        driver=spec.get("driver", ""),
+        pool=pool.get("name", ""),
+        generation=int(pool.get("generation") or 0),
+        count=int(pool.get("resourceSliceCount") or 0),
+        node_name=spec.get("nodeName") or None,
+        node_selector=spec.get("nodeSelector"),
+        all_nodes=bool(spec.get("allNodes")),
+        per_device=spec.get("perDeviceNodeSelection"),
+        shared_counters=counters,
+        devices=[],
+        order=order,
+        has_binding_conditions=False,
+    )
+    for raw in spec.get("devices") or []:
+        device = Device(
+            id=(s.driver, s.pool, raw.get("name", "")),
+            slice=s,
+            raw=raw,
+            capacity={k: Capacity(quantity(v), (v or {}).get("requestPolicy"))
+                      for k, v in (raw.get("capacity") or {}).items()},
+            consumes=[(c.get("counterSet", ""),
+                       {k: quantity(v) for k, v in (c.get("counters") or {}).items()})
+                      for c in raw.get("consumesCounters") or []],
+            allow_multiple=bool(raw.get("allowMultipleAllocations")),
+            binding_conditions=list(raw.get("bindingConditions") or []),
+            binding_failure_conditions=list(raw.get("bindingFailureConditions") or []),
+            binds_to_node=bool(raw.get("bindsToNode")),
+        )
+        s.devices.append(device)
+        s.has_binding_conditions = s.has_binding_conditions or bool(device.binding_conditions)
+    return s

@@ -1,0 +1,163 @@
+"""Which resource pools, slices and devices an allocation on one node can use (pool
+completeness, generations, validity) and in which order the search visits them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from draemu.scheduler.dra.inventory import Inventory
+from draemu.scheduler.dra.model import Device, Slice
+from draemu.scheduler.nodeselector import selector_matches
+
+
+class NodeSelectionError(Exception):
+    pass
+
+
+@dataclass(eq=False)
+class Pool:
+    driver: str
+    name: str
+    generation: int
+    slices: list[Slice] = field(default_factory=list)  # device slices targeting the node
+    other_slices: list[Slice] = field(default_factory=list)  # same generation, elsewhere
+    counter_sets: dict[str, dict[str, Fraction]] = field(default_factory=dict)
+    incomplete: bool = False
+    invalid: str = ""  # why the pool is invalid, empty when valid
+    has_binding_conditions: bool = False
+    devices: list[Device] = field(default_factory=list)  # candidates, in search order
+
+    @property
+    def id(self) -> str:
+        return f"{self.driver}/{self.name}"
+
+    @property
+    def usable(self) -> bool:
+        return not self.incomplete and not self.invalid
+
+
+@dataclass
+class NodePools:
+    pools: list[Pool]  # search order
+    notes: list[str]  # pools left out entirely (obsolete), for explanations
+
+
+def node_labels(node: dict[str, Any]) -> tuple[str, dict[str, str]]:
+    meta = node.get("metadata") or {}
+    return meta.get("name", ""), dict(meta.get("labels") or {})
+
+
+def node_matches(node_name: str, labels: dict[str, str], target_name: str | None,
+                 all_nodes: bool, selector: dict[str, Any] | None) -> bool:
+    if target_name:
+        return target_name == node_name
+    if all_nodes:
+        return True
+    if selector is not None:
+        if not isinstance(selector, dict) or not isinstance(
+                selector.get("nodeSelectorTerms", []), list):
+            raise NodeSelectionError("malformed node selector")
+        return selector_matches(selector, labels, node_name)
+    return False
+
+
+def device_matches_node(device: Device, node_name: str, labels: dict[str, str]) -> bool:
+    raw = device.raw
+    return node_matches(node_name, labels, raw.get("nodeName"), bool(raw.get("allNodes")),
+                        raw.get("nodeSelector"))
+
+
+def gather(inv: Inventory, node: dict[str, Any]) -> NodePools:
+    node_name, labels = node_labels(node)
+    key = (node_name, tuple(sorted(labels.items())))
+    cached = inv.pool_cache.get(key)
+    if cached is None:
+        cached = _gather(inv, node_name, labels)
+        inv.pool_cache[key] = cached
+    return cached
+
+
+def _relevant(s: Slice, node_name: str, labels: dict[str, str], partitionable: bool) -> bool:
+    if not partitionable and (s.per_device is not None or s.shared_counters):
+        return False
+    try:
+        if s.node_name or s.all_nodes or s.node_selector is not None:
+            return node_matches(node_name, labels, s.node_name, s.all_nodes, s.node_selector)
+        if s.per_device:
+            return any(device_matches_node(d, node_name, labels) for d in s.devices)
+    except NodeSelectionError as e:
+        raise NodeSelectionError(f"failed to perform node selection for slice {s.name}: {e}") \
+            from None
+    return False
+
+
+def _gather(inv: Inventory, node_name: str, labels: dict[str, str]) -> NodePools:
+    partitionable = inv.features.partitionable_devices
+    newest: dict[tuple[str, str], list[Slice]] = {}
+    for s in inv.slices_for_node(node_name):
+        if not _relevant(s, node_name, labels, partitionable):
+            continue
+        kept = newest.get(s.pool_id)
+        if kept is None or s.generation > kept[0].generation:
+            newest[s.pool_id] = [s]
+        elif s.generation == kept[0].generation:
+            kept.append(s)
+    pools: list[Pool] = []
+    notes: list[str] = []
+    for (driver, name), kept in newest.items():
+        generation = kept[0].generation
+        pool = Pool(driver, name, generation)
+        expected = kept[0].count
+        if len(kept) != expected:
+            everywhere = list(inv.by_pool.get((driver, name), {}).values())
+            if any(s.generation > generation for s in everywhere):
+                notes.append(f"pool {driver}/{name}: generation {generation} is obsolete, a "
+                             "newer one is being published")
+                continue
+            same = [s for s in everywhere if s.generation == generation]
+            if len(same) == expected:
+                kept_ids = {id(s) for s in kept}
+                pool.other_slices = [s for s in same if id(s) not in kept_ids]
+            else:
+                pool.incomplete = True
+        _classify(pool, kept, partitionable)
+        pools.append(pool)
+    # Search order: driver, pool name; pools with binding conditions last.
+    pools.sort(key=lambda p: (p.has_binding_conditions, p.driver, p.name))
+    return NodePools(pools, notes)
+
+
+def _classify(pool: Pool, kept: list[Slice], partitionable: bool) -> None:
+    slices = sorted(kept, key=lambda s: (s.name, s.order))
+    counter_slices = [s for s in [*slices, *pool.other_slices] if partitionable and
+                      s.is_counter_slice]
+    pool.slices = [s for s in slices if not (partitionable and s.is_counter_slice)]
+    for s in counter_slices:
+        for set_name, counters in s.shared_counters:
+            if set_name in pool.counter_sets:
+                pool.invalid = pool.invalid or f"counter set {set_name} is defined twice"
+            pool.counter_sets[set_name] = counters
+    seen: set[str] = set()
+    for s in pool.slices:
+        for d in s.devices:
+            if d.name in seen:
+                pool.invalid = pool.invalid or f"device {d.name} is listed twice"
+            seen.add(d.name)
+            pool.has_binding_conditions = pool.has_binding_conditions or \
+                bool(d.binding_conditions)
+    if partitionable:
+        for s in [*pool.slices, *pool.other_slices]:
+            if s.is_counter_slice:
+                continue
+            for d in s.devices:
+                for set_name, counters in d.consumes:
+                    known = pool.counter_sets.get(set_name)
+                    if known is None:
+                        pool.invalid = pool.invalid or \
+                            f"device {d.name} consumes unknown counter set {set_name}"
+                    elif any(c not in known for c in counters):
+                        pool.invalid = pool.invalid or \
+                            f"device {d.name} consumes an unknown counter of set {set_name}"
+    pool.devices = [d for s in pool.slices for d in s.devices]

@@ -1,0 +1,152 @@
+"""A claim's requests prepared for the search: classes looked up, counts known, gates
+checked, constraints built — with upstream's error messages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from draemu.scheduler.dra.constraints import Constraint, DistinctAttribute, MatchAttribute
+from draemu.scheduler.dra.features import Features
+from draemu.scheduler.dra.model import Device, quantity
+
+MAX_RESULTS = 32  # AllocationResultsMaxSize
+
+
+class AllocError(Exception):
+    """Allocation failed with an error. `node_local` errors only rule out this node."""
+
+    def __init__(self, message: str, *, node_local: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.node_local = node_local
+
+
+def claim_name(claim: dict[str, Any]) -> str:
+    meta = claim.get("metadata") or {}
+    ns, name = meta.get("namespace"), meta.get("name", "")
+    return f"{ns}/{name}" if ns else name
+
+
+@dataclass(eq=False)
+class Spec:
+    """One request with `exactly`, or one subrequest of `firstAvailable`."""
+
+    claim: int
+    request: str
+    sub: str | None
+    raw: dict[str, Any]
+    class_name: str
+    device_class: dict[str, Any]
+    mode: str
+    count: int
+    admin: bool
+    tolerations: list[dict[str, Any]]
+    capacity: dict[str, Fraction]
+    all_devices: list[Device] | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.request}/{self.sub}" if self.sub else self.request
+
+    @property
+    def class_selectors(self) -> list[str]:
+        return [s["cel"]["expression"] for s in
+                (self.device_class.get("spec") or {}).get("selectors") or []]
+
+    @property
+    def selectors(self) -> list[str]:
+        return [s["cel"]["expression"] for s in self.raw.get("selectors") or []]
+
+
+@dataclass(eq=False)
+class Slot:
+    """A request of a claim: its spec, or its subrequests in priority order."""
+
+    name: str
+    options: list[Spec]
+    first_available: bool
+    selected: int = 0
+
+
+@dataclass(eq=False)
+class ClaimState:
+    obj: dict[str, Any]
+    name: str
+    slots: list[Slot]
+    constraints: list[Constraint]
+    chosen: list[Any] = field(default_factory=list)
+
+
+def prepare_claim(index: int, claim: dict[str, Any], classes: dict[str, dict[str, Any]],
+                  features: Features) -> ClaimState:
+    c = claim_name(claim)
+    devices = (claim.get("spec") or {}).get("devices") or {}
+    slots: list[Slot] = []
+    for request in devices.get("requests") or []:
+        name = request.get("name", "")
+        subrequests = request.get("firstAvailable") or []
+        if subrequests and not features.prioritized_list:
+            raise AllocError(f"claim {c}, request {name}: has subrequests, but the "
+                             "DRAPrioritizedList feature is disabled")
+        if not features.consumable_capacity:
+            exact = request.get("exactly") or {}
+            if exact.get("capacity") is not None:
+                raise AllocError(f"claim {c}, request {name}: has capacity requests, but the "
+                                 "DRAConsumableCapacity feature is disabled")
+            for sub in subrequests:
+                if sub.get("capacity") is not None:
+                    raise AllocError(f"claim {c}, subrequest {sub.get('name', '')}: has "
+                                     "capacity requests, but the DRAConsumableCapacity "
+                                     "feature is disabled")
+        if subrequests:
+            options = [_spec(index, c, name, sub.get("name", ""), sub, classes, features)
+                       for sub in subrequests]
+            slots.append(Slot(name, options, True))
+        else:
+            raw = request.get("exactly") or {}
+            slots.append(Slot(name, [_spec(index, c, name, None, raw, classes, features)],
+                              False))
+    constraints: list[Constraint] = []
+    for i, raw in enumerate(devices.get("constraints") or []):
+        requests = list(raw.get("requests") or [])
+        if raw.get("matchAttribute"):
+            constraints.append(MatchAttribute(i, raw["matchAttribute"], requests,
+                                              features.list_type_attributes))
+        elif raw.get("distinctAttribute"):
+            constraints.append(DistinctAttribute(i, raw["distinctAttribute"], requests,
+                                                 features.list_type_attributes))
+        else:
+            raise AllocError(f"claim {c}, constraint #{i}: empty constraint (unsupported "
+                             "constraint type?)")
+    return ClaimState(claim, c, slots, constraints)
+
+
+def _spec(index: int, c: str, request: str, sub: str | None, raw: dict[str, Any],
+          classes: dict[str, dict[str, Any]], features: Features) -> Spec:
+    label = sub or request
+    for i, selector in enumerate(raw.get("selectors") or []):
+        if not isinstance(selector, dict) or not (selector.get("cel") or {}).get("expression"):
+            raise AllocError(f"claim {c}, request {label}, selector #{i}: CEL expression empty "
+                             "(unsupported selector type?)")
+    if "adminAccess" in raw and raw["adminAccess"] is not None and not features.admin_access:
+        raise AllocError(f"claim {c}, request {label}: admin access is requested, but the "
+                         "feature is disabled")
+    class_name = raw.get("deviceClassName") or ""
+    if not class_name:
+        raise AllocError(f"claim {c}, request {label}: missing device class name "
+                         "(unsupported request type?)")
+    device_class = classes.get(class_name)
+    if device_class is None:
+        raise AllocError(f"claim {c}, request {label}: could not retrieve device class "
+                         f"{class_name}: deviceclass.resource.k8s.io \"{class_name}\" not found")
+    mode = raw.get("allocationMode") or "ExactCount"
+    if mode not in ("ExactCount", "All"):
+        raise AllocError(f"claim {c}, request {label}: unsupported count mode {mode}")
+    count = int(raw.get("count") or 1) if mode == "ExactCount" and "count" not in raw \
+        else int(raw.get("count") or 0)
+    capacity = {k: quantity(v) for k, v in
+                ((raw.get("capacity") or {}).get("requests") or {}).items()}
+    return Spec(index, request, sub, raw, class_name, device_class, mode, count,
+                bool(raw.get("adminAccess")), list(raw.get("tolerations") or []), capacity)
