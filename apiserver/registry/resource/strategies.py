@@ -6,9 +6,8 @@ import copy
 import inspect
 from typing import Any
 
-from draemu.apiserver.registry.strategy import AGE, Column, Context, Obj, Strategy
-
 from draemu.api.errors import FieldError, Path, StatusError, forbidden, internal
+from draemu.apiserver.registry.strategy import AGE, Column, Context, Obj, Strategy
 
 from . import claims, classes, conversion, defaults, gates, poolstatus, slices, taintrules
 from .fields import obj
