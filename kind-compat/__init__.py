@@ -1,0 +1,2 @@
+"""kind-compat: a `kind` command that runs kind-style scripts against draemu clusters,
+with no container engine. Each "kind cluster" is a background `draemu up`."""
