@@ -167,13 +167,6 @@ class Strategy:
     def validate_status_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
         return []
 
-    async def admit(self, obj: Obj, old: Obj | None, ctx: Context) -> list[FieldError]:
-        """Checks that must read other objects through `ctx.lookup` (which may be a
-        coroutine function), e.g. a namespace's labels for DRA admin access. Called by
-        the handler after `validate*` on create (`old` is None), update and /status
-        update (`ctx.subresource`); its errors join the same 422 field-error list."""
-        return []
-
     def warnings(self, obj: Obj, ctx: Context) -> list[str]:
         """Warning headers to send for an accepted write."""
         return []

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import inspect
 from typing import Any
 
 from draemu.api.errors import FieldError, Path, StatusError, forbidden, internal
@@ -73,25 +72,23 @@ class ResourceStrategy(Strategy):
         return conversion.from_storage(self.kind, o, version)
 
 
-async def _namespace_allows_admin_access(ctx: Context, namespace: str) -> bool | FieldError:
-    """Whether the namespace carries `resource.kubernetes.io/admin-access: "true"`."""
+def _namespace_allows_admin_access(ctx: Context, namespace: str) -> bool | FieldError:
+    """Whether the namespace carries `resource.kubernetes.io/admin-access: "true"`
+    (`ctx.lookup` reads the apiserver's watch cache synchronously)."""
     if ctx.lookup is None:
         return True
     try:
         found = ctx.lookup("namespaces", "", "", namespace)
-        if inspect.isawaitable(found):
-            found = await found
     except (StatusError, OSError, LookupError) as e:  # unreadable: an internal error
         return internal(Path("metadata.namespace"), f"could not read namespace {namespace}: {e}")
     labels = obj(obj(obj(found).get("metadata")).get("labels"))
     return labels.get(claims.ADMIN_ACCESS_LABEL) == "true"
 
 
-async def _admin_access_errors(o: Obj, paths: list[Path], ctx: Context) -> list[FieldError]:
+def _admin_access_errors(o: Obj, paths: list[Path], ctx: Context) -> list[FieldError]:
     if not paths:
         return []
-    allowed = await _namespace_allows_admin_access(ctx, obj(o.get("metadata")).get("namespace",
-                                                                                   ""))
+    allowed = _namespace_allows_admin_access(ctx, obj(o.get("metadata")).get("namespace", ""))
     if isinstance(allowed, FieldError):
         return [allowed]
     if allowed:
@@ -167,23 +164,19 @@ class ResourceClaimStrategy(ResourceStrategy):
         gates.prune_device_statuses(status)
 
     def validate(self, o: Obj, ctx: Context) -> list[FieldError]:
-        return claims.claim_spec(obj(o.get("spec")), Path("spec"), ctx.gates)
+        spec = obj(o.get("spec"))
+        errors = claims.claim_spec(spec, Path("spec"), ctx.gates)
+        return errors + _admin_access_errors(o, claims.admin_access_paths(spec, Path("spec")),
+                                             ctx)
 
     def validate_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
         return claims.immutable(new.get("spec"), old.get("spec"), Path("spec"))
 
     def validate_status_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
-        return claims.claim_status_update(new, old)
-
-    async def admit(self, o: Obj, old: Obj | None, ctx: Context) -> list[FieldError]:
-        if ctx.subresource == "status" and old is not None:
-            paths = claims.new_result_admin_access_paths(obj(o.get("status")),
-                                                         obj(old.get("status")))
-        elif old is None:
-            paths = claims.admin_access_paths(obj(o.get("spec")), Path("spec"))
-        else:
-            paths = []  # the spec is immutable: nothing new to admit
-        return await _admin_access_errors(o, paths, ctx)
+        errors = claims.claim_status_update(new, old)
+        paths = claims.new_result_admin_access_paths(obj(new.get("status")),
+                                                     obj(old.get("status")))
+        return errors + _admin_access_errors(new, paths, ctx)
 
     def table_columns(self) -> list[Column]:
         name, age = super().table_columns()
@@ -211,17 +204,13 @@ class ResourceClaimTemplateStrategy(ResourceStrategy):
                          ctx.gates)
 
     def validate(self, o: Obj, ctx: Context) -> list[FieldError]:
-        return claims.template_spec(obj(o.get("spec")), Path("spec"), ctx.gates)
+        errors = claims.template_spec(obj(o.get("spec")), Path("spec"), ctx.gates)
+        spec = obj(obj(o.get("spec")).get("spec"))
+        return errors + _admin_access_errors(
+            o, claims.admin_access_paths(spec, Path("spec.spec")), ctx)
 
     def validate_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
         return claims.immutable(new.get("spec"), old.get("spec"), Path("spec"))
-
-    async def admit(self, o: Obj, old: Obj | None, ctx: Context) -> list[FieldError]:
-        if old is not None:
-            return []
-        spec = obj(obj(o.get("spec")).get("spec"))
-        return await _admin_access_errors(o, claims.admin_access_paths(spec, Path("spec.spec")),
-                                          ctx)
 
 
 # ResourceSlice ---------------------------------------------------------------------------

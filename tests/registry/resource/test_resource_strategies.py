@@ -214,33 +214,42 @@ def admin_claim() -> Obj:
 
 
 def namespace_lookup(labels: dict[str, str]) -> Any:
-    async def lookup(resource: str, group: str, namespace: str, name: str) -> Obj | None:
+    def lookup(resource: str, group: str, namespace: str, name: str) -> Obj | None:
         assert (resource, group, name) == ("namespaces", "", "default")
         return {"metadata": {"name": name, "labels": labels}}
     return lookup
 
 
-async def test_admin_access_needs_the_namespace_label() -> None:
+def test_admin_access_needs_the_namespace_label() -> None:
     ctx = Context(gates=FeatureGates(), lookup=namespace_lookup({}))
-    errors = await ResourceClaimStrategy().admit(admin_claim(), None, ctx)
+    errors = ResourceClaimStrategy().validate(admin_claim(), ctx)
     assert messages(errors) == [
         "spec.devices.requests[0].exactly.adminAccess: Forbidden: admin access to devices "
         "requires the `resource.kubernetes.io/admin-access: true` label on the containing "
         "namespace"]
 
 
-async def test_admin_access_is_allowed_in_a_labelled_namespace() -> None:
+def test_admin_access_is_allowed_in_a_labelled_namespace() -> None:
     ctx = Context(gates=FeatureGates(),
                   lookup=namespace_lookup({"resource.kubernetes.io/admin-access": "true"}))
-    assert await ResourceClaimStrategy().admit(admin_claim(), None, ctx) == []
+    assert ResourceClaimStrategy().validate(admin_claim(), ctx) == []
 
 
-async def test_template_admin_access_is_checked_under_spec_spec() -> None:
+def test_template_admin_access_is_checked_under_spec_spec() -> None:
     ctx = Context(gates=FeatureGates(), lookup=namespace_lookup({}))
     template = {"metadata": {"name": "t", "namespace": "default"},
                 "spec": {"spec": admin_claim()["spec"]}}
-    errors = await ResourceClaimTemplateStrategy().admit(template, None, ctx)
+    errors = ResourceClaimTemplateStrategy().validate(template, ctx)
     assert [e.field for e in errors] == ["spec.spec.devices.requests[0].exactly.adminAccess"]
+
+
+def test_new_allocation_with_admin_access_needs_the_namespace_label() -> None:
+    ctx = Context(gates=FeatureGates(), lookup=namespace_lookup({}))
+    new = allocated()
+    new["status"]["allocation"]["devices"]["results"][0]["adminAccess"] = True
+    errors = ResourceClaimStrategy().validate_status_update(new, fresh(CLAIM), ctx)
+    assert [(e.field, e.type) for e in errors] == [
+        ("status.allocation.devices.results[0].adminAccess", "Forbidden")]
 
 
 # Reads -----------------------------------------------------------------------------------
