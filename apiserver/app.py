@@ -1,0 +1,304 @@
+"""The aiohttp application: middlewares for the cross-cutting concerns (errors,
+metrics, authentication, in-flight limits) and one router for every path."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+import draemu
+from draemu.api.errors import StatusError, forbidden_error
+from draemu.apiserver import (
+    deletion,
+    discovery,
+    health,
+    openapi_serving,
+    patching,
+    rest_read,
+    rest_write,
+    reviews,
+    subresources,
+    watch,
+)
+from draemu.apiserver.auth import (
+    ANONYMOUS,
+    INSECURE_ADMIN,
+    PUBLIC_PATHS,
+    Attributes,
+    Authenticator,
+    Authorizer,
+    UserInfo,
+)
+from draemu.apiserver.codec import json_response, negotiate, parse_bool, status_response
+from draemu.apiserver.metrics import Metrics
+from draemu.apiserver.requestinfo import RequestInfo, parse
+from draemu.apiserver.resources import ResourceTable
+from draemu.apiserver.scope import Scope
+from draemu.apiserver.storage import Storage
+from draemu.features import FeatureGates
+from draemu.log import get_logger
+
+log = get_logger("apiserver")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+USER_KEY = "draemu.user"
+INFO_KEY = "draemu.requestinfo"
+
+_NOT_FOUND = "the server could not find the requested resource"
+_LONG_RUNNING = frozenset({"watch"})
+
+
+@dataclass
+class API:
+    """Everything the handlers share."""
+
+    table: ResourceTable
+    storage: Storage
+    gates: FeatureGates
+    authenticator: Authenticator
+    authorizer: Authorizer
+    insecure: bool
+    server_address: str
+    log_providers: subresources.LogProviders = field(default_factory=subresources.LogProviders)
+    metrics: Metrics = field(default_factory=Metrics)
+    max_readonly: int = 400
+    max_mutating: int = 200
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+
+    # Lookups for strategies (ctx.lookup): synchronous reads of the watch cache.
+    def lookup(self, resource: str, group: str, namespace: str, name: str) -> Any:
+        r = self.table.by_group_resource(group, resource)
+        if r is None:
+            return None
+        return self.storage.cache.get(r.key(namespace, name))
+
+    # Middlewares -----------------------------------------------------------------------------
+    @web.middleware
+    async def errors(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        started = time.perf_counter()
+        code = 500
+        try:
+            resp = await handler(request)
+            code = resp.status
+            return resp
+        except StatusError as e:
+            code = e.code
+            return status_response(e)
+        except web.HTTPException as e:
+            code = e.status
+            return status_response(StatusError(e.status, e.reason.replace(" ", ""), e.text or
+                                               e.reason))
+        except (ConnectionResetError, asyncio.CancelledError):
+            code = 499
+            raise
+        except Exception as e:  # noqa: BLE001 - every failure must answer a Status
+            log.exception("request failed", method=request.method, path=request.path)
+            return status_response(StatusError(500, "InternalError",
+                                               f"Internal error occurred: {e!r}"))
+        finally:
+            info: RequestInfo | None = request.get(INFO_KEY)
+            if info is not None and info.resource_request:
+                self.metrics.observe(info.verb.upper(), info.group, info.version,
+                                     info.resource, info.subresource,
+                                     "namespace" if info.namespace else "cluster", code,
+                                     time.perf_counter() - started)
+
+    @web.middleware
+    async def authenticate(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if self.insecure:
+            user = INSECURE_ADMIN
+        else:
+            ssl_object = request.transport.get_extra_info("ssl_object") \
+                if request.transport else None
+            found = self.authenticator.authenticate(ssl_object,
+                                                    request.headers.get("Authorization"))
+            if found is None:
+                if request.path not in PUBLIC_PATHS and not _health_path(request.path):
+                    raise StatusError(401, "Unauthorized", "Unauthorized")
+                found = ANONYMOUS
+            user = found
+        request[USER_KEY] = user
+        return await handler(request)
+
+    @web.middleware
+    async def limit_in_flight(self, request: web.Request, handler: Handler
+                              ) -> web.StreamResponse:
+        info = parse(request.method, request.path,
+                     _watch_flag(request.query.get("watch")))
+        request[INFO_KEY] = info
+        if info.verb in _LONG_RUNNING or info.subresource == "log":
+            return await handler(request)
+        kind = "readOnly" if info.verb in ("get", "list") else "mutating"
+        limit = self.max_readonly if kind == "readOnly" else self.max_mutating
+        if self.metrics.in_flight[kind] >= limit:
+            self.metrics.rejected[kind] += 1
+            raise StatusError(429, "TooManyRequests",
+                              "Too many requests, please try again later.",
+                              {"retryAfterSeconds": 1}, {"Retry-After": "1"})
+        self.metrics.in_flight[kind] += 1
+        try:
+            return await handler(request)
+        finally:
+            self.metrics.in_flight[kind] -= 1
+
+    def build(self) -> web.Application:
+        app = web.Application(middlewares=[self.errors, self.authenticate, self.limit_in_flight],
+                              client_max_size=4 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self.route)
+        self.metrics.gauges["apiserver_registered_watchers"] = lambda: {
+            (): float(self.storage.cache.watcher_count)}
+        self.metrics.gauges["apiserver_storage_objects"] = lambda: {
+            (("resource", prefix.split("/")[3] + "." + prefix.split("/")[2]),): float(n)
+            for prefix, n in self.storage.cache.object_counts().items()}
+        self.metrics.gauges["draemu_store_revision"] = lambda: {
+            (): float(self.storage.cache.revision)}
+        return app
+
+    # Routing ---------------------------------------------------------------------------------
+    async def route(self, request: web.Request) -> web.StreamResponse:
+        path = request.path
+        user: UserInfo = request[USER_KEY]
+        info: RequestInfo = request[INFO_KEY]
+        if not info.resource_request:
+            self._authorize(Attributes(user, info.verb, path=path.rstrip("/") or "/"), info)
+            return await self._non_resource(request, path)
+        return await self._resource(request, info, user)
+
+    def _authorize(self, attrs: Attributes, info: RequestInfo) -> None:
+        decision = self.authorizer.authorize(attrs)
+        if decision.allowed:
+            return
+        user = attrs.user.name
+        if not info.resource_request:
+            raise forbidden_error(f'forbidden: User "{user}" cannot {attrs.verb} path '
+                                  f'"{attrs.path}"')
+        what = attrs.resource + (f"/{attrs.subresource}" if attrs.subresource else "")
+        qualified = f"{attrs.resource}.{attrs.group}" if attrs.group else attrs.resource
+        where = f' in the namespace "{attrs.namespace}"' if attrs.namespace else \
+            " at the cluster scope"
+        subject = f'{qualified} "{attrs.name}" is forbidden' if attrs.name else \
+            f"{qualified} is forbidden"
+        raise forbidden_error(
+            f'{subject}: User "{user}" cannot {attrs.verb} resource "{what}" in API group '
+            f'"{attrs.group}"{where}',
+            {"name": attrs.name, **({"group": attrs.group} if attrs.group else {}),
+             "kind": attrs.resource})
+
+    async def _non_resource(self, request: web.Request, path: str) -> web.StreamResponse:
+        trimmed = path.rstrip("/") or "/"
+        if trimmed in ("/healthz", "/livez", "/readyz") or _health_path(trimmed):
+            return health.respond(request, trimmed, self.ready.is_set())
+        if trimmed == "/version":
+            return json_response(version_info())
+        if trimmed == "/metrics":
+            return web.Response(text=self.metrics.render(),
+                                content_type="text/plain", charset="utf-8")
+        if trimmed.startswith("/openapi/"):
+            return openapi_serving.respond(request, trimmed, self.table)
+        accept = negotiate(request.headers.get("Accept"))
+        parts = [p for p in trimmed.split("/") if p]
+        doc: Any = None
+        content_type = ""
+        if parts == ["api"]:
+            if accept.discovery_v2:
+                doc, content_type = discovery.aggregated(self.table, True), \
+                    discovery.V2_CONTENT_TYPE
+            else:
+                doc = discovery.api_versions(self.server_address)
+        elif parts == ["apis"]:
+            if accept.discovery_v2:
+                doc, content_type = discovery.aggregated(self.table, False), \
+                    discovery.V2_CONTENT_TYPE
+            else:
+                doc = discovery.api_group_list(self.table)
+        elif len(parts) == 2 and parts[0] == "api":
+            doc = discovery.api_resource_list(self.table, "", parts[1])
+        elif len(parts) == 2 and parts[0] == "apis":
+            doc = discovery.api_group(self.table, parts[1])
+        elif len(parts) == 3 and parts[0] == "apis":
+            doc = discovery.api_resource_list(self.table, parts[1], parts[2])
+        if doc is None:
+            raise StatusError(404, "NotFound", _NOT_FOUND, {})
+        resp = json_response(doc)
+        if content_type:
+            resp.headers["Content-Type"] = content_type
+        resp.headers["Vary"] = "Accept"
+        return resp
+
+    async def _resource(self, request: web.Request, info: RequestInfo, user: UserInfo
+                        ) -> web.StreamResponse:
+        resource = self.table.lookup(info.group, info.version, info.resource)
+        if resource is None:
+            raise StatusError(404, "NotFound", _NOT_FOUND, {})
+        namespace = info.namespace if resource.namespaced else ""
+        self._authorize(Attributes(user, info.verb, info.group, info.version, info.resource,
+                                   info.subresource, namespace, info.name, info.path), info)
+        sub = info.subresource
+        if sub and sub not in resource.strategy.subresources:
+            raise StatusError(404, "NotFound", _NOT_FOUND, {})
+        if resource.namespaced and not namespace and info.verb not in ("list", "watch"):
+            raise StatusError(404, "NotFound", _NOT_FOUND, {})
+        if not sub and info.verb not in resource.strategy.verbs:
+            raise StatusError(405, "MethodNotAllowed",
+                              "the server does not allow this method on the requested resource",
+                              {})
+        scope = Scope(request, info, resource, info.version, namespace, user,
+                      negotiate(request.headers.get("Accept")), self.gates, self.lookup)
+        storage = self.storage
+        if (resource.group, resource.name) in reviews.RESOURCES:
+            return await reviews.create(scope, self.authorizer)
+        verb = info.verb
+        if sub in ("", *rest_write.WHOLE_OBJECT_SUBRESOURCES):
+            if verb == "get":
+                return await rest_read.get(scope, storage)
+            if verb == "update":
+                return await rest_write.update(scope, storage)
+            if verb == "patch":
+                return await patching.patch(scope, storage)
+            if not sub:
+                if verb == "list":
+                    return await rest_read.list_(scope, storage)
+                if verb == "watch":
+                    return await watch.watch(scope, storage)
+                if verb == "create":
+                    return await rest_write.create(scope, storage)
+                if verb == "delete":
+                    return await deletion.delete(scope, storage)
+                if verb == "deletecollection":
+                    return await deletion.delete_collection(scope, storage)
+        elif sub == "scale":
+            return await subresources.scale(scope, storage)
+        elif sub == "binding" and verb == "create":
+            return await subresources.binding(scope, storage)
+        elif sub == "eviction" and verb == "create":
+            return await subresources.eviction(scope, storage)
+        elif sub == "log" and verb == "get":
+            return await subresources.pod_log(scope, storage, self.log_providers)
+        raise StatusError(405, "MethodNotAllowed",
+                          "the server does not allow this method on the requested resource", {})
+
+
+def _health_path(path: str) -> bool:
+    return path.startswith(("/healthz/", "/livez/", "/readyz/"))
+
+
+def _watch_flag(value: str | None) -> bool:
+    try:
+        return parse_bool(value, "watch")
+    except StatusError:
+        return False
+
+
+def version_info() -> dict[str, str]:
+    version = draemu.KUBERNETES_VERSION
+    major, minor = version.lstrip("v").split(".")[:2]
+    return {"major": major, "minor": minor, "emulationMajor": major, "emulationMinor": minor,
+            "minCompatibilityMajor": major, "minCompatibilityMinor": str(int(minor) - 1),
+            "gitVersion": version, "gitCommit": f"draemu-{draemu.__version__}",
+            "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z",
+            "goVersion": "go1.24.0", "compiler": "gc", "platform": "linux/amd64"}

@@ -1,0 +1,173 @@
+"""Authentication (x509 client certificates, bearer tokens) and authorization.
+
+Identities follow kube-apiserver: a client certificate's CN is the user and its O
+entries the groups; a token file is kube's CSV (`token,user,uid,"group1,group2"`).
+Every authenticated user is also in `system:authenticated`. Nodes authenticate as
+`system:node:<name>` in `system:nodes`, which `UserInfo.node_name` recognises so that
+a node authorizer can restrict them later.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import ssl
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+MASTERS = "system:masters"
+NODES = "system:nodes"
+AUTHENTICATED = "system:authenticated"
+NODE_PREFIX = "system:node:"
+
+# Paths anyone may read without credentials, as kube-apiserver's default RBAC allows
+# (system:public-info-viewer).
+PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
+
+
+@dataclass(frozen=True)
+class UserInfo:
+    name: str
+    uid: str = ""
+    groups: tuple[str, ...] = ()
+    extra: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def node_name(self) -> str | None:
+        """The node of a kubelet identity, else None."""
+        if self.name.startswith(NODE_PREFIX) and NODES in self.groups:
+            return self.name[len(NODE_PREFIX):]
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"username": self.name}
+        if self.uid:
+            out["uid"] = self.uid
+        if self.groups:
+            out["groups"] = list(self.groups)
+        if self.extra:
+            out["extra"] = self.extra
+        return out
+
+
+ANONYMOUS = UserInfo("system:anonymous", groups=("system:unauthenticated",))
+# The identity of requests on the loopback-only plain-HTTP endpoint.
+INSECURE_ADMIN = UserInfo("system:admin", groups=(MASTERS, AUTHENTICATED))
+
+
+def _with_authenticated(groups: list[str]) -> tuple[str, ...]:
+    return tuple(groups) if AUTHENTICATED in groups else (*groups, AUTHENTICATED)
+
+
+def user_from_peercert(peercert: dict[str, Any] | None) -> UserInfo | None:
+    """The identity in a verified client certificate (ssl's `getpeercert()` form)."""
+    if not peercert:
+        return None
+    name = ""
+    groups: list[str] = []
+    for rdn in peercert.get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                name = value
+            elif key == "organizationName":
+                groups.append(value)
+    if not name:
+        return None
+    return UserInfo(name, groups=_with_authenticated(groups))
+
+
+class TokenFileError(ValueError):
+    pass
+
+
+def load_token_file(path: Path) -> dict[str, UserInfo]:
+    """Parse kube's static token file: `token,user,uid[,"group1,group2"]` per line."""
+    tokens: dict[str, UserInfo] = {}
+    text = Path(path).read_text()
+    for lineno, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+        if not row or (len(row) == 1 and not row[0].strip()) or row[0].startswith("#"):
+            continue
+        if len(row) < 3:
+            raise TokenFileError(f"token file {path}, line {lineno}: expected at least 3 "
+                                 f"columns (token,user,uid), got {len(row)}")
+        token, user, uid = (c.strip() for c in row[:3])
+        if not token or not user:
+            raise TokenFileError(f"token file {path}, line {lineno}: token and user must "
+                                 "not be empty")
+        groups = [g.strip() for g in row[3].split(",") if g.strip()] if len(row) > 3 else []
+        tokens[token] = UserInfo(user, uid=uid, groups=_with_authenticated(groups))
+    return tokens
+
+
+class Authenticator:
+    """Finds who sent a request: client certificate first, then a bearer token."""
+
+    def __init__(self, tokens: dict[str, UserInfo] | None = None) -> None:
+        self.tokens = dict(tokens or {})
+
+    def authenticate(self, ssl_object: ssl.SSLObject | None,
+                     authorization: str | None) -> UserInfo | None:
+        if ssl_object is not None:
+            user = user_from_peercert(ssl_object.getpeercert())
+            if user is not None:
+                return user
+        if authorization:
+            scheme, _, token = authorization.partition(" ")
+            if scheme.lower() == "bearer" and token.strip():
+                return self.tokens.get(token.strip())
+        return None
+
+
+@dataclass(frozen=True)
+class Attributes:
+    """What a request wants to do, as kube's authorizer sees it."""
+
+    user: UserInfo
+    verb: str
+    group: str = ""
+    version: str = ""
+    resource: str = ""
+    subresource: str = ""
+    namespace: str = ""
+    name: str = ""
+    path: str = ""
+
+    @property
+    def resource_request(self) -> bool:
+        return bool(self.resource)
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    reason: str = ""
+
+
+class Authorizer(Protocol):
+    def authorize(self, attrs: Attributes) -> Decision: ...
+
+
+class DefaultAuthorizer:
+    """system:masters may do anything; nodes too for now (a node authorizer restricts
+    them in a later step); public paths are open to everyone; anyone authenticated may
+    review itself (SelfSubjectAccessReview / SelfSubjectReview) and read discovery."""
+
+    _SELF_REVIEWS = frozenset({"selfsubjectaccessreviews", "selfsubjectreviews",
+                               "selfsubjectrulesreviews"})
+
+    def authorize(self, attrs: Attributes) -> Decision:
+        user = attrs.user
+        if MASTERS in user.groups:
+            return Decision(True, "system:masters")
+        if user.node_name is not None:
+            return Decision(True, "node")
+        if not attrs.resource_request:
+            if attrs.path in PUBLIC_PATHS:
+                return Decision(True, "public")
+            if AUTHENTICATED in user.groups and attrs.verb == "get":
+                return Decision(True, "discovery")
+        elif attrs.resource in self._SELF_REVIEWS and attrs.verb == "create" \
+                and AUTHENTICATED in user.groups:
+            return Decision(True, "self review")
+        return Decision(False, "")

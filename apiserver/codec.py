@@ -1,0 +1,219 @@
+"""Wire formats: request bodies in, JSON out, content negotiation, query parsing.
+
+Lenient where real clients need it (client-compat.md): no Content-Type means JSON,
+YAML is accepted, bool parameters parse like Go's `strconv.ParseBool`. Responses are
+compact JSON with `Content-Type: application/json` exactly (lightkube checks it).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from draemu.api.errors import StatusError, bad_request
+
+JSON = "application/json"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+MAX_BODY = 3 * 1024 * 1024
+
+_TRUE = {"1", "t", "T", "TRUE", "true", "True"}
+_FALSE = {"0", "f", "F", "FALSE", "false", "False"}
+
+
+def dumps(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None
+                  ) -> web.Response:
+    resp = web.Response(body=dumps(obj), status=status, headers=headers)
+    # Set after construction: aiohttp would otherwise append "; charset=utf-8".
+    resp.headers["Content-Type"] = JSON
+    return resp
+
+
+def status_response(err: StatusError) -> web.Response:
+    resp = json_response(err.status(), err.code)
+    for name, value in err.headers.items():
+        resp.headers[name] = value
+    return resp
+
+
+def parse_bool(value: str | None, name: str) -> bool:
+    """Go's strconv.ParseBool, as the apiserver parses query parameters."""
+    if value is None or value == "":
+        return False
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise bad_request(f'strconv.ParseBool: parsing "{value}": invalid syntax ({name})')
+
+
+def parse_int(value: str | None, name: str) -> int | None:
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise bad_request(f'strconv.ParseInt: parsing "{value}": invalid syntax ({name})') \
+            from None
+
+
+def media_type(content_type: str | None) -> str:
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+def _unsupported(ctype: str, accepted: list[str]) -> StatusError:
+    return StatusError(415, "UnsupportedMediaType",
+                       f'the body of the request was in an unknown format - accepted media '
+                       f'types include: {", ".join(accepted)}')
+
+
+BODY_TYPES = [JSON, "application/yaml"]
+
+
+async def read_body(request: web.Request) -> bytes:
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        raise too_large()
+    data = bytearray()
+    async for chunk in request.content.iter_chunked(65536):
+        data += chunk
+        if len(data) > MAX_BODY:
+            raise too_large()
+    return bytes(data)
+
+
+def too_large() -> StatusError:
+    return StatusError(413, "RequestEntityTooLarge",
+                       "Request entity too large: limit is 3145728")
+
+
+_YAML_TYPES = frozenset({"application/yaml", "text/yaml", "application/x-yaml"})
+
+
+def decode(raw: bytes, content_type: str | None, accepted: list[str] | None = None) -> Any:
+    """Decode a JSON or YAML body; no Content-Type means JSON (as upstream)."""
+    ctype = media_type(content_type) or JSON
+    if ctype in _YAML_TYPES:
+        ctype = "application/yaml"
+    accepted = accepted or BODY_TYPES
+    if ctype not in accepted:
+        raise _unsupported(ctype, accepted)
+    if not raw.strip():
+        raise bad_request("the body of the request was empty")
+    if ctype.endswith("yaml"):
+        try:
+            return yaml.safe_load(raw)
+        except yaml.YAMLError as e:
+            raise bad_request(f"error converting YAML to JSON: {e}") from None
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        # Clients sometimes send YAML with a JSON type; YAML is a superset of JSON.
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError:
+            raise bad_request(f"couldn't get version/kind; json parse error: {e}") from None
+        if isinstance(value, (dict, list)):
+            return value
+        raise bad_request(f"couldn't get version/kind; json parse error: {e}") from None
+
+
+@dataclass(frozen=True)
+class Accept:
+    """What the client asked to receive."""
+
+    table: str = ""  # "v1" or "v1beta1" when a meta.k8s.io Table is wanted
+    discovery_v2: bool = False
+    partial_metadata: str = ""  # version when PartialObjectMetadata(List) is wanted
+
+
+def negotiate(accept_header: str | None) -> Accept:
+    """Walk the Accept list in order; the first range we can serve decides."""
+    for item in (accept_header or "").split(","):
+        parts = [p.strip() for p in item.split(";")]
+        mtype = parts[0].lower()
+        params: dict[str, str] = {}
+        for p in parts[1:]:
+            k, _, v = p.partition("=")
+            params[k.strip().lower()] = v.strip()
+        if mtype not in (JSON, "*/*", "application/*", PROTOBUF, "application/yaml"):
+            continue
+        if mtype == PROTOBUF:
+            continue  # protobuf-first Accepts get JSON: skip to the next range
+        as_ = params.get("as", "")
+        if not as_:
+            return Accept()
+        if as_ == "Table" and params.get("g") == "meta.k8s.io" \
+                and params.get("v") in ("v1", "v1beta1"):
+            return Accept(table=params["v"])
+        if as_ == "APIGroupDiscoveryList" and params.get("g") == "apidiscovery.k8s.io" \
+                and params.get("v") == "v2" and not params.get("profile"):
+            return Accept(discovery_v2=True)
+        if as_ in ("PartialObjectMetadata", "PartialObjectMetadataList") \
+                and params.get("g") == "meta.k8s.io" and params.get("v") in ("v1", "v1beta1"):
+            return Accept(partial_metadata=params["v"])
+    return Accept()
+
+
+def now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+def format_time(t: datetime.datetime) -> str:
+    """metav1.Time: second precision, UTC, `Z`."""
+    return t.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: str) -> datetime.datetime | None:
+    """RFC 3339 with fractions and offsets, as clients send it."""
+    if not isinstance(text, str) or not text:
+        return None
+    value = text.strip()
+    if value.endswith(("Z", "z")):
+        value = value[:-1] + "+00:00"
+    try:
+        t = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=datetime.UTC)
+    return t
+
+
+def human_duration(seconds: float) -> str:
+    """kube's duration.HumanDuration, the age format of `kubectl get`."""
+    s = int(seconds)
+    if s < -1:
+        return "<invalid>"
+    if s < 0:
+        return "0s"
+    if s < 120:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        rest = s % 60
+        return f"{minutes}m" if rest == 0 else f"{minutes}m{rest}s"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = s // 3600
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h" if rest == 0 else f"{hours}h{rest}m"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        rest = hours % 24
+        return f"{hours // 24}d" if rest == 0 else f"{hours // 24}d{rest}h"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        days = (hours // 24) % 365
+        return f"{hours // 24 // 365}y" if days == 0 else f"{hours // 24 // 365}y{days}d"
+    return f"{hours // 24 // 365}y"

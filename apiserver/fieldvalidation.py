@@ -1,0 +1,45 @@
+"""`fieldValidation`: what to do with fields the kind's schema does not know.
+
+Strict → 400 naming every unknown field; Warn (the server default) → drop them and
+send one Warning header each; Ignore → drop them silently. The schemas and the
+detection live in `draemu.openapi.schemas`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from draemu.api.errors import StatusError, bad_request
+from draemu.apiserver.scope import Scope
+
+Obj = dict[str, Any]
+
+DIRECTIVES = ("Ignore", "Warn", "Strict")
+
+
+def directive(scope: Scope) -> str:
+    value = scope.query.get("fieldValidation") or "Warn"
+    if value not in DIRECTIVES:
+        raise bad_request(f'fieldValidation: Unsupported value: "{value}": supported '
+                          'values: "Ignore", "Strict", "Warn"')
+    return value
+
+
+def check(scope: Scope, obj: Obj, mode: str) -> Obj:
+    """Apply `mode` to `obj` (in the request's version); returns the object to use."""
+    from draemu.openapi import schemas
+
+    group, version, kind = scope.resource.group, scope.version, scope.resource.kind
+    if not schemas.has_kind(group, version, kind):
+        return obj
+    unknown = schemas.unknown_fields(group, version, kind, obj)
+    if not unknown:
+        return obj
+    messages = [schemas.strict_message(path) for path in unknown]
+    if mode == "Strict":
+        raise StatusError(400, "BadRequest",
+                          f'{kind} in version "{version}" cannot be handled as a {kind}: '
+                          f'strict decoding error: {", ".join(messages)}')
+    if mode == "Warn":
+        scope.warnings.extend(messages)
+    return schemas.prune(group, version, kind, obj)

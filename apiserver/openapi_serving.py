@@ -1,0 +1,81 @@
+"""/openapi/v3 (index with hashes, per-group-version documents) and /openapi/v2, built
+by `draemu.openapi` from the served kinds' schemas and cached for the server's life.
+
+A document URL with the current `?hash=` is immutable (kubectl caches it); a stale
+hash redirects to the current URL, as upstream does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import cache
+from typing import Any
+
+from aiohttp import web
+
+from draemu.api.errors import StatusError
+from draemu.apiserver.codec import dumps
+from draemu.apiserver.resources import ResourceTable
+
+_IMMUTABLE = {"Cache-Control": "public, immutable", "Expires": "Thu, 31 Dec 2099 00:00:00 GMT"}
+
+
+def _not_found() -> StatusError:
+    return StatusError(404, "NotFound", "the server could not find the requested resource", {})
+
+
+@cache
+def _documents(table: ResourceTable) -> dict[str, tuple[bytes, str]]:
+    """'api/v1' / 'apis/<g>/<v>' -> (JSON document, hash)."""
+    from draemu import openapi
+
+    strategies = [r.strategy for r in table.resources]
+    out: dict[str, tuple[bytes, str]] = {}
+    for group, versions in table.groups().items():
+        for version in versions:
+            doc = openapi.openapi_v3_document(group, version, strategies)
+            body = dumps(doc)
+            key = f"apis/{group}/{version}" if group else f"api/{version}"
+            out[key] = (body, hashlib.sha512(body).hexdigest().upper())
+    return out
+
+
+@cache
+def _v2(table: ResourceTable) -> bytes:
+    from draemu import openapi
+
+    return dumps(openapi.openapi_v2_document([r.strategy for r in table.resources]))
+
+
+def _json(body: bytes, headers: dict[str, str] | None = None) -> web.Response:
+    resp = web.Response(body=body, headers=headers)
+    resp.headers["Content-Type"] = "application/json"
+    return resp
+
+
+def respond(request: web.Request, path: str, table: ResourceTable) -> web.Response:
+    if path == "/openapi/v3":
+        index: dict[str, Any] = {"paths": {
+            key: {"serverRelativeURL": f"/openapi/v3/{key}?hash={digest}"}
+            for key, (_, digest) in sorted(_documents(table).items())}}
+        return _json(dumps(index))
+    if path.startswith("/openapi/v3/"):
+        key = path[len("/openapi/v3/"):]
+        found = _documents(table).get(key)
+        if found is None:
+            raise _not_found()
+        body, digest = found
+        asked = request.query.get("hash")
+        if asked and asked != digest:
+            return web.Response(status=301,
+                                headers={"Location": f"/openapi/v3/{key}?hash={digest}"})
+        return _json(body, {**_IMMUTABLE, "ETag": f'"{digest}"'} if asked else
+                     {"ETag": f'"{digest}"'})
+    if path == "/openapi/v2":
+        accept = request.headers.get("Accept", "")
+        if "protobuf" in accept and "json" not in accept:
+            # kubectl <= 1.28 can only parse the protobuf form, which is not served: a
+            # 404 lets it fall back (or fail clearly) instead of misparsing JSON.
+            raise _not_found()
+        return _json(_v2(table))
+    raise _not_found()

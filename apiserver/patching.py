@@ -1,0 +1,159 @@
+"""PATCH: JSON patch, JSON merge patch, strategic merge patch and server-side apply.
+
+The patch algorithms are the patch library's (`draemu.apiserver.patch`); this module
+is the HTTP side: content types, options, the read-patch-write loop, preconditions,
+unknown fields and SSA's create-on-apply and conflicts.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from aiohttp import web
+
+from draemu.api.errors import StatusError, bad_request, conflict
+from draemu.apiserver import fieldvalidation, managedfields
+from draemu.apiserver.codec import decode, media_type, read_body
+from draemu.apiserver.rest_write import create_object, run_update, to_storage
+from draemu.apiserver.scope import Scope
+from draemu.apiserver.storage import MODIFIED, Storage
+
+Obj = dict[str, Any]
+
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC = "application/strategic-merge-patch+json"
+APPLY = "application/apply-patch+yaml"
+PATCH_TYPES = [JSON_PATCH, MERGE_PATCH, APPLY, STRATEGIC]
+
+
+def _library() -> Any:
+    from draemu.apiserver import patch
+
+    return patch
+
+
+def _unsupported(ctype: str) -> StatusError:
+    return StatusError(415, "UnsupportedMediaType",
+                       f'the body of the request was in an unknown format - accepted media '
+                       f'types include: {", ".join(PATCH_TYPES)}')
+
+
+def _schema_ref(scope: Scope) -> Any:
+    from draemu.openapi import schemas
+
+    return schemas.patch_meta(scope.resource.group, scope.version, scope.resource.kind)
+
+
+def apply_patch(scope: Scope, ctype: str, current: Obj, patch: Any) -> Obj:
+    lib = _library()
+    if ctype == JSON_PATCH:
+        if not isinstance(patch, list):
+            raise bad_request("json: cannot unmarshal object into Go value of type "
+                              "jsonpatch.Patch")
+        return lib.apply_json_patch(current, patch)
+    if not isinstance(patch, dict):
+        raise bad_request("json: cannot unmarshal array into Go value of type "
+                          "map[string]interface {}")
+    if ctype == MERGE_PATCH:
+        return lib.apply_merge_patch(current, patch)
+    return lib.apply_strategic_merge_patch(current, patch, _schema_ref(scope))
+
+
+def _check_precondition(scope: Scope, patched: Obj, old: Obj) -> None:
+    rv = str((patched.get("metadata") or {}).get("resourceVersion") or "")
+    if rv and rv != old["metadata"]["resourceVersion"]:
+        raise conflict(scope.resource.name, scope.resource.group, scope.name, MODIFIED)
+
+
+def _patch_pins_rv(patch: Any) -> bool:
+    if isinstance(patch, dict):
+        return bool((patch.get("metadata") or {}).get("resourceVersion"))
+    if isinstance(patch, list):
+        return any(isinstance(op, dict) and op.get("path") == "/metadata/resourceVersion"
+                   for op in patch)
+    return False
+
+
+def _apply_conflict(scope: Scope, conflicts: list[Any]) -> StatusError:
+    """409 with one FieldManagerConflict cause per conflicting field."""
+    causes = []
+    lines = []
+    for c in conflicts:
+        manager = c.get("manager") if isinstance(c, dict) else getattr(c, "manager", "")
+        field = c.get("field") if isinstance(c, dict) else getattr(c, "field", "")
+        message = f'conflict with "{manager}"'
+        causes.append({"reason": "FieldManagerConflict", "message": message, "field": field})
+        lines.append(f"{message}: {field}")
+    n = len(conflicts)
+    noun = "conflict" if n == 1 else "conflicts"
+    text = f"Apply failed with {n} {noun}: " + (lines[0] if n == 1 else "\n".join(lines))
+    details: Obj = {"name": scope.name}
+    if scope.resource.group:
+        details["group"] = scope.resource.group
+    details["kind"] = scope.resource.name
+    details["causes"] = causes
+    return StatusError(409, "Conflict", text, details)
+
+
+def _ssa(scope: Scope, live: Obj | None, applied: Obj, manager: str, force: bool) -> Obj:
+    obj, conflicts = _library().server_side_apply(
+        live, applied, manager, force, api_version=scope.api_version,
+        schema=_schema_ref(scope))
+    if conflicts:
+        raise _apply_conflict(scope, conflicts)
+    return obj
+
+
+async def patch(scope: Scope, storage: Storage) -> web.Response:
+    ctype = media_type(scope.request.headers.get("Content-Type"))
+    if ctype not in PATCH_TYPES:
+        raise _unsupported(ctype)
+    raw = await read_body(scope.request)
+    body = decode(raw, APPLY if ctype == APPLY else "application/json",
+                  accepted=["application/json", APPLY])
+    dry_run = scope.dry_run()
+    mode = fieldvalidation.directive(scope)
+    is_apply = ctype == APPLY
+    if is_apply and not scope.query.get("fieldManager"):
+        raise StatusError(422, "Invalid", 'PatchOptions.meta.k8s.io "" is invalid: '
+                          "fieldManager: Required value: is required for apply patch")
+    if not is_apply and scope.query.get("force") not in (None, ""):
+        raise StatusError(422, "Invalid", 'PatchOptions.meta.k8s.io "" is invalid: force: '
+                          "Forbidden: may not be specified for non-apply patch")
+    force = scope.flag("force")
+    manager = managedfields.manager(scope)
+    if is_apply:
+        if not isinstance(body, dict):
+            raise bad_request("apply patch must be an object")
+        scope.check_type_meta(body)
+        body = fieldvalidation.check(scope, body, mode)
+        existing = await storage.get_latest(scope.resource, scope.namespace, scope.name)
+        if existing is None and scope.subresource == "":
+            meta = body.setdefault("metadata", {})
+            meta["name"] = meta.get("name") or scope.name
+            if scope.resource.namespaced:
+                meta["namespace"] = meta.get("namespace") or scope.namespace
+            obj = _ssa(scope, None, body, manager, force)
+            created = await create_object(scope, storage, obj, dry_run=dry_run,
+                                          manager=manager, operation="Apply")
+            return scope.respond(scope.out(created), 201)
+
+    async def propose(old: Obj) -> Obj:
+        current = copy.deepcopy(scope.out(old))
+        if is_apply:
+            patched = _ssa(scope, current, body, manager, force)
+        else:
+            patched = apply_patch(scope, ctype, current, body)
+            if not isinstance(patched, dict):
+                raise bad_request("the patched object is not an object")
+            patched = fieldvalidation.check(scope, patched, mode)
+        _check_precondition(scope, patched, old)
+        scope.check_type_meta(patched)
+        return to_storage(scope, patched)
+
+    result = await run_update(scope, storage, propose, dry_run=dry_run, manager=manager,
+                              pinned=_patch_pins_rv(body),
+                              operation="Apply" if is_apply else "Update")
+    return scope.respond(scope.out(result))

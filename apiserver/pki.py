@@ -1,0 +1,191 @@
+"""The apiserver's certificates: a CA, a serving certificate and client certificates.
+
+Everything is made with `cryptography` (ECDSA P-256: small and fast to generate, and
+accepted by Go's TLS stack) and kept as PEM files in the data directory, so a restart
+on the same directory keeps the CA that existing kubeconfigs trust.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+_VALIDITY = datetime.timedelta(days=3650)
+_CLIENT_VALIDITY = datetime.timedelta(days=365)
+
+
+@dataclass(frozen=True)
+class KeyPair:
+    cert_pem: bytes
+    key_pem: bytes
+
+
+def _new_key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
+def _name(common_name: str, organizations: list[str] | tuple[str, ...] = ()) -> x509.Name:
+    attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
+    attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
+    return x509.Name(attrs)
+
+
+def _now() -> datetime.datetime:
+    # Back-date a little so that clients with a slightly late clock accept new certs.
+    return datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
+
+
+def make_ca(common_name: str = "draemu-ca") -> KeyPair:
+    key = _new_key()
+    name = _name(common_name)
+    now = _now()
+    cert = (x509.CertificateBuilder()
+            .subject_name(name).issuer_name(name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now).not_valid_after(now + _VALIDITY)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True,
+                                         crl_sign=True, content_commitment=False,
+                                         key_encipherment=False, data_encipherment=False,
+                                         key_agreement=False, encipher_only=False,
+                                         decipher_only=False), critical=True)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()),
+                           critical=False)
+            .sign(key, hashes.SHA256()))
+    return KeyPair(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))
+
+
+def _sign(ca: KeyPair, subject: x509.Name, usage: x509.ObjectIdentifier,
+          sans: list[x509.GeneralName], validity: datetime.timedelta) -> KeyPair:
+    ca_cert = x509.load_pem_x509_certificate(ca.cert_pem)
+    ca_key = serialization.load_pem_private_key(ca.key_pem, password=None)
+    key = _new_key()
+    now = _now()
+    builder = (x509.CertificateBuilder()
+               .subject_name(subject).issuer_name(ca_cert.subject)
+               .public_key(key.public_key())
+               .serial_number(x509.random_serial_number())
+               .not_valid_before(now).not_valid_after(now + validity)
+               .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+               .add_extension(x509.KeyUsage(digital_signature=True, key_encipherment=True,
+                                            key_cert_sign=False, crl_sign=False,
+                                            content_commitment=False, data_encipherment=False,
+                                            key_agreement=False, encipher_only=False,
+                                            decipher_only=False), critical=True)
+               .add_extension(x509.ExtendedKeyUsage([usage]), critical=False))
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    cert = builder.sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]
+    return KeyPair(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))
+
+
+def serving_sans(address: str) -> list[x509.GeneralName]:
+    """localhost, 127.0.0.1, ::1 and the bind address (an IP or a host name)."""
+    names: list[x509.GeneralName] = [x509.DNSName("localhost"),
+                                     x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                                     x509.IPAddress(ipaddress.ip_address("::1"))]
+    extra: list[str] = [address] if address and address not in ("0.0.0.0", "::") else []
+    for item in extra:
+        try:
+            general: x509.GeneralName = x509.IPAddress(ipaddress.ip_address(item))
+        except ValueError:
+            general = x509.DNSName(item)
+        if general not in names:
+            names.append(general)
+    return names
+
+
+def make_serving_cert(ca: KeyPair, address: str) -> KeyPair:
+    return _sign(ca, _name("draemu-apiserver"), ExtendedKeyUsageOID.SERVER_AUTH,
+                 serving_sans(address), _VALIDITY)
+
+
+def make_client_cert(ca: KeyPair, user: str, groups: list[str] | tuple[str, ...]) -> KeyPair:
+    """A client certificate as kube-apiserver reads it: CN = user, O = groups."""
+    return _sign(ca, _name(user, groups), ExtendedKeyUsageOID.CLIENT_AUTH, [], _CLIENT_VALIDITY)
+
+
+def _sans_of(cert_pem: bytes) -> set[str]:
+    cert = x509.load_pem_x509_certificate(cert_pem)
+    try:
+        ext = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+    except x509.ExtensionNotFound:
+        return set()
+    return {str(v.value) for v in ext.value}
+
+
+def _write(path: Path, data: bytes, private: bool) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o644)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def _load(directory: Path, stem: str) -> KeyPair | None:
+    cert, key = directory / f"{stem}.crt", directory / f"{stem}.key"
+    if cert.exists() and key.exists():
+        return KeyPair(cert.read_bytes(), key.read_bytes())
+    return None
+
+
+def _save(directory: Path, stem: str, pair: KeyPair) -> None:
+    _write(directory / f"{stem}.crt", pair.cert_pem, private=False)
+    _write(directory / f"{stem}.key", pair.key_pem, private=True)
+
+
+@dataclass(frozen=True)
+class PKI:
+    directory: Path
+    ca: KeyPair
+    serving: KeyPair
+    admin: KeyPair
+
+    @property
+    def ca_path(self) -> Path:
+        return self.directory / "ca.crt"
+
+    @property
+    def serving_cert_path(self) -> Path:
+        return self.directory / "apiserver.crt"
+
+    @property
+    def serving_key_path(self) -> Path:
+        return self.directory / "apiserver.key"
+
+
+def ensure_pki(directory: Path, address: str) -> PKI:
+    """Load the certificates kept in `directory`, making what is missing. The serving
+    certificate is remade when the bind address is not among its SANs."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ca = _load(directory, "ca")
+    if ca is None:
+        ca = make_ca()
+        _save(directory, "ca", ca)
+        for stale in ("apiserver", "admin"):
+            for suffix in (".crt", ".key"):
+                (directory / f"{stale}{suffix}").unlink(missing_ok=True)
+    serving = _load(directory, "apiserver")
+    wanted = {str(n.value) for n in serving_sans(address)}
+    if serving is None or not wanted <= _sans_of(serving.cert_pem):
+        serving = make_serving_cert(ca, address)
+        _save(directory, "apiserver", serving)
+    admin = _load(directory, "admin")
+    if admin is None:
+        admin = make_client_cert(ca, "kubernetes-admin", ["system:masters"])
+        _save(directory, "admin", admin)
+    return PKI(directory, ca, serving, admin)

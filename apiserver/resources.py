@@ -1,0 +1,110 @@
+"""The table of served resources: which strategy answers which group/version/resource.
+
+Built once from `draemu.apiserver.registry.discover()` (filtered by feature gates);
+discovery, routing, storage keys and the watch cache all read it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from draemu.apiserver.registry.strategy import Strategy
+from draemu.features import FeatureGates
+
+
+@dataclass(frozen=True, eq=False)
+class Resource:
+    strategy: Strategy
+
+    @property
+    def group(self) -> str:
+        return self.strategy.group
+
+    @property
+    def name(self) -> str:
+        return self.strategy.resource
+
+    @property
+    def kind(self) -> str:
+        return self.strategy.kind
+
+    @property
+    def namespaced(self) -> bool:
+        return self.strategy.namespaced
+
+    @property
+    def qualified(self) -> str:
+        """`resourceclaims.resource.k8s.io`, or `pods` for the core group."""
+        return f"{self.name}.{self.group}" if self.group else self.name
+
+    @property
+    def prefix(self) -> str:
+        """Store key prefix of every object of this resource (with a trailing slash).
+        Kinds sharing one storage (core/v1 and events.k8s.io/v1 Events) share it."""
+        group = self.strategy.storage_group
+        if group is None:
+            group = self.group
+        resource = self.strategy.storage_resource or self.name
+        return f"/registry/{group or 'core'}/{resource}/"
+
+    def key(self, namespace: str, name: str) -> str:
+        if self.namespaced:
+            return f"{self.prefix}{namespace}/{name}"
+        return f"{self.prefix}{name}"
+
+    def namespace_prefix(self, namespace: str) -> str:
+        if self.namespaced and namespace:
+            return f"{self.prefix}{namespace}/"
+        return self.prefix
+
+    def api_version(self, version: str) -> str:
+        return self.strategy.api_version(version)
+
+
+class ResourceTable:
+    def __init__(self, strategies: list[Strategy], gates: FeatureGates) -> None:
+        self.resources: list[Resource] = []
+        self._by_gvr: dict[tuple[str, str, str], Resource] = {}
+        self._by_gr: dict[tuple[str, str], Resource] = {}
+        for strategy in strategies:
+            if strategy.feature_gate and not gates.enabled(strategy.feature_gate):
+                continue
+            resource = Resource(strategy)
+            self.resources.append(resource)
+            self._by_gr[(strategy.group, strategy.resource)] = resource
+            for version in strategy.versions:
+                self._by_gvr[(strategy.group, version, strategy.resource)] = resource
+
+    def lookup(self, group: str, version: str, resource: str) -> Resource | None:
+        return self._by_gvr.get((group, version, resource))
+
+    def by_group_resource(self, group: str, resource: str) -> Resource | None:
+        return self._by_gr.get((group, resource))
+
+    def groups(self) -> dict[str, list[str]]:
+        """group -> served versions, preferred first (core group under "")."""
+        out: dict[str, list[str]] = {}
+        for r in self.resources:
+            versions = out.setdefault(r.group, [])
+            for v in r.strategy.versions:
+                if v not in versions:
+                    versions.append(v)
+        for versions in out.values():
+            versions.sort(key=_version_priority)
+        return out
+
+    def in_group_version(self, group: str, version: str) -> list[Resource]:
+        return [r for r in self.resources
+                if r.group == group and version in r.strategy.versions]
+
+
+def _version_priority(version: str) -> tuple[int, int, int]:
+    """Kubernetes' version order: GA before beta before alpha, higher numbers first."""
+    m = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version)
+    if not m:
+        return (3, 0, 0)
+    major = int(m.group(1))
+    stage = {"": 0, "beta": 1, "alpha": 2}[m.group(2) or ""]
+    minor = int(m.group(3) or 0)
+    return (stage, -major, -minor)

@@ -1,0 +1,112 @@
+"""One resource request: its resource, version, namespace, user and wire options, with
+the helpers every verb shares (output conversion, strategy context, warnings)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+from multidict import MultiMapping
+
+from draemu.api.errors import StatusError, bad_request
+from draemu.apiserver.auth import UserInfo
+from draemu.apiserver.codec import Accept, json_response, parse_bool
+from draemu.apiserver.registry.strategy import Context, Strategy
+from draemu.apiserver.requestinfo import RequestInfo
+from draemu.apiserver.resources import Resource
+from draemu.features import FeatureGates
+
+Obj = dict[str, Any]
+
+
+@dataclass
+class Scope:
+    request: web.Request
+    info: RequestInfo
+    resource: Resource
+    version: str
+    namespace: str
+    user: UserInfo
+    accept: Accept
+    gates: FeatureGates
+    lookup: Callable[..., Any]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def strategy(self) -> Strategy:
+        return self.resource.strategy
+
+    @property
+    def query(self) -> MultiMapping[str]:
+        return self.request.query
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @property
+    def subresource(self) -> str:
+        return self.info.subresource
+
+    @property
+    def api_version(self) -> str:
+        return self.resource.api_version(self.version)
+
+    def flag(self, name: str) -> bool:
+        return parse_bool(self.query.get(name), name)
+
+    def dry_run(self, body_options: Obj | None = None) -> bool:
+        values = list(self.query.getall("dryRun", []))
+        if body_options and isinstance(body_options.get("dryRun"), list):
+            values += body_options["dryRun"]
+        for v in values:
+            if v != "All":
+                raise StatusError(400, "BadRequest",
+                                  f'dryRun: Unsupported value: "{v}": supported values: "All"')
+        return bool(values)
+
+    def context(self, dry_run: bool = False, subresource: str | None = None) -> Context:
+        return Context(gates=self.gates, user=self.user.name, groups=self.user.groups,
+                       dry_run=dry_run,
+                       subresource=self.subresource if subresource is None else subresource,
+                       lookup=self.lookup)
+
+    def out(self, obj: Obj) -> Obj:
+        """A stored object in the request's version."""
+        if self.version == self.strategy.storage_version:
+            return obj
+        converted = self.strategy.from_storage(obj, self.version)
+        converted["apiVersion"] = self.api_version
+        converted.setdefault("kind", self.resource.kind)
+        return converted
+
+    def respond(self, obj: Any, status: int = 200) -> web.Response:
+        resp = json_response(obj, status)
+        self.add_warnings(resp)
+        return resp
+
+    def add_warnings(self, resp: web.StreamResponse) -> None:
+        deprecated = self.strategy.deprecated_versions.get(self.version)
+        texts = ([deprecated] if deprecated else []) + self.warnings
+        for text in dict.fromkeys(texts):
+            resp.headers.add("Warning", f'299 - "{_escape(text)}"')
+
+    def check_type_meta(self, obj: Obj) -> None:
+        """Bodies may omit apiVersion and kind (the endpoint defines them); present
+        ones must match."""
+        api_version = obj.get("apiVersion")
+        kind = obj.get("kind")
+        if api_version and api_version != self.api_version:
+            raise bad_request(f"the API version in the data ({api_version}) does not match "
+                              f"the expected API version ({self.api_version})")
+        if kind and kind != self.resource.kind:
+            raise bad_request(f"the kind in the data ({kind}) does not match the expected "
+                              f"kind ({self.resource.kind})")
+        obj["apiVersion"] = self.api_version
+        obj["kind"] = self.resource.kind
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')

@@ -1,0 +1,196 @@
+"""`APIServer`: the apiserver's lifecycle — store, watch cache, certificates, HTTP(S)
+listener, admin kubeconfig, the namespaces that always exist, graceful shutdown.
+
+    server = APIServer(APIServerOptions(data_dir=Path("/tmp/d"), port=0))
+    await server.start(); server.url; server.kubeconfig_path
+    await server.stop()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import ssl
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from draemu import kubeconfig
+from draemu.apiserver import pki, reviews
+from draemu.apiserver.app import API
+from draemu.apiserver.auth import Authenticator, Authorizer, DefaultAuthorizer, load_token_file
+from draemu.apiserver.bootstrap import ensure_system_namespaces
+from draemu.apiserver.registry import discover
+from draemu.apiserver.resources import ResourceTable
+from draemu.apiserver.storage import Storage
+from draemu.apiserver.subresources import LogProviders
+from draemu.apiserver.watchcache import WatchCache
+from draemu.features import FeatureGates
+from draemu.log import get_logger
+
+log = get_logger("apiserver")
+
+SHUTDOWN_TIMEOUT = 5.0
+
+
+@dataclass
+class APIServerOptions:
+    data_dir: Path
+    # None: a SQLite file in data_dir; "sqlite://:memory:" for tests; "postgresql://...".
+    store_url: str | None = None
+    address: str = "127.0.0.1"
+    port: int = 0
+    insecure_http: bool = False
+    feature_gates: FeatureGates = field(default_factory=FeatureGates)
+    token_file: Path | None = None
+    max_requests_inflight: int = 400
+    max_mutating_requests_inflight: int = 200
+    # An already opened store to serve instead of opening `store_url` (it is then
+    # not closed by stop()).
+    store: Any = None
+
+
+def _loopback(address: str) -> bool:
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+class APIServer:
+    def __init__(self, options: APIServerOptions) -> None:
+        if options.insecure_http and not _loopback(options.address):
+            raise ValueError(f"--insecure-http serves without authentication and is only "
+                             f"allowed on a loopback address, not {options.address}")
+        self.options = options
+        self.data_dir = Path(options.data_dir).absolute()
+        self.log_providers = LogProviders()
+        self.pki: pki.PKI | None = None
+        self.store: Any = None
+        self.port = 0
+        self.ready_seconds = 0.0
+        self._owns_store = options.store is None
+        self._runner: web.AppRunner | None = None
+        self._cache: WatchCache | None = None
+        self.api: API | None = None
+
+    # Addresses and credentials ---------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        host = self.options.address
+        if host in ("0.0.0.0", "::"):
+            host = "127.0.0.1"
+        if ":" in host:
+            host = f"[{host}]"
+        scheme = "http" if self.options.insecure_http else "https"
+        return f"{scheme}://{host}:{self.port}"
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        return self.data_dir / "kubeconfig"
+
+    def issue_client_certificate(self, user: str, groups: list[str] | tuple[str, ...] = ()
+                                 ) -> pki.KeyPair:
+        """A client certificate (CN=user, O=groups) signed by this server's CA."""
+        if self.pki is None:
+            raise RuntimeError("the server has no PKI (not started, or --insecure-http)")
+        return pki.make_client_cert(self.pki.ca, user, list(groups))
+
+    def write_kubeconfig(self, path: Path, user: str = "kubernetes-admin",
+                         groups: list[str] | tuple[str, ...] = ("system:masters",),
+                         namespace: str = "default") -> Path:
+        if self.options.insecure_http:
+            config = kubeconfig.build(self.url, namespace=namespace)
+        else:
+            assert self.pki is not None
+            pair = self.pki.admin if user == "kubernetes-admin" and \
+                tuple(groups) == ("system:masters",) else \
+                self.issue_client_certificate(user, groups)
+            config = kubeconfig.build(self.url, user=user, ca_pem=self.pki.ca.cert_pem,
+                                      client_cert_pem=pair.cert_pem,
+                                      client_key_pem=pair.key_pem, namespace=namespace)
+        return kubeconfig.write(path, config)
+
+    # Lifecycle ---------------------------------------------------------------------------------
+    async def start(self) -> None:
+        started = time.perf_counter()
+        opts = self.options
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        tokens = load_token_file(opts.token_file) if opts.token_file else {}
+        if opts.store is not None:
+            self.store = opts.store
+        else:
+            from draemu.store import open_store
+
+            url = opts.store_url or f"sqlite:///{self.data_dir / 'state.db'}"
+            self.store = await open_store(url, data_dir=self.data_dir)
+        try:
+            await self._serve(tokens)
+        except BaseException:
+            await self.stop()
+            raise
+        self.ready_seconds = time.perf_counter() - started
+        log.info("apiserver ready", url=self.url, seconds=round(self.ready_seconds, 3))
+
+    async def _serve(self, tokens: dict[str, Any]) -> None:
+        opts = self.options
+        self._cache = WatchCache(self.store)
+        await self._cache.start()
+        storage = Storage(self.store, self._cache)
+        strategies = discover()
+        served = {(s.group, s.resource) for s in strategies}
+        strategies += [s for s in reviews.STRATEGIES if (s.group, s.resource) not in served]
+        table = ResourceTable(strategies, opts.feature_gates)
+        authorizer: Authorizer = DefaultAuthorizer()
+        ssl_context = None
+        if not opts.insecure_http:
+            self.pki = await asyncio.to_thread(pki.ensure_pki, self.data_dir / "pki",
+                                               opts.address)
+            ssl_context = _ssl_context(self.pki)
+        self.api = API(table, storage, opts.feature_gates, Authenticator(tokens), authorizer,
+                       opts.insecure_http, f"{opts.address}:{opts.port}",
+                       log_providers=self.log_providers,
+                       max_readonly=opts.max_requests_inflight,
+                       max_mutating=opts.max_mutating_requests_inflight)
+        await ensure_system_namespaces(table, storage, opts.feature_gates)
+        self._runner = web.AppRunner(self.api.build(), access_log=None,
+                                     shutdown_timeout=SHUTDOWN_TIMEOUT)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, opts.address, opts.port, ssl_context=ssl_context,
+                           backlog=1024, reuse_address=True)
+        await site.start()
+        server = site._server  # aiohttp exposes the bound port only here
+        assert server is not None and server.sockets
+        self.port = server.sockets[0].getsockname()[1]
+        self.api.server_address = f"{opts.address}:{self.port}"
+        self.write_kubeconfig(self.kubeconfig_path)
+        self.api.ready.set()
+
+    async def stop(self) -> None:
+        """Graceful: stop accepting, end watches, let in-flight requests finish, close
+        the store."""
+        if self.api is not None:
+            self.api.ready.clear()
+        if self._cache is not None:
+            await self._cache.stop()  # ends every watch stream
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self.store is not None and self._owns_store:
+            await self.store.close()
+        self.store = None
+
+
+def _ssl_context(p: pki.PKI) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(p.serving_cert_path, p.serving_key_path)
+    ctx.load_verify_locations(cadata=p.ca.cert_pem.decode())
+    # Client certificates are optional: tokens and public paths work without one.
+    ctx.verify_mode = ssl.CERT_OPTIONAL
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx

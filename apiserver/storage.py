@@ -1,0 +1,126 @@
+"""Objects in the store: encoding, keys and the compare-and-swap loop.
+
+Objects are stored as compact JSON in their storage version without
+`metadata.resourceVersion` (the store's mod_revision is the resourceVersion, as in
+etcd). Reads go through the watch cache after it has caught up with this server's
+last write, so a client always reads its own writes.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from draemu.api.errors import StatusError, already_exists, conflict, not_found_error
+from draemu.apiserver.resources import Resource
+from draemu.apiserver.watchcache import WatchCache, decode
+from draemu.store.errors import ConflictError, KeyExistsError, KeyNotFoundError
+
+Obj = dict[str, Any]
+
+MODIFIED = "the object has been modified; please apply your changes to the latest version " \
+           "and try again"
+
+
+def encode(obj: Obj) -> bytes:
+    meta = obj.get("metadata") or {}
+    if "resourceVersion" in meta:
+        obj = dict(obj)
+        obj["metadata"] = {k: v for k, v in meta.items() if k != "resourceVersion"}
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+class Unchanged(Exception):
+    """Raised by an update function that has nothing to write."""
+
+
+UpdateFn = Callable[[Obj], Awaitable[Obj]]
+
+
+class Storage:
+    def __init__(self, store: Any, cache: WatchCache) -> None:
+        self.store = store
+        self.cache = cache
+        self.written = 0  # the revision of this server's latest write
+
+    def _wrote(self, revision: int) -> None:
+        self.written = max(self.written, revision)
+
+    async def caught_up(self, revision: int | None = None) -> None:
+        """Wait until the cache reflects `revision` (default: our own latest write)."""
+        wanted = self.written if revision is None else revision
+        if not await self.cache.wait_for(wanted, timeout=5.0):
+            raise StatusError(504, "Timeout",
+                              f"Timeout: Too large resource version: {wanted}, current: "
+                              f"{self.cache.revision}",
+                              {"causes": [{"reason": "ResourceVersionTooLarge",
+                                           "message": "Too large resource version"}],
+                               "retryAfterSeconds": 1})
+
+    async def get(self, resource: Resource, namespace: str, name: str) -> Obj | None:
+        await self.caught_up()
+        return self.cache.get(resource.key(namespace, name))
+
+    async def get_latest(self, resource: Resource, namespace: str, name: str) -> Obj | None:
+        """The object as the store has it now (for writes, which must not act on a
+        stale copy)."""
+        kv = await self.store.get(resource.key(namespace, name))
+        return decode(kv.value, kv.mod_revision) if kv is not None else None
+
+    async def create(self, resource: Resource, obj: Obj) -> Obj:
+        meta = obj["metadata"]
+        key = resource.key(meta.get("namespace", ""), meta["name"])
+        try:
+            kv = await self.store.create(key, encode(obj))
+        except KeyExistsError:
+            raise already_exists(resource.name, resource.group, meta["name"]) from None
+        self._wrote(kv.mod_revision)
+        return with_rv(obj, kv.mod_revision)
+
+    async def update(self, resource: Resource, namespace: str, name: str, fn: UpdateFn,
+                     *, retry: bool = True) -> tuple[Obj, Obj]:
+        """Read, change with `fn` (given a private copy), compare-and-swap; retried on
+        conflicts when `retry` (callers pass False when the client pinned a
+        resourceVersion). Returns (new, old); new is old when `fn` raised Unchanged."""
+        key = resource.key(namespace, name)
+        while True:
+            kv = await self.store.get(key)
+            if kv is None:
+                raise not_found_error(resource.name, resource.group, name)
+            old = decode(kv.value, kv.mod_revision)
+            try:
+                new = await fn(copy.deepcopy(old))
+            except Unchanged:
+                return old, old
+            try:
+                new_kv, _ = await self.store.update(key, encode(new), kv.mod_revision)
+            except ConflictError:
+                if retry:
+                    continue
+                raise conflict(resource.name, resource.group, name, MODIFIED) from None
+            except KeyNotFoundError:
+                raise not_found_error(resource.name, resource.group, name) from None
+            self._wrote(new_kv.mod_revision)
+            return with_rv(new, new_kv.mod_revision), old
+
+    async def delete(self, resource: Resource, namespace: str, name: str,
+                     expected_revision: int) -> Obj:
+        """Remove the object if it is still at `expected_revision`; returns the last
+        state with the delete's revision."""
+        key = resource.key(namespace, name)
+        try:
+            revision, prev = await self.store.delete(key, expected_mod_revision=expected_revision)
+        except ConflictError:
+            raise conflict(resource.name, resource.group, name, MODIFIED) from None
+        except KeyNotFoundError:
+            raise not_found_error(resource.name, resource.group, name) from None
+        self._wrote(revision)
+        return decode(prev.value, revision)
+
+
+def with_rv(obj: Obj, revision: int) -> Obj:
+    obj["metadata"]["resourceVersion"] = str(revision)
+    return obj
+

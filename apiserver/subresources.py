@@ -1,0 +1,260 @@
+"""Custom subresources: pods/binding, pods/eviction, pods/log, */scale (deployments,
+replicasets). `/status` and namespaces/finalize go through the generic update path."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from aiohttp import web
+
+from draemu.api.errors import StatusError, bad_request, conflict, not_found_error
+from draemu.apiserver import managedfields
+from draemu.apiserver.codec import (
+    decode,
+    format_time,
+    media_type,
+    now,
+    parse_bool,
+    parse_int,
+    read_body,
+)
+from draemu.apiserver.deletion import delete_one
+from draemu.apiserver.patching import PATCH_TYPES, apply_patch
+from draemu.apiserver.rest_write import body_object, run_update
+from draemu.apiserver.scope import Scope
+from draemu.apiserver.storage import MODIFIED, Storage
+
+Obj = dict[str, Any]
+
+
+def _created_status() -> Obj:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+            "code": 201}
+
+
+# pods/binding ---------------------------------------------------------------------------
+async def binding(scope: Scope, storage: Storage) -> web.Response:
+    body = await body_object(scope)
+    target = body.get("target") or {}
+    node = target.get("name") or ""
+    if not node:
+        raise StatusError(422, "Invalid", f'Binding.core "{scope.name}" is invalid: '
+                          "target.name: Required value")
+    if (body.get("metadata") or {}).get("name") not in (None, "", scope.name):
+        raise bad_request("name in URL does not match name in Binding object")
+    dry_run = scope.dry_run()
+    annotations = (body.get("metadata") or {}).get("annotations") or {}
+
+    async def propose(pod: Obj) -> Obj:
+        meta = pod["metadata"]
+        if meta.get("deletionTimestamp"):
+            raise conflict("pods/binding", "", scope.name,
+                           f"pod {scope.name} is being deleted, cannot be assigned to a host")
+        current = (pod.get("spec") or {}).get("nodeName")
+        if current:
+            raise conflict("pods/binding", "", scope.name,
+                           f'pod {scope.name} is already assigned to node "{current}"')
+        pod.setdefault("spec", {})["nodeName"] = node
+        if annotations:
+            meta.setdefault("annotations", {}).update(annotations)
+        conditions = pod.setdefault("status", {}).setdefault("conditions", [])
+        stamp = format_time(now())
+        for c in conditions:
+            if c.get("type") == "PodScheduled":
+                if c.get("status") != "True":
+                    c.update({"status": "True", "lastTransitionTime": stamp})
+                    c.pop("reason", None)
+                    c.pop("message", None)
+                break
+        else:
+            conditions.append({"type": "PodScheduled", "status": "True",
+                               "lastProbeTime": None, "lastTransitionTime": stamp})
+        return pod
+
+    # The binding writes spec and status at once: bypass the main resource's rule
+    # that keeps the old status.
+    bind_scope = _with_subresource(scope, "binding")
+    await run_update(bind_scope, storage, propose, dry_run=dry_run,
+                     manager=managedfields.manager(scope), pinned=False)
+    return scope.respond(_created_status(), 201)
+
+
+def _with_subresource(scope: Scope, subresource: str) -> Scope:
+    return replace(scope, info=replace(scope.info, subresource=subresource))
+
+
+# pods/eviction --------------------------------------------------------------------------
+async def eviction(scope: Scope, storage: Storage) -> web.Response:
+    body = await body_object(scope)
+    if (body.get("metadata") or {}).get("name") not in (None, "", scope.name):
+        raise bad_request("name in URL does not match name in Eviction object")
+    opts = body.get("deleteOptions") or {}
+    dry_run = scope.dry_run(opts)
+    # No PodDisruptionBudgets are served, so every eviction is allowed.
+    await delete_one(_with_subresource(scope, ""), storage, scope.namespace, scope.name, opts,
+                     dry_run)
+    return scope.respond(_created_status(), 201)
+
+
+# */scale --------------------------------------------------------------------------------
+def _selector_string(spec: Obj) -> str:
+    selector = spec.get("selector") or {}
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        if op == "In":
+            parts.append(f"{key} in ({','.join(sorted(values))})")
+        elif op == "NotIn":
+            parts.append(f"{key} notin ({','.join(sorted(values))})")
+        elif op == "Exists":
+            parts.append(key)
+        elif op == "DoesNotExist":
+            parts.append(f"!{key}")
+    return ",".join(parts)
+
+
+_SCALE_PATCH_TYPES = [t for t in PATCH_TYPES if not t.endswith("yaml")]
+
+
+def scale_of(obj: Obj) -> Obj:
+    meta = obj["metadata"]
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    return {"kind": "Scale", "apiVersion": "autoscaling/v1",
+            "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion",
+                                              "creationTimestamp") if k in meta},
+            "spec": {"replicas": int(spec.get("replicas", 1))},
+            "status": {"replicas": int(status.get("replicas") or 0),
+                       "selector": _selector_string(spec)}}
+
+
+async def scale(scope: Scope, storage: Storage) -> web.Response:
+    method = scope.request.method
+    if method == "GET":
+        obj = await storage.get(scope.resource, scope.namespace, scope.name)
+        if obj is None:
+            raise not_found_error(scope.resource.name, scope.resource.group, scope.name)
+        return scope.respond(scale_of(obj))
+    dry_run = scope.dry_run()
+    if method == "PUT":
+        body = await body_object(scope)
+        ctype = ""
+    elif method == "PATCH":
+        ctype = media_type(scope.request.headers.get("Content-Type"))
+        if ctype not in _SCALE_PATCH_TYPES:
+            raise StatusError(415, "UnsupportedMediaType",
+                              "the body of the request was in an unknown format - accepted "
+                              "media types include: " + ", ".join(_SCALE_PATCH_TYPES))
+        body = decode(await read_body(scope.request), "application/json")
+    else:
+        raise StatusError(405, "MethodNotAllowed",
+                          f"{method} is not supported on {scope.resource.name}/scale")
+    async def propose(obj: Obj) -> Obj:
+        current = scale_of(obj)
+        wanted = body if not ctype else apply_patch(scope, ctype, copy.deepcopy(current), body)
+        rv = str((wanted.get("metadata") or {}).get("resourceVersion") or "")
+        if rv and rv != obj["metadata"]["resourceVersion"]:
+            raise conflict(scope.resource.name, scope.resource.group, scope.name, MODIFIED)
+        replicas = (wanted.get("spec") or {}).get("replicas")
+        if not isinstance(replicas, int) or replicas < 0:
+            raise StatusError(422, "Invalid", f'Scale.autoscaling "{scope.name}" is invalid: '
+                              f"spec.replicas: Invalid value: {replicas}: must be greater than "
+                              "or equal to 0")
+        obj.setdefault("spec", {})["replicas"] = replicas
+        return obj
+
+    result = await run_update(_with_subresource(scope, "scale"), storage, propose,
+                              dry_run=dry_run, manager=managedfields.manager(scope),
+                              pinned=False)
+    return scope.respond(scale_of(result))
+
+
+# pods/log -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LogOptions:
+    container: str
+    follow: bool = False
+    previous: bool = False
+    timestamps: bool = False
+    tail_lines: int | None = None
+    since_seconds: int | None = None
+    limit_bytes: int | None = None
+
+
+class LogProvider(Protocol):
+    """What serves the logs of the pods on one node (the node's kubelet)."""
+
+    def pod_log(self, namespace: str, pod: str, uid: str, options: LogOptions
+                ) -> AsyncIterator[bytes]: ...
+
+
+class LogProviders:
+    """Log providers by node name; in-process kubelets register themselves here."""
+
+    def __init__(self) -> None:
+        self._by_node: dict[str, LogProvider] = {}
+
+    def register(self, node: str, provider: LogProvider) -> None:
+        self._by_node[node] = provider
+
+    def unregister(self, node: str) -> None:
+        self._by_node.pop(node, None)
+
+    def get(self, node: str) -> LogProvider | None:
+        return self._by_node.get(node)
+
+
+def _container(pod: Obj, name: str, wanted: str) -> str:
+    spec = pod.get("spec") or {}
+    names = [c.get("name", "") for c in spec.get("containers") or []]
+    others = [c.get("name", "") for c in (spec.get("initContainers") or []) +
+              (spec.get("ephemeralContainers") or [])]
+    if wanted:
+        if wanted not in names + others:
+            raise bad_request(f"container {wanted} is not valid for pod {name}")
+        return wanted
+    default = ((pod.get("metadata") or {}).get("annotations") or {}).get(
+        "kubectl.kubernetes.io/default-container")
+    if default in names:
+        return default
+    if len(names) == 1:
+        return names[0]
+    raise bad_request(f"a container name must be specified for pod {name}, choose one of: "
+                      f"[{' '.join(names)}]")
+
+
+async def pod_log(scope: Scope, storage: Storage, providers: LogProviders
+                  ) -> web.StreamResponse:
+    pod = await storage.get(scope.resource, scope.namespace, scope.name)
+    if pod is None:
+        raise not_found_error("pods", "", scope.name)
+    q = scope.query
+    options = LogOptions(
+        container=_container(pod, scope.name, q.get("container", "")),
+        follow=parse_bool(q.get("follow"), "follow"),
+        previous=parse_bool(q.get("previous"), "previous"),
+        timestamps=parse_bool(q.get("timestamps"), "timestamps"),
+        tail_lines=parse_int(q.get("tailLines"), "tailLines"),
+        since_seconds=parse_int(q.get("sinceSeconds"), "sinceSeconds"),
+        limit_bytes=parse_int(q.get("limitBytes"), "limitBytes"))
+    node = (pod.get("spec") or {}).get("nodeName")
+    if not node:
+        raise bad_request(f"pod {scope.name} does not have a host assigned")
+    provider = providers.get(node)
+    if provider is None:
+        raise StatusError(503, "ServiceUnavailable",
+                          f'no log provider for node "{node}": the node\'s kubelet is not '
+                          "connected to this apiserver")
+    resp = web.StreamResponse(status=200)
+    resp.headers["Content-Type"] = "text/plain"
+    resp.enable_chunked_encoding()
+    await resp.prepare(scope.request)
+    try:
+        async for chunk in provider.pod_log(scope.namespace, scope.name,
+                                            pod["metadata"].get("uid", ""), options):
+            await resp.write(chunk)
+    except ConnectionResetError:
+        pass
+    return resp

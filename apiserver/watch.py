@@ -1,0 +1,180 @@
+"""watch: a chunked stream of newline-terminated JSON events from the watch cache.
+
+Covers resume from a resourceVersion (410 as an ERROR event when too old), synthetic
+ADDED events for RV "" / "0", watch-list (`sendInitialEvents=true`: initial ADDED
+events then a BOOKMARK annotated `k8s.io/initial-events-end`), bookmarks,
+`timeoutSeconds`, selectors (objects entering or leaving a selection arrive as ADDED
+or DELETED, as upstream), and Table watches (column definitions on the first event).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from typing import Any
+
+from aiohttp import web
+
+from draemu.api.errors import StatusError
+from draemu.apiserver import tables
+from draemu.apiserver.codec import JSON, dumps, parse_int
+from draemu.apiserver.rest_read import parse_revision, selection
+from draemu.apiserver.scope import Scope
+from draemu.apiserver.selectors import FieldRequirement, FieldSelector
+from draemu.apiserver.storage import Storage
+from draemu.apiserver.watchcache import Change, TooOld
+
+Obj = dict[str, Any]
+
+# Upstream's --min-request-timeout: watches without timeoutSeconds last 30-60 minutes.
+MIN_REQUEST_TIMEOUT = 1800.0
+BOOKMARK_INTERVAL = 60.0
+# How often an idle stream checks that its client is still connected.
+LIVENESS_INTERVAL = 5.0
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+
+
+def _watch_params(scope: Scope) -> tuple[str, bool, bool | None, float]:
+    q = scope.query
+    rv = q.get("resourceVersion") or ""
+    bookmarks = scope.flag("allowWatchBookmarks")
+    send_initial = None
+    if q.get("sendInitialEvents") not in (None, ""):
+        send_initial = scope.flag("sendInitialEvents")
+    match = q.get("resourceVersionMatch") or ""
+    if send_initial is not None:
+        if match != "NotOlderThan":
+            raise StatusError(422, "Invalid", "resourceVersionMatch: Forbidden: "
+                              "sendInitialEvents requires setting resourceVersionMatch to "
+                              "NotOlderThan")
+        if send_initial and not bookmarks:
+            raise StatusError(422, "Invalid", "allowWatchBookmarks: Required value: "
+                              "sendInitialEvents requires setting allowWatchBookmarks to true")
+    elif match:
+        raise StatusError(422, "Invalid", f'resourceVersionMatch: Forbidden: '
+                          f'resourceVersionMatch "{match}" is not allowed for watch')
+    timeout = parse_int(q.get("timeoutSeconds"), "timeoutSeconds")
+    seconds = float(timeout) if timeout and timeout > 0 else \
+        MIN_REQUEST_TIMEOUT * (1 + random.random())  # noqa: S311 - spreading, not secrecy
+    return rv, bookmarks, send_initial, seconds
+
+
+class _Stream:
+    def __init__(self, scope: Scope, resp: web.StreamResponse) -> None:
+        self.scope = scope
+        self.resp = resp
+        self.table = scope.accept.table
+        self.include = tables.include_object(scope.query.get("includeObject")) \
+            if self.table else ""
+        self.headers_sent = False
+
+    def render(self, obj: Obj) -> Obj:
+        if not self.table:
+            return self.scope.out(obj)
+        body = tables.table(self.scope.strategy, [obj], include=self.include,
+                            out=self.scope.out, table_version=self.table,
+                            metadata={"resourceVersion": obj["metadata"]["resourceVersion"]},
+                            headers=not self.headers_sent)
+        self.headers_sent = True
+        return body
+
+    async def send(self, type_: str, obj: Obj) -> None:
+        await self.resp.write(dumps({"type": type_, "object": obj}) + b"\n")
+
+    async def bookmark(self, revision: int, initial_end: bool = False) -> None:
+        meta: Obj = {"resourceVersion": str(revision)}
+        if initial_end:
+            meta["annotations"] = {INITIAL_EVENTS_END: "true"}
+        await self.send("BOOKMARK", {"kind": self.scope.resource.kind,
+                                     "apiVersion": self.scope.api_version, "metadata": meta})
+
+
+def _event(change: Change, matches: Any) -> str | None:
+    new_match = matches(change.obj)
+    if change.type == "delete":
+        return "DELETED" if new_match else None
+    old_match = change.prev is not None and matches(change.prev)
+    if new_match:
+        return "MODIFIED" if old_match else "ADDED"
+    return "DELETED" if old_match else None
+
+
+async def watch(scope: Scope, storage: Storage) -> web.StreamResponse:
+    rv, bookmarks, send_initial, seconds = _watch_params(scope)
+    sel = selection(scope)
+    if scope.name:  # legacy /watch/.../name: a watch of one object
+        sel = type(sel)(sel.labels, FieldSelector(
+            (*sel.fields.requirements, FieldRequirement("metadata.name", scope.name, False))),
+            sel.fields_of)
+    cache = storage.cache
+    prefix = scope.resource.namespace_prefix(scope.namespace)
+    initial = send_initial if send_initial is not None else rv in ("", "0")
+    if rv == "":
+        await storage.caught_up(await storage.store.current_revision())
+    elif rv != "0":
+        await storage.caught_up(parse_revision(rv))
+    resp = web.StreamResponse(status=200)
+    resp.headers["Content-Type"] = JSON
+    resp.headers["Cache-Control"] = "no-cache, private"
+    resp.enable_chunked_encoding()
+    scope.add_warnings(resp)
+    # Snapshot and registration happen without an await in between, so no change is
+    # lost or seen twice.
+    snapshot: list[Obj] = []
+    error: TooOld | None = None
+    if initial:
+        snapshot = [obj for _, obj in cache.list(prefix) if sel.matches(obj)]
+        start = cache.revision
+        watcher = cache.watch(prefix, start)
+    else:
+        start = parse_revision(rv)
+        try:
+            watcher = cache.watch(prefix, start)
+        except TooOld as e:
+            error, watcher = e, None
+    await resp.prepare(scope.request)
+    stream = _Stream(scope, resp)
+    if watcher is None:
+        assert error is not None
+        await stream.send("ERROR", StatusError(410, "Expired", str(error)).status())
+        return resp
+    deadline = time.monotonic() + seconds
+    try:
+        for obj in snapshot:
+            await stream.send("ADDED", stream.render(obj))
+        if send_initial:
+            await stream.bookmark(start, initial_end=True)
+        await _pump(stream, watcher, sel.matches, bookmarks, deadline, cache)
+    except (ConnectionResetError, asyncio.CancelledError):
+        pass
+    finally:
+        cache.unwatch(watcher)
+    return resp
+
+
+async def _pump(stream: _Stream, watcher: Any, matches: Any, bookmarks: bool, deadline: float,
+                cache: Any) -> None:
+    next_bookmark = time.monotonic() + BOOKMARK_INTERVAL
+    request = stream.scope.request
+    while True:
+        now = time.monotonic()
+        if now >= deadline:
+            return
+        wait = min(deadline, next_bookmark if bookmarks else deadline,
+                   now + LIVENESS_INTERVAL) - now
+        try:
+            change = await asyncio.wait_for(watcher.queue.get(), max(wait, 0.001))
+        except TimeoutError:
+            transport = request.transport
+            if transport is None or transport.is_closing():
+                return
+            if bookmarks and time.monotonic() >= next_bookmark:
+                await stream.bookmark(cache.revision)
+                next_bookmark = time.monotonic() + BOOKMARK_INTERVAL
+            continue
+        if change is None:  # dropped: too slow, or the server is stopping
+            return
+        type_ = _event(change, matches)
+        if type_ is not None:
+            await stream.send(type_, stream.render(change.obj))

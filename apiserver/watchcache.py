@@ -1,0 +1,294 @@
+"""The watch cache: every stored object and recent change, in memory, fed by one store
+watch, as kube-apiserver's cacher does.
+
+Lists and gets are served from here once the cache has caught up with the revision a
+request needs; watches replay the recent history and then receive live changes.
+Objects in the cache are decoded storage-version dicts with `metadata.resourceVersion`
+set; they are shared, so nobody may modify them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import json
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from draemu.log import get_logger
+from draemu.store.errors import CompactedError, StoreClosedError, WatchTooSlowError
+
+Obj = dict[str, Any]
+log = get_logger("apiserver.watchcache")
+
+ROOT = "/registry/"
+HISTORY = 20_000  # changes kept for watches that resume from a resourceVersion
+WATCHER_QUEUE = 2_000  # events a watcher may lag behind before it is dropped
+
+
+def decode(value: bytes, revision: int) -> Obj:
+    obj = json.loads(value)
+    obj.setdefault("metadata", {})["resourceVersion"] = str(revision)
+    return obj
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    type: str  # "put" or "delete"
+    key: str
+    obj: Obj  # the new object; for a delete the last state with the delete's revision
+    prev: Obj | None
+    revision: int
+
+
+class TooOld(Exception):
+    """A watch asked for history the cache no longer has."""
+
+    def __init__(self, requested: int, oldest: int) -> None:
+        super().__init__(f"too old resource version: {requested} ({oldest})")
+        self.requested = requested
+        self.oldest = oldest
+
+
+@dataclass(eq=False)
+class Watcher:
+    prefix: str
+    queue: asyncio.Queue[Change | None] = field(
+        default_factory=lambda: asyncio.Queue(WATCHER_QUEUE))
+    dropped: bool = False
+
+
+class _Bucket:
+    """The objects under one resource prefix, with their keys kept sorted for lists."""
+
+    __slots__ = ("_sorted", "objects")
+
+    def __init__(self) -> None:
+        self.objects: dict[str, Obj] = {}
+        self._sorted: list[str] | None = None
+
+    def put(self, key: str, obj: Obj) -> None:
+        if key not in self.objects and self._sorted is not None:
+            bisect.insort(self._sorted, key)
+        self.objects[key] = obj
+
+    def delete(self, key: str) -> None:
+        if self.objects.pop(key, None) is not None and self._sorted is not None:
+            i = bisect.bisect_left(self._sorted, key)
+            if i < len(self._sorted) and self._sorted[i] == key:
+                del self._sorted[i]
+
+    def keys(self) -> list[str]:
+        if self._sorted is None:
+            self._sorted = sorted(self.objects)
+        return self._sorted
+
+
+def bucket_of(key: str) -> str:
+    """`/registry/<group>/<resource>/` of a key."""
+    parts = key.split("/", 4)
+    return "/".join(parts[:4]) + "/"
+
+
+class WatchCache:
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.revision = 0
+        self.oldest = 0  # history is complete for changes after this revision
+        self._buckets: dict[str, _Bucket] = {}
+        self._history: deque[Change] = deque(maxlen=HISTORY)
+        self._watchers: dict[str, set[Watcher]] = {}
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._task: asyncio.Task[None] | None = None
+        self.ready = asyncio.Event()
+
+    # Lifecycle ---------------------------------------------------------------------------
+    async def start(self) -> None:
+        await self._load()
+        self._task = asyncio.create_task(self._run(), name="watchcache")
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        for watchers in self._watchers.values():
+            for w in watchers:
+                self._end(w)
+
+    async def _load(self) -> None:
+        revision = await self.store.current_revision()
+        buckets: dict[str, _Bucket] = {}
+        start_after = None
+        while True:
+            result = await self.store.range(ROOT, start_after=start_after, limit=1000,
+                                            revision=revision)
+            for kv in result.items:
+                buckets.setdefault(bucket_of(kv.key), _Bucket()).put(
+                    kv.key, decode(kv.value, kv.mod_revision))
+            if not result.more or not result.items:
+                break
+            start_after = result.items[-1].key
+        self._buckets = buckets
+        self._history.clear()
+        self.revision = self.oldest = revision
+        self.ready.set()
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                stream = self.store.watch(ROOT, self.revision)
+                try:
+                    async for event in stream:
+                        self._apply(event)
+                finally:
+                    await stream.aclose()
+            except asyncio.CancelledError:
+                raise
+            except StoreClosedError:
+                return
+            except (WatchTooSlowError, CompactedError) as e:
+                # We fell behind the store: reload and make every watcher re-list,
+                # since the changes in between are lost to us.
+                log.warning("watch cache lost the store's watch; reloading", error=str(e))
+                await self._reload()
+            except Exception as e:  # noqa: BLE001 - keep serving; the store may recover
+                log.error("watch cache watch failed; reloading", error=repr(e))
+                await asyncio.sleep(0.5)
+                await self._reload()
+
+    async def _reload(self) -> None:
+        await self._load()
+        for watchers in list(self._watchers.values()):
+            for w in list(watchers):
+                self._end(w)
+        self._advance(self.revision)
+
+    # Changes ------------------------------------------------------------------------------
+    def _apply(self, event: Any) -> None:
+        key = event.kv.key
+        bucket = self._buckets.setdefault(bucket_of(key), _Bucket())
+        prev = bucket.objects.get(key)
+        if event.type == "put":
+            obj = decode(event.kv.value, event.kv.mod_revision)
+            bucket.put(key, obj)
+            change = Change("put", key, obj, prev, event.revision)
+        else:
+            last = prev
+            if last is None and event.prev_kv is not None:
+                last = decode(event.prev_kv.value, event.prev_kv.mod_revision)
+            if last is None:
+                self._advance(event.revision)
+                return
+            gone = dict(last)
+            gone["metadata"] = dict(last.get("metadata") or {})
+            gone["metadata"]["resourceVersion"] = str(event.revision)
+            bucket.delete(key)
+            change = Change("delete", key, gone, last, event.revision)
+        self._history.append(change)
+        if len(self._history) == self._history.maxlen:
+            self.oldest = self._history[0].revision - 1
+        self._dispatch(change)
+        self._advance(event.revision)
+
+    def _advance(self, revision: int) -> None:
+        self.revision = revision
+        if self._waiters:
+            waiting = []
+            for wanted, future in self._waiters:
+                if wanted <= revision:
+                    if not future.done():
+                        future.set_result(None)
+                else:
+                    waiting.append((wanted, future))
+            self._waiters = waiting
+
+    def _dispatch(self, change: Change) -> None:
+        for w in tuple(self._watchers.get(bucket_of(change.key), ())):
+            if not change.key.startswith(w.prefix):
+                continue
+            try:
+                w.queue.put_nowait(change)
+            except asyncio.QueueFull:
+                # A watcher that cannot keep up is ended (its client re-lists); it must
+                # never hold back the others.
+                self._end(w)
+
+    # Reads --------------------------------------------------------------------------------
+    async def wait_for(self, revision: int, timeout: float = 3.0) -> bool:
+        """Wait until the cache has seen `revision`; False on timeout."""
+        if self.revision >= revision:
+            return True
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append((revision, future))
+        try:
+            await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    def get(self, key: str) -> Obj | None:
+        bucket = self._buckets.get(bucket_of(key))
+        return bucket.objects.get(key) if bucket else None
+
+    def list(self, prefix: str, start_after: str | None = None) -> list[tuple[str, Obj]]:
+        """Objects under `prefix` in key order (after `start_after`)."""
+        bucket = self._buckets.get(bucket_of(prefix))
+        if bucket is None:
+            return []
+        keys = bucket.keys()
+        lo = bisect.bisect_left(keys, prefix)
+        if start_after is not None and start_after >= prefix:
+            lo = bisect.bisect_right(keys, start_after)
+        out: list[tuple[str, Obj]] = []
+        objects = bucket.objects
+        for i in range(lo, len(keys)):
+            key = keys[i]
+            if not key.startswith(prefix):
+                break
+            out.append((key, objects[key]))
+        return out
+
+    def count(self, prefix: str) -> int:
+        bucket = self._buckets.get(bucket_of(prefix))
+        return len(bucket.objects) if bucket else 0
+
+    # Watches ------------------------------------------------------------------------------
+    def watch(self, prefix: str, after: int) -> Watcher:
+        """A watcher for changes under `prefix` after revision `after` (history is
+        replayed into its queue first). Raises TooOld when the history is gone."""
+        if after < self.oldest:
+            raise TooOld(after, self.oldest + 1)
+        w = Watcher(prefix)
+        if after < self.revision:
+            for change in self._history:
+                if change.revision > after and change.key.startswith(prefix):
+                    try:
+                        w.queue.put_nowait(change)
+                    except asyncio.QueueFull:
+                        raise TooOld(after, self.oldest + 1) from None
+        self._watchers.setdefault(bucket_of(prefix), set()).add(w)
+        return w
+
+    def unwatch(self, w: Watcher) -> None:
+        watchers = self._watchers.get(bucket_of(w.prefix))
+        if watchers is not None:
+            watchers.discard(w)
+
+    def _end(self, w: Watcher) -> None:
+        w.dropped = True
+        self.unwatch(w)
+        while True:
+            try:
+                w.queue.get_nowait()
+            except asyncio.QueueEmpty:
+                break
+        w.queue.put_nowait(None)
+
+    @property
+    def watcher_count(self) -> int:
+        return sum(len(ws) for ws in self._watchers.values())
+
+    def object_counts(self) -> dict[str, int]:
+        return {prefix: len(b.objects) for prefix, b in self._buckets.items()}
+

@@ -1,0 +1,89 @@
+"""`draemu apiserver`: the Kubernetes API server alone (the other components can run as
+separate processes against it)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "run the apiserver alone"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--data-dir", type=Path, default=None,
+                       help="state directory: store, certificates, kubeconfig "
+                       "(default: ~/.local/share/draemu)")
+    where.add_argument("--in-memory", action="store_true",
+                       help="keep the store in memory (certificates in a temporary directory)")
+    parser.add_argument("--address", default="127.0.0.1", help="bind address (default: "
+                        "127.0.0.1)")
+    parser.add_argument("--port", type=int, default=6443, help="port; 0 picks a free one "
+                        "(default: 6443)")
+    parser.add_argument("--kubeconfig", type=Path, default=None,
+                        help="also write the admin kubeconfig here (never overwrites without "
+                        "being asked: the file is only written when given)")
+    parser.add_argument("--store", default=None, metavar="URL",
+                        help="store URL: sqlite:///file.db (default: state.db in the data "
+                        "directory), sqlite://:memory:, postgresql://user@host:port/db")
+    parser.add_argument("--feature-gates", default="", metavar="A=true,B=false",
+                        help="feature gates to change from Kubernetes 1.37's defaults")
+    parser.add_argument("--insecure-http", action="store_true",
+                        help="serve plain HTTP without authentication (loopback only)")
+    parser.add_argument("--token-auth-file", type=Path, default=None,
+                        help='bearer tokens, CSV lines: token,user,uid,"group1,group2"')
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+    import signal
+    import sys
+    import tempfile
+
+    from draemu.apiserver.server import APIServer, APIServerOptions
+    from draemu.features import FeatureGateError, FeatureGates
+
+    try:
+        gates = FeatureGates.parse(args.feature_gates)
+    except FeatureGateError as e:
+        print(f"draemu apiserver: --feature-gates: {e}", file=sys.stderr)
+        return 2
+    temp: tempfile.TemporaryDirectory[str] | None = None
+    if args.in_memory:
+        temp = tempfile.TemporaryDirectory(prefix="draemu-apiserver-")
+        data_dir = Path(temp.name)
+        store_url = args.store or "sqlite://:memory:"
+    else:
+        data_dir = args.data_dir or Path.home() / ".local" / "share" / "draemu"
+        store_url = args.store
+    options = APIServerOptions(data_dir=data_dir, store_url=store_url, address=args.address,
+                               port=args.port, insecure_http=args.insecure_http,
+                               feature_gates=gates, token_file=args.token_auth_file)
+
+    async def serve() -> int:
+        server = APIServer(options)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await server.start()
+        kubeconfig = server.kubeconfig_path
+        if args.kubeconfig:
+            kubeconfig = server.write_kubeconfig(args.kubeconfig)
+        print(f"API server:  {server.url}", flush=True)
+        print(f"export KUBECONFIG={kubeconfig}", flush=True)
+        print(f"ready in {server.ready_seconds:.3f}s", flush=True)
+        try:
+            await stop.wait()
+        finally:
+            await server.stop()
+        return 0
+
+    try:
+        return asyncio.run(serve())
+    except (OSError, ValueError) as e:
+        print(f"draemu apiserver: {e}", file=sys.stderr)
+        return 1
+    finally:
+        if temp is not None:
+            temp.cleanup()

@@ -1,0 +1,92 @@
+"""pytest fixtures: a started apiserver on a temporary data directory with an
+in-memory store, and a helper that runs a real kubectl against it.
+
+    pytest_plugins = ["draemu.testing.apiserver"]
+
+    async def test_x(apiserver): ...                 # function-scoped server
+    def test_y(kubectl): kubectl("get", "ns")        # runs /usr/bin/kubectl
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from draemu.apiserver.server import APIServer, APIServerOptions
+from draemu.features import FeatureGates
+
+DEFAULT_KUBECTL = "/usr/bin/kubectl"
+
+
+async def start_apiserver(data_dir: Path, **options: object) -> APIServer:
+    opts = APIServerOptions(data_dir=data_dir, store_url="sqlite://:memory:",
+                            feature_gates=FeatureGates(), **options)  # type: ignore[arg-type]
+    server = APIServer(opts)
+    await server.start()
+    return server
+
+
+@pytest_asyncio.fixture
+async def apiserver(tmp_path: Path) -> AsyncIterator[APIServer]:
+    server = await start_apiserver(tmp_path / "apiserver")
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+def kubectl_binaries() -> dict[str, str]:
+    """Every kubectl on the machine: version ("1.33") -> path."""
+    found: dict[str, str] = {}
+    real = os.path.realpath(DEFAULT_KUBECTL)
+    folder = Path(real).parent
+    if folder.is_dir():
+        for path in sorted(folder.glob("kubectl.1.*")):
+            found[path.name.removeprefix("kubectl.")] = str(path)
+    return found
+
+
+@dataclass
+class Kubectl:
+    """Runs a kubectl binary with a private cache directory and a kubeconfig."""
+
+    kubeconfig: Path
+    cache_dir: Path
+    binary: str = DEFAULT_KUBECTL
+    timeout: float = 60.0
+
+    def run(self, *args: str, input: str | None = None, check: bool = True
+            ) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "KUBERC": "off",
+               "HOME": str(self.cache_dir)}
+        cmd = [self.binary, f"--cache-dir={self.cache_dir}", *args]
+        result = subprocess.run(cmd, input=input, capture_output=True, text=True, env=env,
+                                timeout=self.timeout, check=False)
+        if check and result.returncode != 0:
+            raise AssertionError(f"{' '.join(cmd)} exited {result.returncode}\n"
+                                 f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}")
+        return result
+
+    def __call__(self, *args: str, input: str | None = None) -> str:
+        return self.run(*args, input=input).stdout
+
+
+@pytest.fixture
+def kubectl_factory(tmp_path: Path) -> Callable[..., Kubectl]:
+    def make(kubeconfig: Path, binary: str = DEFAULT_KUBECTL) -> Kubectl:
+        cache = tmp_path / f"kubectl-cache-{Path(binary).name}"
+        cache.mkdir(exist_ok=True)
+        return Kubectl(kubeconfig, cache, binary)
+
+    return make
+
+
+@pytest.fixture
+def kubectl(apiserver: APIServer, kubectl_factory: Callable[..., Kubectl]) -> Kubectl:
+    return kubectl_factory(apiserver.kubeconfig_path)
