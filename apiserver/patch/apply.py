@@ -23,8 +23,12 @@ from draemu.openapi.schemas.node import SchemaNode
 class Conflict:
     """A field owned by another manager that an apply would change."""
 
-    manager: managed.Entry
+    entry: managed.Entry
     path: Path
+
+    @property
+    def manager(self) -> str:
+        return self.entry.manager
 
     @property
     def field(self) -> str:
@@ -33,13 +37,14 @@ class Conflict:
     @property
     def manager_text(self) -> str:
         """The manager as conflict messages name it (Update managers with version and time)."""
-        text = f'"{self.manager.manager}"'
-        if self.manager.subresource:
-            text += f' with subresource "{self.manager.subresource}"'
-        if self.manager.operation == managed.UPDATE:
-            text += f" using {self.manager.api_version}"
-            if self.manager.time:
-                text += f" at {self.manager.time}"
+        entry = self.entry
+        text = f'"{entry.manager}"'
+        if entry.subresource:
+            text += f' with subresource "{entry.subresource}"'
+        if entry.operation == managed.UPDATE:
+            text += f" using {entry.api_version}"
+            if entry.time:
+                text += f" at {entry.time}"
         return text
 
 
@@ -75,7 +80,8 @@ def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], mana
         other.fields -= changed
 
     owned_by_others: fieldpath.FieldSet = set().union(*(o.fields for o in others))
-    for path in sorted(mine.fields - new_set, key=len, reverse=True):
+    # Outer paths first: removing a list item before its fields keeps its key readable.
+    for path in sorted(mine.fields - new_set, key=len):
         if not _owned_at_or_below(path, owned_by_others) and not fieldpath.under(path, new_set):
             typed.remove(merged, path, node, owned_by_others | new_set)
 
