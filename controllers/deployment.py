@@ -9,9 +9,6 @@ import json
 import math
 from typing import Any
 
-from draemu.controllers.base import Controller
-from draemu.controllers.selectors import matches
-
 from draemu.api.meta import (
     controller_of,
     meta,
@@ -22,6 +19,8 @@ from draemu.api.meta import (
     uid_of,
 )
 from draemu.client import ApiError, key_of
+from draemu.controllers.base import Controller
+from draemu.controllers.selectors import matches
 
 Obj = dict[str, Any]
 HASH_LABEL = "pod-template-hash"

@@ -14,8 +14,6 @@ import copy
 from datetime import timedelta
 from typing import Any
 
-from draemu.controllers.base import Controller
-
 from draemu.api.meta import (
     meta,
     name_of,
@@ -27,6 +25,7 @@ from draemu.api.meta import (
     toleration_matches,
 )
 from draemu.client import ApiError, key_of
+from draemu.controllers.base import Controller
 
 Obj = dict[str, Any]
 RESOURCE = "resource.k8s.io/v1"

@@ -48,3 +48,21 @@ async def preferred_resources(client: Client, *, verbs: set[str]) -> list[APIRes
                 found.append(APIResource(group, version, name, r.get("kind", ""),
                                          bool(r.get("namespaced")), rv))
     return found
+
+
+async def served(client: Client) -> set[tuple[str, str]]:
+    """(apiVersion, resource) of every top-level resource of every served version."""
+    versions: list[tuple[str, str]] = [("", "v1")]
+    groups = await client.get_json("/apis")
+    for group in groups.get("groups") or []:
+        for v in group.get("versions") or []:
+            versions.append((group["name"], v["version"]))
+    found: set[tuple[str, str]] = set()
+    for group, version in versions:
+        path = f"/apis/{group}/{version}" if group else "/api/v1"
+        doc = await client.get_json(path)
+        api_version = f"{group}/{version}" if group else version
+        for r in doc.get("resources") or []:
+            if "/" not in r.get("name", ""):
+                found.add((api_version, r["name"]))
+    return found

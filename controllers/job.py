@@ -16,9 +16,6 @@ import copy
 from datetime import timedelta
 from typing import Any
 
-from draemu.controllers.base import Controller
-from draemu.controllers.replicaset import pod_from_template
-
 from draemu.api.meta import (
     controller_of,
     format_time,
@@ -33,6 +30,8 @@ from draemu.api.meta import (
     uid_of,
 )
 from draemu.client import ApiError
+from draemu.controllers.base import Controller
+from draemu.controllers.replicaset import pod_from_template
 
 Obj = dict[str, Any]
 TRACKING = "batch.kubernetes.io/job-tracking"

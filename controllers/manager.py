@@ -6,17 +6,17 @@ apiserver.
 
 from __future__ import annotations
 
+from draemu.client import Client, SharedInformers
 from draemu.controllers.base import Controller, ControllerContext
 from draemu.controllers.deployment import DeploymentController
 from draemu.controllers.devicetainteviction import DeviceTaintEvictionController
+from draemu.controllers.discovery import served
 from draemu.controllers.garbagecollector import GarbageCollector
 from draemu.controllers.job import JobController
 from draemu.controllers.namespace import NamespaceController
 from draemu.controllers.nodelifecycle import NodeLifecycleController
 from draemu.controllers.replicaset import ReplicaSetController
 from draemu.controllers.resourceclaim import ResourceClaimController
-
-from draemu.client import Client, SharedInformers
 from draemu.features import FeatureGates
 from draemu.log import get_logger
 
@@ -56,7 +56,9 @@ class ControllerManager:
                 self.controllers.append(SIMPLE[name](self.ctx))
             else:
                 self.controllers.append(await DISCOVERING[name].create(self.ctx))
-        await self.ctx.informers.start()
+        skipped = await self.ctx.informers.start(served=await served(self.ctx.client))
+        if skipped:
+            log.info("resources not served; their informers stay empty", resources=skipped)
         for c in self.controllers:
             await c.start()
         log.info("controllers started", controllers=[c.name for c in self.controllers])

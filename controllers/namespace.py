@@ -7,11 +7,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from draemu.controllers.base import Controller, ControllerContext
-from draemu.controllers.discovery import APIResource, preferred_resources
-
 from draemu.api.meta import meta, set_condition
 from draemu.client import ApiError
+from draemu.controllers.base import Controller, ControllerContext
+from draemu.controllers.discovery import APIResource, preferred_resources
 
 Obj = dict[str, Any]
 FINALIZER = "kubernetes"

@@ -14,8 +14,6 @@ import copy
 from datetime import timedelta
 from typing import Any
 
-from draemu.controllers.base import Controller
-
 from draemu.api.meta import (
     format_time,
     get_condition,
@@ -28,6 +26,7 @@ from draemu.api.meta import (
     toleration_matches,
 )
 from draemu.client import ApiError, key_of
+from draemu.controllers.base import Controller
 
 Obj = dict[str, Any]
 UNREACHABLE = "node.kubernetes.io/unreachable"

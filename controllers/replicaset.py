@@ -6,9 +6,6 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from draemu.controllers.base import Controller
-from draemu.controllers.selectors import matches
-
 from draemu.api.meta import (
     controller_of,
     get_condition,
@@ -23,6 +20,8 @@ from draemu.api.meta import (
     uid_of,
 )
 from draemu.client import ApiError, key_of
+from draemu.controllers.base import Controller
+from draemu.controllers.selectors import matches
 
 Obj = dict[str, Any]
 

@@ -14,10 +14,9 @@ import asyncio
 import copy
 from typing import Any
 
-from draemu.controllers.base import Controller, split_key
-
 from draemu.api.meta import meta, name_of, namespace_of, pod_is_done, uid_of
 from draemu.client import ApiError, key_of
+from draemu.controllers.base import Controller, split_key
 
 Obj = dict[str, Any]
 RESOURCE = "resource.k8s.io/v1"

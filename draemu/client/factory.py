@@ -23,12 +23,21 @@ class SharedInformers:
             self._informers[key] = inf
         return inf
 
-    async def start(self, timeout: float | None = 30.0) -> None:
-        """Start every informer asked for so far and wait until all have listed."""
-        informers = list(self._informers.values())
+    async def start(self, timeout: float | None = 30.0,
+                    served: set[tuple[str, str]] | None = None) -> list[str]:
+        """Start every informer asked for so far and wait until all have listed.
+        With `served` (from discovery), informers of resources the server does not
+        serve are not started (their caches stay empty); their names are returned."""
+        informers, skipped = [], []
+        for (api_version, resource, _, _), inf in self._informers.items():
+            if served is not None and (api_version, resource) not in served:
+                skipped.append(f"{resource}.{api_version}")
+                continue
+            informers.append(inf)
         for inf in informers:
             await inf.start()
         await asyncio.gather(*(inf.wait_synced(timeout) for inf in informers))
+        return skipped
 
     async def stop(self) -> None:
         await asyncio.gather(*(inf.stop() for inf in self._informers.values()))
