@@ -1,0 +1,48 @@
+"""`draemu scheduler`: the scheduler alone, against any apiserver (draemu's or a real one)."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "run the scheduler (with DRA) against an apiserver given by a kubeconfig"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kubeconfig", metavar="FILE",
+                        help="kubeconfig to use (default: $KUBECONFIG or ~/.kube/config)")
+    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
+    parser.add_argument("--feature-gates", default="", metavar="A=true,B=false",
+                        help="feature gates, as kube-scheduler takes them")
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+    import signal
+
+    from draemu.client import Client
+    from draemu.features import FeatureGateError, FeatureGates
+    from draemu.scheduler import Scheduler
+
+    try:
+        gates = FeatureGates.parse(args.feature_gates)
+    except FeatureGateError as e:
+        print(f"error: {e}")
+        return 2
+
+    async def main() -> None:
+        client = Client.from_kubeconfig(args.kubeconfig, args.context,
+                                        user_agent="draemu-scheduler")
+        scheduler = Scheduler(client, gates)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            await scheduler.start()
+            await stop.wait()
+        finally:
+            await scheduler.stop()
+            await client.close()
+
+    asyncio.run(main())
+    return 0

@@ -1,0 +1,556 @@
+"""DynamicResources: the scheduler's side of DRA, around the structured allocator.
+
+- PreFilter: the pod's claims must exist (template claims are created by the
+  resource-claim controller and named in the pod status), not be being deleted, and,
+  when generated, belong to the pod. Allocated claims only constrain the node through
+  their `allocation.nodeSelector`; unallocated ones need existing DeviceClasses and must
+  not be in the middle of being allocated for another pod.
+- Filter: per node, allocated claims must be usable there and the allocator must find
+  devices for the others (results are kept per node for Reserve).
+- Score: for `firstAvailable` requests, earlier subrequests score higher.
+- Reserve: the chosen allocations become *in flight*: the allocator counts their devices
+  as taken, so concurrent pods never get the same device. Unreserve drops them.
+- PreBind: writes the finalizer, `status.allocation` and `status.reservedFor` (retrying
+  on conflicts) and waits for binding conditions.
+
+Claims written here stay in flight until the claim informer shows their allocation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from draemu.client import ApiError, Client
+from draemu.features import FeatureGates
+from draemu.log import get_logger
+from draemu.scheduler.dra import Allocator, Inventory
+from draemu.scheduler.framework import ClusterEvent, Code, CycleState, PreFilterResult, Status
+from draemu.scheduler.nodeinfo import NodeInfo
+from draemu.scheduler.nodeselector import selector_matches
+from draemu.scheduler.plugins.extendedresources import (
+    ResourceRequest,
+    claim_for_node,
+    class_mapping,
+    pod_extended_requests,
+)
+from draemu.scheduler.plugins.inflight import InFlight
+
+log = get_logger("scheduler")
+
+RESOURCE_V1 = "resource.k8s.io/v1"
+FINALIZER = "resource.kubernetes.io/delete-protection"
+RESERVED_FOR_MAX = 256
+BINDING_TIMEOUT = 600.0
+PRIORITIZED_LIST_MAX = 8  # the longest firstAvailable list; score = 8 - chosen index
+MAX_SCORE = 100
+UNAVAILABLE = "resourceclaim not available on the node"
+CANNOT_ALLOCATE = "cannot allocate all claims"
+
+
+def claim_key(namespace: str, name: str) -> str:
+    return f"{namespace}/{name}"
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class _State:
+    claims: list[dict]  # the pod's claims, in pod order (one per needed entry)
+    to_allocate: list[int]  # indices into claims of those needing an allocation
+    selectors: list[tuple[str, dict]] = field(default_factory=list)  # allocated: name, selector
+    results: dict[str, list[dict]] = field(default_factory=dict)  # node -> allocations
+    allocator: Allocator | None = None  # built once per attempt, used for every node
+    extended: list[ResourceRequest] = field(default_factory=list)  # DRA-backed candidates
+    # node -> the in-memory claim for extended resources there, and what it serves
+    extended_claims: dict[str, tuple[dict, list[ResourceRequest]]] = field(
+        default_factory=dict)
+
+
+class DynamicResources:
+    name = "DynamicResources"
+    weight = 1
+
+    def __init__(self, client: Client, gates: FeatureGates, inventory: Inventory,
+                 binding_timeout: float = BINDING_TIMEOUT) -> None:
+        self._client = client
+        self._gates = gates
+        self._inventory = inventory
+        self._binding_timeout = binding_timeout
+        self._claims: dict[str, dict] = {}
+        self._classes: dict[str, dict] = {}
+        self._extended_mapping: dict[str, str] = {}  # extended resource -> DeviceClass
+        self._in_flight = InFlight()  # keyed by claim uid
+        self._claim_changed = asyncio.Condition()
+        self._waiting = 0  # PreBinds waiting for binding conditions
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def events(self) -> Iterable[ClusterEvent]:
+        actions = ("Add", "Update", "Delete")
+        return [ClusterEvent(r, a) for r in ("ResourceClaim", "ResourceSlice", "DeviceClass",
+                                             "DeviceTaintRule") for a in actions] + [
+            ClusterEvent("Node", "Add"), ClusterEvent("Node", "Update")]
+
+    # --- informer feed -----------------------------------------------------------------
+
+    def set_claim(self, claim: dict) -> None:
+        meta = claim["metadata"]
+        self._claims[claim_key(meta["namespace"], meta["name"])] = claim
+        self._inventory.set_claim(claim)
+        if (claim.get("status") or {}).get("allocation"):
+            self._in_flight.pop(meta.get("uid", ""))
+        self._notify_claim_changed()
+
+    def remove_claim(self, claim: dict) -> None:
+        meta = claim["metadata"]
+        key = claim_key(meta["namespace"], meta["name"])
+        self._claims.pop(key, None)
+        self._inventory.remove_claim(key)
+        self._in_flight.pop(meta.get("uid", ""))
+        self._notify_claim_changed()
+
+    def set_class(self, cls: dict) -> None:
+        self._classes[cls["metadata"]["name"]] = cls
+        self._inventory.set_class(cls)
+        self._remap()
+
+    def remove_class(self, name: str) -> None:
+        self._classes.pop(name, None)
+        self._inventory.remove_class(name)
+        self._remap()
+
+    def _remap(self) -> None:
+        if self._gates.enabled("DRAExtendedResource"):
+            self._extended_mapping = class_mapping(list(self._classes.values()))
+
+    def backs_extended_resource(self, name: str) -> bool:
+        """For NodeResourcesFit: is this extended resource served by a DeviceClass?"""
+        return name in self._extended_mapping
+
+    def _notify_claim_changed(self) -> None:
+        async def notify() -> None:
+            async with self._claim_changed:
+                self._claim_changed.notify_all()
+
+        if self._waiting:  # only pay for a task when a PreBind waits
+            self._spawn(notify())
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # --- PreFilter ---------------------------------------------------------------------
+
+    def _pod_claims(self, pod: dict) -> tuple[list[dict], Status]:
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        statuses = {s.get("name"): s for s in
+                    (pod.get("status") or {}).get("resourceClaimStatuses") or []}
+        claims: list[dict] = []
+        for entry in spec.get("resourceClaims") or []:
+            generated = bool(entry.get("resourceClaimTemplateName"))
+            if generated:
+                status = statuses.get(entry["name"])
+                if status is None:
+                    return [], Status.unschedulable(
+                        f"waiting for resource claim controller to create the resourceclaim "
+                        f"for pod claim \"{entry['name']}\" (template "
+                        f"\"{entry['resourceClaimTemplateName']}\")", resolvable=False)
+                name = status.get("resourceClaimName")
+                if not name:
+                    continue  # the controller decided no claim is needed
+            else:
+                name = entry.get("resourceClaimName") or ""
+            claim = self._claims.get(claim_key(meta["namespace"], name))
+            if claim is None:
+                return [], Status.unschedulable(f"resourceclaim \"{name}\" not found",
+                                                resolvable=False)
+            cmeta = claim["metadata"]
+            if cmeta.get("deletionTimestamp"):
+                return [], Status.unschedulable(f"resourceclaim \"{name}\" is being deleted",
+                                                resolvable=False)
+            if generated and not any(o.get("uid") == meta["uid"] and o.get("controller")
+                                     for o in cmeta.get("ownerReferences") or []):
+                return [], Status.unschedulable(
+                    f"ResourceClaim {meta['namespace']}/{name} was not created for pod "
+                    f"{meta['namespace']}/{meta['name']} (pod is not owner)", resolvable=False)
+            claims.append(claim)
+        return claims, Status()
+
+    def _check_unallocated(self, claim: dict, pod_uid: str) -> Status:
+        uid = claim["metadata"].get("uid", "")
+        flying = self._in_flight.get(uid)
+        if flying is not None and flying.pod_uid != pod_uid:
+            meta = claim["metadata"]
+            return Status.unschedulable(
+                f"resource claim {claim_key(meta['namespace'], meta['name'])} is in the "
+                "process of being allocated", resolvable=False)
+        for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
+            subrequests = request.get("firstAvailable")
+            if subrequests and not self._gates.enabled("DRAPrioritizedList"):
+                return Status.unschedulable(
+                    f"resource claim {claim['metadata']['name']}, request {request['name']}: "
+                    "has subrequests, but the DRAPrioritizedList feature is disabled",
+                    resolvable=False)
+            for exact in subrequests or [request.get("exactly") or {}]:
+                cls = exact.get("deviceClassName")
+                if not cls:
+                    return Status.error(f"request {request['name']}: unsupported request type")
+                if cls not in self._classes:
+                    return Status.unschedulable(
+                        f"request {request['name']}: device class {cls} does not exist",
+                        resolvable=False)
+        return Status()
+
+    def pre_filter(self, state: CycleState, pod: dict) -> tuple[Status, PreFilterResult | None]:
+        extended = [r for r in pod_extended_requests(pod) if r.resource in
+                    self._extended_mapping] if self._extended_mapping else []
+        if not (pod.get("spec") or {}).get("resourceClaims") and not extended:
+            return Status(Code.SKIP), None
+        claims, status = self._pod_claims(pod)
+        if not status.ok:
+            return status, None
+        pod_uid = pod["metadata"]["uid"]
+        st = _State(claims=claims, to_allocate=[], extended=extended)
+        for i, claim in enumerate(claims):
+            claim_status = claim.get("status") or {}
+            allocation = claim_status.get("allocation")
+            if allocation:
+                reserved = claim_status.get("reservedFor") or []
+                if len(reserved) >= RESERVED_FOR_MAX and \
+                        not any(r.get("uid") == pod_uid for r in reserved):
+                    return Status.unschedulable(
+                        f"resourceclaim {claim['metadata']['name']} is already reserved for "
+                        f"{RESERVED_FOR_MAX} consumers, the maximum", resolvable=False), None
+                if allocation.get("nodeSelector"):
+                    st.selectors.append((claim["metadata"]["name"], allocation["nodeSelector"]))
+                continue
+            status = self._check_unallocated(claim, pod_uid)
+            if not status.ok:
+                return status, None
+            st.to_allocate.append(i)
+        if st.to_allocate or st.extended:
+            st.allocator = Allocator(self._inventory)
+        state.write(self.name, st)
+        return Status(), None
+
+    # --- Filter / Score ----------------------------------------------------------------
+
+    def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
+        st: _State = state.read(self.name)
+        for _, selector in st.selectors:
+            if not selector_matches(selector, node.labels, node.name):
+                return Status.unschedulable(UNAVAILABLE, resolvable=False)
+        claims = [st.claims[i] for i in st.to_allocate]
+        if st.extended:
+            special, served = claim_for_node(pod, st.extended, self._extended_mapping,
+                                             node.allocatable.scalars)
+            if special is not None:
+                st.extended_claims[node.name] = (special, served)
+                claims.append(special)
+        if not claims or st.allocator is None:
+            return Status()
+        in_flight = self._in_flight.for_node(node.name, pod["metadata"]["uid"])
+        outcome = st.allocator.allocate(node.node, claims, in_flight=in_flight)
+        if outcome.error and not outcome.unsatisfiable:
+            return Status.error(outcome.error)
+        if outcome.results is None:
+            return Status.unschedulable(_summary(outcome), resolvable=False)
+        st.results[node.name] = outcome.results
+        return Status()
+
+    def score(self, state: CycleState, pod: dict, node: NodeInfo) -> int:
+        st: _State = state.read(self.name)
+        results = st.results.get(node.name)
+        if not results:
+            return 0
+        total = 0
+        for i, allocation in zip(st.to_allocate, results, strict=False):
+            requests = ((st.claims[i].get("spec") or {}).get("devices") or {}).get("requests")
+            for request in requests or []:
+                subs = [s["name"] for s in request.get("firstAvailable") or []]
+                if not subs:
+                    continue
+                chosen = {r["request"].partition("/")[2] for r in
+                          (allocation.get("devices") or {}).get("results") or []
+                          if r.get("request", "").startswith(request["name"] + "/")}
+                for index, sub in enumerate(subs):
+                    if sub in chosen:
+                        total += PRIORITIZED_LIST_MAX - index
+                        break
+        return total
+
+    def normalize_scores(self, scores: dict[str, int]) -> None:
+        best = max(scores.values(), default=0)
+        if best > 0:
+            for name, value in scores.items():
+                scores[name] = value * MAX_SCORE // best
+
+    # --- Reserve / Unreserve -----------------------------------------------------------
+
+    def reserve(self, state: CycleState, pod: dict, node_name: str) -> Status:
+        st: _State | None = state.read(self.name)
+        if st is None:
+            return Status()
+        pod_uid = pod["metadata"]["uid"]
+        results = st.results.get(node_name)
+        if results is None:
+            return Status() if not st.to_allocate and node_name not in st.extended_claims \
+                else Status.error(f"no allocation computed for node {node_name}")
+        for i in st.to_allocate:
+            uid = st.claims[i]["metadata"].get("uid", "")
+            flying = self._in_flight.get(uid)
+            if flying is not None and flying.pod_uid != pod_uid:
+                return Status.unschedulable(
+                    f"resource claim {st.claims[i]['metadata']['name']} is in the process of "
+                    "being allocated")
+        for i, allocation in zip(st.to_allocate, results, strict=False):
+            self._fly(st.claims[i], allocation, st.claims[i]["metadata"].get("uid", ""), pod_uid)
+        if node_name in st.extended_claims:
+            self._fly(st.extended_claims[node_name][0], results[-1], _extended_key(pod_uid),
+                      pod_uid)
+        return Status()
+
+    def _fly(self, claim: dict, allocation: dict, key: str, pod_uid: str) -> None:
+        claim = copy.deepcopy(claim)
+        claim.setdefault("status", {})["allocation"] = allocation
+        self._in_flight.add(key, claim, pod_uid)
+
+    def unreserve(self, state: CycleState, pod: dict, node_name: str) -> None:
+        st: _State | None = state.read(self.name)
+        if st is None:
+            return
+        pod_uid = pod["metadata"]["uid"]
+        keys = [c["metadata"].get("uid", "") for c in st.claims] + [_extended_key(pod_uid)]
+        for key in keys:
+            flying = self._in_flight.get(key)
+            if flying is not None and flying.pod_uid == pod_uid:
+                self._in_flight.pop(key)
+
+    # --- PreBind -----------------------------------------------------------------------
+
+    async def pre_bind(self, state: CycleState, pod: dict, node_name: str) -> Status:
+        st: _State | None = state.read(self.name)
+        if st is None:
+            return Status()
+        pod_meta = pod["metadata"]
+        written: list[dict] = []
+        try:
+            for claim in st.claims:
+                flying = self._in_flight.get(claim["metadata"].get("uid", ""))
+                allocation = flying.claim["status"]["allocation"] \
+                    if flying and flying.pod_uid == pod_meta["uid"] else None
+                written.append(await self._reserve_claim(claim, pod_meta, allocation))
+            if node_name in st.extended_claims:
+                written.append(await self._create_extended_claim(
+                    pod, st.extended_claims[node_name][1]))
+            await self._wait_for_binding_conditions(written)
+        except _PreBindError as e:
+            await self._release(written, pod_meta["uid"])
+            return Status.error(str(e))
+        return Status()
+
+    async def _create_extended_claim(self, pod: dict, served: list[ResourceRequest]) -> dict:
+        """Creates the claim for DRA-backed extended resources, allocated and reserved, and
+        records it in the pod status."""
+        pod_meta = pod["metadata"]
+        flying = self._in_flight.get(_extended_key(pod_meta["uid"]))
+        if flying is None:
+            raise _PreBindError("extended resource allocation is no longer reserved")
+        claim = copy.deepcopy(flying.claim)
+        allocation = claim.pop("status")["allocation"]
+        del claim["metadata"]["name"]
+        try:
+            created = await self._client.create(RESOURCE_V1, "resourceclaims", claim,
+                                                pod_meta["namespace"])
+        except ApiError as e:
+            raise _PreBindError(f"create extended resource claim: {e.message}") from e
+        # From here on the informer's copy of the claim keeps its devices taken.
+        self._in_flight.rekey(_extended_key(pod_meta["uid"]), created["metadata"]["uid"])
+        written = await self._reserve_claim(created, pod_meta, allocation)
+        mapping = {"requestMappings": [
+            {"containerName": r.container, "resourceName": r.resource,
+             "requestName": r.request_name} for r in served],
+            "resourceClaimName": created["metadata"]["name"]}
+        try:
+            await self._client.patch("v1", "pods", pod_meta["name"],
+                                     {"status": {"extendedResourceClaimStatus": mapping}},
+                                     namespace=pod_meta["namespace"], subresource="status")
+        except ApiError as e:
+            raise _PreBindError(f"record extended resource claim: {e.message}") from e
+        return written
+
+    async def _reserve_claim(self, claim: dict, pod_meta: dict,
+                             allocation: dict | None) -> dict:
+        """Adds the pod to the claim's reservedFor (and the allocation, if we made one)."""
+        meta = claim["metadata"]
+        ns, name = meta["namespace"], meta["name"]
+        fresh = claim
+        for _ in range(5):
+            status = fresh.get("status") or {}
+            if any(r.get("uid") == pod_meta["uid"] for r in status.get("reservedFor") or []):
+                return fresh
+            if fresh["metadata"].get("deletionTimestamp"):
+                raise _PreBindError(f"resourceclaim {ns}/{name} is being deleted")
+            if allocation is not None and status.get("allocation") \
+                    and status["allocation"] != allocation:
+                raise _PreBindError(f"resourceclaim {ns}/{name}: allocated by someone else "
+                                    "meanwhile")
+            if allocation is None and not status.get("allocation"):
+                raise _PreBindError(f"resourceclaim {ns}/{name}: allocation was removed")
+            try:
+                if allocation is not None and \
+                        FINALIZER not in (fresh["metadata"].get("finalizers") or []):
+                    updated = copy.deepcopy(fresh)
+                    updated["metadata"].setdefault("finalizers", []).append(FINALIZER)
+                    fresh = await self._client.update(RESOURCE_V1, "resourceclaims", updated)
+                updated = copy.deepcopy(fresh)
+                new_status = updated.setdefault("status", {})
+                if allocation is not None and not new_status.get("allocation"):
+                    allocation = copy.deepcopy(allocation)
+                    if self._binding_conditions_enabled() and _has_binding_conditions(
+                            allocation) and not allocation.get("allocationTimestamp"):
+                        allocation["allocationTimestamp"] = _now()
+                    new_status["allocation"] = allocation
+                new_status.setdefault("reservedFor", []).append(
+                    {"resource": "pods", "name": pod_meta["name"], "uid": pod_meta["uid"]})
+                return await self._client.update(RESOURCE_V1, "resourceclaims", updated,
+                                                  subresource="status")
+            except ApiError as e:
+                if e.code != 409:
+                    raise _PreBindError(f"resourceclaim {ns}/{name}: {e.message}") from e
+                try:
+                    fresh = await self._client.get(RESOURCE_V1, "resourceclaims", name, ns)
+                except ApiError as get_error:
+                    raise _PreBindError(
+                        f"resourceclaim {ns}/{name}: {get_error.message}") from get_error
+        raise _PreBindError(f"resourceclaim {ns}/{name}: too many conflicts")
+
+    async def _release(self, claims: list[dict], pod_uid: str) -> None:
+        """Takes the pod out of reservedFor again after a failed PreBind."""
+        for claim in claims:
+            meta = claim["metadata"]
+            reserved = (claim.get("status") or {}).get("reservedFor") or []
+            remaining = [r for r in reserved if r.get("uid") != pod_uid]
+            if len(remaining) == len(reserved):
+                continue
+            patch = [{"op": "test", "path": "/metadata/resourceVersion",
+                      "value": meta["resourceVersion"]},
+                     {"op": "replace", "path": "/status/reservedFor", "value": remaining}]
+            try:
+                await self._client.patch(RESOURCE_V1, "resourceclaims", meta["name"], patch,
+                                         patch_type="json", namespace=meta["namespace"],
+                                         subresource="status")
+            except ApiError as e:
+                log.warning("could not remove pod from reservedFor", claim=meta["name"],
+                            error=e.message)
+
+    def _binding_conditions_enabled(self) -> bool:
+        return self._gates.enabled("DRADeviceBindingConditions") and \
+            self._gates.enabled("DRAResourceClaimDeviceStatus")
+
+    async def _wait_for_binding_conditions(self, claims: list[dict]) -> None:
+        if not self._binding_conditions_enabled():
+            return
+        pending = [c for c in claims
+                   if _has_binding_conditions((c.get("status") or {}).get("allocation"))]
+        if not pending:
+            return
+        deadline = time.monotonic() + self._binding_timeout
+        keys = [claim_key(c["metadata"]["namespace"], c["metadata"]["name"]) for c in pending]
+        self._waiting += 1
+        try:
+            await self._wait_until_bound(keys, deadline)
+        finally:
+            self._waiting -= 1
+
+    async def _wait_until_bound(self, keys: list[str], deadline: float) -> None:
+        async with self._claim_changed:
+            while True:
+                done = True
+                for key in keys:
+                    claim = self._claims.get(key)
+                    if claim is None:
+                        raise _PreBindError(f"resourceclaim {key} was deleted")
+                    verdict = _binding_verdict(claim)
+                    if verdict is not None:
+                        raise _PreBindError(verdict)
+                    done = done and _binding_done(claim)
+                if done:
+                    return
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise _PreBindError("device binding timeout")
+                try:
+                    await asyncio.wait_for(self._claim_changed.wait(), remaining)
+                except TimeoutError:
+                    pass
+
+
+class _PreBindError(Exception):
+    pass
+
+
+def _extended_key(pod_uid: str) -> str:
+    """In-flight key of a pod's extended-resource claim until it exists (and has a uid)."""
+    return f"extended-resources/{pod_uid}"
+
+
+def _summary(outcome: Any) -> str:
+    """`cannot allocate all claims`, followed by the allocator's short explanation."""
+    short = getattr(outcome, "summary", None) or ""
+    return f"{CANNOT_ALLOCATE}: {short}" if short else CANNOT_ALLOCATE
+
+
+def _has_binding_conditions(allocation: dict | None) -> bool:
+    return any(r.get("bindingConditions") for r in
+               ((allocation or {}).get("devices") or {}).get("results") or [])
+
+
+def _device_conditions(claim: dict) -> dict[tuple[str, str, str], dict[str, dict]]:
+    """(driver, pool, device) -> condition type -> condition, from `status.devices`."""
+    out: dict[tuple[str, str, str], dict[str, dict]] = {}
+    for dev in (claim.get("status") or {}).get("devices") or []:
+        out[(dev.get("driver", ""), dev.get("pool", ""), dev.get("device", ""))] = {
+            c.get("type", ""): c for c in dev.get("conditions") or []}
+    return out
+
+
+def _results(claim: dict) -> list[dict]:
+    allocation = (claim.get("status") or {}).get("allocation") or {}
+    return (allocation.get("devices") or {}).get("results") or []
+
+
+def _conditions_of(conditions: dict, result: dict) -> dict[str, dict]:
+    return conditions.get((result.get("driver", ""), result.get("pool", ""),
+                           result.get("device", "")), {})
+
+
+def _binding_verdict(claim: dict) -> str | None:
+    """A failure message when a binding failure condition is true."""
+    conditions = _device_conditions(claim)
+    for r in _results(claim):
+        have = _conditions_of(conditions, r)
+        for failure in r.get("bindingFailureConditions") or []:
+            c = have.get(failure)
+            if c is not None and c.get("status") == "True":
+                return (f"claim {claim['metadata']['name']} binding failed: "
+                        f"reason={c.get('reason', '')}, message={c.get('message', '')}")
+    return None
+
+
+def _binding_done(claim: dict) -> bool:
+    conditions = _device_conditions(claim)
+    for r in _results(claim):
+        have = _conditions_of(conditions, r)
+        if any((have.get(c) or {}).get("status") != "True"
+               for c in r.get("bindingConditions") or []):
+            return False
+    return True

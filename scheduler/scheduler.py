@@ -1,0 +1,371 @@
+"""The scheduler component: informers feed the cache, the queue and the DRA inventory; one
+loop runs scheduling cycles; binding cycles run concurrently as tasks.
+
+Outcomes are written as on a real cluster: a `Scheduled` event on success (the binding
+itself sets the pod's PodScheduled condition), a `FailedScheduling` event and a
+`PodScheduled=False` condition on failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import socket
+from datetime import UTC, datetime
+from typing import Any
+
+from draemu.client import ApiError, Client, EventRecorder, Informer, key_of
+from draemu.features import FeatureGates
+from draemu.log import get_logger
+from draemu.scheduler.cache import Cache
+from draemu.scheduler.dra import Inventory
+from draemu.scheduler.fiterror import NO_NODES, fit_error_message
+from draemu.scheduler.framework import ClusterEvent, Code, CycleState, Framework, Status
+from draemu.scheduler.nodeinfo import NodeInfo
+from draemu.scheduler.plugins.defaultbinder import DefaultBinder
+from draemu.scheduler.plugins.dynamicresources import RESOURCE_V1, DynamicResources
+from draemu.scheduler.plugins.nodeaffinity import NodeAffinity
+from draemu.scheduler.plugins.nodename import NodeName
+from draemu.scheduler.plugins.noderesources import NodeResourcesFit
+from draemu.scheduler.plugins.nodeunschedulable import NodeUnschedulable
+from draemu.scheduler.plugins.tainttoleration import TaintToleration
+from draemu.scheduler.queue import QueuedPod, SchedulingQueue
+
+log = get_logger("scheduler")
+
+SCHEDULER_NAME = "default-scheduler"
+MIN_FEASIBLE_NODES = 100
+MIN_FEASIBLE_PERCENTAGE = 5
+BASE_PERCENTAGE = 50
+
+
+def num_feasible_nodes_to_find(num_all: int) -> int:
+    """Upstream's adaptive percentageOfNodesToScore: big clusters stop filtering early."""
+    if num_all < MIN_FEASIBLE_NODES:
+        return num_all
+    percentage = max(BASE_PERCENTAGE - num_all // 125, MIN_FEASIBLE_PERCENTAGE)
+    return max(num_all * percentage // 100, MIN_FEASIBLE_NODES)
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _without_volatile(pod: dict) -> tuple[Any, ...]:
+    """What of a pending pod can change its fate (not our own condition writes)."""
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    return (meta.get("labels"), meta.get("annotations"), pod.get("spec"),
+            status.get("resourceClaimStatuses"), status.get("extendedResourceClaimStatus"))
+
+
+class Scheduler:
+    def __init__(self, client: Client, gates: FeatureGates | None = None, *,
+                 initial_backoff: float = 1.0, max_backoff: float = 10.0) -> None:
+        self.client = client
+        self.gates = gates or FeatureGates()
+        self.inventory = Inventory(self.gates)
+        self.cache = Cache()
+        self.dra = DynamicResources(client, self.gates, self.inventory)
+        self.framework = Framework([
+            # Upstream's default profile order: cheap node checks first, DRA last.
+            NodeUnschedulable(), NodeName(), TaintToleration(), NodeAffinity(),
+            NodeResourcesFit(self.dra.backs_extended_resource), self.dra,
+            DefaultBinder(client)])
+        self.queue = SchedulingQueue(self.framework.events_by_plugin(),
+                                     initial_backoff=initial_backoff, max_backoff=max_backoff)
+        self.recorder = EventRecorder(client, SCHEDULER_NAME, socket.gethostname())
+        self._informers: dict[str, Informer] = {}
+        self._loop_task: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._next_start_node = 0
+        # Pods bound by us that the pod informer has not shown bound yet: a late event
+        # about them must not queue them again.
+        self._bound_unseen: set[str] = set()
+        self.scheduled = 0  # pods bound so far (for benchmarks and logs)
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    async def start(self, timeout: float = 60.0) -> None:
+        pods = self._informer("v1", "pods")
+        pods.add_handler(self._on_pod_add, self._on_pod_update, self._on_pod_delete)
+        nodes = self._informer("v1", "nodes")
+        nodes.add_handler(self._on_node, lambda _old, new: self._on_node(new, "Update"),
+                          self._on_node_delete)
+        claims = self._informer(RESOURCE_V1, "resourceclaims")
+        claims.add_handler(lambda c: self._on_claim(c, "Add"),
+                           lambda _old, c: self._on_claim(c, "Update"), self._on_claim_delete)
+        self._watch_cluster_scoped("deviceclasses", "DeviceClass",
+                                   self.dra.set_class, self.dra.remove_class)
+        self._watch_cluster_scoped("resourceslices", "ResourceSlice",
+                                   self.inventory.set_slice, self.inventory.remove_slice)
+        if self.gates.enabled("DRADeviceTaintRules") and await self._served("devicetaintrules"):
+            self._watch_cluster_scoped("devicetaintrules", "DeviceTaintRule",
+                                       self.inventory.set_taint_rule,
+                                       self.inventory.remove_taint_rule)
+        for inf in self._informers.values():
+            await inf.start()
+        await asyncio.gather(*(inf.wait_synced(timeout) for inf in self._informers.values()))
+        self._loop_task = asyncio.create_task(self._run(), name="scheduler-loop")
+        log.info("scheduler started", nodes=len(self.cache), pending=len(self.queue))
+
+    async def stop(self) -> None:
+        self.queue.close()
+        tasks = [t for t in (self._loop_task, *self._tasks) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*(inf.stop() for inf in self._informers.values()))
+
+    def _informer(self, api_version: str, resource: str) -> Informer:
+        inf = Informer(self.client, api_version, resource)
+        self._informers[resource] = inf
+        return inf
+
+    async def _served(self, resource: str) -> bool:
+        try:
+            await self.client.list(RESOURCE_V1, resource, limit=1)
+        except ApiError as e:
+            if e.code == 404:
+                log.info("not served, not watched", resource=resource)
+                return False
+            raise
+        return True
+
+    def _watch_cluster_scoped(self, resource: str, kind: str, setter: Any, remover: Any) -> None:
+        def on_add(obj: dict) -> None:
+            setter(obj)
+            self._event(kind, "Add")
+
+        def on_update(_old: dict, obj: dict) -> None:
+            setter(obj)
+            self._event(kind, "Update")
+
+        def on_delete(obj: dict) -> None:
+            remover(obj["metadata"]["name"])
+            self._event(kind, "Delete")
+
+        self._informer(RESOURCE_V1, resource).add_handler(on_add, on_update, on_delete)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # --- informer handlers -------------------------------------------------------------
+
+    def _event(self, resource: str, action: str) -> None:
+        self.queue.on_event(ClusterEvent(resource, action))
+
+    def _responsible(self, pod: dict) -> bool:
+        spec = pod.get("spec") or {}
+        return (spec.get("schedulerName") or SCHEDULER_NAME) == SCHEDULER_NAME \
+            and not (pod.get("metadata") or {}).get("deletionTimestamp")
+
+    @staticmethod
+    def _terminal(pod: dict) -> bool:
+        return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+    def _on_pod_add(self, pod: dict) -> None:
+        if (pod.get("spec") or {}).get("nodeName"):
+            self._bound_unseen.discard(pod["metadata"]["uid"])
+            if not self._terminal(pod):
+                self.cache.add_pod(pod)
+        elif self._responsible(pod) and pod["metadata"]["uid"] not in self._bound_unseen:
+            self.queue.add(key_of(pod), pod)
+
+    def _on_pod_update(self, old: dict, pod: dict) -> None:
+        key = key_of(pod)
+        if (pod.get("spec") or {}).get("nodeName"):
+            self.queue.delete(key)
+            self._bound_unseen.discard(pod["metadata"]["uid"])
+            if self._terminal(pod):
+                self.cache.remove_pod(pod)
+                if not self._terminal(old):
+                    self._event("Pod", "Delete")  # its resources are free again
+            else:
+                self.cache.add_pod(pod)
+        elif self._responsible(pod) and pod["metadata"]["uid"] not in self._bound_unseen:
+            self.queue.update(key, pod,
+                              requeue=_without_volatile(old) != _without_volatile(pod))
+        else:
+            self.queue.delete(key)
+
+    def _on_pod_delete(self, pod: dict) -> None:
+        self.queue.delete(key_of(pod))
+        self._bound_unseen.discard(pod["metadata"]["uid"])
+        if (pod.get("spec") or {}).get("nodeName"):
+            self.cache.remove_pod(pod)
+            self._event("Pod", "Delete")
+
+    def _on_node(self, node: dict, action: str = "Add") -> None:
+        self.cache.set_node(node)
+        self._event("Node", action)
+
+    def _on_node_delete(self, node: dict) -> None:
+        self.cache.remove_node(node["metadata"]["name"])
+
+    def _on_claim(self, claim: dict, action: str) -> None:
+        self.dra.set_claim(claim)
+        self._event("ResourceClaim", action)
+
+    def _on_claim_delete(self, claim: dict) -> None:
+        self.dra.remove_claim(claim)
+        self._event("ResourceClaim", "Delete")
+
+    # --- the scheduling cycle ----------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            qp = await self.queue.pop()
+            if qp is None:
+                return
+            try:
+                self._schedule_one(qp)
+            except Exception as e:  # a bug must not stop the scheduler: retry with backoff
+                log.exception("scheduling cycle failed", pod=qp.key)
+                self._fail(qp, qp.pod, f"internal error: {e}", error=True)
+            # Let informers and binding tasks run between two cycles.
+            await asyncio.sleep(0)
+
+    def _schedule_one(self, qp: QueuedPod) -> None:
+        pod = self._informers["pods"].get(qp.key)
+        if pod is None or (pod.get("spec") or {}).get("nodeName") or not self._responsible(pod):
+            self.queue.done(qp.key)
+            return
+        qp.pod = pod
+        state = CycleState()
+        num_nodes = len(self.cache)
+        if num_nodes == 0:
+            # No rejector: any cluster event (a node appearing) retries the pod.
+            self._fail(qp, pod, NO_NODES, rejectors=set())
+            return
+        status, restriction = self.framework.run_pre_filter(state, pod)
+        if not status.ok:
+            if status.code == Code.ERROR:
+                self._fail(qp, pod, status.message, error=True)
+            else:
+                self._fail(qp, pod, fit_error_message(num_nodes, pre_filter=status.message),
+                           rejectors={status.plugin})
+            return
+        candidates = self.cache.nodes()
+        absent = None
+        if restriction.node_names is not None:
+            candidates = [n for n in candidates if n.name in restriction.node_names]
+            absent = Status.unschedulable(
+                f"node(s) didn't satisfy plugin(s) [{', '.join(sorted(state.restricted_by))}]",
+                resolvable=False)
+        feasible, statuses, error = self._find_feasible(state, pod, candidates)
+        if error is not None:
+            self._fail(qp, pod, error.message, error=True)
+            return
+        if not feasible:
+            message = fit_error_message(num_nodes, node_statuses=statuses, absent=absent)
+            rejectors = {s.plugin for s in statuses.values()} | state.restricted_by
+            self._fail(qp, pod, message, rejectors=rejectors)
+            return
+        node_name = self._select_host(state, pod, feasible)
+        self.cache.assume(pod, node_name)
+        status = self.framework.run_reserve(state, pod, node_name)
+        if not status.ok:
+            self.framework.run_unreserve(state, pod, node_name)
+            self.cache.forget(pod)
+            if status.code == Code.ERROR:
+                self._fail(qp, pod, f'running Reserve plugin "{status.plugin}": '
+                           f"{status.message}", error=True)
+            else:
+                self._fail(qp, pod, status.message, rejectors={status.plugin})
+            return
+        self._spawn(self._binding_cycle(qp, pod, state, node_name))
+
+    def _find_feasible(self, state: CycleState, pod: dict, nodes: list[NodeInfo]
+                       ) -> tuple[list[NodeInfo], dict[str, Status], Status | None]:
+        """Filters nodes round-robin from where the last cycle stopped, until enough feasible
+        nodes are found (upstream's numFeasibleNodesToFind)."""
+        total = len(nodes)
+        wanted = num_feasible_nodes_to_find(total)
+        feasible: list[NodeInfo] = []
+        statuses: dict[str, Status] = {}
+        start = self._next_start_node % total if total else 0
+        processed = 0
+        for i in range(total):
+            node = nodes[(start + i) % total]
+            processed += 1
+            status = self.framework.run_filter(state, pod, node)
+            if status.ok:
+                feasible.append(node)
+                if len(feasible) >= wanted:
+                    break
+            elif status.code == Code.ERROR:
+                return [], statuses, status
+            else:
+                statuses[node.name] = status
+        if total:
+            self._next_start_node = (start + processed) % total
+        return feasible, statuses, None
+
+    def _select_host(self, state: CycleState, pod: dict, feasible: list[NodeInfo]) -> str:
+        if len(feasible) == 1:
+            return feasible[0].name
+        scores = self.framework.run_score(state, pod, feasible)
+        best = max(scores.values())
+        # Ties are broken at random, as upstream does, to spread pods.
+        return random.choice([name for name, score in scores.items() if score == best])
+
+    # --- the binding cycle -------------------------------------------------------------
+
+    async def _binding_cycle(self, qp: QueuedPod, pod: dict, state: CycleState,
+                             node_name: str) -> None:
+        status = await self.framework.run_pre_bind(state, pod, node_name)
+        if not status.ok:
+            message = f'running PreBind plugin "{status.plugin}": {status.message}'
+        else:
+            status = await self.framework.run_bind(state, pod, node_name)
+            message = status.message
+        if not status.ok:
+            self.framework.run_unreserve(state, pod, node_name)
+            self.cache.forget(pod)
+            self._fail(qp, pod, message, error=True)
+            return
+        self.queue.done(qp.key)
+        if not (self._informers["pods"].get(qp.key) or {}).get("spec", {}).get("nodeName"):
+            self._bound_unseen.add(pod["metadata"]["uid"])
+        self.scheduled += 1
+        meta = pod["metadata"]
+        await self.recorder.event(
+            pod, "Normal", "Scheduled",
+            f"Successfully assigned {meta['namespace']}/{meta['name']} to {node_name}")
+        await self.framework.run_post_bind(state, pod, node_name)
+
+    # --- failures ----------------------------------------------------------------------
+
+    def _fail(self, qp: QueuedPod, pod: dict, message: str, *,
+              rejectors: set[str] | None = None, error: bool = False) -> None:
+        log.info("pod not scheduled", pod=qp.key, reason=message)
+        if error:
+            self.queue.requeue_error(qp)
+        else:
+            self.queue.requeue_unschedulable(qp, rejectors or set())
+        self._spawn(self._report_failure(pod, message,
+                                         "SchedulerError" if error else "Unschedulable"))
+
+    async def _report_failure(self, pod: dict, message: str, reason: str) -> None:
+        await self.recorder.event(pod, "Warning", "FailedScheduling", message)
+        conditions = list((pod.get("status") or {}).get("conditions") or [])
+        old = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
+        if old and old.get("status") == "False" and old.get("reason") == reason \
+                and old.get("message") == message:
+            return
+        new = {"type": "PodScheduled", "status": "False", "reason": reason,
+               "message": message, "lastProbeTime": None,
+               "lastTransitionTime": old["lastTransitionTime"]
+               if old and old.get("status") == "False" and old.get("lastTransitionTime")
+               else _now()}
+        conditions = [c for c in conditions if c.get("type") != "PodScheduled"] + [new]
+        meta = pod["metadata"]
+        try:
+            await self.client.patch("v1", "pods", meta["name"],
+                                    {"status": {"conditions": conditions}},
+                                    namespace=meta["namespace"], subresource="status")
+        except ApiError as e:
+            log.debug("could not update PodScheduled", pod=meta["name"], error=e.message)
