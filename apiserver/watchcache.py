@@ -112,8 +112,8 @@ class WatchCache:
         if self._task:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
-        for watchers in self._watchers.values():
-            for w in watchers:
+        for watchers in list(self._watchers.values()):
+            for w in list(watchers):  # _end unregisters the watcher
                 self._end(w)
 
     async def _load(self) -> None:
