@@ -1,0 +1,99 @@
+"""What Deployments and ReplicaSets share: the template-for-replicas rules, status
+counters, and the /scale subresource (autoscaling/v1 Scale) view of `spec.replicas`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from draemu.api.errors import FieldError, Path, invalid, not_supported, required
+from draemu.apiserver.registry.core.common import IS_NEGATIVE, label_selector_string, nonnegative
+from draemu.apiserver.registry.core.podtemplate import validate_pod_template
+from draemu.apiserver.registry.core.selector import is_empty, matches, validate_label_selector
+
+Obj = dict[str, Any]
+STATUS_EXCEEDS_REPLICAS = "cannot be greater than status.replicas"
+
+
+def validate_selector_and_template(spec: Obj, path: Path, kind: str) -> list[FieldError]:
+    """`kind` words the empty-selector message ("deployment", "replicaset")."""
+    errs: list[FieldError] = []
+    selector = spec.get("selector")
+    if selector is None:
+        errs.append(required(path.child("selector")))
+    else:
+        errs += validate_label_selector(selector, path.child("selector"))
+        if is_empty(selector):
+            errs.append(invalid(path.child("selector"), selector,
+                                f"empty selector is invalid for {kind}"))
+    errs += validate_template_for_replicas(spec.get("template"), selector, path.child("template"))
+    return errs
+
+
+def validate_template_for_replicas(template: Obj | None, selector: Obj | None,
+                                   path: Path) -> list[FieldError]:
+    if template is None:
+        return [required(path)]
+    errs: list[FieldError] = []
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    if not is_empty(selector) and not matches(selector, labels):
+        errs.append(invalid(path.child("metadata", "labels"), labels,
+                            "`selector` does not match template `labels`"))
+    errs += validate_pod_template(template, path)
+    spec = template.get("spec") or {}
+    restart_policy = spec.get("restartPolicy") or ""
+    if restart_policy != "Always":
+        errs.append(not_supported(path.child("spec", "restartPolicy"), restart_policy,
+                                  ["Always"]))
+    if spec.get("activeDeadlineSeconds") is not None:
+        errs.append(invalid(path.child("spec", "activeDeadlineSeconds"),
+                            spec["activeDeadlineSeconds"],
+                            "activeDeadlineSeconds in ReplicaSet is not Supported"))
+    return errs
+
+
+def validate_counters(status: Obj, names: tuple[str, ...], path: Path) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for name in names:
+        errs += nonnegative(status.get(name), path.child(name))
+    return errs
+
+
+def validate_replica_counts(status: Obj, bounded: tuple[str, ...],
+                            path: Path) -> list[FieldError]:
+    """Counters that may not exceed status.replicas, and available <= ready."""
+    replicas = status.get("replicas") or 0
+    errs = [invalid(path.child(name), status.get(name) or 0, STATUS_EXCEEDS_REPLICAS)
+            for name in bounded if (status.get(name) or 0) > replicas]
+    if (status.get("availableReplicas") or 0) > (status.get("readyReplicas") or 0):
+        errs.append(invalid(path.child("availableReplicas"), status.get("availableReplicas"),
+                            "cannot be greater than readyReplicas"))
+    return errs
+
+
+# /scale ------------------------------------------------------------------------------
+
+def to_scale(obj: Obj) -> Obj:
+    """The autoscaling/v1 Scale of a Deployment or ReplicaSet."""
+    meta = obj.get("metadata") or {}
+    scale_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion",
+                                       "creationTimestamp") if k in meta}
+    selector = (obj.get("spec") or {}).get("selector")
+    status: Obj = {"replicas": (obj.get("status") or {}).get("replicas") or 0}
+    if not is_empty(selector):
+        status["selector"] = label_selector_string(selector)
+    return {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": scale_meta,
+            "spec": {"replicas": (obj.get("spec") or {}).get("replicas") or 0},
+            "status": status}
+
+
+def validate_scale(scale: Obj) -> list[FieldError]:
+    replicas = (scale.get("spec") or {}).get("replicas") or 0
+    if replicas < 0:
+        return [invalid(Path("spec").child("replicas"), replicas, IS_NEGATIVE)]
+    return []
+
+
+def apply_scale(obj: Obj, scale: Obj) -> None:
+    """Set the object's desired replicas from a Scale (the caller checks preconditions
+    such as resourceVersion)."""
+    obj.setdefault("spec", {})["replicas"] = (scale.get("spec") or {}).get("replicas") or 0

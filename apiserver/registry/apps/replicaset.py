@@ -1,0 +1,102 @@
+"""apps/v1 ReplicaSet (+status, +scale)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from draemu.api.errors import FieldError, Path
+from draemu.apiserver.registry.apps.common import (
+    validate_counters,
+    validate_replica_counts,
+    validate_selector_and_template,
+)
+from draemu.apiserver.registry.core.common import (
+    container_cells,
+    immutable,
+    label_selector_string,
+    nonnegative,
+)
+from draemu.apiserver.registry.core.podspec_defaults import default_pod_template
+from draemu.apiserver.registry.strategy import AGE, Column, Context, Obj, Strategy
+
+_NAME = Column("Name", format="name", description="Name must be unique within a namespace.")
+_AGE = Column("Age", description="CreationTimestamp is a timestamp representing the server "
+              "time when this object was created.")
+TEMPLATE_COLUMNS = [
+    Column("Containers", priority=1, description="Names of each container in the template."),
+    Column("Images", priority=1, description="Images referenced by each container in the "
+           "template."),
+    Column("Selector", priority=1, description="Label selector for pods. Existing ReplicaSets "
+           "whose pods are selected by this will be the ones affected by this deployment."),
+]
+
+
+def template_cells(obj: Obj) -> list[Any]:
+    spec = obj.get("spec") or {}
+    names, images = container_cells(((spec.get("template") or {}).get("spec") or {})
+                                    .get("containers") or [])
+    return [names, images, label_selector_string(spec.get("selector"))]
+
+
+class ReplicaSetStrategy(Strategy):
+    group = "apps"
+    kind = "ReplicaSet"
+    resource = "replicasets"
+    singular = "replicaset"
+    short_names = ("rs",)
+    categories = ("all",)
+    versions = ("v1",)
+    storage_version = "v1"
+    subresources = frozenset({"status", "scale"})
+
+    def default(self, obj: Obj, version: str) -> None:
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("replicas", 1)
+        default_pod_template(spec.get("template"))
+
+    def prepare_for_create(self, obj: Obj, ctx: Context) -> None:
+        super().prepare_for_create(obj, ctx)
+        obj["status"] = {"replicas": 0}
+
+    def validate(self, obj: Obj, ctx: Context) -> list[FieldError]:
+        spec = obj.get("spec") or {}
+        path = Path("spec")
+        errs = nonnegative(spec.get("replicas"), path.child("replicas"))
+        errs += nonnegative(spec.get("minReadySeconds"), path.child("minReadySeconds"))
+        return errs + validate_selector_and_template(spec, path, "deployment")
+
+    def validate_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
+        return self.validate(new, ctx) + immutable(
+            (new.get("spec") or {}).get("selector"), (old.get("spec") or {}).get("selector"),
+            Path("spec").child("selector"))
+
+    def validate_status_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
+        status = new.get("status") or {}
+        path = Path("status")
+        errs = validate_counters(status, ("replicas", "fullyLabeledReplicas", "readyReplicas",
+                                          "availableReplicas", "observedGeneration",
+                                          "terminatingReplicas"), path)
+        return errs + validate_replica_counts(
+            status, ("fullyLabeledReplicas", "readyReplicas", "availableReplicas"), path)
+
+    def selectable_fields(self, obj: Obj) -> dict[str, str]:
+        return {"status.replicas": str((obj.get("status") or {}).get("replicas") or 0)}
+
+    def table_columns(self) -> list[Column]:
+        return [_NAME,
+                Column("Desired", type="integer", description="Replicas is the number of "
+                       "desired pods."),
+                Column("Current", type="integer", description="Replicas is the most recently "
+                       "observed number of replicas."),
+                Column("Ready", type="integer", description="The number of ready replicas for "
+                       "this replica set."),
+                _AGE, *TEMPLATE_COLUMNS]
+
+    def table_row(self, obj: Obj) -> list[Any]:
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        return [(obj.get("metadata") or {}).get("name", ""), spec.get("replicas") or 0,
+                status.get("replicas") or 0, status.get("readyReplicas") or 0, AGE,
+                *template_cells(obj)]
+
+
+STRATEGIES = [ReplicaSetStrategy()]

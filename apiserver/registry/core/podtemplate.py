@@ -1,0 +1,30 @@
+"""Validation of a pod template (`spec.template` of Deployments, ReplicaSets and Jobs),
+as upstream's ValidatePodTemplateSpec does it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from draemu.api.errors import FieldError, Path, forbidden
+from draemu.apiserver.registry.core.podspec_validation import Options, validate_pod_spec
+from draemu.apiserver.registry.meta import validate_annotations, validate_labels
+
+Obj = dict[str, Any]
+
+
+def validate_pod_template(template: Obj, path: Path) -> list[FieldError]:
+    meta = template.get("metadata") or {}
+    spec = template.get("spec") or {}
+    # Upstream reports template labels at `<path>.labels`, without `.metadata`.
+    errs = validate_labels(meta.get("labels"), path.child("labels"))
+    errs += validate_annotations(meta.get("annotations"), path.child("annotations"))
+    errs += validate_pod_spec(spec, path.child("spec"), Options(is_pod=False))
+    if spec.get("ephemeralContainers"):
+        errs.append(forbidden(path.child("spec", "ephemeralContainers"),
+                              "ephemeral containers not allowed in pod template"))
+    return errs
+
+
+def template_labels(obj: Obj) -> dict[str, str]:
+    template = (obj.get("spec") or {}).get("template") or {}
+    return (template.get("metadata") or {}).get("labels") or {}
