@@ -20,7 +20,7 @@ from draemu.kubelet.pluginwatcher import PluginWatcher
 from draemu.kubelet.pods import PodWorkers
 from draemu.kubelet.proto import pluginregistration as reg
 from draemu.kubelet.runtime import make_runtime
-from draemu.kubelet.server import KubeletServer
+from draemu.kubelet.server import KubeletServer, LogProvider
 from draemu.log import get_logger
 
 log = get_logger("kubelet")
@@ -34,8 +34,11 @@ class KubeletOptions:
     labels: dict[str, str] = field(default_factory=dict)
     taints: list[dict[str, Any]] = field(default_factory=list)
     capacity: dict[str, str] | None = None
-    address: str = "127.0.0.1"  # where the kubelet API listens; the Node's InternalIP
-    port: int = 0
+    # The kubelet HTTP API (container logs) for kubelets in their own process: it listens
+    # on `address` (then the Node's InternalIP) and `port`; None: no server (in process,
+    # the apiserver reads logs through `Kubelet.log_provider`).
+    address: str = "127.0.0.1"
+    port: int | None = None
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
     # Extra CDI spec directories, lowest priority first; the node's own `cdi/` comes last.
     cdi_dirs: list[Path] = field(default_factory=list)
@@ -61,8 +64,10 @@ class Kubelet:
         self.events = EventRecorder(client, options.node_name)
         self.watcher = PluginWatcher(self.layout.registry_dir, {reg.DRA_PLUGIN: self.plugins},
                                      interval=options.plugin_scan_interval)
-        self.server = KubeletServer(self.layout.pods_dir, self._find_pod, self._running,
-                                    self._list_pods, options.address, options.port)
+        self.server = None if options.port is None else KubeletServer(
+            self.layout.pods_dir, self._find_pod, self._running, self._list_pods,
+            options.address, options.port)
+        self.log_provider = LogProvider(self.layout.pods_dir, self._running)
         self.node: NodeAgent | None = None
         self.pods: PodWorkers | None = None
 
@@ -74,9 +79,10 @@ class Kubelet:
         o = self.options
         self.layout.create()
         self.cache.load()
-        await self.server.start()
-        cfg = NodeConfig(o.node_name, labels=o.labels, taints=o.taints,
-                         internal_ip=o.address, kubelet_port=self.server.port)
+        cfg = NodeConfig(o.node_name, labels=o.labels, taints=o.taints)
+        if self.server is not None:
+            await self.server.start()
+            cfg.internal_ip, cfg.kubelet_port = o.address, self.server.port
         if o.capacity:
             cfg.capacity = dict(o.capacity)
         self.node = NodeAgent(self.client, cfg, status_interval=o.heartbeat_interval,
@@ -93,7 +99,7 @@ class Kubelet:
         await self.watcher.start()
         await self.pods.start()
         log.info("kubelet started", node=o.node_name, root=str(self.layout.root),
-                 registry=str(self.layout.registry_dir), port=self.server.port)
+                 registry=str(self.layout.registry_dir))
 
     async def stop(self) -> None:
         if self.pods:
@@ -102,7 +108,8 @@ class Kubelet:
         await self.plugins.stop()
         if self.node:
             await self.node.stop()
-        await self.server.stop()
+        if self.server is not None:
+            await self.server.stop()
         self.layout.remove_alias()
 
     async def _health_changed(self, driver: str) -> None:

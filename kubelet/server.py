@@ -1,4 +1,6 @@
-"""The kubelet's own HTTP API, the part the apiserver needs: container logs.
+"""Serving container logs to the apiserver: in process (a log provider the apiserver
+calls for `pods/log`) or, for a kubelet in its own process, over the kubelet's HTTP API.
+
 
 `GET /containerLogs/{namespace}/{pod}/{container}` with the query parameters
 kube-apiserver forwards for `pods/log` (follow, previous, timestamps, tailLines,
@@ -9,12 +11,13 @@ as its InternalIP, as on a real node.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
+from draemu.api.errors import bad_request
 from draemu.kubelet.logs import LogOptions, pick_log_file, pod_log_dir, stream_log
 
 
@@ -68,16 +71,39 @@ class KubeletServer:
                           limit_bytes=_int(q.get("limitBytes")))
         path = pick_log_file(pod_log_dir(self.pods_dir, ns, name, uid) / container, opts.previous)
         if path is None:
-            if opts.previous:
-                text = (f'previous terminated container "{container}" in pod "{name}" not '
-                        "found")
-            else:
-                text = f'container "{container}" in pod "{name}" is waiting to start: ' \
-                       "ContainerCreating"
-            return web.Response(status=400, text=text)
+            return web.Response(status=400, text=_missing_log(name, container, opts.previous))
         response = web.StreamResponse(headers={"Content-Type": "text/plain"})
         await response.prepare(request)
         async for chunk in stream_log(path, opts, lambda: self.running(ns, name, container)):
             await response.write(chunk)
         await response.write_eof()
         return response
+
+
+def _missing_log(name: str, container: str, previous: bool) -> str:
+    if previous:
+        return f'previous terminated container "{container}" in pod "{name}" not found'
+    return f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating'
+
+
+class LogProvider:
+    """What the in-process apiserver asks for `pods/log` on this node."""
+
+    def __init__(self, pods_dir: Path, running: Callable[[str, str, str], bool]) -> None:
+        self.pods_dir = pods_dir
+        self.running = running
+
+    async def pod_log(self, namespace: str, pod: str, uid: str,
+                      options: Any) -> AsyncIterator[bytes]:
+        opts = LogOptions(follow=options.follow, previous=options.previous,
+                          timestamps=options.timestamps, tail_lines=options.tail_lines,
+                          since_seconds=options.since_seconds,
+                          limit_bytes=options.limit_bytes)
+        container = options.container
+        path = pick_log_file(pod_log_dir(self.pods_dir, namespace, pod, uid) / container,
+                             opts.previous)
+        if path is None:
+            raise bad_request(_missing_log(pod, container, opts.previous))
+        async for chunk in stream_log(path, opts,
+                                      lambda: self.running(namespace, pod, container)):
+            yield chunk

@@ -1,0 +1,160 @@
+"""Starting a preset's nodes: one emulated kubelet per node and its built-in drivers.
+
+    handle = await start_nodes("seed", data_dir=Path(".draemu"), server=apiserver)
+    ...
+    await handle.stop()
+
+Each node gets `<data_dir>/nodes/<name>/` as its kubelet root, and — when the apiserver
+object is given — a kubeconfig with the node's own credentials (`system:node:<name>` in
+group `system:nodes`) at `<root>/kubeconfig`; with only a kubeconfig, every node uses it.
+In-process kubelets register their log provider with the apiserver for `pods/log`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from draemu.client import ApiError, Client
+from draemu.drivers.builtin import start_builtin_driver
+from draemu.drivers.presets import NodeSpec, Preset, device_class_object, load_preset
+from draemu.drivers.sdk import KubeletPlugin
+from draemu.features import FeatureGates
+from draemu.kubelet.kubelet import Kubelet, KubeletOptions
+from draemu.log import get_logger
+
+log = get_logger("nodes")
+
+
+@dataclass
+class Node:
+    name: str
+    kubelet: Kubelet
+    client: Client
+    kubeconfig: Path
+    drivers: list[KubeletPlugin] = field(default_factory=list)
+
+    @property
+    def root(self) -> Path:
+        return self.kubelet.layout.root
+
+    @property
+    def registry_dir(self) -> Path:
+        return self.kubelet.layout.registry_dir
+
+    @property
+    def plugins_dir(self) -> Path:
+        return self.kubelet.layout.plugins_dir
+
+    @property
+    def cdi_dir(self) -> Path:
+        return self.kubelet.layout.cdi_dir
+
+
+@dataclass
+class NodesHandle:
+    preset: Preset
+    nodes: dict[str, Node]
+    server: Any = None
+    started_seconds: float = 0.0
+
+    async def wait_published(self, timeout: float = 30.0) -> None:
+        """Until every built-in driver's ResourceSlices are in the API."""
+        await asyncio.gather(*(d.slices.wait_synced(timeout)
+                               for n in self.nodes.values() for d in n.drivers))
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(_stop_node(n, self.server) for n in self.nodes.values()))
+
+
+async def _stop_node(node: Node, server: Any) -> None:
+    for plugin in node.drivers:
+        await plugin.stop()
+    await node.kubelet.stop()
+    if server is not None:
+        server.log_providers.unregister(node.name)
+    await node.client.close()
+
+
+def node_kubeconfig(server: Any, data_dir: Path, name: str) -> Path:
+    """Write `<data_dir>/nodes/<name>/kubeconfig` with the node's credentials."""
+    path = Path(data_dir) / "nodes" / name / "kubeconfig"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    server.write_kubeconfig(path, user=f"system:node:{name}", groups=["system:nodes"])
+    return path
+
+
+async def ensure_device_classes(client: Client, preset: Preset) -> None:
+    for entry in preset.device_classes:
+        try:
+            await client.create("resource.k8s.io/v1", "deviceclasses",
+                                device_class_object(entry))
+        except ApiError as err:
+            if err.code != 409:
+                raise
+
+
+async def start_node(spec: NodeSpec, *, kubeconfig: Path, data_dir: Path,
+                     runtime: str = "fake", feature_gates: FeatureGates | None = None,
+                     server: Any = None, slice_wipe_delay: float | None = None) -> Node:
+    client = Client.from_kubeconfig(str(kubeconfig))
+    options = KubeletOptions(node_name=spec.name, root_dir=Path(data_dir) / "nodes" / spec.name,
+                             runtime=runtime, labels=spec.labels, taints=spec.taints,
+                             capacity=spec.capacity,
+                             feature_gates=feature_gates or FeatureGates())
+    if slice_wipe_delay is not None:
+        options.slice_wipe_delay = slice_wipe_delay
+    kubelet = Kubelet(client, options)
+    node = Node(spec.name, kubelet, client, kubeconfig)
+    try:
+        await kubelet.start()
+        if server is not None:
+            server.log_providers.register(spec.name, kubelet.log_provider)
+        layout = kubelet.layout
+        for driver in spec.drivers:
+            node.drivers.append(await start_builtin_driver(
+                driver, spec.name, client, layout.registry_dir, layout.plugin_dir(driver.name),
+                layout.cdi_dir))
+    except BaseException:
+        await _stop_node(node, server)
+        raise
+    return node
+
+
+async def start_nodes(preset: str | Path | Preset, *, data_dir: Path, server: Any = None,
+                      kubeconfig: str | Path | None = None, runtime: str = "fake",
+                      nodes: int | None = None, feature_gates: FeatureGates | None = None,
+                      wait: bool = True) -> NodesHandle:
+    """Start every node of a preset (concurrently) and create its DeviceClasses.
+
+    `server`: the in-process `APIServer` (node credentials, log providers); otherwise
+    `kubeconfig` (admin) is used by all nodes. `wait`: return once all slices are published.
+    """
+    started = time.perf_counter()
+    chosen = preset if isinstance(preset, Preset) else load_preset(preset, nodes)
+    if server is None and kubeconfig is None:
+        raise ValueError("start_nodes needs the apiserver object or a kubeconfig")
+    admin = Path(kubeconfig) if kubeconfig is not None else server.kubeconfig_path
+    async with Client.from_kubeconfig(str(admin)) as client:
+        await ensure_device_classes(client, chosen)
+
+    async def one(spec: NodeSpec) -> Node:
+        path = node_kubeconfig(server, data_dir, spec.name) if server is not None else admin
+        return await start_node(spec, kubeconfig=path, data_dir=data_dir, runtime=runtime,
+                                feature_gates=feature_gates, server=server)
+
+    results = await asyncio.gather(*(one(s) for s in chosen.nodes), return_exceptions=True)
+    handle = NodesHandle(chosen, {r.name: r for r in results if isinstance(r, Node)}, server)
+    errors = [r for r in results if isinstance(r, BaseException)]
+    if errors:
+        await handle.stop()
+        raise errors[0]
+    if wait:
+        await handle.wait_published()
+    handle.started_seconds = time.perf_counter() - started
+    log.info("nodes started", preset=chosen.name, nodes=len(handle.nodes),
+             seconds=round(handle.started_seconds, 3))
+    return handle
