@@ -64,11 +64,6 @@ def _config(claim: ClaimState) -> list[dict[str, Any]]:
         if wanted:
             entry["requests"] = list(wanted)
         config.append(entry)
-    # An entry naming every request (or its selected subrequest) applies to all.
-    for entry in config:
-        requests = entry.get("requests")
-        if requests and all(s.request in requests or s.name in requests for s in selected):
-            del entry["requests"]
     # Keep the conventional key order: source, requests, then the configuration.
     return [{"source": e["source"], **({"requests": e["requests"]} if "requests" in e else {}),
              **{k: v for k, v in e.items() if k not in ("source", "requests")}}
