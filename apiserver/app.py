@@ -46,8 +46,8 @@ from draemu.log import get_logger
 log = get_logger("apiserver")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-USER_KEY = "draemu.user"
-INFO_KEY = "draemu.requestinfo"
+USER_KEY = web.RequestKey("user", UserInfo)
+INFO_KEY = web.RequestKey("requestinfo", RequestInfo)
 
 _NOT_FOUND = "the server could not find the requested resource"
 _LONG_RUNNING = frozenset({"watch"})
@@ -101,7 +101,7 @@ class API:
             return status_response(StatusError(500, "InternalError",
                                                f"Internal error occurred: {e!r}"))
         finally:
-            info: RequestInfo | None = request.get(INFO_KEY)
+            info = request.get(INFO_KEY)
             if info is not None and info.resource_request:
                 self.metrics.observe(info.verb.upper(), info.group, info.version,
                                      info.resource, info.subresource,
@@ -243,7 +243,10 @@ class API:
             raise StatusError(404, "NotFound", _NOT_FOUND, {})
         if resource.namespaced and not namespace and info.verb not in ("list", "watch"):
             raise StatusError(404, "NotFound", _NOT_FOUND, {})
-        if not sub and info.verb not in resource.strategy.verbs:
+        named = {"update", "patch", "delete", "get"}
+        if not sub and (info.verb not in resource.strategy.verbs
+                        or (info.verb in named and not info.name)
+                        or (info.verb == "create" and info.name)):
             raise StatusError(405, "MethodNotAllowed",
                               "the server does not allow this method on the requested resource",
                               {})

@@ -7,6 +7,7 @@ from typing import Any
 
 from draemu.api.errors import StatusError
 from draemu.apiserver.codec import format_time, now
+from draemu.apiserver.patch import manager_from_user_agent, update_managed_fields
 from draemu.apiserver.scope import Scope
 
 Obj = dict[str, Any]
@@ -22,19 +23,11 @@ def manager(scope: Scope) -> str:
                           f"{MANAGER_MAX} bytes")
     if value:
         return value
-    agent = scope.request.headers.get("User-Agent", "")
-    return agent.split("/", 1)[0][:MANAGER_MAX] or "unknown"
+    return manager_from_user_agent(scope.request.headers.get("User-Agent", "")) or "unknown"
 
 
 def track(old: Obj | None, new: Obj, manager_name: str, operation: str,
-          api_version: str) -> None:
-    """Record in `new` the fields `manager_name` changed relative to `old`."""
-    from draemu.apiserver import patch
-
-    update = getattr(patch, "update_managed_fields", None)
-    if update is None:
-        return
-    result = update(old, new, manager_name, operation, api_version, format_time(now()))
-    if isinstance(result, dict) and result is not new:
-        new.clear()
-        new.update(result)
+          api_version: str, subresource: str = "") -> None:
+    """Record in `new` (in place) the fields `manager_name` changed relative to `old`."""
+    update_managed_fields(old, new, manager_name, operation, api_version, format_time(now()),
+                          subresource=subresource)

@@ -14,6 +14,7 @@ from aiohttp import web
 
 from draemu.api.errors import StatusError, bad_request, conflict
 from draemu.apiserver import fieldvalidation, managedfields
+from draemu.apiserver import patch as patch_library
 from draemu.apiserver.codec import decode, media_type, read_body
 from draemu.apiserver.rest_write import create_object, run_update, to_storage
 from draemu.apiserver.scope import Scope
@@ -26,12 +27,6 @@ MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 APPLY = "application/apply-patch+yaml"
 PATCH_TYPES = [JSON_PATCH, MERGE_PATCH, APPLY, STRATEGIC]
-
-
-def _library() -> Any:
-    from draemu.apiserver import patch
-
-    return patch
 
 
 def _unsupported(ctype: str) -> StatusError:
@@ -47,7 +42,7 @@ def _schema_ref(scope: Scope) -> Any:
 
 
 def apply_patch(scope: Scope, ctype: str, current: Obj, patch: Any) -> Obj:
-    lib = _library()
+    lib = patch_library
     if ctype == JSON_PATCH:
         if not isinstance(patch, list):
             raise bad_request("json: cannot unmarshal object into Go value of type "
@@ -76,33 +71,19 @@ def _patch_pins_rv(patch: Any) -> bool:
     return False
 
 
-def _apply_conflict(scope: Scope, conflicts: list[Any]) -> StatusError:
-    """409 with one FieldManagerConflict cause per conflicting field."""
-    causes = []
-    lines = []
-    for c in conflicts:
-        manager = c.get("manager") if isinstance(c, dict) else getattr(c, "manager", "")
-        field = c.get("field") if isinstance(c, dict) else getattr(c, "field", "")
-        message = f'conflict with "{manager}"'
-        causes.append({"reason": "FieldManagerConflict", "message": message, "field": field})
-        lines.append(f"{message}: {field}")
-    n = len(conflicts)
-    noun = "conflict" if n == 1 else "conflicts"
-    text = f"Apply failed with {n} {noun}: " + (lines[0] if n == 1 else "\n".join(lines))
-    details: Obj = {"name": scope.name}
-    if scope.resource.group:
-        details["group"] = scope.resource.group
-    details["kind"] = scope.resource.name
-    details["causes"] = causes
-    return StatusError(409, "Conflict", text, details)
-
-
 def _ssa(scope: Scope, live: Obj | None, applied: Obj, manager: str, force: bool) -> Obj:
-    obj, conflicts = _library().server_side_apply(
-        live, applied, manager, force, api_version=scope.api_version,
-        schema=_schema_ref(scope))
-    if conflicts:
-        raise _apply_conflict(scope, conflicts)
+    lib = patch_library
+    obj, conflicts = lib.server_side_apply(live, applied, manager, force, _schema_ref(scope),
+                                           api_version=scope.api_version,
+                                           subresource=scope.subresource)
+    if conflicts and not force:
+        error = lib.conflict_error(conflicts)
+        details = {"name": scope.name}
+        if scope.resource.group:
+            details["group"] = scope.resource.group
+        details["kind"] = scope.resource.name
+        error.details = {**details, **error.details}
+        raise error
     return obj
 
 

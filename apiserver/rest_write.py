@@ -236,7 +236,7 @@ def prepare_update(scope: Scope, new: Obj, old: Obj, *, dry_run: bool, manager: 
         raise _invalid(scope, new, errors)
     scope.warnings.extend(strategy.warnings(new, ctx))
     if operation != "Apply":
-        managedfields.track(old, new, manager, operation, scope.api_version)
+        managedfields.track(old, new, manager, operation, scope.api_version, scope.subresource)
     if _same(new, old):
         raise Unchanged()
     if meta.get("deletionTimestamp") and not pending_finalizers(scope, new) and \

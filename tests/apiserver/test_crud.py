@@ -1,0 +1,163 @@
+"""create / get / update through the generic handlers, with upstream's shapes."""
+
+from __future__ import annotations
+
+from conftest import CM, Client, configmap
+
+
+async def test_create_sets_system_metadata_and_returns_201(client: Client) -> None:
+    reply = await client.post(CM, configmap("c1", a="b"))
+    assert reply.status == 201
+    meta = reply.json["metadata"]
+    assert meta["namespace"] == "default"
+    assert meta["uid"] and meta["creationTimestamp"].endswith("Z")
+    assert int(meta["resourceVersion"]) > 0
+
+
+async def test_duplicate_create_is_409_already_exists_with_exact_content_type(
+        client: Client) -> None:
+    await client.post(CM, configmap("dup"))
+    reply = await client.post(CM, configmap("dup"))
+    assert reply.status == 409
+    assert reply.content_type == "application/json"
+    body = reply.json
+    assert body["kind"] == "Status" and body["reason"] == "AlreadyExists"
+    assert body["message"] == 'configmaps "dup" already exists'
+    assert body["details"] == {"name": "dup", "kind": "configmaps"}
+
+
+async def test_missing_object_is_404_with_upstream_message(client: Client) -> None:
+    reply = await client.get(f"{CM}/nope")
+    assert reply.status == 404
+    assert reply.json["message"] == 'configmaps "nope" not found'
+
+
+async def test_generate_name_appends_five_characters(client: Client) -> None:
+    body = configmap("")
+    body["metadata"] = {"generateName": "gen-"}
+    reply = await client.post(CM, body)
+    assert reply.status == 201
+    name = reply.json["metadata"]["name"]
+    assert name.startswith("gen-") and len(name) == len("gen-") + 5
+
+
+async def test_body_without_type_meta_or_content_type_is_accepted(client: Client) -> None:
+    reply = await client.post(CM, {"metadata": {"name": "bare"}, "data": {"x": "y"}},
+                              content_type=None)
+    assert reply.status == 201
+    assert reply.json["kind"] == "ConfigMap" and reply.json["apiVersion"] == "v1"
+
+
+async def test_yaml_body_is_accepted(client: Client) -> None:
+    reply = await client.post(CM, raw=b"metadata:\n  name: from-yaml\ndata:\n  k: v\n",
+                              content_type="application/yaml")
+    assert reply.status == 201
+    assert reply.json["data"] == {"k": "v"}
+
+
+async def test_protobuf_body_is_415_naming_json_and_yaml(client: Client) -> None:
+    reply = await client.post(CM, raw=b"k8s\x00\x0a", content_type=
+                              "application/vnd.kubernetes.protobuf")
+    assert reply.status == 415
+    assert reply.json["reason"] == "UnsupportedMediaType"
+    assert "application/json" in reply.json["message"]
+    assert "application/yaml" in reply.json["message"]
+
+
+async def test_protobuf_first_accept_is_answered_with_json(client: Client) -> None:
+    reply = await client.get("/api/v1/namespaces/default", headers={
+        "Accept": "application/vnd.kubernetes.protobuf,application/json"})
+    assert reply.status == 200
+    assert reply.content_type == "application/json"
+    assert reply.json["kind"] == "Namespace"
+
+
+async def test_body_over_3_mib_is_413(client: Client) -> None:
+    big = configmap("big", x="a" * (3 * 1024 * 1024 + 10))
+    reply = await client.post(CM, big)
+    assert reply.status == 413
+    assert reply.json["kind"] == "Status"
+
+
+async def test_update_with_stale_resource_version_is_409_conflict(client: Client) -> None:
+    created = (await client.post(CM, configmap("c2", a="1"))).json
+    first = dict(created, data={"a": "2"})
+    assert (await client.put(f"{CM}/c2", first)).status == 200
+    stale = dict(created, data={"a": "3"})
+    reply = await client.put(f"{CM}/c2", stale)
+    assert reply.status == 409
+    assert reply.json["reason"] == "Conflict"
+    assert reply.json["message"] == (
+        'Operation cannot be fulfilled on configmaps "c2": the object has been modified; '
+        "please apply your changes to the latest version and try again")
+
+
+async def test_update_without_resource_version_is_unconditional(client: Client) -> None:
+    await client.post(CM, configmap("c3", a="1"))
+    reply = await client.put(f"{CM}/c3", configmap("c3", a="2"))
+    assert reply.status == 200
+    assert reply.json["data"] == {"a": "2"}
+
+
+async def test_update_keeps_uid_and_creation_timestamp(client: Client) -> None:
+    created = (await client.post(CM, configmap("c4"))).json
+    sent = configmap("c4", a="1")
+    sent["metadata"]["uid"] = created["metadata"]["uid"]
+    updated = (await client.put(f"{CM}/c4", sent)).json
+    assert updated["metadata"]["creationTimestamp"] == created["metadata"]["creationTimestamp"]
+    assert updated["metadata"]["uid"] == created["metadata"]["uid"]
+
+
+async def test_name_mismatch_between_body_and_url_is_400(client: Client) -> None:
+    await client.post(CM, configmap("c5"))
+    reply = await client.put(f"{CM}/c5", configmap("other"))
+    assert reply.status == 400
+    assert "does not match the name on the URL" in reply.json["message"]
+
+
+async def test_no_op_update_keeps_resource_version(client: Client) -> None:
+    created = (await client.post(CM, configmap("same", a="1"))).json
+    again = (await client.put(f"{CM}/same", configmap("same", a="1"))).json
+    assert again["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+
+async def test_dry_run_create_stores_nothing(client: Client) -> None:
+    reply = await client.post(f"{CM}?dryRun=All", configmap("dry"))
+    assert reply.status == 201
+    assert (await client.get(f"{CM}/dry")).status == 404
+
+
+async def test_invalid_name_is_422_with_field_causes(client: Client) -> None:
+    reply = await client.post(CM, configmap("Bad_Name"))
+    assert reply.status == 422
+    body = reply.json
+    assert body["reason"] == "Invalid"
+    assert body["details"]["causes"][0]["field"] == "metadata.name"
+    assert body["message"].startswith('ConfigMap "Bad_Name" is invalid: metadata.name: ')
+
+
+async def test_create_in_missing_namespace_is_404_for_the_namespace(client: Client) -> None:
+    reply = await client.post("/api/v1/namespaces/ghost/configmaps", configmap("c"))
+    assert reply.status == 404
+    assert reply.json["message"] == 'namespaces "ghost" not found'
+
+
+async def test_namespace_in_body_must_match_url(client: Client) -> None:
+    body = configmap("c6")
+    body["metadata"]["namespace"] = "kube-system"
+    reply = await client.post(CM, body)
+    assert reply.status == 400
+    assert reply.json["message"] == ("the namespace of the provided object does not match "
+                                     "the namespace sent on the request")
+
+
+async def test_unknown_resource_is_404(client: Client) -> None:
+    reply = await client.get("/api/v1/namespaces/default/widgets")
+    assert reply.status == 404
+    assert reply.json["message"] == "the server could not find the requested resource"
+
+
+async def test_unsupported_verb_is_405(client: Client) -> None:
+    reply = await client.put("/api/v1/namespaces/default/configmaps", configmap("x"))
+    assert reply.status == 405
+    assert reply.json["reason"] == "MethodNotAllowed"

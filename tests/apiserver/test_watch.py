@@ -1,0 +1,162 @@
+"""watch: framing, resume, expiry, bookmarks, watch-list, selectors, timeouts."""
+
+from __future__ import annotations
+
+import asyncio
+
+from conftest import CM, Client, configmap, next_event
+
+from draemu.apiserver import watchcache
+from draemu.apiserver.server import APIServer
+
+
+async def _rv(client: Client) -> str:
+    return (await client.get(CM)).json["metadata"]["resourceVersion"]
+
+
+async def test_watch_streams_newline_terminated_events_from_a_revision(client: Client) -> None:
+    rv = await _rv(client)
+    resp = await client.stream(f"{CM}?watch=true&resourceVersion={rv}")
+    try:
+        assert resp.headers["Content-Type"] == "application/json"
+        await client.post(CM, configmap("w1", a="1"))
+        created = await next_event(resp)
+        assert created["type"] == "ADDED"
+        assert created["object"]["metadata"]["name"] == "w1"
+        await client.put(f"{CM}/w1", configmap("w1", a="2"))
+        assert (await next_event(resp))["type"] == "MODIFIED"
+        await client.delete(f"{CM}/w1")
+        deleted = await next_event(resp)
+        assert deleted["type"] == "DELETED"
+        assert int(deleted["object"]["metadata"]["resourceVersion"]) > int(
+            created["object"]["metadata"]["resourceVersion"])
+    finally:
+        resp.close()
+
+
+async def test_watch_resumes_with_changes_after_the_given_revision(client: Client) -> None:
+    rv = await _rv(client)
+    await client.post(CM, configmap("before"))
+    resp = await client.stream(f"{CM}?watch=True&resourceVersion={rv}")  # Python-style bool
+    try:
+        event = await next_event(resp)
+        assert (event["type"], event["object"]["metadata"]["name"]) == ("ADDED", "before")
+    finally:
+        resp.close()
+
+
+async def test_watch_without_revision_starts_with_synthetic_added_events(
+        client: Client) -> None:
+    await client.post(CM, configmap("existing"))
+    resp = await client.stream(f"{CM}?watch=1")
+    try:
+        event = await next_event(resp)
+        assert (event["type"], event["object"]["metadata"]["name"]) == ("ADDED", "existing")
+    finally:
+        resp.close()
+
+
+async def test_too_old_revision_is_an_error_event_410(client: Client, apiserver: APIServer,
+                                                      monkeypatch) -> None:
+    monkeypatch.setattr(watchcache, "HISTORY", 3)
+    assert apiserver.api is not None
+    cache = apiserver.api.storage.cache
+    cache._history = type(cache._history)(cache._history, maxlen=3)
+    for i in range(5):
+        await client.post(CM, configmap(f"h{i}"))
+    resp = await client.stream(f"{CM}?watch=true&resourceVersion=1")
+    try:
+        event = await next_event(resp)
+        assert event["type"] == "ERROR"
+        assert event["object"]["code"] == 410 and event["object"]["reason"] == "Expired"
+        assert event["object"]["message"].startswith("too old resource version: 1 (")
+    finally:
+        resp.close()
+
+
+async def test_watch_list_sends_initial_events_then_annotated_bookmark(client: Client) -> None:
+    await client.post(CM, configmap("init"))
+    resp = await client.stream(f"{CM}?watch=true&sendInitialEvents=true&allowWatchBookmarks=true"
+                               "&resourceVersionMatch=NotOlderThan&fieldSelector=metadata.name"
+                               "%3Dinit")
+    try:
+        added = await next_event(resp)
+        assert (added["type"], added["object"]["metadata"]["name"]) == ("ADDED", "init")
+        bookmark = await next_event(resp)
+        assert bookmark["type"] == "BOOKMARK"
+        assert bookmark["object"]["kind"] == "ConfigMap"
+        assert bookmark["object"]["apiVersion"] == "v1"
+        assert bookmark["object"]["metadata"]["annotations"] == {
+            "k8s.io/initial-events-end": "true"}
+    finally:
+        resp.close()
+
+
+async def test_send_initial_events_without_not_older_than_is_422(client: Client) -> None:
+    reply = await client.get(f"{CM}?watch=true&sendInitialEvents=true&allowWatchBookmarks=true")
+    assert reply.status == 422
+
+
+async def test_timeout_seconds_ends_the_stream_cleanly(client: Client) -> None:
+    rv = await _rv(client)
+    resp = await client.stream(f"{CM}?watch=true&resourceVersion={rv}&timeoutSeconds=1")
+    try:
+        line = await asyncio.wait_for(resp.content.readline(), 10)
+        assert line == b""  # end of stream, no error
+    finally:
+        resp.close()
+
+
+async def test_objects_leaving_a_selector_arrive_as_deleted(client: Client) -> None:
+    await client.post(CM, configmap("sel", {"app": "x"}))
+    rv = await _rv(client)
+    resp = await client.stream(f"{CM}?watch=true&resourceVersion={rv}&labelSelector=app%3Dx")
+    try:
+        await client.put(f"{CM}/sel", configmap("sel", {"app": "y"}))
+        event = await next_event(resp)
+        assert event["type"] == "DELETED"
+        await client.put(f"{CM}/sel", configmap("sel", {"app": "x"}))
+        assert (await next_event(resp))["type"] == "ADDED"
+    finally:
+        resp.close()
+
+
+async def test_legacy_watch_path_of_one_object(client: Client) -> None:
+    await client.post(CM, configmap("one"))
+    await client.post(CM, configmap("two"))
+    resp = await client.stream("/api/v1/watch/namespaces/default/configmaps/two")
+    try:
+        event = await next_event(resp)
+        assert event["object"]["metadata"]["name"] == "two"
+    finally:
+        resp.close()
+
+
+async def test_table_watch_sends_column_definitions_only_first(client: Client) -> None:
+    rv = await _rv(client)
+    resp = await client.stream(f"{CM}?watch=true&resourceVersion={rv}", headers={
+        "Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
+    try:
+        await client.post(CM, configmap("t1"))
+        await client.post(CM, configmap("t2"))
+        first, second = await next_event(resp), await next_event(resp)
+        assert first["object"]["kind"] == "Table" and first["object"]["columnDefinitions"]
+        assert second["object"]["columnDefinitions"] is None
+        assert second["object"]["rows"][0]["cells"][0] == "t2"
+    finally:
+        resp.close()
+
+
+async def test_slow_watcher_is_dropped_without_blocking_writes(client: Client,
+                                                              apiserver: APIServer,
+                                                              monkeypatch) -> None:
+    monkeypatch.setattr(watchcache, "WATCHER_QUEUE", 2)
+    rv = await _rv(client)
+    assert apiserver.api is not None
+    cache = apiserver.api.storage.cache
+    watcher = cache.watch("/registry/core/configmaps/", int(rv))
+    for i in range(5):
+        assert (await client.post(CM, configmap(f"s{i}"))).status == 201
+    await cache.wait_for(int(rv) + 5)
+    assert watcher.dropped
+    assert watcher.queue.get_nowait() is None
