@@ -36,6 +36,20 @@ class Node:
     client: Client
     kubeconfig: Path
     drivers: list[KubeletPlugin] = field(default_factory=list)
+    server: Any = None
+    stopped: bool = False
+
+    async def stop(self) -> None:
+        """Stop the drivers, then the kubelet; safe to call twice."""
+        if self.stopped:
+            return
+        self.stopped = True
+        for plugin in self.drivers:
+            await plugin.stop()
+        await self.kubelet.stop()
+        if self.server is not None:
+            self.server.log_providers.unregister(self.name)
+        await self.client.close()
 
     @property
     def root(self) -> Path:
@@ -58,7 +72,6 @@ class Node:
 class NodesHandle:
     preset: Preset
     nodes: dict[str, Node]
-    server: Any = None
     started_seconds: float = 0.0
 
     async def wait_published(self, timeout: float = 30.0) -> None:
@@ -67,16 +80,7 @@ class NodesHandle:
                                for n in self.nodes.values() for d in n.drivers))
 
     async def stop(self) -> None:
-        await asyncio.gather(*(_stop_node(n, self.server) for n in self.nodes.values()))
-
-
-async def _stop_node(node: Node, server: Any) -> None:
-    for plugin in node.drivers:
-        await plugin.stop()
-    await node.kubelet.stop()
-    if server is not None:
-        server.log_providers.unregister(node.name)
-    await node.client.close()
+        await asyncio.gather(*(n.stop() for n in self.nodes.values()))
 
 
 def node_kubeconfig(server: Any, data_dir: Path, name: str) -> Path:
@@ -108,7 +112,7 @@ async def start_node(spec: NodeSpec, *, kubeconfig: Path, data_dir: Path,
     if slice_wipe_delay is not None:
         options.slice_wipe_delay = slice_wipe_delay
     kubelet = Kubelet(client, options)
-    node = Node(spec.name, kubelet, client, kubeconfig)
+    node = Node(spec.name, kubelet, client, kubeconfig, server=server)
     try:
         await kubelet.start()
         if server is not None:
@@ -119,7 +123,7 @@ async def start_node(spec: NodeSpec, *, kubeconfig: Path, data_dir: Path,
                 driver, spec.name, client, layout.registry_dir, layout.plugin_dir(driver.name),
                 layout.cdi_dir))
     except BaseException:
-        await _stop_node(node, server)
+        await node.stop()
         raise
     return node
 
@@ -147,7 +151,7 @@ async def start_nodes(preset: str | Path | Preset, *, data_dir: Path, server: An
                                 feature_gates=feature_gates, server=server)
 
     results = await asyncio.gather(*(one(s) for s in chosen.nodes), return_exceptions=True)
-    handle = NodesHandle(chosen, {r.name: r for r in results if isinstance(r, Node)}, server)
+    handle = NodesHandle(chosen, {r.name: r for r in results if isinstance(r, Node)})
     errors = [r for r in results if isinstance(r, BaseException)]
     if errors:
         await handle.stop()

@@ -1,0 +1,64 @@
+"""Helpers for end-to-end tests: objects, waiting on conditions, allocating by hand."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from draemu.client import ApiError, Client
+
+RESOURCE = "resource.k8s.io/v1"
+
+
+async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = 20.0,
+                     interval: float = 0.05) -> Any:
+    """Poll until `check` returns something truthy; its last error explains a timeout."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    last: BaseException | None = None
+    while True:
+        try:
+            value = await check()
+            if value:
+                return value
+        except (ApiError, AssertionError, KeyError) as err:
+            last = err
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s (last: {last!r})")
+        await asyncio.sleep(interval)
+
+
+async def create_claim(client: Client, name: str, namespace: str = "default",
+                       device_class: str = "gpu.example.com") -> dict:
+    return await client.create(RESOURCE, "resourceclaims", {
+        "apiVersion": RESOURCE, "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": device_class}}]}}}, namespace)
+
+
+async def create_pod(client: Client, name: str, node: str, claim: str,
+                     namespace: str = "default", **spec: Any) -> dict:
+    return await client.create("v1", "pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
+        "spec": {"nodeName": node, "resourceClaims": [{"name": "gpu",
+                                                        "resourceClaimName": claim}],
+                 "containers": [{"name": "ctr", "image": "ubuntu:22.04",
+                                 "command": ["bash", "-c", "export"],
+                                 "resources": {"claims": [{"name": "gpu"}]}}], **spec}},
+        namespace)
+
+
+async def allocate(client: Client, claim: dict, pod: dict, driver: str, node: str,
+                   device: str) -> dict:
+    """What the scheduler would write: the allocation and the pod's reservation."""
+    claim = await client.get(RESOURCE, "resourceclaims", claim["metadata"]["name"],
+                             claim["metadata"]["namespace"])
+    claim["status"] = {
+        "allocation": {"devices": {"results": [
+            {"request": "gpu", "driver": driver, "pool": node, "device": device}]},
+            "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": [node]}]}]}},
+        "reservedFor": [{"resource": "pods", "name": pod["metadata"]["name"],
+                         "uid": pod["metadata"]["uid"]}]}
+    return await client.update(RESOURCE, "resourceclaims", claim, subresource="status")
