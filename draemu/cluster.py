@@ -66,6 +66,10 @@ class Cluster:
         return Path(self._tmp)
 
     @property
+    def node_names(self) -> list[str]:
+        return list(self.nodes.nodes) if self.nodes is not None else []
+
+    @property
     def url(self) -> str:
         return self.apiserver.url
 
@@ -107,12 +111,12 @@ class Cluster:
             self.scheduler = Scheduler(self.client("draemu-scheduler"), o.feature_gates)
             await self.scheduler.start()
         self.timings["control-plane"] = time.perf_counter() - t0
-        if o.preset != "empty" or o.nodes:
+        if o.preset != "empty":
             from draemu.kubelet.cluster import start_nodes
 
             self.nodes = await start_nodes(
-                preset=o.preset, nodes=o.nodes, apiserver=self.apiserver,
-                data_dir=self.data_dir, runtime=o.runtime, gates=o.feature_gates)
+                o.preset, data_dir=self.data_dir, server=self.apiserver, runtime=o.runtime,
+                nodes=o.nodes, feature_gates=o.feature_gates)
         self.timings["nodes"] = time.perf_counter() - t0
 
     async def stop(self) -> None:

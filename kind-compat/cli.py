@@ -90,8 +90,11 @@ def create_cluster(args: argparse.Namespace) -> int:
     folder.mkdir(parents=True)
     preset = folder / "preset.yaml"
     nodes = cluster.nodes()
-    preset.write_text(yaml.safe_dump(knodes.preset(cluster, os.environ.get(
-        "DRAEMU_KIND_DRIVERS", "")), sort_keys=False))
+    try:
+        document = knodes.preset(cluster, os.environ.get("DRAEMU_KIND_DRIVERS", ""))
+    except ValueError as e:
+        raise KindError(f"failed to create cluster: {e}") from None
+    preset.write_text(yaml.safe_dump(document, sort_keys=False))
     err(" ✓ Preparing nodes 📦 " + " ".join("📦" for _ in nodes[1:]))
     for what in cluster.ignored:
         err(f"WARNING: draemu ignores {what}: there are no node containers to configure")

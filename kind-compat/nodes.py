@@ -38,11 +38,28 @@ def node_labels(cluster: KindCluster) -> list[tuple[str, str, dict[str, str], li
     return out
 
 
+# Built-in drivers kind-compat can put on nodes ($DRAEMU_KIND_DRIVERS=gpu,nic).
+DRIVERS = {
+    "gpu": ({"name": "gpu.example.com", "type": "gpu",
+             "gpus": [{"count": 8, "model": "LATEST-GPU-MODEL", "memory": "80Gi",
+                       "driverVersion": "1.0.0"}]},
+            {"name": "gpu.example.com", "driver": "gpu.example.com"}),
+    "nic": ({"name": "nic.example.com", "type": "nic",
+             "nics": [{"model": "ConnectX-7", "speed": 400, "rdmaCapable": True,
+                       "numaNode": 0}]},
+            {"name": "nic.example.com", "driver": "nic.example.com"}),
+}
+
+
 def preset(cluster: KindCluster, drivers: str) -> dict[str, Any]:
     """The preset document for `draemu up --preset FILE`: kind's nodes, with the
-    built-in drivers named in $DRAEMU_KIND_DRIVERS (comma-separated) on the workers
-    (or on the control plane of a single-node cluster)."""
+    built-in drivers named in $DRAEMU_KIND_DRIVERS (comma-separated: gpu, nic) on the
+    workers (or on the control plane of a single-node cluster)."""
     wanted = [d.strip() for d in drivers.split(",") if d.strip()]
+    unknown = [d for d in wanted if d not in DRIVERS]
+    if unknown:
+        raise ValueError(f"DRAEMU_KIND_DRIVERS: unknown driver(s) {', '.join(unknown)}; "
+                         f"known: {', '.join(DRIVERS)}")
     entries = node_labels(cluster)
     has_workers = any(role == "worker" for _, role, _, _ in entries)
     nodes = []
@@ -51,9 +68,11 @@ def preset(cluster: KindCluster, drivers: str) -> dict[str, Any]:
         if taints:
             node["taints"] = taints
         if wanted and (role == "worker" or not has_workers):
-            node["drivers"] = [{"name": d} for d in wanted]
+            node["drivers"] = [DRIVERS[d][0] for d in wanted]
         nodes.append(node)
-    return {"apiVersion": "draemu.dev/v1alpha1", "kind": "Preset", "nodes": nodes}
+    return {"apiVersion": "draemu.io/v1alpha1", "kind": "Preset",
+            "description": f"kind cluster {cluster.name}",
+            "deviceClasses": [DRIVERS[d][1] for d in wanted], "nodes": nodes}
 
 
 def supported_gates(gates: dict[str, bool]) -> tuple[str, list[str]]:

@@ -103,16 +103,15 @@ def run(args: argparse.Namespace) -> int:
                 except ConfigError as e:
                     print(f"error: --merge-kubeconfig: {e}", file=sys.stderr)
                     return 1
-            nodes = getattr(cluster.nodes, "names", None)
+            nodes = cluster.node_names
             print(f"draemu is ready in {cluster.timings['nodes']:.2f} s "
                   f"(API in {cluster.timings['apiserver']:.2f} s)")
             print(f"  API server:  {cluster.url}")
             print(f"  kubeconfig:  {kubeconfig}")
             print(f"  data dir:    {cluster.data_dir}"
                   + ("  (temporary, removed at exit)" if args.in_memory else ""))
-            if nodes is not None:
-                print(f"  preset:      {args.preset} ({len(nodes)} nodes: "
-                      f"{', '.join(nodes)})")
+            print(f"  preset:      {args.preset} ({len(nodes)} nodes"
+                  + (f": {', '.join(nodes)})" if len(nodes) <= 8 else ")"))
             print()
             if args.merge_kubeconfig:
                 print("The 'draemu' context is now current in your kubeconfig. Try:")

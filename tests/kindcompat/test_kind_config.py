@@ -1,4 +1,5 @@
 import pytest
+import yaml
 
 from draemu.kindcompat.cli import KindError, parse_duration
 from draemu.kindcompat.config import ConfigError, parse
@@ -63,7 +64,18 @@ def test_drivers_go_on_workers():
     doc = preset(parse(DRA_CONFIG), "gpu")
     by_name = {n["name"]: n for n in doc["nodes"]}
     assert "drivers" not in by_name["dra-control-plane"]
-    assert by_name["dra-worker"]["drivers"] == [{"name": "gpu"}]
+    assert by_name["dra-worker"]["drivers"][0]["name"] == "gpu.example.com"
+    assert doc["deviceClasses"] == [{"name": "gpu.example.com", "driver": "gpu.example.com"}]
+
+
+def test_preset_loads_as_a_draemu_preset(tmp_path):
+    from draemu.drivers.presets import load_preset
+
+    path = tmp_path / "preset.yaml"
+    path.write_text(yaml.safe_dump(preset(parse(DRA_CONFIG), "gpu")))
+    loaded = load_preset(path)
+    assert [n.name for n in loaded.nodes] == ["dra-control-plane", "dra-worker", "dra-worker2"]
+    assert loaded.nodes[0].taints[0]["key"] == "node-role.kubernetes.io/control-plane"
 
 
 def test_unknown_field_gives_kinds_strict_decoding_error():
