@@ -262,3 +262,24 @@ def case(name: str, *, claims: list[dict[str, Any]] = (), classes: list[dict[str
     if note:
         out["note"] = note
     return out
+
+
+def counter_device(name: str, *consumptions: dict[str, Any], from_counters: bool = True,
+                   **extra: Any) -> dict[str, Any]:
+    """A device consuming counters; with `from_counters` its capacity mirrors them, as
+    upstream's helper does."""
+    out: dict[str, Any] = {"name": name, "consumesCounters": list(consumptions)}
+    if from_counters:
+        out["capacity"] = {k: {"value": v["value"]} for c in consumptions
+                           for k, v in c["counters"].items()}
+    out.update(extra)
+    return out
+
+
+TAINT_NONE = {"key": "taint-key", "value": "taint-value", "effect": "None"}
+TAINT_NO_SCHEDULE = {"key": "taint-key", "value": "taint-value", "effect": "NoSchedule"}
+TAINT_NO_EXECUTE = {"key": "taint-key", "value": "taint-value-2", "effect": "NoExecute"}
+TOLERATE_NO_SCHEDULE = {"operator": "Exists", "key": "taint-key", "effect": "NoSchedule"}
+TOLERATE_NO_EXECUTE = {"operator": "Equal", "key": "taint-key", "value": "taint-value-2",
+                       "effect": "NoExecute"}
+TOLERATE_KEY1 = {"operator": "Exists", "key": "key1", "effect": "NoSchedule"}
