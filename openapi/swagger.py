@@ -1,0 +1,97 @@
+"""The Swagger 2.0 document (`/openapi/v2`, JSON form) of every served kind.
+
+Same operations and schemas as the v3 documents, in Swagger 2.0's shape: body
+parameters instead of request bodies, `consumes`/`produces`, `#/definitions/` references
+written directly beside their description (Swagger 2.0 allows that; v3 needs `allOf`).
+The protobuf form that kubectl 1.27/1.28 ask for is not produced.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+from draemu.openapi import schemas
+from draemu.openapi.documents import INFO, SchemaSet, _Served, _signature, group_versions
+from draemu.openapi.operations import Operation, Param, path_items
+
+V3_REF = schemas.REF_PREFIX
+V2_REF = "#/definitions/"
+
+
+def openapi_v2_document(strategies: list[Any]) -> dict[str, Any]:
+    return json.loads(_v2_text(_signature(strategies)))
+
+
+@lru_cache(maxsize=8)
+def _v2_text(sig: tuple[Any, ...]) -> str:
+    served = [_Served(s) for s in sig]
+    needed = SchemaSet("", "", narrow_gvks=False)
+    paths: dict[str, Any] = {}
+    for group, version in group_versions(served):
+        mine = [s for s in served if s.group == group and version in s.versions]
+        for item in path_items(group, version, mine, needed.name):
+            entry: dict[str, Any] = {}
+            if item.params:
+                entry["parameters"] = [_param(p) for p in item.params]
+            for op in item.operations:
+                entry[op.method] = _operation(op, needed)
+            paths[item.path] = entry
+    doc = {"swagger": "2.0", "info": dict(INFO), "paths": dict(sorted(paths.items())),
+           "definitions": {n: _schema(needed.names[n]) for n in sorted(needed.names)},
+           "securityDefinitions": {"BearerToken": {
+               "description": "Bearer Token authentication", "in": "header",
+               "name": "authorization", "type": "apiKey"}},
+           "security": [{"BearerToken": []}]}
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"))
+
+
+def _param(p: Param) -> dict[str, Any]:
+    out: dict[str, Any] = {"description": p.description, "in": p.where, "name": p.name,
+                           "type": p.kind, "uniqueItems": True}
+    if p.where == "path":
+        out["required"] = True
+    return out
+
+
+def _operation(op: Operation, needed: SchemaSet) -> dict[str, Any]:
+    params = [_param(p) for p in sorted(op.params, key=lambda p: p.name)]
+    if op.body:
+        params.insert(0, {"in": "body", "name": "body", "required": op.method != "delete",
+                          "schema": {"$ref": V2_REF + needed.ref(op.body)}})
+    responses: dict[str, Any] = {}
+    for code, schema in op.responses.items():
+        entry: dict[str, Any] = {"description": {"201": "Created", "202": "Accepted"}.get(
+            code, "OK")}
+        if schema:
+            entry["schema"] = {"$ref": V2_REF + needed.ref(schema)}
+        responses[code] = entry
+    responses["401"] = {"description": "Unauthorized"}
+    out: dict[str, Any] = {"consumes": list(op.body_types), "description": op.description,
+                           "operationId": op.operation_id, "produces": list(op.response_types),
+                           "responses": responses, "schemes": ["https"], "tags": [op.tag]}
+    if params:
+        out["parameters"] = params
+    if op.action:
+        out["x-kubernetes-action"] = op.action
+    if op.gvk:
+        out["x-kubernetes-group-version-kind"] = dict(op.gvk)
+    return out
+
+
+def _schema(node: Any) -> Any:
+    """A v3 component schema in Swagger 2.0 form."""
+    if isinstance(node, list):
+        return [_schema(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _schema(v) for k, v in node.items() if k not in ("allOf", "oneOf")}
+    all_of = node.get("allOf")
+    if all_of and len(all_of) == 1 and "$ref" in all_of[0]:
+        out["$ref"] = all_of[0]["$ref"]
+    if "oneOf" in node:
+        out["type"] = "string"  # Quantity: a string in Swagger 2.0
+    if isinstance(out.get("$ref"), str):
+        out["$ref"] = V2_REF + out["$ref"][len(V3_REF):]
+    return out
