@@ -239,7 +239,7 @@ class API:
         self._authorize(Attributes(user, info.verb, info.group, info.version, info.resource,
                                    info.subresource, namespace, info.name, info.path), info)
         sub = info.subresource
-        if sub and sub not in resource.strategy.subresources:
+        if sub and sub not in discovery.subresources_of(resource):
             raise StatusError(404, "NotFound", _NOT_FOUND, {})
         if resource.namespaced and not namespace and info.verb not in ("list", "watch"):
             raise StatusError(404, "NotFound", _NOT_FOUND, {})

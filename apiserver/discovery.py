@@ -26,6 +26,14 @@ SUBRESOURCES: dict[str, tuple[str | None, str | None, str, tuple[str, ...]]] = {
 }
 
 
+# Subresources the handlers serve whatever the strategy declares.
+HANDLER_SUBRESOURCES: dict[tuple[str, str], frozenset[str]] = {("", "pods"): frozenset({"log"})}
+
+
+def subresources_of(r: Resource) -> frozenset[str]:
+    return r.strategy.subresources | HANDLER_SUBRESOURCES.get((r.group, r.name), frozenset())
+
+
 def _sub_kind(r: Resource, version: str, sub: str) -> tuple[str, str, str, tuple[str, ...]]:
     group, sub_version, kind, verbs = SUBRESOURCES.get(sub, (None, None, "", ("get",)))
     return (r.group if group is None else group, version if sub_version is None else
@@ -72,7 +80,7 @@ def api_resource_list(table: ResourceTable, group: str, version: str) -> Obj | N
         if r.strategy.categories:
             entry["categories"] = list(r.strategy.categories)
         items.append(entry)
-        for sub in sorted(r.strategy.subresources):
+        for sub in sorted(subresources_of(r)):
             g, v, kind, verbs = _sub_kind(r, version, sub)
             sub_entry: Obj = {"name": f"{r.name}/{sub}", "singularName": "",
                               "namespaced": r.namespaced, "kind": kind, "verbs": list(verbs)}
@@ -94,7 +102,7 @@ def _aggregated_resource(r: Resource, version: str) -> Obj:
     if r.strategy.categories:
         out["categories"] = list(r.strategy.categories)
     subs = []
-    for sub in sorted(r.strategy.subresources):
+    for sub in sorted(subresources_of(r)):
         g, v, kind, verbs = _sub_kind(r, version, sub)
         subs.append({"subresource": sub, "responseKind": {"group": g, "version": v, "kind": kind},
                      "verbs": list(verbs)})
