@@ -283,3 +283,19 @@ TOLERATE_NO_SCHEDULE = {"operator": "Exists", "key": "taint-key", "effect": "NoS
 TOLERATE_NO_EXECUTE = {"operator": "Equal", "key": "taint-key", "value": "taint-value-2",
                        "effect": "NoExecute"}
 TOLERATE_KEY1 = {"operator": "Exists", "key": "key1", "effect": "NoSchedule"}
+
+
+def range_policy_capacity(**values: str) -> dict[str, Any]:
+    """Capacities with upstream's default range policy: default 2, min 2, step 2, max 4."""
+    return {k: {"value": v, "requestPolicy": {"default": "2", "validRange": {
+        "min": "2", "step": "2", "max": "4"}}} for k, v in values.items()}
+
+
+def valid_values_capacity(default: str, extra: list[str], **values: str) -> dict[str, Any]:
+    return {k: {"value": v, "requestPolicy": {"default": default,
+                                              "validValues": [default, *extra]}}
+            for k, v in values.items()}
+
+
+def capacity_request(amount: str | None, name: str = "capacity-0") -> dict[str, Any]:
+    return {"requests": {name: amount} if amount is not None else {}}
