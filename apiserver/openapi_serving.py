@@ -7,9 +7,7 @@ hash redirects to the current URL, as upstream does.
 
 from __future__ import annotations
 
-import hashlib
 from functools import cache
-from typing import Any
 
 from aiohttp import web
 
@@ -26,7 +24,7 @@ def _not_found() -> StatusError:
 
 @cache
 def _documents(table: ResourceTable) -> dict[str, tuple[bytes, str]]:
-    """'api/v1' / 'apis/<g>/<v>' -> (JSON document, hash)."""
+    """'api/v1' / 'apis/<g>/<v>' -> (JSON document, hash as the index advertises it)."""
     from draemu import openapi
 
     strategies = [r.strategy for r in table.resources]
@@ -34,10 +32,16 @@ def _documents(table: ResourceTable) -> dict[str, tuple[bytes, str]]:
     for group, versions in table.groups().items():
         for version in versions:
             doc = openapi.openapi_v3_document(group, version, strategies)
-            body = dumps(doc)
-            key = f"apis/{group}/{version}" if group else f"api/{version}"
-            out[key] = (body, hashlib.sha512(body).hexdigest().upper())
+            out[openapi.document_key(group, version)] = (
+                dumps(doc), openapi.document_hash(group, version, strategies))
     return out
+
+
+@cache
+def _index(table: ResourceTable) -> bytes:
+    from draemu import openapi
+
+    return dumps(openapi.openapi_v3_index([r.strategy for r in table.resources]))
 
 
 @cache
@@ -55,10 +59,7 @@ def _json(body: bytes, headers: dict[str, str] | None = None) -> web.Response:
 
 def respond(request: web.Request, path: str, table: ResourceTable) -> web.Response:
     if path == "/openapi/v3":
-        index: dict[str, Any] = {"paths": {
-            key: {"serverRelativeURL": f"/openapi/v3/{key}?hash={digest}"}
-            for key, (_, digest) in sorted(_documents(table).items())}}
-        return _json(dumps(index))
+        return _json(_index(table))
     if path.startswith("/openapi/v3/"):
         key = path[len("/openapi/v3/"):]
         found = _documents(table).get(key)
