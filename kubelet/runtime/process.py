@@ -28,6 +28,7 @@ class ProcessRuntime:
         if not config.command:
             raise RuntimeError_(f"container {config.name}: the process runtime needs an "
                                 "explicit command (images are not run)")
+        config.log_path.parent.mkdir(parents=True, exist_ok=True)
         cwd = config.working_dir if config.working_dir and Path(config.working_dir).is_dir() \
             else str(config.log_path.parent)
         try:

@@ -1,1 +1,0 @@
-pytest_plugins = ["draemu.testing.apiserver"]

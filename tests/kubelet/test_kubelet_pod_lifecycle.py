@@ -1,0 +1,157 @@
+"""Pod lifecycle against the real apiserver: prepare failures and recovery, device health,
+the process runtime, init containers."""
+
+from __future__ import annotations
+
+import pytest
+from kubelet_e2e import allocate, create_claim, create_pod, eventually
+
+from draemu.client import Client
+from draemu.drivers.gpu import GPUDriver
+from draemu.drivers.presets import NodeSpec
+from draemu.drivers.sdk import KubeletPlugin, PrepareResult
+from draemu.features import FeatureGates
+from draemu.kubelet.cluster import node_kubeconfig, start_node
+
+
+class FlakyGPUDriver(GPUDriver):
+    """Fails prepare until told to recover."""
+
+    broken = True
+
+    async def prepare_resource_claims(self, claims):
+        if self.broken:
+            return {c["metadata"]["uid"]: PrepareResult(error="GPU fell off the bus")
+                    for c in claims}
+        return await super().prepare_resource_claims(claims)
+
+
+@pytest.fixture
+async def client(apiserver):
+    async with Client.from_kubeconfig(str(apiserver.kubeconfig_path)) as c:
+        yield c
+
+
+@pytest.fixture
+async def node_factory(apiserver, tmp_path):
+    started = []
+
+    async def make(runtime="fake", gates=None):
+        path = node_kubeconfig(apiserver, tmp_path, "node-1")
+        node = await start_node(NodeSpec("node-1"), kubeconfig=path, data_dir=tmp_path,
+                                server=apiserver, runtime=runtime,
+                                feature_gates=gates or FeatureGates())
+        started.append(node)
+        return node
+
+    yield make
+    for node in started:
+        await node.stop()
+
+
+async def add_driver(node, driver):
+    plugin = KubeletPlugin(driver, driver_name=driver.driver_name, node_name=node.name,
+                           client=node.client, registrar_dir=node.registry_dir,
+                           plugin_data_dir=node.kubelet.layout.plugin_dir(driver.driver_name))
+    driver.write_common_spec()
+    await plugin.start()
+    node.drivers.append(plugin)
+    await eventually(lambda: _true(node.kubelet.plugins.registered(driver.driver_name)))
+    return plugin
+
+
+async def _true(value):
+    return value
+
+
+async def phase(client, name, wanted):
+    pod = await client.get("v1", "pods", name, "default")
+    return pod if pod["status"].get("phase") == wanted else None
+
+
+async def test_failed_prepare_is_an_event_and_the_pod_recovers_with_the_driver(
+        client, node_factory):
+    node = await node_factory()
+    driver = FlakyGPUDriver("gpu.example.com", "node-1", node.cdi_dir, [{"count": 1}])
+    await add_driver(node, driver)
+    claim = await create_claim(client, "c1")
+    pod = await create_pod(client, "p1", "node-1", "c1")
+    await allocate(client, claim, pod, "gpu.example.com", "node-1", "gpu-0")
+
+    async def warning():
+        events = await client.list("v1", "events", "default",
+                                   field_selector="involvedObject.name=p1")
+        return [e for e in events["items"] if e["reason"] == "FailedPrepareDynamicResources"
+                and "GPU fell off the bus" in e["message"]]
+
+    (event,) = await eventually(warning)
+    assert event["type"] == "Warning"
+    assert event["source"]["component"] == "kubelet"
+    assert event["message"] == (
+        "Failed to prepare dynamic resources: NodePrepareResources failed for "
+        "ResourceClaim c1: GPU fell off the bus")
+    pending = await client.get("v1", "pods", "p1", "default")
+    assert pending["status"]["phase"] == "Pending"
+    assert pending["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == \
+        "ContainerCreating"
+    driver.broken = False
+    await eventually(lambda: phase(client, "p1", "Running"))
+
+
+async def test_unhealthy_device_shows_in_allocated_resources_status(client, node_factory):
+    node = await node_factory(gates=FeatureGates({"ResourceHealthStatus": True,
+                                                  "ResourceHealthStatusMessage": True}))
+    driver = GPUDriver("gpu.example.com", "node-1", node.cdi_dir, [{"count": 1}])
+    plugin = await add_driver(node, driver)
+    await plugin.health.set("node-1", "gpu-0", True)
+    claim = await create_claim(client, "c1")
+    pod = await create_pod(client, "p1", "node-1", "c1")
+    await allocate(client, claim, pod, "gpu.example.com", "node-1", "gpu-0")
+    await eventually(lambda: phase(client, "p1", "Running"))
+    await plugin.health.set("node-1", "gpu-0", False, message="XID 79")
+
+    async def unhealthy():
+        got = await client.get("v1", "pods", "p1", "default")
+        statuses = got["status"]["containerStatuses"][0].get("allocatedResourcesStatus")
+        return statuses if statuses and statuses[0]["resources"][0]["health"] == \
+            "Unhealthy" else None
+
+    (entry,) = await eventually(unhealthy)
+    uid = claim["metadata"]["uid"]
+    assert entry == {"name": "claim:gpu", "resources": [{
+        "resourceID": "k8s.gpu.example.com/gpu=common", "health": "Unhealthy",
+        "message": "XID 79"}]}
+    assert uid  # the claim's devices are the ones reported
+
+
+async def test_process_runtime_runs_the_command_and_reports_its_exit(client, node_factory):
+    await node_factory(runtime="process")
+    await client.create("v1", "pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p1", "namespace": "default"},
+        "spec": {"nodeName": "node-1", "restartPolicy": "Never",
+                 "initContainers": [{"name": "init", "image": "busybox",
+                                     "command": ["sh", "-c", "echo init ran"]}],
+                 "containers": [{"name": "main", "image": "busybox",
+                                 "command": ["sh", "-c", "echo hello $WHO; exit 3"],
+                                 "env": [{"name": "WHO", "value": "draemu"}]}]}}, "default")
+    failed = await eventually(lambda: phase(client, "p1", "Failed"))
+    term = failed["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert (term["exitCode"], term["reason"]) == (3, "Error")
+    init = failed["status"]["initContainerStatuses"][0]["state"]["terminated"]
+    assert init["exitCode"] == 0
+    status, _h, body = await client.request(
+        "GET", "/api/v1/namespaces/default/pods/p1/log", params={"container": "main"})
+    assert status == 200 and body.decode() == "hello draemu\n"
+
+
+async def test_pod_without_claims_runs_on_the_fake_runtime(client, node_factory):
+    await node_factory()
+    await client.create("v1", "pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p1", "namespace": "default"},
+        "spec": {"nodeName": "node-1", "containers": [{
+            "name": "main", "image": "busybox",
+            "env": [{"name": "POD", "valueFrom": {"fieldRef": {
+                "fieldPath": "metadata.name"}}}]}]}}, "default")
+    await eventually(lambda: phase(client, "p1", "Running"))
+    status, _h, body = await client.request("GET", "/api/v1/namespaces/default/pods/p1/log")
+    assert 'declare -x POD="p1"' in body.decode()
