@@ -62,6 +62,7 @@ from upstream import (  # noqa: E402
     sel,
     simple_claim,
     sub,
+    valid_values_capacity,
 )
 
 N1, N2 = "node-1", "node-2"
@@ -973,6 +974,112 @@ CASES += [
                                 multi(D1, range_policy_capacity(**{"capacity-0": "4"})))],
          expect=[allocation(LOCAL1, share(R0, D1, {"capacity-0": "2"})),
                  allocation(LOCAL1, share(R0, D1, {"capacity-0": "2"}))]),
+]
+
+
+def cap_req(amount: str) -> dict:
+    return {"capacity": capacity_request(amount)}
+
+
+def ranged(name: str, value: str, **extra: object) -> dict:
+    return multi(name, range_policy_capacity(**{"capacity-0": value}), **extra)
+
+
+def consumed(amount: str) -> dict:
+    return {"capacity-0": amount}
+
+
+CASES += [
+    case("consumable-capacity-multi-allocatable-device-with-zero-request-policy", features=CC,
+         claims=[claim(C0, request(R0, CLASS_A)), claim(C1, request(R0, CLASS_A))],
+         classes=[CA_MULTI],
+         slices=[resource_slice(S1, N1, P1, DRIVER_A,
+                                multi(D1, valid_values_capacity("0", [], **{"capacity-0": "1"})))],
+         expect=[allocation(LOCAL1, share(R0, D1, consumed("0"))),
+                 allocation(LOCAL1, share(R0, D1, consumed("0")))]),
+    case("consumable-capacity-multi-allocatable-device-violates-zero-request-policy",
+         features=CC, claims=[claim(C0, request(R0, CLASS_A, 1, **cap_req("1")))],
+         classes=[CA_MULTI],
+         slices=[resource_slice(S1, N1, P1, DRIVER_A,
+                                multi(D1, valid_values_capacity("0", [], **{"capacity-0": "1"})))]),
+    case("consumable-capacity-multi-allocatable-device-with-range-policy-with-capacity-request",
+         features=CC,
+         claims=[claim(C0, request(R0, CLASS_A, 1, **cap_req("1"))),
+                 claim(C1, request(R0, CLASS_A, 1, **cap_req("1")))],
+         classes=[CA_MULTI], slices=[resource_slice(S1, N1, P1, DRIVER_A, ranged(D1, "4"))],
+         expect=[allocation(LOCAL1, share(R0, D1, consumed("2"))),
+                 allocation(LOCAL1, share(R0, D1, consumed("2")))]),
+    case("consumable-capacity-multi-allocatable-device-with-range-policy-step", features=CC,
+         claims=[claim(C0, request(R0, CLASS_A, 1, **cap_req("3")))], classes=[CA_MULTI],
+         slices=[resource_slice(S1, N1, P1, DRIVER_A, ranged(D1, "4"))],
+         expect=[allocation(LOCAL1, share(R0, D1, consumed("4")))]),
+    case("consumable-capacity-multi-allocatable-device-with-valid-values-policy", features=CC,
+         claims=[claim(C0, request(R0, CLASS_A, 1, **cap_req("2")))], classes=[CA_MULTI],
+         slices=[resource_slice(S1, N1, P1, DRIVER_A,
+                                multi(D1, valid_values_capacity("1", ["2"],
+                                                                **{"capacity-0": "4"})))],
+         expect=[allocation(LOCAL1, share(R0, D1, consumed("2")))]),
+    case("consumable-capacity-multi-allocatable-device-with-valid-values-policy-round-up",
+         features=CC, claims=[claim(C0, request(R0, CLASS_A, 1, **cap_req("2")))],
+         classes=[CA_MULTI],
+         slices=[resource_slice(S1, N1, P1, DRIVER_A,
+                                multi(D1, valid_values_capacity("1", ["3"],
+                                                                **{"capacity-0": "3"})))],
+         expect=[allocation(LOCAL1, share(R0, D1, consumed("3")))]),
+    case("consumable-capacity-multi-allocatable-device-with-exceeded-consumable-capacity-"
+         "request", features=CC,
+         claims=[claim(C0, request(R0, CLASS_A, 1, **cap_req("1"))),
+                 claim(C1, request(R0, CLASS_A, 1, **cap_req("2")))],
+         classes=[CA_MULTI], slices=[resource_slice(S1, N1, P1, DRIVER_A, ranged(D1, "2"))]),
+    case("consumable-capacity-multi-allocatable-device-with-request-over-max-sharing-policy",
+         features=CC, claims=[claim(C0, request(R0, CLASS_A, 1, **cap_req("6")))],
+         classes=[CA_MULTI], slices=[resource_slice(S1, N1, P1, DRIVER_A, ranged(D1, "10"))]),
+    case("consumable-capacity-multi-allocatable-device-with-allocated-capacity-use-remaining",
+         features=CC, claims=[claim(C0, request(R0, CLASS_A, 1, **cap_req("2")))],
+         shared=[((DRIVER_A, P1, D1), SHARE, consumed("2"))], classes=[CA_MULTI],
+         slices=[resource_slice(S1, N1, P1, DRIVER_A, ranged(D1, "4"))],
+         expect=[allocation(LOCAL1, share(R0, D1, consumed("2")))]),
+    case("consumable-capacity-multi-allocatable-device-with-allocated-capacity-next-device",
+         features=CC, claims=[claim(C0, request(R0, CLASS_A, 1, **cap_req("2")))],
+         shared=[((DRIVER_A, P1, D1), SHARE, consumed("2"))], classes=[CA_MULTI],
+         slices=[resource_slice(S1, N1, P1, DRIVER_A, ranged(D1, "2"), ranged(D2, "2"))],
+         expect=[allocation(LOCAL1, share(R0, D2, consumed("2")))]),
+    case("consumable-capacity-with-multi-allocatable-device-backtrack", features=CC,
+         claims=[claim(C0, request(R0, CLASS_A, 1, **cap_req("2")),
+                       request(R1, CLASS_A, 1, **cap_req("2")), constraints=[match(STRING_ATTR)]),
+                 claim(C1, request(R0, CLASS_A, 1, **cap_req("2")))],
+         classes=[CA],
+         slices=[resource_slice(S1, N1, P1, DRIVER_A,
+                                ranged(D2, "2", attributes=attrs(
+                                    stringAttribute="stringAttributeValue1")),
+                                ranged(D1, "4", attributes=attrs(
+                                    stringAttribute="stringAttributeValue2")))],
+         expect=[allocation(LOCAL1, share(R0, D1, consumed("2")), share(R1, D1, consumed("2"))),
+                 allocation(LOCAL1, share(R0, D2, consumed("2")))]),
+    case("consumable-capacity-multi-allocatable-device-with-subrequest",
+         features=CC + ("PrioritizedList",),
+         claims=[claim(C0, first_available(R0, sub("subReq-0", CLASS_A, 1, **cap_req("4")),
+                                           sub("subReq-1", CLASS_A, 1, **cap_req("2")),
+                                           sub("subReq-1", CLASS_A, 1)))],
+         classes=[CA_MULTI], slices=[resource_slice(S1, N1, P1, DRIVER_A, ranged(D1, "2"))],
+         expect=[allocation(LOCAL1, share("req-0/subReq-1", D1, consumed("2")))],
+         note="upstream lists subReq-1 twice; such a claim only passes with --no-validate"),
+    case("consumable-capacity-multi-allocatable-device-with-no-available-consumable-capacity",
+         features=CC, claims=[claim(C0, request(R0, CLASS_A, 1, **cap_req("2")))],
+         shared=[((DRIVER_A, P1, D1), SHARE, consumed("2"))], classes=[CA_MULTI],
+         slices=[resource_slice(S1, N1, P1, DRIVER_A, ranged(D1, "2"))]),
+    case("consumable-capacity-multi-allocatable-device-allocation-mode-all-filter-out-no-"
+         "capacity", features=CC,
+         claims=[claim(C0, all_request(R0, CLASS_A, **cap_req("2")))], classes=[CA_MULTI],
+         slices=[resource_slice(S1, N1, P1, DRIVER_A, multi(D1, {"capacity-0": "2"}),
+                                multi(D2))],
+         expect=[allocation(LOCAL1, share(R0, D1, consumed("2")))]),
+    case("consumable-capacity-multi-allocatable-device-allocation-mode-all-filter-out-"
+         "insufficient-capacity", features=CC,
+         claims=[claim(C0, all_request(R0, CLASS_A, **cap_req("2")))], classes=[CA_MULTI],
+         slices=[resource_slice(S1, N1, P1, DRIVER_A, multi(D1, {"capacity-0": "2"}),
+                                multi(D2, {"capacity-0": "1"}))],
+         expect=[allocation(LOCAL1, share(R0, D1, consumed("2")))]),
 ]
 
 
