@@ -31,6 +31,9 @@ class Entry:
     time: str
     fields: FieldSet = field(default_factory=set)
     subresource: str = ""
+    # The stored fieldsV1 and the set it decoded to: re-encoding is skipped while the
+    # fields stay the same (most entries of most writes).
+    stored: tuple[dict[str, Any], FieldSet] | None = None
 
     @property
     def identity(self) -> tuple[str, str, str, str]:
@@ -43,7 +46,10 @@ class Entry:
         if self.time:
             out["time"] = self.time
         out["fieldsType"] = "FieldsV1"
-        out["fieldsV1"] = fieldpath.to_fields_v1(self.fields)
+        if self.stored is not None and self.stored[1] == self.fields:
+            out["fieldsV1"] = self.stored[0]
+        else:
+            out["fieldsV1"] = fieldpath.to_fields_v1(self.fields)
         if self.subresource:
             out["subresource"] = self.subresource
         return out
@@ -59,10 +65,11 @@ def decode(obj: dict[str, Any] | None) -> list[Entry]:
     for item in raw:
         if not isinstance(item, dict) or not item.get("manager"):
             continue  # `[{}]` is how users wipe managedFields
+        fields = fieldpath.from_fields_v1(item.get("fieldsV1"))
         entries.append(Entry(item["manager"], item.get("operation", UPDATE),
-                             item.get("apiVersion", ""), item.get("time", ""),
-                             fieldpath.from_fields_v1(item.get("fieldsV1")),
-                             item.get("subresource", "")))
+                             item.get("apiVersion", ""), item.get("time", ""), fields,
+                             item.get("subresource", ""),
+                             (item.get("fieldsV1") or {}, set(fields))))
     return entries
 
 

@@ -131,6 +131,8 @@ def _compare(old: Any, new: Any, node: SchemaNode, prefix: Path, changes: Change
     if new is MISSING:
         changes.removed.add(prefix)
         return
+    if old == new:  # equal subtrees (compared in C) have nothing to report
+        return
     kind = shape(node, new)
     if kind != shape(node, old):
         kind = ATOMIC
@@ -151,7 +153,7 @@ def _compare(old: Any, new: Any, node: SchemaNode, prefix: Path, changes: Change
         after_set = {fieldpath.value(i) for i in new}
         changes.added.update((*prefix, v) for v in after_set - before_set)
         changes.removed.update((*prefix, v) for v in before_set - after_set)
-    elif old != new and prefix:
+    elif prefix:
         changes.modified.add(prefix)
 
 

@@ -14,7 +14,7 @@ definition names (`io.k8s.api.core.v1.Pod`, `io.k8s.apimachinery.pkg.apis.meta.v
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,7 @@ def reload() -> None:
     """Forget the loaded files (tests that add schema files call this)."""
     definitions.cache_clear()
     _kinds.cache_clear()
+    patch_meta.cache_clear()
 
 
 def definition(name: str) -> dict[str, Any]:
@@ -85,6 +86,7 @@ def for_kind(group: str, version: str, kind: str) -> tuple[str, dict[str, Any]]:
     return name, definitions()[name]
 
 
+@cache
 def patch_meta(group: str, version: str, kind: str) -> SchemaNode:
     """The root of a kind's schema, for strategic merge patch and server-side apply.
 

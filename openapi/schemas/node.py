@@ -17,12 +17,18 @@ STRUCT, MAP, LIST, SCALAR, OPEN = "struct", "map", "list", "scalar", "open"
 
 
 class SchemaNode:
-    __slots__ = ("_resolve", "_schema", "_target")
+    """Nodes build their children lazily and keep them, so a kind's tree of nodes is
+    built once (roots are cached by `schemas.patch_meta`) and walks are cheap."""
+
+    __slots__ = ("_children", "_items", "_resolve", "_schema", "_shape", "_target")
 
     def __init__(self, schema: dict[str, Any] | None, resolve: Resolver) -> None:
         self._schema = schema
         self._resolve = resolve
         self._target: dict[str, Any] | None = None
+        self._shape: str | None = None
+        self._children: dict[str, SchemaNode | None] = {}
+        self._items: SchemaNode | None = None
 
     # The schema behind references; the node's own keys (list type, patch strategy)
     # stay on `_schema`, as upstream puts them on the property.
@@ -46,6 +52,11 @@ class SchemaNode:
 
     @property
     def shape(self) -> str:
+        if self._shape is None:
+            self._shape = self._compute_shape()
+        return self._shape
+
+    def _compute_shape(self) -> str:
         t = self.target
         if self._schema is None or t.get("x-kubernetes-preserve-unknown-fields"):
             return OPEN
@@ -66,17 +77,26 @@ class SchemaNode:
 
     def field(self, name: str) -> SchemaNode | None:
         """The node of a struct field or map value; None when a struct lacks it."""
+        try:
+            return self._children[name]
+        except KeyError:
+            pass
         shape = self.shape
         if shape == STRUCT:
             sub = self.properties.get(name)
-            return None if sub is None else SchemaNode(sub, self._resolve)
-        if shape == MAP:
-            return SchemaNode(self.target["additionalProperties"], self._resolve)
-        return SchemaNode(None, self._resolve)
+            node = None if sub is None else SchemaNode(sub, self._resolve)
+        elif shape == MAP:
+            node = SchemaNode(self.target["additionalProperties"], self._resolve)
+        else:
+            node = SchemaNode(None, self._resolve)
+        self._children[name] = node
+        return node
 
     def items(self) -> SchemaNode:
-        items = self.target.get("items") if self.shape == LIST else None
-        return SchemaNode(items, self._resolve)
+        if self._items is None:
+            items = self.target.get("items") if self.shape == LIST else None
+            self._items = SchemaNode(items, self._resolve)
+        return self._items
 
     # Patch metadata ------------------------------------------------------------------
     @property
