@@ -8,7 +8,12 @@ from typing import Any
 from draemu.api.errors import FieldError, Path, invalid, not_supported, required
 from draemu.apiserver.registry.core.common import IS_NEGATIVE, label_selector_string, nonnegative
 from draemu.apiserver.registry.core.podtemplate import validate_pod_template
-from draemu.apiserver.registry.core.selector import is_empty, matches, validate_label_selector
+from draemu.apiserver.registry.core.selector import (
+    convertible,
+    is_empty,
+    matches,
+    validate_label_selector,
+)
 
 Obj = dict[str, Any]
 STATUS_EXCEEDS_REPLICAS = "cannot be greater than status.replicas"
@@ -25,6 +30,9 @@ def validate_selector_and_template(spec: Obj, path: Path, kind: str) -> list[Fie
         if is_empty(selector):
             errs.append(invalid(path.child("selector"), selector,
                                 f"empty selector is invalid for {kind}"))
+    if not convertible(selector):
+        errs.append(invalid(path.child("selector"), selector, "invalid label selector"))
+        selector = None  # then no template label check, as upstream
     errs += validate_template_for_replicas(spec.get("template"), selector, path.child("template"))
     return errs
 

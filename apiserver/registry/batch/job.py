@@ -17,7 +17,11 @@ from draemu.apiserver.registry.core.common import (
 )
 from draemu.apiserver.registry.core.podspec_defaults import default_pod_template
 from draemu.apiserver.registry.core.podtemplate import validate_pod_template
-from draemu.apiserver.registry.core.selector import matches, validate_label_selector
+from draemu.apiserver.registry.core.selector import (
+    convertible,
+    matches,
+    validate_label_selector,
+)
 from draemu.apiserver.registry.strategy import AGE, Column, Context, Obj, Strategy
 
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
@@ -117,7 +121,7 @@ def _validate_spec(spec: Obj, path: Path) -> list[FieldError]:
     else:
         errs += validate_label_selector(selector, path.child("selector"))
         labels = (template.get("metadata") or {}).get("labels") or {}
-        if not matches(selector, labels):
+        if convertible(selector) and not matches(selector, labels):
             errs.append(invalid(path.child("template", "metadata", "labels"), labels,
                                 "`selector` does not match template `labels`"))
     return errs

@@ -34,6 +34,12 @@ def validate_label_selector(selector: Obj | None, path: Path) -> list[FieldError
     return errs
 
 
+def convertible(selector: Obj | None) -> bool:
+    """Whether the selector converts to a labels.Selector (LabelSelectorAsSelector):
+    a malformed one gives "invalid label selector" and matches nothing."""
+    return selector is None or not validate_label_selector(selector, Path("selector"))
+
+
 def is_empty(selector: Obj | None) -> bool:
     return not selector or not (selector.get("matchLabels") or selector.get("matchExpressions"))
 
