@@ -9,11 +9,14 @@ in-memory store, and a helper that runs a real kubectl against it.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
-from collections.abc import AsyncIterator, Callable
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -39,6 +42,48 @@ async def apiserver(tmp_path: Path) -> AsyncIterator[APIServer]:
         yield server
     finally:
         await server.stop()
+
+
+class ServerThread:
+    """An APIServer running on its own event loop in a thread, for synchronous tests
+    (kubectl, the official Python client) that share one server per module."""
+
+    def __init__(self, data_dir: Path, **options: object) -> None:
+        self._data_dir = data_dir
+        self._options = options
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="apiserver",
+                                        daemon=True)
+        self.server: APIServer | None = None
+
+    def start(self) -> APIServer:
+        self._thread.start()
+        future = asyncio.run_coroutine_threadsafe(
+            start_apiserver(self._data_dir, **self._options), self._loop)
+        self.server = future.result(timeout=60)
+        return self.server
+
+    def call(self, fn: Callable[[], Any], timeout: float = 30) -> Any:
+        """Run `fn` (a coroutine function) on the server's loop."""
+        return asyncio.run_coroutine_threadsafe(fn(), self._loop).result(timeout=timeout)
+
+    def stop(self) -> None:
+        if self.server is not None:
+            asyncio.run_coroutine_threadsafe(self.server.stop(), self._loop).result(timeout=60)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
+
+
+@pytest.fixture(scope="module")
+def module_apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[APIServer]:
+    """One server for a whole test module, on a background thread."""
+    thread = ServerThread(tmp_path_factory.mktemp("apiserver"))
+    server = thread.start()
+    try:
+        yield server
+    finally:
+        thread.stop()
 
 
 def kubectl_binaries() -> dict[str, str]:
