@@ -17,8 +17,6 @@ import yaml
 
 from draemu.apiserver.server import APIServer
 
-pytest_plugins = ["draemu.testing.apiserver"]
-
 
 @dataclass
 class Reply:
