@@ -3,6 +3,7 @@ limited to what upstream lets node updates change; `kubectl get nodes` columns."
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 from draemu.api.errors import (
@@ -79,9 +80,17 @@ class NodeStrategy(Strategy):
         """A kubelet registers its node together with its status: nothing is cleared."""
 
     def validate(self, obj: Obj, ctx: Context) -> list[FieldError]:
+        spec = obj.get("spec") or {}
         # Upstream reports taint problems under metadata.taints; clients match on it.
-        return validate_taints((obj.get("spec") or {}).get("taints") or [],
-                               Path("metadata").child("taints"))
+        errs = validate_taints(spec.get("taints") or [], Path("metadata").child("taints"))
+        cidr_path = Path("spec").child("podCIDRs")
+        for i, cidr in enumerate(spec.get("podCIDRs") or []):
+            try:
+                ipaddress.ip_network(cidr, strict=False)
+            except ValueError:
+                errs.append(invalid(cidr_path.index(i), cidr, "must be a valid CIDR value, "
+                                    "(e.g. 10.9.8.0/24 or 2001:db8::/64)"))
+        return errs
 
     def validate_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
         errs: list[FieldError] = []
@@ -96,8 +105,9 @@ class NodeStrategy(Strategy):
         if old_cidrs and len(old_cidrs) != len(cidrs):
             errs.append(forbidden(cidr_path, PODCIDR_CHANGE))
         elif old_cidrs:
-            errs += [forbidden(cidr_path.index(i), PODCIDR_CHANGE)
-                     for i, (a, b) in enumerate(zip(old_cidrs, cidrs, strict=True)) if a != b]
+            # One error per changed entry, all at the list's path (as upstream words it).
+            errs += [forbidden(cidr_path, PODCIDR_CHANGE)
+                     for a, b in zip(old_cidrs, cidrs, strict=True) if a != b]
         old_provider = old_spec.get("providerID") or ""
         if old_provider and old_provider != (spec.get("providerID") or ""):
             errs.append(forbidden(Path("spec").child("providerID"),

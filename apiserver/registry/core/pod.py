@@ -194,8 +194,15 @@ def _container_updates(new: list[Obj], old: list[Obj], path: Path) -> tuple[list
                                                                              bool]:
     if len(new) != len(old):
         return [forbidden(path, "pod updates may not add or remove containers")], True
-    return [required(path.index(i).child("image")) for i, c in enumerate(new)
-            if not c.get("image")], False
+    errs: list[FieldError] = []
+    for i, ctr in enumerate(new):
+        image = ctr.get("image") or ""
+        if not image:
+            errs.append(required(path.index(i).child("image")))
+        if image != image.strip():
+            errs.append(invalid(path.index(i).child("image"), image,
+                                "must not have leading or trailing whitespace"))
+    return errs, False
 
 
 def _only_added_tolerations(new: list[Obj], old: list[Obj], path: Path) -> list[FieldError]:

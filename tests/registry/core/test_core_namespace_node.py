@@ -120,8 +120,15 @@ def test_pod_cidr_may_only_be_set_once() -> None:
     new = copy.deepcopy(old)
     new["spec"]["podCIDRs"] = ["10.244.1.0/24"]
     assert rendered(NODE.validate_update(new, old, ctx())) == [
-        'spec.podCIDRs[0]: Forbidden: node updates may not change podCIDR except from "" to '
+        'spec.podCIDRs: Forbidden: node updates may not change podCIDR except from "" to '
         "valid"]
+
+
+def test_pod_cidrs_must_be_cidrs() -> None:
+    obj = created(NODE, node(podCIDRs=["10.244.0.0/33"]))
+    assert rendered(NODE.validate(obj, ctx())) == [
+        'spec.podCIDRs[0]: Invalid value: "10.244.0.0/33": must be a valid CIDR value, (e.g. '
+        "10.9.8.0/24 or 2001:db8::/64)"]
 
 
 def test_node_update_keeps_status_and_status_update_keeps_spec() -> None:

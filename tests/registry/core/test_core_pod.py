@@ -184,6 +184,15 @@ def test_valid_pod_with_dra_claims_is_accepted() -> None:
       "inclusive"]),
     ({"nodeName": "n1", "schedulingGates": [{"name": "example.com/g"}]},
      ["spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared"]),
+    ({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "Near"}]}]}}}},
+     ["spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution."
+      'nodeSelectorTerms[0].matchExpressions[0].operator: Invalid value: "Near": not a valid '
+      "selector operator"]),
+    ({"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 0, "preference": {}}]}}},
+     ["spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight: "
+      "Invalid value: 0: must be in the range 1-100"]),
     ({"initContainers": [{"name": "app", "image": "i"}]},
      ['spec.initContainers[0].name: Duplicate value: "app"']),
     ({"initContainers": [{"name": "init", "image": "i", "readinessProbe": {
