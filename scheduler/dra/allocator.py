@@ -391,6 +391,11 @@ class _Search:
         claim = self.claims[ci]
         if self.in_use(ci, spec, device) is not None:
             return None
+        if self.features.consumable_capacity:
+            short = self._capacity(spec, device)
+            if short is not None:
+                self.rejections[(id(spec), device.id)] = short
+                return None
         if device.consumes and not self.features.partitionable_devices:
             self.rejections[(id(spec), device.id)] = \
                 "consumes counters, but DRAPartitionableDevices is disabled"

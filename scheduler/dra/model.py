@@ -33,6 +33,16 @@ def quantity(value: Any) -> Fraction:
 class Capacity:
     value: Fraction
     policy: dict[str, Any] | None
+    format: str = "DecimalSI"  # how consumed amounts of it are written (1Gi stays binary)
+
+
+def _capacity(raw: Any) -> Capacity:
+    raw = raw if isinstance(raw, dict) else {"value": raw}
+    try:
+        fmt = Quantity.parse(str(raw.get("value"))).format
+    except QuantityError:
+        fmt = "DecimalSI"
+    return Capacity(quantity(raw.get("value")), raw.get("requestPolicy"), fmt)
 
 
 @dataclass(eq=False)
@@ -120,8 +130,7 @@ def build_slice(obj: dict[str, Any], order: int) -> Slice:
             id=(s.driver, s.pool, raw.get("name", "")),
             slice=s,
             raw=raw,
-            capacity={k: Capacity(quantity(v), (v or {}).get("requestPolicy"))
-                      for k, v in (raw.get("capacity") or {}).items()},
+            capacity={k: _capacity(v) for k, v in (raw.get("capacity") or {}).items()},
             consumes=[(c.get("counterSet", ""),
                        {k: quantity(v) for k, v in (c.get("counters") or {}).items()})
                       for c in raw.get("consumesCounters") or []],

@@ -25,8 +25,9 @@ def build_result(claim: ClaimState, node_name: str) -> dict[str, Any]:
         if chosen.share_id is not None:
             r["shareID"] = chosen.share_id
             if chosen.consumed:
-                r["consumedCapacity"] = {k: Quantity(v).canonical()
-                                         for k, v in chosen.consumed.items()}
+                r["consumedCapacity"] = {
+                    k: Quantity(v, device.capacity[k].format).canonical()
+                    for k, v in chosen.consumed.items()}
         results.append(r)
     allocation: dict[str, Any] = {"devices": {"results": results}}
     config = _config(claim)
