@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from resource_generators import claims, slices
 from resource_objects import ALPHA3_SLICE, CLAIM, CLASS, FULL_CLAIM, FULL_SLICE, SLICE, TAINT_RULE
 
 from draemu.apiserver.registry.resource import conversion
@@ -67,3 +70,26 @@ def test_v1alpha3_objects_have_only_known_fields(obj: dict[str, Any]) -> None:
 def test_v1alpha3_131_manifest_has_only_known_fields() -> None:
     assert schemas.unknown_fields("resource.k8s.io", "v1alpha3", "ResourceSlice",
                                   ALPHA3_SLICE) == []
+
+
+UPSTREAM = [(o, v) for o in (CLAIM, FULL_CLAIM, SLICE, FULL_SLICE, CLASS, TAINT_RULE)
+            for v in ("v1", "v1beta2", "v1beta1")
+            if not (o["kind"] == "DeviceTaintRule" and v == "v1beta1")]
+
+
+@pytest.mark.parametrize("obj,version", UPSTREAM,
+                         ids=[f"{o['kind']}-{o['metadata']['name']}-{v}" for o, v in UPSTREAM])
+def test_served_objects_conform_to_the_upstream_1_37_schemas(obj: dict[str, Any],
+                                                             version: str) -> None:
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    served = conversion.from_storage(obj["kind"], obj, version)
+    kubernetes_validate.validate(served, "1.37.0", strict=True)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.one_of(claims, slices), st.sampled_from(["v1", "v1beta2", "v1beta1"]))
+def test_generated_objects_conform_to_the_upstream_schemas(obj: dict[str, Any],
+                                                           version: str) -> None:
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    served = conversion.from_storage(obj["kind"], {**obj, "metadata": {"name": "x"}}, version)
+    kubernetes_validate.validate(served, "1.37.0", strict=True)
