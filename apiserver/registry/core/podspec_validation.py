@@ -462,6 +462,18 @@ def _validate_init_containers(init: list[Obj], containers: list[Obj], volumes: s
     return errs
 
 
+def _validate_images_only_for_pod(spec: Obj, path: Path) -> list[FieldError]:
+    """Templates may hold placeholder images such as " "; pods may not."""
+    errs: list[FieldError] = []
+    for key in ("containers", "initContainers"):
+        for i, ctr in enumerate(spec.get(key) or []):
+            image = ctr.get("image") or ""
+            if image != image.strip():
+                errs.append(invalid(path.child(key).index(i).child("image"), image,
+                                    "must not have leading or trailing whitespace"))
+    return errs
+
+
 def _validate_host_ports(spec: Obj, path: Path, opts: Options) -> list[FieldError]:
     errs: list[FieldError] = []
     seen: set[str] = set()
@@ -618,11 +630,16 @@ def validate_pod_spec(spec: Obj, path: Path, opts: Options) -> list[FieldError]:
         errs += validate_resources({k: v for k, v in pod_resources.items() if k != "claims"},
                                    pod_claims, path.child("resources"))
     errs += _validate_host_ports(spec, path, opts)
+    if opts.is_pod:
+        errs += _validate_images_only_for_pod(spec, path)
     errs += _validate_enum(spec.get("restartPolicy") or "", RESTART_POLICIES,
                            path.child("restartPolicy"))
     errs += _validate_enum(spec.get("dnsPolicy") or "", DNS_POLICIES, path.child("dnsPolicy"))
     errs += validate_labels(spec.get("nodeSelector"), path.child("nodeSelector"))
     errs += _validate_node_affinity(spec.get("affinity") or {}, path.child("affinity"))
+    for i, gate in enumerate(spec.get("readinessGates") or []):
+        errs += qualified_name(gate.get("conditionType") or "",
+                               path.child("readinessGates").index(i).child("conditionType"))
     errs += _validate_scheduling_gates(spec.get("schedulingGates") or [],
                                        path.child("schedulingGates"))
     for field in ("serviceAccountName", "nodeName"):

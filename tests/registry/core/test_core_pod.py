@@ -193,6 +193,14 @@ def test_valid_pod_with_dra_claims_is_accepted() -> None:
         {"weight": 0, "preference": {}}]}}},
      ["spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight: "
       "Invalid value: 0: must be in the range 1-100"]),
+    ({"containers": [{"name": "a", "image": " nginx"}]},
+     ['spec.containers[0].image: Invalid value: " nginx": must not have leading or trailing '
+      "whitespace"]),
+    ({"readinessGates": [{"conditionType": "bad type"}]},
+     ['spec.readinessGates[0].conditionType: Invalid value: "bad type": name part must '
+      "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+      "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+      "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"]),
     ({"initContainers": [{"name": "app", "image": "i"}]},
      ['spec.initContainers[0].name: Duplicate value: "app"']),
     ({"initContainers": [{"name": "init", "image": "i", "readinessProbe": {
