@@ -1,12 +1,12 @@
-"""What Deployments and ReplicaSets share: the template-for-replicas rules, status
-counters, and the /scale subresource (autoscaling/v1 Scale) view of `spec.replicas`."""
+"""What Deployments and ReplicaSets share: the template-for-replicas rules and the
+status counters. (/scale is served by the apiserver's subresource handlers.)"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from draemu.api.errors import FieldError, Path, invalid, not_supported, required
-from draemu.apiserver.registry.core.common import IS_NEGATIVE, label_selector_string, nonnegative
+from draemu.apiserver.registry.core.common import nonnegative
 from draemu.apiserver.registry.core.podtemplate import validate_pod_template
 from draemu.apiserver.registry.core.selector import (
     convertible,
@@ -76,32 +76,3 @@ def validate_replica_counts(status: Obj, bounded: tuple[str, ...],
         errs.append(invalid(path.child("availableReplicas"), status.get("availableReplicas"),
                             "cannot be greater than readyReplicas"))
     return errs
-
-
-# /scale ------------------------------------------------------------------------------
-
-def to_scale(obj: Obj) -> Obj:
-    """The autoscaling/v1 Scale of a Deployment or ReplicaSet."""
-    meta = obj.get("metadata") or {}
-    scale_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion",
-                                       "creationTimestamp") if k in meta}
-    selector = (obj.get("spec") or {}).get("selector")
-    status: Obj = {"replicas": (obj.get("status") or {}).get("replicas") or 0}
-    if not is_empty(selector):
-        status["selector"] = label_selector_string(selector)
-    return {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": scale_meta,
-            "spec": {"replicas": (obj.get("spec") or {}).get("replicas") or 0},
-            "status": status}
-
-
-def validate_scale(scale: Obj) -> list[FieldError]:
-    replicas = (scale.get("spec") or {}).get("replicas") or 0
-    if replicas < 0:
-        return [invalid(Path("spec").child("replicas"), replicas, IS_NEGATIVE)]
-    return []
-
-
-def apply_scale(obj: Obj, scale: Obj) -> None:
-    """Set the object's desired replicas from a Scale (the caller checks preconditions
-    such as resourceVersion)."""
-    obj.setdefault("spec", {})["replicas"] = (scale.get("spec") or {}).get("replicas") or 0

@@ -1,6 +1,7 @@
 """core/v1 Pod: defaults (including those the default admission plugins add), spec
-validation and the narrow set of spec changes an update may make, the status, binding
-and eviction subresources, field selectors and the `kubectl get pods` columns."""
+validation and the narrow set of spec changes an update may make, status updates,
+field selectors and the `kubectl get pods` columns. (The binding and eviction
+subresources are served by the apiserver's subresource handlers.)"""
 
 from __future__ import annotations
 
@@ -12,12 +13,9 @@ from typing import Any
 from draemu.api.errors import (
     FieldError,
     Path,
-    StatusError,
-    conflict,
     duplicate,
     forbidden,
     invalid,
-    not_supported,
     required,
 )
 from draemu.apiserver.registry.core.common import (
@@ -65,19 +63,6 @@ def add_default_tolerations(spec: Obj) -> None:
             tolerations.append({"key": key, "operator": "Exists", "effect": "NoExecute",
                                 "tolerationSeconds": DEFAULT_TOLERATION_SECONDS})
     spec["tolerations"] = tolerations
-
-
-def _set_condition(status: Obj, condition: Obj) -> None:
-    """Add or replace a condition by type; the transition time moves only when the
-    status changes (UpdatePodCondition)."""
-    conditions = status.setdefault("conditions", [])
-    for i, existing in enumerate(conditions):
-        if existing.get("type") == condition["type"]:
-            if existing.get("status") == condition["status"]:
-                condition["lastTransitionTime"] = existing.get("lastTransitionTime")
-            conditions[i] = {**existing, **condition}
-            return
-    conditions.append(condition)
 
 
 class PodStrategy(Strategy):
@@ -324,47 +309,6 @@ def validate_pod_status_update(new: Obj, old: Obj) -> list[FieldError]:
         if entry.get("resourceClaimName") is not None:
             errs += dns_subdomain(entry["resourceClaimName"], p.child("name"))
     return errs
-
-
-# Binding -----------------------------------------------------------------------------
-
-def validate_binding(binding: Obj) -> list[FieldError]:
-    """A pods/binding request body (core/v1 Binding)."""
-    target = binding.get("target") or {}
-    errs: list[FieldError] = []
-    if target.get("kind") and target["kind"] != "Node":
-        errs.append(not_supported(Path("target").child("kind"), target["kind"],
-                                  ["Node", "<empty>"]))
-    if not target.get("name"):
-        errs.append(required(Path("target").child("name")))
-    return errs
-
-
-def apply_binding(pod: Obj, binding: Obj) -> Obj:
-    """The pod after a binding: assigned to the target node, the binding's annotations
-    added and PodScheduled set True. Raises the 409 upstream answers when the pod is
-    being deleted, already assigned or still gated."""
-    name = (pod.get("metadata") or {}).get("name", "")
-    spec = pod.get("spec") or {}
-
-    def refuse(why: str) -> StatusError:
-        return conflict("pods/binding", "", name, why)
-
-    if (pod.get("metadata") or {}).get("deletionTimestamp"):
-        raise refuse(f"pod {name} is being deleted, cannot be assigned to a host")
-    if spec.get("nodeName"):
-        raise refuse(f'pod {name} is already assigned to node "{spec["nodeName"]}"')
-    if spec.get("schedulingGates"):
-        raise refuse(f"pod {name} has non-empty .spec.schedulingGates")
-    bound = copy.deepcopy(pod)
-    bound["spec"]["nodeName"] = (binding.get("target") or {}).get("name", "")
-    annotations = (binding.get("metadata") or {}).get("annotations") or {}
-    if annotations:
-        bound["metadata"].setdefault("annotations", {}).update(annotations)
-    _set_condition(bound.setdefault("status", {}), {
-        "type": "PodScheduled", "status": "True", "lastProbeTime": None,
-        "lastTransitionTime": _now()})
-    return bound
 
 
 STRATEGIES = [PodStrategy()]

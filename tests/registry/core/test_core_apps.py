@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from core_helpers import created, ctx, rendered
 
-from draemu.apiserver.registry.apps.common import apply_scale, to_scale, validate_scale
 from draemu.apiserver.registry.apps.deployment import DeploymentStrategy
 from draemu.apiserver.registry.apps.replicaset import ReplicaSetStrategy
 from draemu.apiserver.registry.strategy import AGE
@@ -116,19 +115,6 @@ def test_status_counters_may_not_exceed_replicas() -> None:
     assert rendered(DEPLOY.validate_status_update(new, old, ctx())) == [
         "status.readyReplicas: Invalid value: 2: cannot be greater than status.replicas",
         "status.availableReplicas: Invalid value: 2: cannot be greater than status.replicas"]
-
-
-def test_scale_view_and_update() -> None:
-    obj = created(DEPLOY, deployment(replicas=3))
-    obj["status"] = {"replicas": 2}
-    scale = to_scale(obj)
-    assert (scale["apiVersion"], scale["kind"], scale["spec"], scale["status"]) == (
-        "autoscaling/v1", "Scale", {"replicas": 3}, {"replicas": 2, "selector": "app=web"})
-    assert scale["metadata"]["name"] == "web"
-    apply_scale(obj, {"spec": {"replicas": 5}})
-    assert obj["spec"]["replicas"] == 5
-    assert rendered(validate_scale({"spec": {"replicas": -1}})) == [
-        "spec.replicas: Invalid value: -1: must be greater than or equal to 0"]
 
 
 def test_deployment_table_row() -> None:

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 from core_helpers import created, ctx, rendered
 
-from draemu.api.errors import StatusError
-from draemu.apiserver.registry.core.pod import PodStrategy, apply_binding, validate_binding
+from draemu.apiserver.registry.core.pod import PodStrategy
 from draemu.apiserver.registry.strategy import AGE
 
 S = PodStrategy()
@@ -354,30 +353,6 @@ def test_qos_class_is_immutable_through_status() -> None:
     new["status"]["qosClass"] = "Guaranteed"
     assert rendered(S.validate_status_update(new, old, ctx())) == [
         'status.qosClass: Invalid value: "Guaranteed": field is immutable']
-
-
-# Binding ---------------------------------------------------------------------------------
-
-def test_binding_assigns_the_node_and_marks_the_pod_scheduled() -> None:
-    bound = apply_binding(created(S, pod()), {"target": {"kind": "Node", "name": "n1"}})
-    assert bound["spec"]["nodeName"] == "n1"
-    assert [(c["type"], c["status"]) for c in bound["status"]["conditions"]] == [
-        ("PodScheduled", "True")]
-
-
-def test_binding_an_assigned_pod_is_a_conflict() -> None:
-    obj = created(S, pod(nodeName="n1"))
-    with pytest.raises(StatusError) as err:
-        apply_binding(obj, {"target": {"name": "n2"}})
-    assert err.value.code == 409
-    assert err.value.message == ('Operation cannot be fulfilled on pods/binding "p": pod p is '
-                                 'already assigned to node "n1"')
-
-
-def test_binding_target_must_be_a_named_node() -> None:
-    assert rendered(validate_binding({"target": {"kind": "Pod"}})) == [
-        'target.kind: Unsupported value: "Pod": supported values: "Node", "<empty>"',
-        "target.name: Required value"]
 
 
 # Reads -----------------------------------------------------------------------------------
