@@ -121,7 +121,7 @@ def test_claim_applies_and_reads_back_in_every_version(kubectl: Callable[..., st
                                                        manifest: str,
                                                        request: pytest.FixtureRequest) -> None:
     name = f"c-{request.node.callspec.id.replace('[', '-').replace(']', '')}".lower()[:60]
-    kubectl("apply", "--validate=false", "-f", "-", stdin=named(manifest, name))
+    kubectl("apply", "-f", "-", stdin=named(manifest, name))
     v1 = get_json(kubectl, "resourceclaims.v1.resource.k8s.io", name)
     assert v1["spec"]["devices"]["requests"][0] == {"name": "gpu", "exactly": {
         "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 1}}
@@ -134,7 +134,7 @@ def test_claim_applies_and_reads_back_in_every_version(kubectl: Callable[..., st
 def test_v1alpha3_131_slice_applies_and_reads_back_in_v1(kubectl: Callable[..., str],
                                                          request: pytest.FixtureRequest) -> None:
     name = f"s-{request.node.callspec.id}".replace(".", "-")
-    out = kubectl("apply", "--validate=false", "-f", "-", stdin=named(SLICE_V1ALPHA3, name))
+    out = kubectl("apply", "-f", "-", stdin=named(SLICE_V1ALPHA3, name))
     assert "resource.k8s.io/v1alpha3 ResourceSlice is deprecated" in out
     device = get_json(kubectl, "resourceslices.v1.resource.k8s.io", name)["spec"]["devices"][0]
     assert device["capacity"] == {"memory": {"value": "40Gi"}}
@@ -145,7 +145,7 @@ def test_v1alpha3_131_slice_applies_and_reads_back_in_v1(kubectl: Callable[..., 
 def test_slice_server_side_apply_and_columns(kubectl: Callable[..., str],
                                              request: pytest.FixtureRequest) -> None:
     name = f"ssa-{request.node.callspec.id}".replace(".", "-")
-    assert "serverside-applied" in kubectl("apply", "--server-side", "--validate=false", "-f",
+    assert "serverside-applied" in kubectl("apply", "--server-side", "-f",
                                            "-", stdin=named(SLICE_V1, name))
     table = kubectl("get", "resourceslices", name)
     assert table.split("\n")[0].split() == ["NAME", "NODE", "DRIVER", "POOL", "AGE"]
@@ -156,7 +156,7 @@ def test_slice_server_side_apply_and_columns(kubectl: Callable[..., str],
 def test_invalid_claim_reports_every_cause(kubectl: Callable[..., str]) -> None:
     bad = named(CLAIM_V1, "bad").replace("resource.kubernetes.io/pcieRoot", "numa-node")
     bad = bad.replace("count: 1}\n    - name: nic", "count: -1}\n    - name: nic")
-    out = kubectl("apply", "--validate=false", "-f", "-", stdin=bad, ok=False)
+    out = kubectl("apply", "-f", "-", stdin=bad, ok=False)
     assert 'The ResourceClaim "bad" is invalid' in out
     assert ("spec.devices.requests[0].exactly.count: Invalid value: -1: must be greater than "
             "zero") in out
@@ -167,7 +167,7 @@ def test_invalid_claim_reports_every_cause(kubectl: Callable[..., str]) -> None:
 def test_status_patch_allocates_and_spec_stays_immutable(kubectl: Callable[..., str],
                                                          request: pytest.FixtureRequest) -> None:
     name = f"st-{request.node.callspec.id}".replace(".", "-")
-    kubectl("apply", "--validate=false", "-f", "-", stdin=named(CLAIM_V1, name))
+    kubectl("apply", "-f", "-", stdin=named(CLAIM_V1, name))
     status = {"status": {
         "allocation": {"devices": {"results": [{"request": "gpu", "driver": "gpu.example.com",
                                                 "pool": "node-1", "device": "gpu-0"}]}},
@@ -178,3 +178,21 @@ def test_status_patch_allocates_and_spec_stays_immutable(kubectl: Callable[..., 
     out = kubectl("patch", "resourceclaim", name, "-n", "default", "--type=merge", "-p",
                   '{"spec":{"devices":{"constraints":[]}}}', ok=False)
     assert "field is immutable" in out
+
+
+def test_unknown_field_is_an_error_under_strict_validation(kubectl: Callable[..., str]) -> None:
+    manifest = named(CLAIM_V1, "strict").replace("count: 1}\n    - name: nic",
+                                                 "count: 1, cuont: 2}\n    - name: nic")
+    out = kubectl("apply", "--validate=strict", "-f", "-", stdin=manifest, ok=False)
+    assert 'strict decoding error: unknown field "spec.devices.requests[0].exactly.cuont"' in out
+
+
+@pytest.mark.parametrize("field,version,expected", [
+    ("resourceclaim.spec.devices.requests.exactly", "resource.k8s.io/v1", "deviceClassName"),
+    ("resourceslice.spec.devices.basic", "resource.k8s.io/v1beta1", "attributes"),
+    ("resourceslice.spec.devices.basic.capacity", "resource.k8s.io/v1alpha3", "map[string]"),
+])
+def test_explain_describes_each_version(kubectl: Callable[..., str], field: str, version: str,
+                                        expected: str) -> None:
+    out = kubectl("explain", field, f"--api-version={version}")
+    assert f"VERSION:    {version.split('/')[1]}" in out and expected in out
