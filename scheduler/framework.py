@@ -106,6 +106,7 @@ class Framework:
 
     def __init__(self, plugins: list[Any]) -> None:
         self.plugins = plugins
+        self._pre_enqueue = [p for p in plugins if hasattr(p, "pre_enqueue")]
         self._pre_filter = [p for p in plugins if hasattr(p, "pre_filter")]
         self._filter = [p for p in plugins if hasattr(p, "filter")]
         self._score = [p for p in plugins if hasattr(p, "score")]
@@ -116,6 +117,15 @@ class Framework:
 
     def events_by_plugin(self) -> dict[str, set[ClusterEvent]]:
         return {p.name: set(p.events()) for p in self.plugins}
+
+    def run_pre_enqueue(self, pod: dict) -> Status:
+        """Whether the pod may be tried at all; a rejected pod waits for a cluster event."""
+        for plugin in self._pre_enqueue:
+            status = plugin.pre_enqueue(pod)
+            if not status.ok:
+                status.plugin = plugin.name
+                return status
+        return SUCCESS
 
     def run_pre_filter(self, state: CycleState, pod: dict) -> tuple[Status, PreFilterResult]:
         """The first rejection (or success) and the intersection of the node restrictions
@@ -151,6 +161,10 @@ class Framework:
         totals = {n.name: 0 for n in nodes}
         for plugin in self._score:
             if plugin.name in state.skip_score:
+                continue
+            # Upstream's PreScore may answer Skip: nothing to score for this pod.
+            skip = getattr(plugin, "skip_score", None)
+            if skip is not None and skip(state, pod):
                 continue
             scores = {n.name: plugin.score(state, pod, n) for n in nodes}
             normalize = getattr(plugin, "normalize_scores", None)

@@ -103,25 +103,51 @@ class SchedulingQueue:
 
     # --- pod lifecycle -----------------------------------------------------------------
 
-    def add(self, key: str, pod: dict) -> None:
-        """A new pending pod (or one seen for the first time)."""
+    def add(self, key: str, pod: dict, *, gated_by: str = "") -> None:
+        """A new pending pod; `gated_by` names the PreEnqueue plugin that holds it back."""
         if key in self._pods:
-            self.update(key, pod)
+            self.update(key, pod, requeue=True, gated_by=gated_by)
             return
         qp = QueuedPod(key, pod)
         self._pods[key] = qp
-        if key not in self._in_flight:
+        if gated_by:
+            self._park(qp, {gated_by})
+        else:
             self._push_active(qp)
 
-    def update(self, key: str, pod: dict, *, requeue: bool = False) -> None:
+    def update(self, key: str, pod: dict, *, requeue: bool = False, gated_by: str = "") -> None:
         """A pending pod changed; `requeue` when the change may make it schedulable."""
         qp = self._pods.get(key)
         if qp is None:
-            self.add(key, pod)
+            self.add(key, pod, gated_by=gated_by)
             return
         qp.pod = pod
-        if requeue and key in self._unschedulable:
+        if key in self._in_flight:
+            return
+        if gated_by:
+            if key in self._unschedulable:
+                qp.rejectors = {gated_by}
+        elif requeue and key in self._unschedulable:
             self._push_backoff_or_active(qp)
+
+    def _park(self, qp: QueuedPod, rejectors: set[str]) -> None:
+        qp.rejectors = rejectors
+        self._active_keys.discard(qp.key)
+        self._backoff_keys.discard(qp.key)
+        self._unschedulable[qp.key] = self._clock()
+        self._wakeup.set()  # the safety-net deadline may be earlier than the current wait
+
+    def requeue_gated(self, qp: QueuedPod, plugin: str) -> None:
+        """A popped pod turned out to be held back by PreEnqueue: park it without counting
+        the attempt (no backoff), unless an event during the attempt may have released it."""
+        events = self._in_flight.pop(qp.key, [])
+        qp.attempts -= 1
+        if qp.key not in self._pods:
+            return
+        if any(self._interested({plugin}, ev) for ev in events):
+            self._push_backoff_or_active(qp)
+        else:
+            self._park(qp, {plugin})
 
     def delete(self, key: str) -> None:
         self._pods.pop(key, None)
@@ -182,13 +208,12 @@ class SchedulingQueue:
         events = self._in_flight.pop(qp.key, [])
         if qp.key not in self._pods:
             return  # deleted meanwhile
-        qp.rejectors = rejectors
         qp.last_failure = self._clock()
         if any(self._interested(rejectors, ev) for ev in events):
+            qp.rejectors = rejectors
             self._push_backoff_or_active(qp)
             return
-        self._unschedulable[qp.key] = self._clock()
-        self._wakeup.set()  # the safety-net deadline may be earlier than the current wait
+        self._park(qp, rejectors)
 
     def requeue_error(self, qp: QueuedPod) -> None:
         """The attempt failed with an error (API failure, conflict...): retry after backoff."""

@@ -34,6 +34,10 @@ from draemu.scheduler.queue import QueuedPod, SchedulingQueue
 log = get_logger("scheduler")
 
 SCHEDULER_NAME = "default-scheduler"
+# A pod held back by PreEnqueue (its claims do not exist yet) gets its reason written only
+# if it is still waiting after this long: usually the claim controller is faster, and
+# upstream writes nothing at all for such pods.
+GATED_REPORT_DELAY = 1.0
 MIN_FEASIBLE_NODES = 100
 MIN_FEASIBLE_PERCENTAGE = 5
 BASE_PERCENTAGE = 50
@@ -82,6 +86,7 @@ class Scheduler:
         # Pods bound by us that the pod informer has not shown bound yet: a late event
         # about them must not queue them again.
         self._bound_unseen: set[str] = set()
+        self._gate_reports: dict[str, asyncio.TimerHandle] = {}
         self.scheduled = 0  # pods bound so far (for benchmarks and logs)
 
     # --- lifecycle ---------------------------------------------------------------------
@@ -98,11 +103,10 @@ class Scheduler:
         self._watch_cluster_scoped("deviceclasses", "DeviceClass",
                                    self.dra.set_class, self.dra.remove_class)
         self._watch_cluster_scoped("resourceslices", "ResourceSlice",
-                                   self.inventory.set_slice, self.inventory.remove_slice)
+                                   self.dra.set_slice, self.dra.remove_slice)
         if self.gates.enabled("DRADeviceTaintRules") and await self._served("devicetaintrules"):
             self._watch_cluster_scoped("devicetaintrules", "DeviceTaintRule",
-                                       self.inventory.set_taint_rule,
-                                       self.inventory.remove_taint_rule)
+                                       self.dra.set_taint_rule, self.dra.remove_taint_rule)
         for inf in self._informers.values():
             await inf.start()
         await asyncio.gather(*(inf.wait_synced(timeout) for inf in self._informers.values()))
@@ -111,6 +115,8 @@ class Scheduler:
 
     async def stop(self) -> None:
         self.queue.close()
+        for handle in self._gate_reports.values():
+            handle.cancel()
         tasks = [t for t in (self._loop_task, *self._tasks) if t is not None]
         for task in tasks:
             task.cancel()
@@ -172,7 +178,7 @@ class Scheduler:
             if not self._terminal(pod):
                 self.cache.add_pod(pod)
         elif self._responsible(pod) and pod["metadata"]["uid"] not in self._bound_unseen:
-            self.queue.add(key_of(pod), pod)
+            self.queue.add(key_of(pod), pod, gated_by=self._gate(pod))
 
     def _on_pod_update(self, old: dict, pod: dict) -> None:
         key = key_of(pod)
@@ -186,13 +192,15 @@ class Scheduler:
             else:
                 self.cache.add_pod(pod)
         elif self._responsible(pod) and pod["metadata"]["uid"] not in self._bound_unseen:
-            self.queue.update(key, pod,
+            self.queue.update(key, pod, gated_by=self._gate(pod),
                               requeue=_without_volatile(old) != _without_volatile(pod))
         else:
             self.queue.delete(key)
+            self._cancel_gate_report(key)
 
     def _on_pod_delete(self, pod: dict) -> None:
         self.queue.delete(key_of(pod))
+        self._cancel_gate_report(key_of(pod))
         self._bound_unseen.discard(pod["metadata"]["uid"])
         if (pod.get("spec") or {}).get("nodeName"):
             self.cache.remove_pod(pod)
@@ -200,6 +208,7 @@ class Scheduler:
 
     def _on_node(self, node: dict, action: str = "Add") -> None:
         self.cache.set_node(node)
+        self.dra.node_changed(node["metadata"]["name"])
         self._event("Node", action)
 
     def _on_node_delete(self, node: dict) -> None:
@@ -212,6 +221,34 @@ class Scheduler:
     def _on_claim_delete(self, claim: dict) -> None:
         self.dra.remove_claim(claim)
         self._event("ResourceClaim", "Delete")
+
+    # --- PreEnqueue gating ------------------------------------------------------------
+
+    def _gate(self, pod: dict) -> str:
+        """The PreEnqueue plugin holding the pod back ("" if none)."""
+        status = self.framework.run_pre_enqueue(pod)
+        key = key_of(pod)
+        if status.ok:
+            self._cancel_gate_report(key)
+            return ""
+        if key not in self._gate_reports:
+            self._gate_reports[key] = asyncio.get_running_loop().call_later(
+                GATED_REPORT_DELAY, self._report_gated, key)
+        return status.plugin
+
+    def _cancel_gate_report(self, key: str) -> None:
+        handle = self._gate_reports.pop(key, None)
+        if handle is not None:
+            handle.cancel()
+
+    def _report_gated(self, key: str) -> None:
+        self._gate_reports.pop(key, None)
+        pod = self._informers["pods"].get(key)
+        if pod is None or (pod.get("spec") or {}).get("nodeName"):
+            return
+        status = self.framework.run_pre_enqueue(pod)
+        if not status.ok:
+            self._spawn(self._report_failure(pod, status.message, "Unschedulable"))
 
     # --- the scheduling cycle ----------------------------------------------------------
 
@@ -234,6 +271,10 @@ class Scheduler:
             self.queue.done(qp.key)
             return
         qp.pod = pod
+        gated_by = self._gate(pod)
+        if gated_by:
+            self.queue.requeue_gated(qp, gated_by)
+            return
         state = CycleState()
         num_nodes = len(self.cache)
         if num_nodes == 0:
@@ -328,6 +369,7 @@ class Scheduler:
             self._fail(qp, pod, message, error=True)
             return
         self.queue.done(qp.key)
+        self._cancel_gate_report(qp.key)
         if not (self._informers["pods"].get(qp.key) or {}).get("spec", {}).get("nodeName"):
             self._bound_unseen.add(pod["metadata"]["uid"])
         self.scheduled += 1

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from draemu.scheduler.dra import Allocator, Inventory
 from draemu.scheduler.framework import ClusterEvent, Code, CycleState, PreFilterResult, Status
 from draemu.scheduler.nodeinfo import NodeInfo
 from draemu.scheduler.nodeselector import selector_matches
+from draemu.scheduler.plugins.allocationcache import AllocationCache, NodeVersions
 from draemu.scheduler.plugins.extendedresources import (
     ResourceRequest,
     claim_for_node,
@@ -68,6 +70,8 @@ class _State:
     selectors: list[tuple[str, dict]] = field(default_factory=list)  # allocated: name, selector
     results: dict[str, list[dict]] = field(default_factory=dict)  # node -> allocations
     allocator: Allocator | None = None  # built once per attempt, used for every node
+    signature: str = ""  # the claim specs to allocate ("" = do not use the cache)
+    claim_ids: tuple[str, ...] = ()
     extended: list[ResourceRequest] = field(default_factory=list)  # DRA-backed candidates
     # node -> the in-memory claim for extended resources there, and what it serves
     extended_claims: dict[str, tuple[dict, list[ResourceRequest]]] = field(
@@ -88,6 +92,8 @@ class DynamicResources:
         self._classes: dict[str, dict] = {}
         self._extended_mapping: dict[str, str] = {}  # extended resource -> DeviceClass
         self._in_flight = InFlight()  # keyed by claim uid
+        self._versions = NodeVersions()
+        self.cache = AllocationCache(self._versions)
         self._claim_changed = asyncio.Condition()
         self._waiting = 0  # PreBinds waiting for binding conditions
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -102,29 +108,65 @@ class DynamicResources:
 
     def set_claim(self, claim: dict) -> None:
         meta = claim["metadata"]
-        self._claims[claim_key(meta["namespace"], meta["name"])] = claim
+        key = claim_key(meta["namespace"], meta["name"])
+        old = self._claims.get(key)
+        self._claims[key] = claim
         self._inventory.set_claim(claim)
-        if (claim.get("status") or {}).get("allocation"):
-            self._in_flight.pop(meta.get("uid", ""))
+        allocation = (claim.get("status") or {}).get("allocation")
+        old_allocation = ((old or {}).get("status") or {}).get("allocation")
+        if allocation != old_allocation:
+            self._versions.allocation_changed(old_allocation)
+            self._versions.allocation_changed(allocation)
+        if allocation:
+            self._land(meta.get("uid", ""))
         self._notify_claim_changed()
 
     def remove_claim(self, claim: dict) -> None:
         meta = claim["metadata"]
         key = claim_key(meta["namespace"], meta["name"])
-        self._claims.pop(key, None)
+        old = self._claims.pop(key, None)
         self._inventory.remove_claim(key)
-        self._in_flight.pop(meta.get("uid", ""))
+        self._versions.allocation_changed(((old or {}).get("status") or {}).get("allocation"))
+        self._land(meta.get("uid", ""))
         self._notify_claim_changed()
+
+    def _land(self, key: str) -> None:
+        """An in-flight allocation is over (written and seen, or abandoned)."""
+        flying = self._in_flight.pop(key)
+        if flying is not None:
+            self._versions.allocation_changed(flying.claim["status"]["allocation"])
 
     def set_class(self, cls: dict) -> None:
         self._classes[cls["metadata"]["name"]] = cls
         self._inventory.set_class(cls)
+        self._versions.everything_changed()
         self._remap()
 
     def remove_class(self, name: str) -> None:
         self._classes.pop(name, None)
         self._inventory.remove_class(name)
+        self._versions.everything_changed()
         self._remap()
+
+    def set_slice(self, obj: dict) -> None:
+        self._inventory.set_slice(obj)
+        self._versions.slice_set(obj)
+
+    def remove_slice(self, name: str) -> None:
+        self._inventory.remove_slice(name)
+        self._versions.slice_removed(name)
+
+    def set_taint_rule(self, obj: dict) -> None:
+        self._inventory.set_taint_rule(obj)
+        self._versions.everything_changed()
+
+    def remove_taint_rule(self, name: str) -> None:
+        self._inventory.remove_taint_rule(name)
+        self._versions.everything_changed()
+
+    def node_changed(self, name: str) -> None:
+        """A node's labels (node selectors) or allocatable (extended resources) may differ."""
+        self._versions.node_changed(name)
 
     def _remap(self) -> None:
         if self._gates.enabled("DRAExtendedResource"):
@@ -209,6 +251,12 @@ class DynamicResources:
                         resolvable=False)
         return Status()
 
+    def pre_enqueue(self, pod: dict) -> Status:
+        """A pod whose claims do not all exist yet is not tried at all (no attempt counted)."""
+        if not (pod.get("spec") or {}).get("resourceClaims"):
+            return Status()
+        return self._pod_claims(pod)[1]
+
     def pre_filter(self, state: CycleState, pod: dict) -> tuple[Status, PreFilterResult | None]:
         extended = [r for r in pod_extended_requests(pod) if r.resource in
                     self._extended_mapping] if self._extended_mapping else []
@@ -238,6 +286,18 @@ class DynamicResources:
             st.to_allocate.append(i)
         if st.to_allocate or st.extended:
             st.allocator = Allocator(self._inventory)
+            own_in_flight = any(
+                (f := self._in_flight.get(c["metadata"].get("uid", ""))) is not None
+                and f.pod_uid == pod_uid for c in claims) or \
+                self._in_flight.get(_extended_key(pod_uid)) is not None
+            if not own_in_flight:
+                st.signature = json.dumps(
+                    [claims[i].get("spec") for i in st.to_allocate] +
+                    [[r.request_name, r.resource, r.count] for r in extended],
+                    sort_keys=True, separators=(",", ":"))
+                st.claim_ids = tuple(claim_key(claims[i]["metadata"]["namespace"],
+                                               claims[i]["metadata"]["name"])
+                                     for i in st.to_allocate) + (pod["metadata"]["name"],)
         state.write(self.name, st)
         return Status(), None
 
@@ -257,14 +317,26 @@ class DynamicResources:
                 claims.append(special)
         if not claims or st.allocator is None:
             return Status()
-        in_flight = self._in_flight.for_node(node.name, pod["metadata"]["uid"])
-        outcome = st.allocator.allocate(node.node, claims, in_flight=in_flight)
+        outcome = self.cache.get(st.signature, node.name, st.claim_ids) \
+            if st.signature else None
+        if outcome is None:
+            in_flight = self._in_flight.for_node(node.name, pod["metadata"]["uid"])
+            outcome = st.allocator.allocate(node.node, claims, in_flight=in_flight)
+            if st.signature and not (outcome.error and not outcome.unsatisfiable):
+                self.cache.put(st.signature, node.name, st.claim_ids, outcome)
         if outcome.error and not outcome.unsatisfiable:
             return Status.error(outcome.error)
         if outcome.results is None:
             return Status.unschedulable(_summary(outcome), resolvable=False)
         st.results[node.name] = outcome.results
         return Status()
+
+    def skip_score(self, state: CycleState, pod: dict) -> bool:
+        """Only prioritized lists (firstAvailable) make nodes differ."""
+        st: _State = state.read(self.name)
+        return not any(r.get("firstAvailable") for i in st.to_allocate for r in
+                       ((st.claims[i].get("spec") or {}).get("devices") or {}).get("requests")
+                       or [])
 
     def score(self, state: CycleState, pod: dict, node: NodeInfo) -> int:
         st: _State = state.read(self.name)
@@ -319,9 +391,9 @@ class DynamicResources:
         return Status()
 
     def _fly(self, claim: dict, allocation: dict, key: str, pod_uid: str) -> None:
-        claim = copy.deepcopy(claim)
-        claim.setdefault("status", {})["allocation"] = allocation
+        claim = {**claim, "status": {**(claim.get("status") or {}), "allocation": allocation}}
         self._in_flight.add(key, claim, pod_uid)
+        self._versions.allocation_changed(allocation)
 
     def unreserve(self, state: CycleState, pod: dict, node_name: str) -> None:
         st: _State | None = state.read(self.name)
@@ -332,7 +404,7 @@ class DynamicResources:
         for key in keys:
             flying = self._in_flight.get(key)
             if flying is not None and flying.pod_uid == pod_uid:
-                self._in_flight.pop(key)
+                self._land(key)
 
     # --- PreBind -----------------------------------------------------------------------
 
@@ -406,22 +478,24 @@ class DynamicResources:
             if allocation is None and not status.get("allocation"):
                 raise _PreBindError(f"resourceclaim {ns}/{name}: allocation was removed")
             try:
-                if allocation is not None and \
-                        FINALIZER not in (fresh["metadata"].get("finalizers") or []):
-                    updated = copy.deepcopy(fresh)
-                    updated["metadata"].setdefault("finalizers", []).append(FINALIZER)
+                # Objects are rebuilt level by level instead of deep-copied: the informer's
+                # copies are shared and must stay untouched, and deep copies are costly.
+                finalizers = fresh["metadata"].get("finalizers") or []
+                if allocation is not None and FINALIZER not in finalizers:
+                    updated = {**fresh, "metadata": {**fresh["metadata"],
+                                                     "finalizers": [*finalizers, FINALIZER]}}
                     fresh = await self._client.update(RESOURCE_V1, "resourceclaims", updated)
-                updated = copy.deepcopy(fresh)
-                new_status = updated.setdefault("status", {})
+                new_status = dict(fresh.get("status") or {})
                 if allocation is not None and not new_status.get("allocation"):
-                    allocation = copy.deepcopy(allocation)
                     if self._binding_conditions_enabled() and _has_binding_conditions(
                             allocation) and not allocation.get("allocationTimestamp"):
-                        allocation["allocationTimestamp"] = _now()
+                        allocation = {**allocation, "allocationTimestamp": _now()}
                     new_status["allocation"] = allocation
-                new_status.setdefault("reservedFor", []).append(
-                    {"resource": "pods", "name": pod_meta["name"], "uid": pod_meta["uid"]})
-                return await self._client.update(RESOURCE_V1, "resourceclaims", updated,
+                new_status["reservedFor"] = [
+                    *(new_status.get("reservedFor") or []),
+                    {"resource": "pods", "name": pod_meta["name"], "uid": pod_meta["uid"]}]
+                return await self._client.update(RESOURCE_V1, "resourceclaims",
+                                                  {**fresh, "status": new_status},
                                                   subresource="status")
             except ApiError as e:
                 if e.code != 409:

@@ -59,6 +59,9 @@ class NodeAffinity:
             return Status.unschedulable(REASON, resolvable=False)
         return Status()
 
+    def skip_score(self, state: CycleState, pod: dict) -> bool:
+        return not _node_affinity(pod).get("preferredDuringSchedulingIgnoredDuringExecution")
+
     def score(self, state: CycleState, pod: dict, node: NodeInfo) -> int:
         preferred = _node_affinity(pod).get("preferredDuringSchedulingIgnoredDuringExecution")
         return sum(int(p.get("weight") or 0) for p in preferred or []

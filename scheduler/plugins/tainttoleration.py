@@ -33,6 +33,8 @@ class TaintToleration:
         return Status()
 
     def score(self, state: CycleState, pod: dict, node: NodeInfo) -> int:
+        if not node.taints:
+            return 0
         prefer = [t for t in _tolerations(pod) if t.get("effect") in ("", None, "PreferNoSchedule")]
         return sum(1 for taint in node.taints if taint.get("effect") == "PreferNoSchedule"
                    and not tolerated(prefer, taint))

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from draemu.scheduler.cache import Cache
 from sched_helpers import node, pod
+
+from draemu.scheduler.cache import Cache
 
 
 def bound(p: dict, node_name: str) -> dict:

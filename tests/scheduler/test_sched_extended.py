@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from sched_helpers import pod
+
 from draemu.scheduler.plugins.extendedresources import (
     claim_for_node,
     class_mapping,
     is_extended,
     pod_extended_requests,
 )
-from sched_helpers import pod
 
 
 def device_class(name: str, extended: str | None = None, created: str = "2026-01-01T00:00:00Z"):

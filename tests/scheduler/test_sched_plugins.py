@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sched_helpers import node, pod
+
 from draemu.scheduler.framework import Code, CycleState
 from draemu.scheduler.nodeinfo import NodeInfo, pod_requests
 from draemu.scheduler.plugins.nodeaffinity import NodeAffinity
@@ -9,7 +11,6 @@ from draemu.scheduler.plugins.nodename import NodeName
 from draemu.scheduler.plugins.noderesources import NodeResourcesFit
 from draemu.scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from draemu.scheduler.plugins.tainttoleration import TaintToleration
-from sched_helpers import node, pod
 
 
 def run_filter(plugin, p: dict, info: NodeInfo):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+from sched_helpers import pod
+
 from draemu.scheduler.framework import ClusterEvent
 from draemu.scheduler.queue import SchedulingQueue
-from sched_helpers import pod
 
 SLICE_ADD = ClusterEvent("ResourceSlice", "Add")
 NODE_ADD = ClusterEvent("Node", "Add")

@@ -1,0 +1,193 @@
+"""Scheduler throughput with DRA, after upstream's scheduler_perf DRA workloads.
+
+N nodes, each publishing one ResourceSlice with 8 devices; one DeviceClass; pods that each
+reference a ResourceClaimTemplate whose single request selects one device with a CEL
+selector. The resource-claim controller turns templates into claims; the scheduler
+allocates and binds. Figure: pods scheduled per second end to end (from the first pod
+created until every pod is bound and every claim allocated).
+
+The apiserver (with the resource-claim controller) runs in a child process and the
+scheduler in this one, so that the two can use two cores.
+
+    .venv/bin/python bench/scheduler.py --nodes 100,500 [--pods 1000] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import multiprocessing
+import pstats
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+DRIVER = "gpu.example.com"
+CLASS = "gpu.example.com"
+DEVICES_PER_NODE = 8
+NS = "bench"
+
+
+def _serve(data_dir: str, ready: Any) -> None:
+    """Child process: apiserver on a free port plus the resource-claim controller."""
+    from draemu import log
+    from draemu.apiserver.server import APIServer, APIServerOptions
+    from draemu.client import Client
+    from draemu.controllers.manager import ControllerManager
+
+    log.configure("console", "warning")
+
+    async def main() -> None:
+        server = APIServer(APIServerOptions(data_dir=Path(data_dir),
+                                            store_url="sqlite://:memory:"))
+        await server.start()
+        client = Client.from_kubeconfig(str(server.kubeconfig_path),
+                                        user_agent="draemu-bench-controllers")
+        controllers = ControllerManager(client, enabled=["resourceclaim"])
+        await controllers.start()
+        ready.send(str(server.kubeconfig_path))
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+def node(i: int) -> dict[str, Any]:
+    name = f"node-{i:05d}"
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"},
+                       "capacity": {"cpu": "64", "memory": "256Gi", "pods": "110"},
+                       "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def resource_slice(i: int) -> dict[str, Any]:
+    name = f"node-{i:05d}"
+    devices = [{"name": f"gpu-{d}",
+                "attributes": {"model": {"string": "A100" if d % 2 == 0 else "H100"},
+                               "index": {"int": d}},
+                "capacity": {"memory": {"value": "80Gi"}}}
+               for d in range(DEVICES_PER_NODE)]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": f"{name}-{DRIVER}"},
+            "spec": {"driver": DRIVER, "nodeName": name,
+                     "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                     "devices": devices}}
+
+
+DEVICE_CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                "metadata": {"name": CLASS},
+                "spec": {"selectors": [{"cel": {"expression":
+                                                f'device.driver == "{DRIVER}"'}}]}}
+
+TEMPLATE = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "one-gpu", "namespace": NS},
+            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                "deviceClassName": CLASS,
+                "selectors": [{"cel": {"expression":
+                                       f'device.attributes["{DRIVER}"].model == "A100" || '
+                                       f'device.attributes["{DRIVER}"].model == "H100"'}}]}}]}}}}
+
+
+def pod(i: int) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"pod-{i:05d}", "namespace": NS},
+            "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                     "resources": {"claims": [{"name": "gpu"}]}}],
+                     "resourceClaims": [{"name": "gpu",
+                                         "resourceClaimTemplateName": "one-gpu"}]}}
+
+
+async def _bounded(coros: list[Any], limit: int = 32) -> None:
+    sem = asyncio.Semaphore(limit)
+
+    async def run(c: Any) -> None:
+        async with sem:
+            await c
+
+    await asyncio.gather(*(run(c) for c in coros))
+
+
+async def run_one(kubeconfig: str, nodes: int, pods: int, profile: bool) -> dict[str, float]:
+    from draemu.client import Client
+    from draemu.scheduler import Scheduler
+
+    client = Client.from_kubeconfig(kubeconfig, user_agent="draemu-bench")
+    await client.create("v1", "namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                             "metadata": {"name": NS}})
+    await client.create("resource.k8s.io/v1", "deviceclasses", DEVICE_CLASS)
+    await client.create("resource.k8s.io/v1", "resourceclaimtemplates", TEMPLATE, NS)
+    await _bounded([client.create("v1", "nodes", node(i)) for i in range(nodes)])
+    await _bounded([client.create("resource.k8s.io/v1", "resourceslices", resource_slice(i))
+                    for i in range(nodes)])
+
+    sched_client = Client.from_kubeconfig(kubeconfig, user_agent="draemu-scheduler")
+    scheduler = Scheduler(sched_client)
+    await scheduler.start()
+    profiler = cProfile.Profile() if profile else None
+    if profiler:
+        profiler.enable()
+    start = time.perf_counter()
+    await _bounded([client.create("v1", "pods", pod(i), NS) for i in range(pods)])
+    created = time.perf_counter() - start
+    while scheduler.scheduled < pods:
+        await asyncio.sleep(0.05)
+    elapsed = time.perf_counter() - start
+    if profiler:
+        profiler.disable()
+
+    listed = await client.list("v1", "pods", NS)
+    bound = sum(1 for p in listed["items"] if (p.get("spec") or {}).get("nodeName"))
+    claims = await client.list("resource.k8s.io/v1", "resourceclaims", NS)
+    allocated = sum(1 for c in claims["items"] if (c.get("status") or {}).get("allocation"))
+    devices = {(r["pool"], r["device"]) for c in claims["items"]
+               for r in c["status"]["allocation"]["devices"]["results"]}
+    await scheduler.stop()
+    await sched_client.close()
+    await client.close()
+    if profiler:
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(35)
+    assert bound == pods and allocated == pods and len(devices) == pods, \
+        (bound, allocated, len(devices))
+    return {"nodes": nodes, "pods": pods, "seconds": elapsed,
+            "pods_per_second": pods / elapsed, "create_seconds": created}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", default="100,500",
+                        help="comma-separated node counts (default: 100,500)")
+    parser.add_argument("--pods", type=int, default=0,
+                        help="pods per run (default: min(1000, 4 per node))")
+    parser.add_argument("--profile", action="store_true",
+                        help="cProfile the scheduler process while pods are scheduled")
+    args = parser.parse_args()
+    from draemu import log
+
+    log.configure("console", "warning")
+    for n in (int(x) for x in args.nodes.split(",")):
+        pods = args.pods or min(1000, 4 * n)
+        with tempfile.TemporaryDirectory(prefix="draemu-bench-") as tmp:
+            ctx = multiprocessing.get_context("spawn")
+            parent, child = ctx.Pipe()
+            server = ctx.Process(target=_serve, args=(tmp, child), daemon=True)
+            server.start()
+            try:
+                if not parent.poll(120):
+                    print("apiserver did not start", file=sys.stderr)
+                    return 1
+                kubeconfig = parent.recv()
+                result = asyncio.run(run_one(kubeconfig, n, pods, args.profile))
+            finally:
+                server.terminate()
+                server.join(10)
+        print(f"nodes={result['nodes']:5d} pods={result['pods']:5d} "
+              f"time={result['seconds']:6.2f}s  {result['pods_per_second']:7.1f} pods/s "
+              f"(pods created in {result['create_seconds']:.2f}s)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""Reusing the allocator's answer for a node while nothing it depends on has changed.
+
+The allocator is deterministic: for the same claim specs, the same devices, slices,
+classes, taint rules and devices in use on a node, it gives the same answer. So Filter
+keeps each answer with the *version* of the node it was computed on, and the next pod
+with identical claims (pods from one template, or the same pod retried) only runs the
+allocator on nodes whose version moved. A node's version moves when one of its slices,
+labels, or the devices in use in its pools change; a global version moves when anything
+that can matter to every node changes (classes, taint rules, slices not bound to one
+node, allocations from such pools).
+
+Unsatisfiable answers carry an explanation naming the claims, so they are reused only
+for the same claims. Answers with share IDs (consumable capacity) are never reused: each
+share needs a fresh ID.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+MAX_ENTRIES = 200_000
+PoolID = tuple[str, str]
+
+
+class NodeVersions:
+    def __init__(self) -> None:
+        self.global_version = 0
+        self._node: dict[str, int] = {}
+        self._pool_nodes: dict[PoolID, set[str]] = {}
+        self._pool_unbound: dict[PoolID, int] = {}  # slices of the pool not bound to a node
+        self._slice_pool: dict[str, tuple[PoolID, str | None]] = {}
+        self._pool_node_slices: dict[tuple[PoolID, str], int] = {}
+
+    def version(self, node: str) -> tuple[int, int]:
+        return self.global_version, self._node.get(node, 0)
+
+    def node_changed(self, node: str) -> None:
+        self._node[node] = self._node.get(node, 0) + 1
+
+    def everything_changed(self) -> None:
+        self.global_version += 1
+
+    def _pool_changed(self, pool: PoolID) -> None:
+        if self._pool_unbound.get(pool) or pool not in self._pool_nodes:
+            self.everything_changed()
+            return
+        for node in self._pool_nodes[pool]:
+            self.node_changed(node)
+
+    def slice_set(self, obj: dict[str, Any]) -> None:
+        name = obj["metadata"]["name"]
+        self.slice_removed(name)
+        spec = obj.get("spec") or {}
+        pool: PoolID = (spec.get("driver", ""), (spec.get("pool") or {}).get("name", ""))
+        node = spec.get("nodeName") or None
+        self._slice_pool[name] = (pool, node)
+        if node:
+            self._pool_nodes.setdefault(pool, set()).add(node)
+            self._pool_node_slices[(pool, node)] = self._pool_node_slices.get((pool, node), 0) + 1
+        else:
+            self._pool_unbound[pool] = self._pool_unbound.get(pool, 0) + 1
+        self._pool_changed(pool)
+
+    def slice_removed(self, name: str) -> None:
+        entry = self._slice_pool.pop(name, None)
+        if entry is None:
+            return
+        pool, node = entry
+        self._pool_changed(pool)
+        if node is None:
+            self._pool_unbound[pool] -= 1
+            if not self._pool_unbound[pool]:
+                del self._pool_unbound[pool]
+        else:
+            self._pool_node_slices[(pool, node)] -= 1
+            if not self._pool_node_slices[(pool, node)]:
+                del self._pool_node_slices[(pool, node)]
+                self._pool_nodes[pool].discard(node)
+                if not self._pool_nodes[pool]:
+                    del self._pool_nodes[pool]
+
+    def allocation_changed(self, allocation: dict | None) -> None:
+        """Devices of this allocation were taken or freed."""
+        results = ((allocation or {}).get("devices") or {}).get("results") or []
+        for pool in {(r.get("driver", ""), r.get("pool", "")) for r in results}:
+            self._pool_changed(pool)
+
+
+@dataclass
+class _Entry:
+    version: tuple[int, int]
+    outcome: Any
+    claims: tuple[str, ...]
+
+
+class AllocationCache:
+    def __init__(self, versions: NodeVersions) -> None:
+        self._versions = versions
+        self._entries: dict[tuple[str, str], _Entry] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, signature: str, node: str, claims: tuple[str, ...]) -> Any | None:
+        entry = self._entries.get((signature, node))
+        if entry is None or entry.version != self._versions.version(node) or (
+                entry.outcome.results is None and entry.claims != claims):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return entry.outcome
+
+    def put(self, signature: str, node: str, claims: tuple[str, ...], outcome: Any) -> None:
+        if outcome.results is not None and any(
+                r.get("shareID") for a in outcome.results
+                for r in (a.get("devices") or {}).get("results") or []):
+            return
+        if len(self._entries) >= MAX_ENTRIES:
+            self._entries.clear()
+        self._entries[(signature, node)] = _Entry(self._versions.version(node), outcome, claims)
