@@ -373,7 +373,7 @@ def template_metadata(meta: dict[str, Any], path: Path) -> Errors:
     errs: Errors = []
     for key in sorted(meta):
         if key not in _TEMPLATE_META_ALLOWED and meta[key] not in (None, "", [], {}, 0):
-            errs.append(forbidden(path.child(key), "cannot be set for a template"))
+            errs.append(forbidden(path.child(key), "cannot be set"))
     for key, value in sorted(obj(meta.get("labels")).items()):
         errs += f.label_name(key, path.child("labels"))
         errs += f.label_value(str(value), path.child("labels"))

@@ -185,7 +185,7 @@ def test_template_validates_metadata_and_claim_spec_under_spec(ctx: Context) -> 
     errors = ResourceClaimTemplateStrategy().validate(
         {"spec": {"metadata": {"name": "x"}, "spec": spec}}, ctx)
     assert messages(errors) == [
-        "spec.metadata.name: Forbidden: cannot be set for a template",
+        "spec.metadata.name: Forbidden: cannot be set",
         "spec.spec.devices.requests[0].exactly.count: Invalid value: -1: must be greater than "
         "zero"]
 
