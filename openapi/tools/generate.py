@@ -56,8 +56,6 @@ MARKED_DEFAULTS = {
     ("io.k8s.api.resource.v1beta1.DeviceToleration", "operator"): "Equal",
     ("io.k8s.api.resource.v1alpha3.DeviceToleration", "operator"): "Equal",
 }
-# Scalar types whose definitions are not objects (no `default: {}` when embedded).
-NON_STRUCTS = {"string", "integer", "number", "boolean"}
 
 # Meta types that upstream serves but does not publish in its OpenAPI documents.
 EXTRA_META: dict[str, dict[str, Any]] = {
@@ -218,9 +216,8 @@ class Converter:
         self.source = source
 
     def _is_struct(self, definition: str) -> bool:
-        target = self.source.get(definition, {})
-        return "properties" in target or _types(target) == {"object"} and not (
-            set(target) & {"additionalProperties", "x-kubernetes-preserve-unknown-fields"})
+        """Structs with fields; free-form objects (RawExtension, FieldsV1) get no default."""
+        return "properties" in self.source.get(definition, {})
 
     def definition(self, name: str) -> dict[str, Any]:
         src = self.source[name]
@@ -283,11 +280,6 @@ class Converter:
             else:
                 out[key] = value
         return _ordered(out)
-
-
-def _types(schema: dict[str, Any]) -> set[str]:
-    value = schema.get("type", [])
-    return {t for t in (value if isinstance(value, list) else [value]) if t != "null"}
 
 
 def _ref_name(ref: str) -> str:

@@ -87,6 +87,56 @@ POOL_STATUS_TYPES = ("ResourcePoolStatusRequest", "PoolStatus", "PartitionTypeSt
                      "ShareableCapacityStatus", "ShareableSummaryStatus")
 
 
+# Our own one-line descriptions of the fields users meet first in `kubectl explain`
+# (type, property) -> text; every other field gets a phrase derived from its name.
+FIELD_DESCRIPTIONS: dict[tuple[str, str], str] = {
+    ("DeviceRequest", "name"): "Name of the request, referenced by constraints, config and "
+                               "container resources.claims[].request (a DNS label).",
+    ("DeviceRequest", "exactly"): "A request for devices of one class; exactly one of "
+                                  "`exactly` or `firstAvailable` must be set.",
+    ("DeviceRequest", "firstAvailable"): "Alternatives in order of preference; the first one "
+                                         "that can be allocated is used (at most 8).",
+    ("DeviceRequest", "deviceClassName"): "The DeviceClass whose devices may satisfy the "
+                                          "request.",
+    ("ExactDeviceRequest", "deviceClassName"): "The DeviceClass whose devices may satisfy the "
+                                               "request.",
+    ("DeviceSubRequest", "deviceClassName"): "The DeviceClass whose devices may satisfy this "
+                                             "alternative.",
+    ("ExactDeviceRequest", "allocationMode"): "ExactCount (the default: `count` devices) or "
+                                              "All (every matching device).",
+    ("ExactDeviceRequest", "count"): "Number of devices when allocationMode is ExactCount "
+                                     "(default 1).",
+    ("ExactDeviceRequest", "adminAccess"): "Access devices that are in use by others, for "
+                                           "monitoring; needs the namespace label "
+                                           "resource.kubernetes.io/admin-access=true.",
+    ("ExactDeviceRequest", "selectors"): "CEL expressions that every allocated device must "
+                                         "satisfy.",
+    ("DeviceConstraint", "matchAttribute"): "A fully qualified attribute name (domain/name, "
+                                            "e.g. resource.kubernetes.io/pcieRoot) that must "
+                                            "have the same value on all allocated devices.",
+    ("DeviceConstraint", "distinctAttribute"): "A fully qualified attribute name whose value "
+                                               "must differ between all allocated devices.",
+    ("DeviceConstraint", "requests"): "The requests (or request/subrequest) the constraint "
+                                      "applies to; empty means all.",
+    ("CELDeviceSelector", "expression"): "A CEL expression over `device` (driver, attributes, "
+                                         "capacity) that must evaluate to true.",
+    ("ResourceSliceSpec", "driver"): "The DRA driver that publishes the devices (a DNS "
+                                     "subdomain); immutable.",
+    ("ResourceSliceSpec", "nodeName"): "The node whose local devices the slice lists; "
+                                       "immutable. One of nodeName, nodeSelector, allNodes, "
+                                       "perDeviceNodeSelection is required.",
+    ("ResourceSliceSpec", "pool"): "The resource pool the slice belongs to.",
+    ("ResourcePool", "generation"): "Bumped by the driver when the pool changes; slices of "
+                                    "older generations are ignored.",
+    ("ResourcePool", "resourceSliceCount"): "Number of slices in the pool at this "
+                                             "generation.",
+    ("ResourceClaimStatus", "allocation"): "The allocated devices; set once by the scheduler "
+                                           "and then only removed.",
+    ("ResourceClaimStatus", "reservedFor"): "The consumers (usually pods) allowed to use the "
+                                            "claim; at most 256.",
+}
+
+
 def short(name: str) -> str:
     return name.rsplit(".", 1)[-1]
 
@@ -98,7 +148,8 @@ def describe(schemas: Schemas) -> Schemas:
         schema = _strip_descriptions(schema)
         schema["description"] = generate.type_description(name, schema)
         for prop, node in schema.get("properties", {}).items():
-            node["description"] = generate.property_description(name, prop)
+            node["description"] = FIELD_DESCRIPTIONS.get(
+                (short(name), prop), generate.property_description(name, prop))
         out[name] = dict(sorted(schema.items()))
     return out
 
