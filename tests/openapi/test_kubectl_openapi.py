@@ -117,3 +117,16 @@ def test_server_side_apply_conflicts_and_force(kubectl, request):
     assert obj["spec"]["replicas"] == 3
     managers = {e["manager"]: e["operation"] for e in obj["metadata"]["managedFields"]}
     assert managers.get("bob") == "Apply"
+
+
+def test_client_side_apply_removes_a_container_and_reorders(kubectl, request):
+    name = f"csa-{request.node.callspec.id.replace('.', '-')}"
+    manifest = DEPLOYMENT.replace("NAME", name)
+    ok(kubectl("apply", "-f", "-", stdin=manifest))
+    changed = manifest.replace("      - {name: side, image: busybox}\n", "").replace(
+        "- {name: web, image: nginx}", "- {name: extra, image: redis}\n      - {name: web, "
+        "image: nginx:3}")
+    ok(kubectl("apply", "-f", "-", stdin=changed))
+    obj = json.loads(ok(kubectl("get", "deployment", name, "-n", "default", "-o", "json")))
+    containers = [(c["name"], c["image"]) for c in obj["spec"]["template"]["spec"]["containers"]]
+    assert containers == [("extra", "redis"), ("web", "nginx:3")]
