@@ -89,8 +89,6 @@ _REFERENCE = re.compile(
 def seen_values(expression: str, device: Device) -> str:
     """The device's values for the attributes and capacities an expression names."""
     parts: list[str] = []
-    if "device.driver" in expression:
-        parts.append(f"driver={device.id[0]}")
     for kind, domain, dotted, indexed in _REFERENCE.findall(expression):
         name = dotted or indexed
         table = device.attributes if kind == "attributes" else device.raw.get("capacity") or {}
@@ -118,8 +116,9 @@ def _show(value: Any) -> str:
 def _device_report(search: _Search, ci: int, spec: Spec, device: Device, usable: bool,
                    pool_reason: str, chosen: set[str]) -> DeviceReport | None:
     name = device_id_str(device.id)
+    everything = " ".join([*spec.class_selectors, *spec.selectors])
     if name in chosen:
-        return DeviceReport(name, True, "chosen")
+        return DeviceReport(name, True, "chosen", seen_values(everything, device))
     if not usable:
         return DeviceReport(name, False, pool_reason)
     try:
@@ -133,7 +132,9 @@ def _device_report(search: _Search, ci: int, spec: Spec, device: Device, usable:
         return DeviceReport(name, False, reason, seen_values(expression, device))
     reason = None
     if not spec.admin and search.state.exclusive(device.id):
-        reason = "in use (allocated to another claim)"
+        holders = search.inv.holders(device.id)
+        reason = f"in use by claim {', '.join(holders)}" if holders else \
+            "in use (allocation in flight)"
     if reason is None and search.features.consumable_capacity:
         reason = search._capacity(spec, device)
     if reason is None:
@@ -152,7 +153,7 @@ def _device_report(search: _Search, ci: int, spec: Spec, device: Device, usable:
         reason = search.rejections.get((id(spec), device.id))
     if reason is not None:
         return DeviceReport(name, False, reason)
-    return DeviceReport(name, True, "matches")
+    return DeviceReport(name, True, "matches", seen_values(everything, device))
 
 
 def explain(search: _Search, error: str | None) -> Explanation:

@@ -130,6 +130,11 @@ class Inventory:
     def has_claim_usage(self, key: str) -> bool:
         return key in self._usage
 
+    def holders(self, device: DeviceID) -> list[str]:
+        """Allocated claims that use the device (for explanations; scans all claims)."""
+        return sorted(key for key, usage in self._usage.items()
+                      if device in usage.exclusive or device in usage.shares)
+
 
 def _rule_selects(selector: dict[str, Any] | None, device: DeviceID) -> bool:
     # A missing selector selects nothing; an empty one selects every device.

@@ -1,0 +1,56 @@
+"""`draemu why pod/NAME`: a per-node, per-device report of a pod's DRA allocation."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "explain, node by node and device by device, why a pod's DRA claims fit or not"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("pod", metavar="pod/NAME", help="the pod (pod/NAME or NAME)")
+    parser.add_argument("-n", "--namespace", default="default", help="the pod's namespace")
+    parser.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: "
+                        "$KUBECONFIG or ~/.kube/config)")
+    parser.add_argument("--context", default=None, help="kubeconfig context")
+    parser.add_argument("--feature-gates", default="", metavar="NAME=BOOL,...",
+                        help="feature gates the cluster's scheduler runs with")
+
+
+def _pod_name(text: str) -> str:
+    kind, sep, name = text.partition("/")
+    if not sep:
+        return text
+    if kind not in ("pod", "pods", "po"):
+        raise ValueError(f"expected pod/NAME, got {text!r}")
+    return name
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from draemu.client import ApiError, Client, ConfigError
+    from draemu.features import FeatureGateError, FeatureGates
+    from draemu.scheduler.dra.why import explain_pod
+
+    try:
+        name = _pod_name(args.pod)
+        gates = FeatureGates.parse(args.feature_gates)
+        client = Client.from_kubeconfig(args.kubeconfig, args.context)
+    except (ValueError, FeatureGateError, ConfigError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+    async def main() -> str:
+        try:
+            return await explain_pod(client, args.namespace, name, gates)
+        finally:
+            await client.close()
+
+    try:
+        print(asyncio.run(main()))
+    except ApiError as e:
+        print(f"Error from server: {e}", file=sys.stderr)
+        return 1
+    return 0

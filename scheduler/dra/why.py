@@ -1,0 +1,123 @@
+"""`draemu why pod/NAME`: why a pod's DRA claims can or cannot be allocated, node by
+node and device by device, from what an apiserver holds (read through the API)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from draemu.client import ApiError, Client
+from draemu.features import FeatureGates
+from draemu.scheduler.dra.allocator import Allocator
+from draemu.scheduler.dra.inventory import Inventory, claim_key
+from draemu.scheduler.nodeselector import selector_matches
+
+V1 = "resource.k8s.io/v1"
+
+
+@dataclass
+class PodClaims:
+    """The pod's claims: found ones, and references that do not resolve (yet)."""
+
+    claims: list[dict[str, Any]]
+    missing: list[str]
+
+
+async def _claims_of(client: Client, pod: dict[str, Any]) -> PodClaims:
+    ns = pod["metadata"].get("namespace", "default")
+    generated = {s.get("name"): s.get("resourceClaimName")
+                 for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
+    found: list[dict[str, Any]] = []
+    missing: list[str] = []
+    for ref in (pod.get("spec") or {}).get("resourceClaims") or []:
+        name = ref.get("resourceClaimName") or generated.get(ref.get("name"))
+        if not name:
+            template = ref.get("resourceClaimTemplateName", "")
+            missing.append(f"{ref.get('name')}: the claim from template {template} does not "
+                           "exist yet (the resource claim controller creates it)")
+            continue
+        try:
+            found.append(await client.get(V1, "resourceclaims", name, ns))
+        except ApiError as e:
+            if e.code != 404:
+                raise
+            missing.append(f"{ref.get('name')}: resourceclaim {ns}/{name} not found")
+    return PodClaims(found, missing)
+
+
+async def _items(client: Client, resource: str, api_version: str = V1) -> list[dict[str, Any]]:
+    return (await client.list_all(api_version, resource)).get("items") or []
+
+
+async def explain_pod(client: Client, namespace: str, name: str,
+                      gates: FeatureGates | None = None) -> str:
+    pod = await client.get("v1", "pods", name, namespace)
+    pod_claims = await _claims_of(client, pod)
+    inv = Inventory(gates)
+    for obj in await _items(client, "deviceclasses"):
+        inv.set_class(obj)
+    for obj in await _items(client, "resourceslices"):
+        inv.set_slice(obj)
+    for obj in await _items(client, "devicetaintrules"):
+        inv.set_taint_rule(obj)
+    own = {claim_key(c) for c in pod_claims.claims}
+    for obj in await _items(client, "resourceclaims"):
+        if claim_key(obj) not in own:
+            inv.set_claim(obj)
+    nodes = sorted(await _items(client, "nodes", "v1"), key=lambda n: n["metadata"]["name"])
+    return render(pod, pod_claims, inv, nodes)
+
+
+def _pod_status(pod: dict[str, Any]) -> str:
+    phase = (pod.get("status") or {}).get("phase", "Pending")
+    node = (pod.get("spec") or {}).get("nodeName")
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("status") == "False":
+            return f"{phase}, unschedulable: {c.get('message', '')}".rstrip(": ")
+    return f"{phase}, on node {node}" if node else phase
+
+
+def render(pod: dict[str, Any], pod_claims: PodClaims, inv: Inventory,
+           nodes: list[dict[str, Any]]) -> str:
+    meta = pod["metadata"]
+    lines = [f"Pod {meta.get('namespace', 'default')}/{meta['name']}: {_pod_status(pod)}"]
+    pending: list[dict[str, Any]] = []
+    allocated: list[dict[str, Any]] = []
+    for claim in pod_claims.claims:
+        allocation = (claim.get("status") or {}).get("allocation")
+        (allocated if allocation else pending).append(claim)
+        devices = ", ".join(f"{r['driver']}/{r['pool']}/{r['device']}" for r in
+                            ((allocation or {}).get("devices") or {}).get("results") or [])
+        state = f"allocated: {devices}" if allocation else "not allocated"
+        lines.append(f"  claim {claim_key(claim)}: {state}")
+    lines += [f"  claim {m}" for m in pod_claims.missing]
+    if not pod_claims.claims and not pod_claims.missing:
+        lines.append("  the pod uses no ResourceClaims; DRA does not constrain it")
+        return "\n".join(lines)
+    if pod_claims.missing:
+        lines.append("The pod waits until all its claims exist.")
+    if not nodes:
+        lines.append("There are no nodes.")
+        return "\n".join(lines)
+    allocator = Allocator(inv)
+    for node in nodes:
+        node_name = node["metadata"]["name"]
+        blocked = [claim_key(c) for c in allocated if not _usable_on(c, node)]
+        if blocked:
+            lines.append(f"❌ node {node_name}: claim {', '.join(blocked)} is allocated to "
+                         "devices not available on this node")
+            continue
+        if not pending:
+            lines.append(f"✅ node {node_name}: every claim is allocated and usable here")
+            continue
+        outcome = allocator.allocate(node, pending)
+        lines.append(outcome.explanation.text())
+    return "\n".join(lines)
+
+
+def _usable_on(claim: dict[str, Any], node: dict[str, Any]) -> bool:
+    selector = ((claim.get("status") or {}).get("allocation") or {}).get("nodeSelector")
+    if not selector:
+        return True
+    meta = node["metadata"]
+    return selector_matches(selector, meta.get("labels") or {}, meta["name"])
