@@ -87,6 +87,18 @@ class Scope:
         self.add_warnings(resp)
         return resp
 
+    def respond_raw(self, body: bytes, status: int = 200) -> web.Response:
+        """A response from already serialized JSON."""
+        resp = web.Response(body=body, status=status)
+        resp.headers["Content-Type"] = "application/json"
+        self.add_warnings(resp)
+        return resp
+
+    @property
+    def storage_shape(self) -> bool:
+        """Whether responses are stored objects as they are (no conversion)."""
+        return self.version == self.strategy.storage_version and not self.accept.table
+
     def add_warnings(self, resp: web.StreamResponse) -> None:
         deprecated = self.strategy.deprecated_versions.get(self.version)
         texts = ([deprecated] if deprecated else []) + self.warnings

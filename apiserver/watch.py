@@ -82,6 +82,16 @@ class _Stream:
     async def send(self, type_: str, obj: Obj) -> None:
         await self.resp.write(dumps({"type": type_, "object": obj}) + b"\n")
 
+    async def send_change(self, type_: str, change: Change) -> None:
+        if self.table or self.scope.version != self.scope.strategy.storage_version:
+            await self.send(type_, self.render(change.obj))
+            return
+        # Every watcher in the storage version writes the same line: encode it once.
+        line = change.lines.get(type_)
+        if line is None:
+            line = change.lines[type_] = dumps({"type": type_, "object": change.obj}) + b"\n"
+        await self.resp.write(line)
+
     async def bookmark(self, revision: int, initial_end: bool = False) -> None:
         meta: Obj = {"resourceVersion": str(revision)}
         if initial_end:
@@ -177,4 +187,4 @@ async def _pump(stream: _Stream, watcher: Any, matches: Any, bookmarks: bool, de
             return
         type_ = _event(change, matches)
         if type_ is not None:
-            await stream.send(type_, stream.render(change.obj))
+            await stream.send_change(type_, change)

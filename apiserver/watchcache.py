@@ -16,6 +16,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from draemu.apiserver.codec import dumps
 from draemu.log import get_logger
 from draemu.store.errors import CompactedError, StoreClosedError, WatchTooSlowError
 
@@ -33,13 +34,16 @@ def decode(value: bytes, revision: int) -> Obj:
     return obj
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Change:
     type: str  # "put" or "delete"
     key: str
     obj: Obj  # the new object; for a delete the last state with the delete's revision
     prev: Obj | None
     revision: int
+    # Watch event lines in the storage version, by event type: serialized once for
+    # every watcher.
+    lines: dict[str, bytes] = field(default_factory=dict)
 
 
 class TooOld(Exception):
@@ -100,6 +104,7 @@ class WatchCache:
         self._history: deque[Change] = deque(maxlen=HISTORY)
         self._watchers: dict[str, set[Watcher]] = {}
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._encoded: dict[str, tuple[str, bytes]] = {}
         self._task: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()
 
@@ -184,6 +189,7 @@ class WatchCache:
             gone["metadata"] = dict(last.get("metadata") or {})
             gone["metadata"]["resourceVersion"] = str(event.revision)
             bucket.delete(key)
+            self._encoded.pop(key, None)
             change = Change("delete", key, gone, last, event.revision)
         self._history.append(change)
         if len(self._history) == self._history.maxlen:
@@ -248,6 +254,17 @@ class WatchCache:
                 break
             out.append((key, objects[key]))
         return out
+
+    def encoded(self, key: str, obj: Obj) -> bytes:
+        """The JSON of a cached object, serialized once per revision (lists and gets
+        in the storage version reuse it)."""
+        rv = obj["metadata"]["resourceVersion"]
+        hit = self._encoded.get(key)
+        if hit is not None and hit[0] == rv:
+            return hit[1]
+        data = dumps(obj)
+        self._encoded[key] = (rv, data)
+        return data
 
     def count(self, prefix: str) -> int:
         bucket = self._buckets.get(bucket_of(prefix))
