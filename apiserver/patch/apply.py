@@ -62,6 +62,11 @@ def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], mana
     if (applied.get("metadata") or {}).get("managedFields") is not None:
         raise bad_request("metadata.managedFields must be nil")
     node = schema if schema is not None else managed.schema_of(applied)
+    errors = typed.key_errors(applied, node)
+    if errors:
+        kind = f"{applied.get('apiVersion', '')}, Kind={applied.get('kind', '')}"
+        raise StatusError(500, "InternalError",
+                          f"failed to create typed patch object ({kind}): {errors[0]}")
     base = live or {}
     stamp = time or managed.now()
     entries = managed.decode(base)

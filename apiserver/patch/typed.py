@@ -74,6 +74,33 @@ def item_key(node: SchemaNode, item: Any) -> str:
     return fieldpath.key(values)
 
 
+def key_errors(config: Any, node: SchemaNode, path: str = "") -> list[str]:
+    """Items of list maps that lack a key (without a default) or repeat one, worded as
+    upstream's typed conversion words them."""
+    errors: list[str] = []
+    kind = shape(node, config)
+    if kind == GRANULAR:
+        for name, sub in config.items():
+            errors += key_errors(sub, child(node, name), f"{path}.{name}")
+    elif kind == LIST_MAP:
+        items = node.items()
+        seen: set[str] = set()
+        for i, item in enumerate(config):
+            missing = [k for k in node.list_map_keys if not isinstance(item, dict) or (
+                k not in item and items.default_of(k) is None)]
+            if missing:
+                errors.append(f"{path}: element {i}: associative list with keys has an "
+                              f'element that omits key field "{missing[0]}" (and doesn\'t '
+                              "have default value)")
+                continue
+            k = item_key(node, item)
+            if k in seen:
+                errors.append(f"{path}: duplicate entries for key {fieldpath.path_string((k,))}")
+            seen.add(k)
+            errors += key_errors(item, items, f"{path}{fieldpath.path_string((k,))}")
+    return errors
+
+
 def applied_set(config: Any, node: SchemaNode) -> FieldSet:
     """The fields an applied configuration sets: leaves, list items, empty maps."""
     out: FieldSet = set()

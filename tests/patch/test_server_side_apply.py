@@ -166,3 +166,29 @@ def test_an_apply_entry_keeps_one_identity_across_versions():
                                   time=T1)
     [entry] = merged["metadata"]["managedFields"]
     assert (entry["apiVersion"], entry["time"]) == ("apps/v1beta9", T1)
+
+
+def test_a_list_map_item_without_its_key_is_rejected():
+    config = deployment()
+    config["spec"]["template"]["spec"]["imagePullSecrets"] = [{}]
+    with pytest.raises(StatusError) as err:
+        apply(None, config, "alice")
+    assert err.value.code == 500
+    assert ('.spec.template.spec.imagePullSecrets: element 0: associative list with keys has '
+            'an element that omits key field "name"') in err.value.message
+
+
+def test_duplicate_list_map_keys_are_rejected():
+    config = deployment(containers=[{"name": "a", "image": "x"}, {"name": "a", "image": "y"}])
+    with pytest.raises(StatusError) as err:
+        apply(None, config, "alice")
+    assert 'duplicate entries for key [name="a"]' in err.value.message
+
+
+def test_a_missing_key_with_a_default_takes_the_default():
+    config = deployment(containers=[{"name": "web", "image": "x",
+                                     "ports": [{"containerPort": 80}]}])
+    obj, _ = apply(None, config, "alice")
+    ports = obj["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:template"]["f:spec"][
+        "f:containers"]['k:{"name":"web"}']["f:ports"]
+    assert 'k:{"containerPort":80,"protocol":"TCP"}' in ports
