@@ -19,6 +19,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the cluster's data directory (default: as draemu up)")
     parser.add_argument("--output", "-o", metavar="FILE",
                         help="write to FILE (mode 0600) instead of standard output")
+    parser.add_argument("--dirs", action="store_true",
+                        help="print the node's plugin directories (shell variables for a "
+                        "driver's flags) instead of a kubeconfig")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,6 +35,14 @@ def run(args: argparse.Namespace) -> int:
     from draemu.cluster import default_data_dir
 
     data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
+    if args.dirs:
+        from draemu.kubelet.layout import NodeLayout
+
+        layout = NodeLayout(data_dir / "nodes" / args.node)
+        print(f"KUBELET_REGISTRAR_DIRECTORY_PATH={layout.registry_dir}")
+        print(f"KUBELET_PLUGINS_DIRECTORY_PATH={layout.plugins_dir}")
+        print(f"CDI_ROOT={layout.cdi_dir}")
+        return 0
     pki_dir = data_dir / "pki"
     admin = data_dir / "kubeconfig"
     if not (pki_dir / "ca.key").exists() or not admin.exists():

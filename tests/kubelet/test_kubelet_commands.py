@@ -9,8 +9,14 @@ import sys
 
 from kubelet_e2e import eventually
 
-from draemu.cli import main
+from draemu.cli import build_parser
 from draemu.client import Client
+
+
+def main(argv: list[str]) -> int:
+    """Run a sub-command in process without reconfiguring logging (cli.main does that)."""
+    args = build_parser().parse_args(argv)
+    return args._run(args)
 
 
 async def test_node_kubeconfig_authenticates_as_the_node(apiserver, tmp_path):
@@ -55,3 +61,11 @@ async def test_kubelet_command_runs_a_node_with_its_preset_drivers(apiserver, tm
         out, _ = await asyncio.wait_for(proc.communicate(), 20)
     assert proc.returncode == 0
     assert "registration dir:" in out.decode()
+
+
+def test_node_dirs_are_printed_for_a_drivers_flags(tmp_path, capsys):
+    assert main(["kubeconfig", "--node", "n1", "--data-dir", str(tmp_path), "--dirs"]) == 0
+    lines = dict(line.split("=", 1) for line in capsys.readouterr().out.splitlines())
+    assert lines["KUBELET_REGISTRAR_DIRECTORY_PATH"].endswith("/plugins_registry")
+    assert len(lines["KUBELET_PLUGINS_DIRECTORY_PATH"]) < 60
+    assert lines["CDI_ROOT"] == str(tmp_path / "nodes" / "n1" / "cdi")
