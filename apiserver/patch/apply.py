@@ -10,6 +10,7 @@ The applier's `Apply` entry in `managedFields` then holds exactly the applied fi
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,9 @@ from draemu.api.errors import StatusError, bad_request
 from draemu.apiserver.patch import fieldpath, managed, typed
 from draemu.apiserver.patch.fieldpath import Path
 from draemu.openapi.schemas.node import SchemaNode
+
+KUBECTL = "kubectl"  # the field manager of `kubectl apply --server-side`
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,8 @@ def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], mana
     changed = typed.compare(base, merged, node).modified
     conflicts = [Conflict(other, path) for other in others
                  for path in sorted(other.fields & changed)]
-    if conflicts and not force:
+    if conflicts and not force and not _upgrades_client_side_apply(base, conflicts, manager,
+                                                                   node):
         return base, conflicts
     for other in others:
         other.fields -= changed
@@ -94,7 +99,53 @@ def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], mana
     mine.time = stamp
     mine.api_version = api_version or applied.get("apiVersion", "")
     managed.store(merged, entries)
+    if manager == KUBECTL and _last_applied(merged) is not None:
+        _set_last_applied(merged, applied)
     return merged, conflicts
+
+
+def _last_applied(obj: dict[str, Any]) -> str | None:
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return annotations.get(LAST_APPLIED) or None
+
+
+def _set_last_applied(obj: dict[str, Any], applied: dict[str, Any]) -> None:
+    """kubectl's server-side apply keeps the client-side annotation in step, so that a
+    later client-side apply computes its patch from what was last applied."""
+    config = copy.deepcopy(applied)
+    annotations = (config.get("metadata") or {}).get("annotations")
+    if annotations is not None:
+        annotations.pop(LAST_APPLIED, None)
+        if not annotations:
+            del config["metadata"]["annotations"]
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    obj["metadata"]["annotations"][LAST_APPLIED] = text
+
+
+def _upgrades_client_side_apply(live: dict[str, Any], conflicts: list[Conflict], manager: str,
+                                node: SchemaNode) -> bool:
+    """Moving from `kubectl apply` to `kubectl apply --server-side`: conflicts on fields
+    of the last client-side applied configuration are the same user's, and are overridden
+    while that configuration still matches the live object."""
+    text = _last_applied(live) if manager == KUBECTL else None
+    if text is None:
+        return False
+    try:
+        last = json.loads(text)
+    except ValueError:
+        return False
+    if not isinstance(last, dict):
+        return False
+    last_set = typed.applied_set(last, node)
+    if any(c.path not in last_set for c in conflicts):
+        return False
+    for path in last_set:
+        now = typed.value_at(live, path, node)
+        # A list item is matched by its key; its fields are compared one by one.
+        if now is typed.MISSING or (not path[-1].startswith("k:")
+                                    and now != typed.value_at(last, path, node)):
+            return False
+    return True
 
 
 def _owned_at_or_below(path: Path, owned: fieldpath.FieldSet) -> bool:

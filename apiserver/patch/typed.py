@@ -270,3 +270,22 @@ def _remove(value: Any, path: Path, node: SchemaNode, keep: FieldSet, prefix: Pa
     if kind == "v" and isinstance(value, list):
         value[:] = [v for v in value if fieldpath.value(v) != element]
     return False
+
+
+def value_at(obj: Any, path: Path, node: SchemaNode) -> Any:
+    """The value at `path` (MISSING when absent); a set element reads as its value."""
+    value = obj
+    for element in path:
+        kind, text = element[:1], element[2:]
+        if kind == "f" and isinstance(value, dict) and text in value:
+            value, node = value[text], child(node, text)
+        elif kind == "k" and isinstance(value, list):
+            value = next((i for i in value if item_key(node, i) == element), MISSING)
+            node = node.items()
+        elif kind == "v" and isinstance(value, list):
+            value = next((i for i in value if fieldpath.value(i) == element), MISSING)
+        else:
+            return MISSING
+        if value is MISSING:
+            return MISSING
+    return value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
@@ -192,3 +193,39 @@ def test_a_missing_key_with_a_default_takes_the_default():
     ports = obj["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:template"]["f:spec"][
         "f:containers"]['k:{"name":"web"}']["f:ports"]
     assert 'k:{"containerPort":80,"protocol":"TCP"}' in ports
+
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def client_side_applied(replicas):
+    """An object as `kubectl apply` (client-side) leaves it: annotated, owned by
+    kubectl-client-side-apply, with a server default added."""
+    config = deployment(replicas=replicas)
+    obj = copy.deepcopy(config)
+    obj["metadata"]["annotations"] = {LAST_APPLIED: json.dumps(config)}
+    obj["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] = "Always"
+    return update_managed_fields(None, obj, "kubectl-client-side-apply", "Update", "apps/v1",
+                                 T0)
+
+
+def test_kubectl_server_side_apply_takes_over_from_client_side_apply():
+    merged, conflicts = apply(client_side_applied(2), deployment(replicas=5), "kubectl")
+    assert [c.field for c in conflicts] == [".spec.replicas"]  # overridden, not refused
+    assert merged["spec"]["replicas"] == 5
+    assert json.loads(merged["metadata"]["annotations"][LAST_APPLIED])["spec"]["replicas"] == 5
+
+
+def test_other_managers_still_conflict_with_client_side_apply():
+    merged, conflicts = apply(client_side_applied(2), deployment(replicas=5), "bob")
+    assert conflicts and merged["spec"]["replicas"] == 2
+
+
+def test_no_takeover_once_the_live_object_drifted_from_the_last_applied_configuration():
+    live = client_side_applied(2)
+    drifted = copy.deepcopy(live)
+    drifted["spec"]["replicas"] = 7
+    live = update_managed_fields(live, drifted, "scaler", "Update", "apps/v1", T1)
+    merged, conflicts = apply(live, deployment(replicas=5), "kubectl")
+    assert [c.manager for c in conflicts] == ["scaler"]
+    assert merged["spec"]["replicas"] == 7
