@@ -171,6 +171,13 @@ class Strategy:
         """Warning headers to send for an accepted write."""
         return []
 
+    def obsolete_field_errors(self, obj: Obj, version: str) -> list[FieldError]:
+        """Errors for fields an older release had and this one removed, found in a
+        decoded request object of `version` BEFORE unknown fields are pruned or refused,
+        so that the user is told which field replaced them (e.g. a pod's pre-1.31
+        `spec.resourceClaims[].source`). The handler answers 422 with them."""
+        return []
+
     # Reads ----------------------------------------------------------------------
     def selectable_fields(self, obj: Obj) -> dict[str, str]:
         return {}

@@ -15,6 +15,7 @@ from draemu.apiserver.registry.apps.common import (
 from draemu.apiserver.registry.apps.replicaset import TEMPLATE_COLUMNS, template_cells
 from draemu.apiserver.registry.core.common import immutable, nonnegative
 from draemu.apiserver.registry.core.podspec_defaults import default_pod_template
+from draemu.apiserver.registry.core.podtemplate import obsolete_template_field_errors
 from draemu.apiserver.registry.strategy import AGE, Column, Context, Obj, Strategy
 
 _PERCENT = re.compile(r"^[0-9]+%$")
@@ -87,6 +88,9 @@ class DeploymentStrategy(Strategy):
         spec.setdefault("revisionHistoryLimit", 10)
         spec.setdefault("progressDeadlineSeconds", 600)
         default_pod_template(spec.get("template"))
+
+    def obsolete_field_errors(self, obj: Obj, version: str) -> list[FieldError]:
+        return obsolete_template_field_errors(obj)
 
     def prepare_for_create(self, obj: Obj, ctx: Context) -> None:
         super().prepare_for_create(obj, ctx)

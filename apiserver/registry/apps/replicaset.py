@@ -17,6 +17,7 @@ from draemu.apiserver.registry.core.common import (
     nonnegative,
 )
 from draemu.apiserver.registry.core.podspec_defaults import default_pod_template
+from draemu.apiserver.registry.core.podtemplate import obsolete_template_field_errors
 from draemu.apiserver.registry.strategy import AGE, Column, Context, Obj, Strategy
 
 _NAME = Column("Name", format="name", description="Name must be unique within a namespace.")
@@ -53,6 +54,9 @@ class ReplicaSetStrategy(Strategy):
         spec = obj.setdefault("spec", {})
         spec.setdefault("replicas", 1)
         default_pod_template(spec.get("template"))
+
+    def obsolete_field_errors(self, obj: Obj, version: str) -> list[FieldError]:
+        return obsolete_template_field_errors(obj)
 
     def prepare_for_create(self, obj: Obj, ctx: Context) -> None:
         super().prepare_for_create(obj, ctx)

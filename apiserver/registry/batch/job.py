@@ -16,7 +16,10 @@ from draemu.apiserver.registry.core.common import (
     parse_time,
 )
 from draemu.apiserver.registry.core.podspec_defaults import default_pod_template
-from draemu.apiserver.registry.core.podtemplate import validate_pod_template
+from draemu.apiserver.registry.core.podtemplate import (
+    obsolete_template_field_errors,
+    validate_pod_template,
+)
 from draemu.apiserver.registry.core.selector import (
     convertible,
     matches,
@@ -179,6 +182,9 @@ class JobStrategy(Strategy):
         spec.setdefault("podReplacementPolicy",
                         "Failed" if policy is not None else "TerminatingOrFailed")
         default_pod_template(spec.get("template"))
+
+    def obsolete_field_errors(self, obj: Obj, version: str) -> list[FieldError]:
+        return obsolete_template_field_errors(obj)
 
     def prepare_for_create(self, obj: Obj, ctx: Context) -> None:
         """Needs `metadata.name` and `metadata.uid` set: the selector is built from them."""

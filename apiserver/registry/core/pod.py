@@ -28,7 +28,11 @@ from draemu.apiserver.registry.core.common import (
 )
 from draemu.apiserver.registry.core.pod_status import pod_row_cells, qos_class, readiness_gates_cell
 from draemu.apiserver.registry.core.podspec_defaults import default_pod_spec
-from draemu.apiserver.registry.core.podspec_validation import Options, validate_pod_spec
+from draemu.apiserver.registry.core.podspec_validation import (
+    Options,
+    obsolete_claim_source_errors,
+    validate_pod_spec,
+)
 from draemu.apiserver.registry.strategy import AGE, Column, Context, Obj, Strategy
 
 # The DefaultTolerationSeconds admission plugin's tolerations.
@@ -108,6 +112,9 @@ class PodStrategy(Strategy):
             new_meta.pop("ownerReferences", None)
         else:
             new_meta["ownerReferences"] = copy.deepcopy(refs)
+
+    def obsolete_field_errors(self, obj: Obj, version: str) -> list[FieldError]:
+        return obsolete_claim_source_errors(obj.get("spec") or {}, Path("spec"))
 
     def validate(self, obj: Obj, ctx: Context) -> list[FieldError]:
         spec = obj.get("spec") or {}

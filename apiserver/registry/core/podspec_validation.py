@@ -164,11 +164,6 @@ def validate_pod_resource_claims(claims: list[Obj], path: Path) -> list[FieldErr
         else:
             errs += dns_label(name, p.child("name"))
             seen.add(name)
-        source = claim.get("source")
-        if isinstance(source, dict):
-            # The 1.26-1.30 shape: say which field replaced the one that was used.
-            errs += _source_wrapper_errors(source, p)
-            continue
         claim_name = claim.get("resourceClaimName")
         template_name = claim.get("resourceClaimTemplateName")
         if claim_name is not None and template_name is not None:
@@ -184,15 +179,24 @@ def validate_pod_resource_claims(claims: list[Obj], path: Path) -> list[FieldErr
     return errs
 
 
-def _source_wrapper_errors(source: Obj, path: Path) -> list[FieldError]:
-    used = [k for k in _SOURCE_WRAPPER_KEYS if k in source]
-    if not used:
-        return [invalid(path.child("source"), source,
-                        "the `source` wrapper was removed in Kubernetes 1.31: set "
-                        "`resourceClaimName` or `resourceClaimTemplateName` directly on the entry")]
-    return [invalid(path.child("source", key), source[key],
-                    f"`source.{key}` was removed in Kubernetes 1.31: use `{path}.{key}` instead")
-            for key in used]
+def obsolete_claim_source_errors(spec: Obj, path: Path) -> list[FieldError]:
+    """`spec.resourceClaims[i].source.{resourceClaimName,resourceClaimTemplateName}` was
+    the 1.26-1.30 shape; say which field replaced the one that was used."""
+    errs: list[FieldError] = []
+    for i, claim in enumerate(spec.get("resourceClaims") or []):
+        source = claim.get("source") if isinstance(claim, dict) else None
+        if not isinstance(source, dict):
+            continue
+        p = path.child("resourceClaims").index(i)
+        used = [k for k in _SOURCE_WRAPPER_KEYS if k in source]
+        if not used:
+            errs.append(invalid(p.child("source"), source,
+                                "the `source` wrapper was removed in Kubernetes 1.31: set "
+                                "`resourceClaimName` or `resourceClaimTemplateName` directly on "
+                                "the entry"))
+        errs += [invalid(p.child("source", key), source[key], f"`source.{key}` was removed in "
+                         f"Kubernetes 1.31: use `{p}.{key}` instead") for key in used]
+    return errs
 
 
 def _validate_claim_references(claims: list[Obj], pod_claims: set[str],

@@ -6,7 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from draemu.api.errors import FieldError, Path, forbidden
-from draemu.apiserver.registry.core.podspec_validation import Options, validate_pod_spec
+from draemu.apiserver.registry.core.podspec_validation import (
+    Options,
+    obsolete_claim_source_errors,
+    validate_pod_spec,
+)
 from draemu.apiserver.registry.meta import validate_annotations, validate_labels
 
 Obj = dict[str, Any]
@@ -25,6 +29,8 @@ def validate_pod_template(template: Obj, path: Path) -> list[FieldError]:
     return errs
 
 
-def template_labels(obj: Obj) -> dict[str, str]:
+def obsolete_template_field_errors(obj: Obj) -> list[FieldError]:
+    """Obsolete pod-spec fields in `spec.template` (see Strategy.obsolete_field_errors)."""
     template = (obj.get("spec") or {}).get("template") or {}
-    return (template.get("metadata") or {}).get("labels") or {}
+    return obsolete_claim_source_errors(template.get("spec") or {},
+                                        Path("spec").child("template", "spec"))

@@ -98,6 +98,16 @@ def test_template_pod_spec_errors_are_reported_under_the_template() -> None:
     assert errs[0].startswith('spec.template.spec.containers[0].name: Invalid value: "Web"')
 
 
+def test_obsolete_claim_source_in_a_template_names_the_field_to_use_instead() -> None:
+    obj = deployment()
+    obj["spec"]["template"]["spec"]["resourceClaims"] = [{"name": "gpu", "source": {
+        "resourceClaimName": "shared"}}]
+    assert rendered(DEPLOY.obsolete_field_errors(obj, "v1")) == [
+        'spec.template.spec.resourceClaims[0].source.resourceClaimName: Invalid value: '
+        '"shared": `source.resourceClaimName` was removed in Kubernetes 1.31: use '
+        "`spec.template.spec.resourceClaims[0].resourceClaimName` instead"]
+
+
 def test_selector_is_immutable() -> None:
     old = created(DEPLOY, deployment())
     new = copy.deepcopy(old)

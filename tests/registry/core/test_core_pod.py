@@ -242,7 +242,7 @@ def test_resource_claim_rules(claims: list, refs: list, expected: list[str]) -> 
 
 def test_pre_1_31_source_wrapper_names_the_field_to_use_instead() -> None:
     obj = pod(resourceClaims=[{"name": "gpu", "source": {"resourceClaimTemplateName": "t"}}])
-    assert errors_of(obj) == [
+    assert rendered(S.obsolete_field_errors(obj, "v1")) == [
         'spec.resourceClaims[0].source.resourceClaimTemplateName: Invalid value: "t": '
         "`source.resourceClaimTemplateName` was removed in Kubernetes 1.31: use "
         "`spec.resourceClaims[0].resourceClaimTemplateName` instead"]
