@@ -130,16 +130,16 @@ def _validate_spec(spec: Obj, path: Path) -> list[FieldError]:
     return errs
 
 
-def _suspended_never_started(new: Obj, old: Obj) -> bool:
+def _suspended_never_started(old: Obj) -> bool:
     """Scheduling directives of a suspended job's template may change before it starts."""
-    return bool((new.get("spec") or {}).get("suspend")) and not (
+    return bool((old.get("spec") or {}).get("suspend")) and not (
         old.get("status") or {}).get("startTime")
 
 
 def _validate_template_update(new: Obj, old: Obj, path: Path) -> list[FieldError]:
     new_template = (new.get("spec") or {}).get("template")
     old_template = (old.get("spec") or {}).get("template")
-    if not _suspended_never_started(new, old):
+    if not _suspended_never_started(old):
         return immutable(new_template, old_template, path)
     # Only node affinity, node selector, tolerations, scheduling gates, annotations and
     # labels may change.

@@ -56,7 +56,8 @@ def _now() -> str:
 
 
 def _tolerates(tolerations: list[Obj], key: str) -> bool:
-    return any(t.get("key") == key and t.get("effect") in ("NoExecute", "", None)
+    """Whether a NoExecute taint `key` is already tolerated (an empty key matches all)."""
+    return any(t.get("key") in (key, "", None) and t.get("effect") in ("NoExecute", "", None)
                for t in tolerations)
 
 

@@ -76,6 +76,11 @@ def test_existing_toleration_for_a_key_is_not_duplicated() -> None:
                                                "node.kubernetes.io/not-ready"]
 
 
+def test_a_tolerate_everything_toleration_gets_no_defaults() -> None:
+    everything = {"operator": "Exists"}
+    assert created(S, pod(tolerations=[everything]))["spec"]["tolerations"] == [everything]
+
+
 def test_requests_default_to_limits_for_pods() -> None:
     obj = pod(containers=[{"name": "c", "image": "i", "resources": {"limits": {"cpu": "1"}}}])
     assert created(S, obj)["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "1"}
