@@ -10,6 +10,7 @@ import ipaddress
 import json
 import re
 from collections.abc import Callable, Hashable, Iterable
+from functools import lru_cache
 from typing import Any, TypeVar
 
 from draemu.api import names
@@ -45,12 +46,18 @@ def messages(path: Path, value: str, found: Iterable[str]) -> Errors:
     return [invalid(path, value, msg) for msg in found]
 
 
+@lru_cache(maxsize=16384)
+def _check(check: Callable[[str], list[str]], value: str) -> tuple[str, ...]:
+    """Name checks are pure and the same names recur in every device of a slice."""
+    return tuple(check(value))
+
+
 def dns_label(value: str, path: Path) -> Errors:
-    return messages(path, value, names.is_dns1123_label(value))
+    return messages(path, value, _check(names.is_dns1123_label, value))
 
 
 def dns_subdomain(value: str, path: Path) -> Errors:
-    return messages(path, value, names.is_dns1123_subdomain(value))
+    return messages(path, value, _check(names.is_dns1123_subdomain, value))
 
 
 def required_dns_subdomain(value: str, path: Path) -> Errors:
@@ -67,7 +74,7 @@ def driver_name(value: str, path: Path) -> Errors:
         errs.append(required(path))
     if len(value) > DRIVER_NAME_MAX:
         errs.append(too_long(path, DRIVER_NAME_MAX))
-    errs.extend(messages(path, value, names.is_dns1123_subdomain(value.lower())))
+    errs.extend(messages(path, value, _check(names.is_dns1123_subdomain, value.lower())))
     return errs
 
 
@@ -90,7 +97,7 @@ def c_identifier(value: str, path: Path) -> Errors:
     errs: Errors = []
     if len(value) > DEVICE_MAX_ID_LENGTH:
         errs.append(too_long(path, DEVICE_MAX_ID_LENGTH))
-    errs.extend(messages(path, value, names.is_c_identifier(value)))
+    errs.extend(messages(path, value, _check(names.is_c_identifier, value)))
     return errs
 
 
@@ -138,11 +145,11 @@ def _example_for(value: str) -> str:
 
 
 def label_name(value: str, path: Path) -> Errors:
-    return messages(path, value, names.is_qualified_name(value))
+    return messages(path, value, _check(names.is_qualified_name, value))
 
 
 def label_value(value: str, path: Path) -> Errors:
-    return messages(path, value, names.is_label_value(value))
+    return messages(path, value, _check(names.is_label_value, value))
 
 
 def uid(value: str, path: Path) -> Errors:

@@ -73,9 +73,12 @@ def slice_spec(spec: dict[str, Any], old: dict[str, Any] | None, gates: FeatureG
 
 def _advanced(device: dict[str, Any]) -> bool:
     """Devices that lower the per-slice limit to 64."""
-    return bool(lst(device.get("taints")) or lst(device.get("consumesCounters"))
-                or any(obj(a).get(form) is not None
-                       for a in obj(device.get("attributes")).values() for form in _LIST_FORMS))
+    if lst(device.get("taints")) or lst(device.get("consumesCounters")):
+        return True
+    for attribute in obj(device.get("attributes")).values():
+        if isinstance(attribute, dict) and any(attribute.get(f) is not None for f in _LIST_FORMS):
+            return True
+    return False
 
 
 def _pool(pool: dict[str, Any], path: Path) -> Errors:
@@ -174,11 +177,22 @@ def _device(device: dict[str, Any], old: dict[str, Any] | None, path: Path, per_
 
 
 def _value_count(attribute: dict[str, Any]) -> int:
-    count = sum(1 for form in _SCALAR_FORMS if attribute.get(form) is not None)
-    return count + sum(len(lst(attribute.get(form))) for form in _LIST_FORMS)
+    """List items count one by one towards the per-device limit."""
+    count = 0
+    for form, value in attribute.items():
+        if value is None:
+            continue
+        if form in _LIST_FORMS:
+            count += len(lst(value))
+        elif form in _SCALAR_FORMS:
+            count += 1
+    return count
 
 
 def _attribute(attribute: dict[str, Any], path: Path) -> Errors:
+    if len(attribute) == 1 and (attribute.get("int") is not None
+                                or attribute.get("bool") is not None):
+        return []  # the common case, nothing to check
     errs: Errors = []
     set_forms = [form for form in _SCALAR_FORMS + _LIST_FORMS if attribute.get(form) is not None]
     if isinstance(attribute.get("string"), str):
