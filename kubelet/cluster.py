@@ -118,10 +118,13 @@ async def start_node(spec: NodeSpec, *, kubeconfig: Path, data_dir: Path,
         if server is not None:
             server.log_providers.register(spec.name, kubelet.log_provider)
         layout = kubelet.layout
-        for driver in spec.drivers:
-            node.drivers.append(await start_builtin_driver(
-                driver, spec.name, client, layout.registry_dir, layout.plugin_dir(driver.name),
-                layout.cdi_dir))
+        started = await asyncio.gather(*(start_builtin_driver(
+            driver, spec.name, client, layout.registry_dir, layout.plugin_dir(driver.name),
+            layout.cdi_dir) for driver in spec.drivers), return_exceptions=True)
+        node.drivers.extend(p for p in started if isinstance(p, KubeletPlugin))
+        for result in started:
+            if isinstance(result, BaseException):
+                raise result
     except BaseException:
         await node.stop()
         raise

@@ -3,6 +3,7 @@ CDI, a container runtime, the pod workers and the kubelet HTTP endpoint."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,17 +88,16 @@ class Kubelet:
             cfg.capacity = dict(o.capacity)
         self.node = NodeAgent(self.client, cfg, status_interval=o.heartbeat_interval,
                               lease_interval=o.heartbeat_interval)
-        await self.node.start()
+        await self.node.register()
         # Like upstream: slices left from an earlier run are stale until drivers republish.
-        await wipe_slices(self.client, o.node_name)
+        await asyncio.gather(self.node.start_heartbeats(), wipe_slices(self.client, o.node_name))
         gates = o.feature_gates
         self.pods = PodWorkers(
             self.client, o.node_name, cfg.internal_ip, cfg.pod_cidr, self.layout.pods_dir,
             self.dra, self.plugins, self.cdi, self.runtime, self.events,
             health_enabled=gates.enabled("ResourceHealthStatus"),
             health_messages=gates.enabled("ResourceHealthStatusMessage"))
-        await self.watcher.start()
-        await self.pods.start()
+        await asyncio.gather(self.watcher.start(), self.pods.start())
         log.info("kubelet started", node=o.node_name, root=str(self.layout.root),
                  registry=str(self.layout.registry_dir))
 

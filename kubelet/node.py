@@ -156,6 +156,10 @@ class NodeAgent:
 
     async def start(self) -> None:
         await self.register()
+        await self.start_heartbeats()
+
+    async def start_heartbeats(self) -> None:
+        """Renew the Lease now, then keep the Lease and the status fresh."""
         await self.renew_lease()
         self._tasks = [asyncio.create_task(self._every(self.lease_interval, self.renew_lease)),
                        asyncio.create_task(self._every(self.status_interval,
