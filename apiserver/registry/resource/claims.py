@@ -103,8 +103,8 @@ def _request(request: dict[str, Any], path: Path, gates: FeatureGates) -> Errors
     return errs
 
 
-def _class_selectors_mode_tolerations(req: dict[str, Any], path: Path,
-                                      gates: FeatureGates) -> Errors:
+def _exact_request(req: dict[str, Any], path: Path, gates: FeatureGates) -> Errors:
+    """`exactly`, and the same members of a subrequest."""
     errs = f.required_dns_subdomain(req.get("deviceClassName", "") or "",
                                     path.child("deviceClassName"))
     errs += selector_list(lst(req.get("selectors")), path.child("selectors"), gates)
@@ -115,13 +115,9 @@ def _class_selectors_mode_tolerations(req: dict[str, Any], path: Path,
     return errs
 
 
-def _exact_request(req: dict[str, Any], path: Path, gates: FeatureGates) -> Errors:
-    return _class_selectors_mode_tolerations(req, path, gates)
-
-
 def _subrequest(sub: dict[str, Any], path: Path, gates: FeatureGates) -> Errors:
     errs = f.dns_label(sub.get("name", ""), path.child("name"))
-    return errs + _class_selectors_mode_tolerations(sub, path, gates)
+    return errs + _exact_request(sub, path, gates)
 
 
 def allocation_mode(mode: str, count: int, path: Path) -> Errors:

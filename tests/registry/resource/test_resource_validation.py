@@ -143,6 +143,11 @@ CLAIM_CASES: list[tuple[str, Callable[[Obj], Any], list[str]]] = [
          {"opaque": {"driver": "gpu.example.com", "parameters": [1, 2]}}]),
      ['spec.devices.config[0].opaque.parameters: Invalid value: "<value omitted>": must be a '
       "valid JSON object"]),
+    ("opaque config with a string",
+     lambda o: o["spec"]["devices"].update(config=[
+         {"opaque": {"driver": "gpu.example.com", "parameters": "mtu=9000"}}]),
+     ['spec.devices.config[0].opaque.parameters: Invalid value: "<value omitted>": must be a '
+      "valid JSON object"]),
     ("opaque config too large",
      lambda o: o["spec"]["devices"].update(config=[
          {"opaque": {"driver": "gpu.example.com", "parameters": {"x": "y" * 10240}}}]),
