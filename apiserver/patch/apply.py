@@ -59,9 +59,10 @@ def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], mana
     """Apply `applied` (the request body) over `live` (None when the object does not
     exist yet) for `manager`.
 
-    Returns `(merged, conflicts)`. With conflicts (and `force` unset) nothing is applied
-    and `merged` is `live`; raise `conflict_error(conflicts)`. Otherwise `merged` is
-    the new object with its `metadata.managedFields` updated. `live` is not changed.
+    Returns `(merged, conflicts)`. Conflicts are returned only when nothing was applied
+    (`merged` is then `live`): raise `conflict_error(conflicts)`. Otherwise `merged` is
+    the new object with its `metadata.managedFields` updated (with `force`, conflicting
+    fields have moved to `manager`). `live` is not changed.
     """
     if (applied.get("metadata") or {}).get("managedFields") is not None:
         raise bad_request("metadata.managedFields must be nil")
@@ -86,6 +87,7 @@ def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], mana
     if conflicts and not force and not _upgrades_client_side_apply(base, conflicts, manager,
                                                                    node):
         return base, conflicts
+    # Forced (or taken over from client-side apply): the fields change hands.
     for other in others:
         other.fields -= changed
 
@@ -101,7 +103,7 @@ def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], mana
     managed.store(merged, entries)
     if manager == KUBECTL and _last_applied(merged) is not None:
         _set_last_applied(merged, applied)
-    return merged, conflicts
+    return merged, []
 
 
 def _last_applied(obj: dict[str, Any]) -> str | None:
@@ -140,10 +142,11 @@ def _upgrades_client_side_apply(live: dict[str, Any], conflicts: list[Conflict],
     if any(c.path not in last_set for c in conflicts):
         return False
     for path in last_set:
-        now = typed.value_at(live, path, node)
-        # A list item is matched by its key; its fields are compared one by one.
-        if now is typed.MISSING or (not path[-1].startswith("k:")
-                                    and now != typed.value_at(last, path, node)):
+        now, then = typed.value_at(live, path, node), typed.value_at(last, path, node)
+        # List items and empty maps (kubectl writes `annotations: {}`) only need to exist;
+        # what they hold is compared field by field.
+        if now is typed.MISSING or (not path[-1].startswith("k:") and then != {}
+                                    and now != then):
             return False
     return True
 

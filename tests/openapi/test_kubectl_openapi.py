@@ -130,3 +130,13 @@ def test_client_side_apply_removes_a_container_and_reorders(kubectl, request):
     obj = json.loads(ok(kubectl("get", "deployment", name, "-n", "default", "-o", "json")))
     containers = [(c["name"], c["image"]) for c in obj["spec"]["template"]["spec"]["containers"]]
     assert containers == [("extra", "redis"), ("web", "nginx:3")]
+
+
+def test_moving_from_client_side_to_server_side_apply_needs_no_force(kubectl, request):
+    name = f"upgrade-{request.node.callspec.id.replace('.', '-')}"
+    manifest = DEPLOYMENT.replace("NAME", name)
+    ok(kubectl("apply", "-f", "-", stdin=manifest))
+    ok(kubectl("apply", "--server-side", "-f", "-",
+               stdin=manifest.replace("replicas: 1", "replicas: 4")))
+    obj = json.loads(ok(kubectl("get", "deployment", name, "-n", "default", "-o", "json")))
+    assert obj["spec"]["replicas"] == 4
