@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from draemu.api.errors import StatusError, bad_request
+from draemu.apiserver import typecheck
 from draemu.apiserver.scope import Scope
 
 Obj = dict[str, Any]
@@ -26,12 +27,17 @@ def directive(scope: Scope) -> str:
 
 
 def check(scope: Scope, obj: Obj, mode: str) -> Obj:
-    """Apply `mode` to `obj` (in the request's version); returns the object to use."""
+    """Check JSON types, then apply `mode` to `obj` (in the request's version); returns
+    the object to use."""
     from draemu.openapi import schemas
 
     group, version, kind = scope.resource.group, scope.version, scope.resource.kind
     if not schemas.has_kind(group, version, kind):
         return obj
+    mismatch = typecheck.first_mismatch(schemas.patch_meta(group, version, kind), obj)
+    if mismatch:
+        raise StatusError(400, "BadRequest", f'{kind} in version "{version}" cannot be handled '
+                          f"as a {kind}: {typecheck.message(kind, mismatch)}")
     unknown = schemas.unknown_fields(group, version, kind, obj)
     if not unknown:
         return obj

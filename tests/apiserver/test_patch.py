@@ -112,3 +112,22 @@ async def test_updates_record_managed_fields_for_their_manager(client: Client) -
     entries = {m["manager"]: m for m in patched["metadata"]["managedFields"]}
     assert set(entries) == {"creator", "patcher"}
     assert entries["patcher"]["operation"] == "Update"
+
+
+async def test_wrong_json_type_is_400_like_typed_decoding(client: Client) -> None:
+    body = configmap("typed")
+    body["data"] = {"key": 1}
+    reply = await client.post(CM, body)
+    assert reply.status == 400
+    assert reply.json["message"] == (
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: json: cannot unmarshal '
+        "number into Go struct field ConfigMap.data of type string")
+
+
+async def test_wrong_type_deep_in_a_pod_spec_is_400(client: Client) -> None:
+    body = pod("typed-pod")
+    body["spec"]["containers"][0]["image"] = ["not", "a", "string"]
+    reply = await client.post(PODS, body)
+    assert reply.status == 400
+    assert "cannot unmarshal array into Go struct field Pod.spec.containers.image of type " \
+        "string" in reply.json["message"]
