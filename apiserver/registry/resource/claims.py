@@ -81,7 +81,7 @@ def claim_spec(spec: dict[str, Any], path: Path, gates: FeatureGates) -> Errors:
                            dpath.child("constraints"),
                            lambda c, p: _constraint(obj(c), p, names, gates))
     errs += f.bounded_list(lst(devices.get("config")), CONFIG_MAX, dpath.child("config"),
-                           lambda c, p: _claim_config(obj(c), p, names, stored=False))
+                           lambda c, p: _claim_config(obj(c), p, names))
     return errs
 
 
@@ -150,11 +150,11 @@ def _constraint(constraint: dict[str, Any], path: Path, names: RequestNames,
     return errs
 
 
-def _claim_config(config: dict[str, Any], path: Path, names: RequestNames,
-                  stored: bool) -> Errors:
+def _claim_config(config: dict[str, Any], path: Path, names: RequestNames) -> Errors:
+    """Claim specs are validated only on create, so their parameters are always new."""
     errs = f.bounded_set(lst(config.get("requests")), REQUESTS_MAX, path.child("requests"),
                          lambda r, p: request_ref(str(r), p, names), lambda r: r)
-    return errs + device_configuration(config, path, stored)
+    return errs + device_configuration(config, path, stored=False)
 
 
 def device_configuration(config: dict[str, Any], path: Path, stored: bool) -> Errors:

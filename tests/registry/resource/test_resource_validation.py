@@ -468,3 +468,18 @@ def test_selector_that_is_not_boolean_is_invalid(ctx: Context) -> None:
     assert messages(DeviceClassStrategy().validate(o, ctx)) == [
         'spec.selectors[0].cel.expression: Invalid value: "1 + 2": must evaluate to bool or '
         "the unknown type, not int"]
+
+
+def test_pool_status_request_status_needs_a_pool_count(ctx: Context) -> None:
+    o = {"spec": {"driver": "gpu.example.com"},
+         "status": {"pools": [{"driver": "gpu.example.com", "poolName": "p", "generation": -1}]}}
+    assert messages(ResourcePoolStatusRequestStrategy().validate_status_update(o, o, ctx)) == [
+        "status.poolCount: Required value",
+        "status.pools[0].generation: Invalid value: -1: must be greater than or equal to 0"]
+
+
+def test_pool_status_request_spec_is_immutable(ctx: Context) -> None:
+    old = {"spec": {"driver": "gpu.example.com", "limit": 100}}
+    new = {"spec": {"driver": "gpu.example.com", "limit": 10}}
+    errors = ResourcePoolStatusRequestStrategy().validate_update(new, old, ctx)
+    assert [(e.field, e.detail) for e in errors] == [("spec", "field is immutable")]
