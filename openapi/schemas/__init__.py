@@ -18,7 +18,12 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
-from draemu.openapi.schemas.fields import find_unknown, prune_unknown, strict_message
+from draemu.openapi.schemas.fields import (
+    find_unknown,
+    first_type_error,
+    prune_unknown,
+    strict_message,
+)
 from draemu.openapi.schemas.node import SchemaNode
 
 DATA_DIR = Path(__file__).parent
@@ -36,6 +41,7 @@ __all__ = [
     "prune",
     "reload",
     "strict_message",
+    "type_error",
     "unknown_fields",
 ]
 
@@ -101,6 +107,14 @@ def unknown_fields(group: str, version: str, kind: str, obj: Any) -> list[str]:
     `.spec.foo` / `.spec.containers[0].bar` (see `strict_message` for the wording
     clients see). A kind without a schema reports nothing."""
     return find_unknown(patch_meta(group, version, kind), obj)
+
+
+def type_error(group: str, version: str, kind: str, obj: Any) -> str | None:
+    """The first field whose JSON type the kind's schema does not allow, as Go's decoder
+    reports it (`json: cannot unmarshal string into Go struct field DeploymentSpec.spec.
+    replicas of type int32`); kube-apiserver answers 400 `<Kind> in version "<v>" cannot
+    be handled as a <Kind>: <that text>`. None when every value fits."""
+    return first_type_error(patch_meta(group, version, kind), obj, kind)
 
 
 def prune(group: str, version: str, kind: str, obj: Any) -> Any:

@@ -59,3 +59,96 @@ def prune_unknown(node: SchemaNode, value: Any) -> Any:
         items = node.items()
         return [prune_unknown(items, sub) for sub in value]
     return value
+
+
+def first_type_error(node: SchemaNode, value: Any, kind: str) -> str | None:
+    """The first value whose JSON type does not fit the schema, worded as Go's JSON
+    decoder words it (kube-apiserver returns it in a 400):
+    `json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of
+    type int32`. `null` fits everything, as in Go."""
+    return _type_error(node, value, "", kind)
+
+
+_JSON_TYPES = {str: "string", bool: "bool", int: "number", float: "number", list: "array",
+               dict: "object"}
+
+
+def _type_error(node: SchemaNode, value: Any, path: str, owner: str) -> str | None:
+    if value is None or node.is_open:
+        return None
+    target = node.target
+    if "oneOf" in target or target.get("format") == "int-or-string":
+        return None  # Quantity and IntOrString take strings and numbers
+    shape = node.shape
+    expected = target.get("type")
+    if shape in (STRUCT, MAP):
+        if not isinstance(value, dict):
+            return _message(value, path, owner, node)
+        # Go names the innermost struct and the path of struct fields (not map keys).
+        name = (_go_struct(node) or owner) if shape == STRUCT else owner
+        for key, sub in value.items():
+            child = node.field(key)
+            if child is not None:
+                here = path if shape == MAP else (f"{path}.{key}" if path else key)
+                found = _type_error(child, sub, here, name)
+                if found:
+                    return found
+        return None
+    if shape == LIST:
+        if not isinstance(value, list):
+            return _message(value, path, owner, node)
+        items = node.items()
+        for sub in value:
+            found = _type_error(items, sub, path, owner)
+            if found:
+                return found
+        return None
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    fits = {"boolean": isinstance(value, bool), "string": isinstance(value, str),
+            "integer": number and isinstance(value, int), "number": number}.get(expected or "")
+    return _message(value, path, owner, node) if fits is False else None
+
+
+def _message(value: Any, path: str, owner: str, node: SchemaNode) -> str:
+    kind = _JSON_TYPES.get(type(value), "value")
+    if kind == "number" and node.target.get("type") == "integer":
+        kind = f"number {value}"
+    return (f"json: cannot unmarshal {kind} into Go struct field {owner}.{path} of type "
+            f"{_go_type(node)}")
+
+
+def _go_struct(node: SchemaNode) -> str:
+    return _ref_name(node).rsplit(".", 1)[-1]
+
+
+def _ref_name(node: SchemaNode) -> str:
+    schema = node._schema or {}
+    ref = schema.get("$ref") or ((schema.get("allOf") or [{}])[0]).get("$ref") or ""
+    return ref.rsplit("/", 1)[-1]
+
+
+def _go_type(node: SchemaNode) -> str:
+    """The Go type name a field decodes into: int32, []v1.Container, map[string]string."""
+    target = node.target
+    ref = _ref_name(node)
+    if ref:
+        parts = ref.split(".")
+        return f"{parts[-2]}.{parts[-1]}" if "properties" in target else _go_type_of(target)
+    return _go_type_of(target, node)
+
+
+def _go_type_of(target: dict[str, Any], node: SchemaNode | None = None) -> str:
+    kind = target.get("type")
+    if kind == "integer":
+        return target.get("format") or "int64"
+    if kind == "number":
+        return "float64"
+    if kind == "boolean":
+        return "bool"
+    if kind == "string":
+        return "string"
+    if kind == "array" and node is not None:
+        return "[]" + _go_type(node.items())
+    if "additionalProperties" in target and node is not None:
+        return "map[string]" + _go_type(node.field(""))
+    return "interface {}"
