@@ -51,6 +51,7 @@ INFO_KEY = web.RequestKey("requestinfo", RequestInfo)
 
 _NOT_FOUND = "the server could not find the requested resource"
 _LONG_RUNNING = frozenset({"watch"})
+_EXEMPT_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/metrics"})
 
 
 @dataclass
@@ -131,7 +132,10 @@ class API:
         info = parse(request.method, request.path,
                      _watch_flag(request.query.get("watch")))
         request[INFO_KEY] = info
-        if info.verb in _LONG_RUNNING or info.subresource == "log":
+        if info.verb in _LONG_RUNNING or info.subresource == "log" or (
+                not info.resource_request and request.path.rstrip("/") in _EXEMPT_PATHS):
+            # Long-running requests and the health checks of whoever watches over us
+            # do not count against the limit.
             return await handler(request)
         kind = "readOnly" if info.verb in ("get", "list") else "mutating"
         limit = self.max_readonly if kind == "readOnly" else self.max_mutating

@@ -171,3 +171,18 @@ async def test_certificates_are_reused_across_restarts(tmp_path: Path) -> None:
         assert second.pki.ca.cert_pem == ca
     finally:
         await second.stop()
+
+
+async def test_max_in_flight_is_429_with_retry_after(tmp_path: Path) -> None:
+    server = await start_apiserver(tmp_path / "s", max_mutating_requests_inflight=0)
+    try:
+        async with aiohttp.ClientSession() as session:
+            c = Client(server.url, session, ssl_context_for(server.kubeconfig_path))
+            reply = await c.post(CM, configmap("limited"))
+            assert reply.status == 429
+            assert reply.headers["Retry-After"] == "1"
+            assert reply.json["reason"] == "TooManyRequests"
+            assert (await c.get(CM)).status == 200  # reads have their own limit
+            assert (await c.get("/readyz")).status == 200
+    finally:
+        await server.stop()
