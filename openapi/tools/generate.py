@@ -130,6 +130,87 @@ EXTRA_META: dict[str, dict[str, Any]] = {
     },
 }
 
+# Our own one-line descriptions of the kinds and fields people explain most; everything
+# else gets a phrase derived from its name.
+TYPE_TEXT = {
+    "io.k8s.api.core.v1.Pod": "Pod is a group of containers that run together on one node.",
+    "io.k8s.api.core.v1.PodSpec": "PodSpec describes the containers of a pod and how to run "
+                                  "them.",
+    "io.k8s.api.core.v1.Container": "A container: an image to run with its command, "
+                                    "environment and resources.",
+    "io.k8s.api.core.v1.Node": "Node is a machine that runs pods; its kubelet reports its "
+                               "status.",
+    "io.k8s.api.core.v1.Namespace": "Namespace groups named objects and scopes their names.",
+    "io.k8s.api.core.v1.ConfigMap": "ConfigMap holds configuration data as key-value pairs.",
+    "io.k8s.api.core.v1.Secret": "Secret holds sensitive data such as passwords, tokens or "
+                                 "keys.",
+    "io.k8s.api.core.v1.ServiceAccount": "ServiceAccount is an identity for processes that run "
+                                         "in pods.",
+    "io.k8s.api.core.v1.Event": "Event reports something that happened to an object.",
+    "io.k8s.api.core.v1.ResourceRequirements": "Compute resources a container asks for and may "
+                                               "not exceed, and the resource claims it uses.",
+    "io.k8s.api.core.v1.PodResourceClaim": "A reference from a pod to a ResourceClaim, or to a "
+                                           "ResourceClaimTemplate to create one from.",
+    "io.k8s.api.apps.v1.Deployment": "Deployment keeps a number of identical pods running and "
+                                     "rolls out changes to them.",
+    "io.k8s.api.apps.v1.ReplicaSet": "ReplicaSet keeps a number of identical pods running.",
+    "io.k8s.api.batch.v1.Job": "Job runs pods until a number of them complete successfully.",
+    "io.k8s.api.coordination.v1.Lease": "Lease is a time-limited claim, used for node "
+                                        "heartbeats and leader election.",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta": "Metadata every persisted object has: "
+                                                       "name, namespace, labels, annotations, "
+                                                       "owners and system fields.",
+}
+FIELD_TEXT = {
+    ("io.k8s.api.core.v1.PodSpec", "containers"): "The containers of the pod; at least one.",
+    ("io.k8s.api.core.v1.PodSpec", "initContainers"): "Containers that run to completion, in "
+                                                      "order, before the other containers.",
+    ("io.k8s.api.core.v1.PodSpec", "nodeName"): "The node the pod is bound to; set by the "
+                                                "scheduler unless given.",
+    ("io.k8s.api.core.v1.PodSpec", "nodeSelector"): "Labels a node must have for the pod to be "
+                                                    "scheduled onto it.",
+    ("io.k8s.api.core.v1.PodSpec", "resourceClaims"): "ResourceClaims the pod's containers may "
+                                                      "use, by name.",
+    ("io.k8s.api.core.v1.PodSpec", "tolerations"): "Taints the pod tolerates.",
+    ("io.k8s.api.core.v1.Container", "name"): "Name of the container, unique in the pod.",
+    ("io.k8s.api.core.v1.Container", "image"): "Container image to run.",
+    ("io.k8s.api.core.v1.Container", "command"): "Entrypoint of the container; the image's "
+                                                 "when empty.",
+    ("io.k8s.api.core.v1.Container", "args"): "Arguments to the entrypoint.",
+    ("io.k8s.api.core.v1.Container", "env"): "Environment variables of the container.",
+    ("io.k8s.api.core.v1.Container", "resources"): "Compute resources and resource claims of "
+                                                   "the container.",
+    ("io.k8s.api.core.v1.ResourceRequirements", "claims"): "Names of the pod's resource claims "
+                                                           "(spec.resourceClaims) that this "
+                                                           "container uses.",
+    ("io.k8s.api.core.v1.ResourceRequirements", "limits"): "Maximum amount of each compute "
+                                                           "resource.",
+    ("io.k8s.api.core.v1.ResourceRequirements", "requests"): "Amount of each compute resource "
+                                                             "the container needs.",
+    ("io.k8s.api.apps.v1.DeploymentSpec", "replicas"): "Number of pods wanted; 1 by default.",
+    ("io.k8s.api.apps.v1.DeploymentSpec", "selector"): "Labels that select the pods of the "
+                                                       "deployment.",
+    ("io.k8s.api.apps.v1.DeploymentSpec", "template"): "The pods to create.",
+    ("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "name"): "Name of the object, unique "
+                                                                 "in its namespace and kind.",
+    ("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "namespace"): "Namespace of the object; "
+                                                                      "empty for cluster-wide "
+                                                                      "kinds.",
+    ("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "labels"): "Key-value pairs that "
+                                                                   "selectors match.",
+    ("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "annotations"): "Key-value pairs for "
+                                                                        "tools; not used to "
+                                                                        "select objects.",
+    ("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "finalizers"): "Cleanup that must "
+                                                                       "finish before the "
+                                                                       "object is deleted.",
+    ("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "resourceVersion"): "Version of the "
+                                                                            "object for "
+                                                                            "concurrency "
+                                                                            "control and "
+                                                                            "watches; opaque.",
+}
+
 # Words that read better in capitals.
 ACRONYMS = {"api", "ip", "ips", "id", "uid", "url", "dns", "tls", "cidr", "cpu", "gpu", "os",
             "tcp", "udp", "sctp", "http", "https", "grpc", "cel", "fs", "ttl", "pid", "io",
@@ -176,6 +257,8 @@ def group_version_of(definition: str, source: dict[str, Any] | None = None) -> s
 
 
 def type_description(definition: str, schema: dict[str, Any]) -> str:
+    if definition in TYPE_TEXT:
+        return TYPE_TEXT[definition]
     name = short_type(definition)
     gvks = schema.get("x-kubernetes-group-version-kind") or []
     own = [g for g in gvks if g.get("kind") == name]
@@ -189,6 +272,8 @@ def type_description(definition: str, schema: dict[str, Any]) -> str:
 
 
 def property_description(owner: str, prop: str) -> str:
+    if (owner, prop) in FIELD_TEXT:
+        return FIELD_TEXT[(owner, prop)]
     owner_name = short_type(owner)
     owner_words = " ".join(words(owner_name))
     fixed = {
