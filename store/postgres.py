@@ -181,8 +181,11 @@ class PostgresStore(Store):
 
     async def _poll_forever(self) -> None:
         while True:
+            # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation
+            # that coincides with its timeout, and close() would wait forever.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), POLL_INTERVAL)
+                async with asyncio.timeout(POLL_INTERVAL):
+                    await self._wake.wait()
             self._wake.clear()
             try:
                 if self._listener is None:

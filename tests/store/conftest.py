@@ -1,0 +1,63 @@
+"""Fixtures of the store tests: a throw-away PostgreSQL server for the session and a
+store opened on each backend."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from draemu.store import Store, open_store
+from draemu.testing.postgres import PostgresServer, PostgresUnavailable
+
+BACKENDS = ["sqlite-file", "sqlite-memory", "postgresql"]
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    try:
+        server = PostgresServer()
+    except PostgresUnavailable as error:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"PostgreSQL is required in CI: {error}")
+        pytest.skip(f"PostgreSQL not available: {error}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URL of a new, empty store on the backend named by the test's parameter."""
+    backend = getattr(request, "param", "sqlite-file")
+    if backend == "sqlite-file":
+        return f"sqlite:///{tmp_path / 'state.db'}"
+    if backend == "sqlite-memory":
+        return "sqlite://:memory:"
+    return request.getfixturevalue("postgres_server").create_database()
+
+
+@pytest.fixture
+async def store(store_url: str) -> AsyncIterator[Store]:
+    opened = await open_store(store_url, compaction_interval=0)
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests that use `store` or `store_url` run on every backend unless they pick some
+    with `@pytest.mark.backends(...)`."""
+    if "store_url" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("backends")
+    backends = list(marker.args) if marker else BACKENDS
+    metafunc.parametrize("store_url", backends, indirect=True)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "backends(*names): store backends a test runs on")
