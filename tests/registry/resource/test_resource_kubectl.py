@@ -3,18 +3,16 @@ version, the 1.31 v1alpha3 shape, validation errors, /status and server-side app
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shutil
 import subprocess
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from draemu.apiserver.server import APIServer, APIServerOptions
+from draemu.testing.apiserver import ServerThread
 
 KUBECTL_DIR = Path(os.path.realpath(shutil.which("kubectl") or "/usr/bin/kubectl")).parent
 KUBECTLS = [p for p in (KUBECTL_DIR / "kubectl", KUBECTL_DIR / "kubectl.1.33") if p.exists()]
@@ -82,16 +80,10 @@ spec:
 def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """One apiserver for the module, on its own event loop in a thread, so that the
     tests can run kubectl synchronously."""
-    loop = asyncio.new_event_loop()
-    server = APIServer(APIServerOptions(data_dir=tmp_path_factory.mktemp("apiserver"),
-                                        store_url="sqlite://:memory:"))
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    asyncio.run_coroutine_threadsafe(server.start(), loop).result(timeout=60)
+    thread = ServerThread(tmp_path_factory.mktemp("apiserver"))
+    server = thread.start()
     yield Path(server.kubeconfig_path)
-    asyncio.run_coroutine_threadsafe(server.stop(), loop).result(timeout=60)
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(timeout=10)
+    thread.stop()
 
 
 @pytest.fixture(params=KUBECTLS, ids=lambda p: p.name)
