@@ -74,10 +74,17 @@ class NodesHandle:
     nodes: dict[str, Node]
     started_seconds: float = 0.0
 
-    async def wait_published(self, timeout: float = 30.0) -> None:
-        """Until every built-in driver's ResourceSlices are in the API."""
+    async def wait_ready(self, timeout: float = 30.0) -> None:
+        """Until every built-in driver's ResourceSlices are in the API and its node's
+        kubelet has registered it (so pods can be prepared at once)."""
         await asyncio.gather(*(d.slices.wait_synced(timeout)
                                for n in self.nodes.values() for d in n.drivers))
+        deadline = time.monotonic() + timeout
+        while not all(n.kubelet.plugins.registered(d.driver_name)
+                      for n in self.nodes.values() for d in n.drivers):
+            if time.monotonic() > deadline:
+                raise TimeoutError("built-in drivers did not register with their kubelets")
+            await asyncio.sleep(0.02)
 
     async def stop(self) -> None:
         await asyncio.gather(*(n.stop() for n in self.nodes.values()))
@@ -138,7 +145,8 @@ async def start_nodes(preset: str | Path | Preset, *, data_dir: Path, server: An
     """Start every node of a preset (concurrently) and create its DeviceClasses.
 
     `server`: the in-process `APIServer` (node credentials, log providers); otherwise
-    `kubeconfig` (admin) is used by all nodes. `wait`: return once all slices are published.
+    `kubeconfig` (admin) is used by all nodes. `wait`: return once all slices are published
+    and all drivers registered.
     """
     started = time.perf_counter()
     chosen = preset if isinstance(preset, Preset) else load_preset(preset, nodes)
@@ -160,7 +168,7 @@ async def start_nodes(preset: str | Path | Preset, *, data_dir: Path, server: An
         await handle.stop()
         raise errors[0]
     if wait:
-        await handle.wait_published()
+        await handle.wait_ready()
     handle.started_seconds = time.perf_counter() - started
     log.info("nodes started", preset=chosen.name, nodes=len(handle.nodes),
              seconds=round(handle.started_seconds, 3))

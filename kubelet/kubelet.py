@@ -44,7 +44,7 @@ class KubeletOptions:
     # Extra CDI spec directories, lowest priority first; the node's own `cdi/` comes last.
     cdi_dirs: list[Path] = field(default_factory=list)
     slice_wipe_delay: float = SLICE_WIPE_DELAY
-    plugin_scan_interval: float = 0.2
+    plugin_scan_interval: float = 1.0
     heartbeat_interval: float = 10.0
 
 

@@ -1,7 +1,7 @@
 """Plugin registration: discover sockets in `plugins_registry/`, register, deregister.
 
-Like the kubelet's plugin manager: the directory tree is scanned (a reconcile every
-`interval` seconds; sockets only, dot-names ignored); a new socket — or one re-created
+Like the kubelet's plugin manager: the directory tree is watched (inotify) and scanned
+(sockets only, dot-names ignored); a new socket — or one re-created
 under the same path — is registered: GetInfo (1 s deadline), a handler by plugin type,
 validation, registration, NotifyRegistrationStatus. A vanished socket is deregistered
 without calling the plugin. Failed attempts are retried with exponential backoff
@@ -20,6 +20,7 @@ from typing import Protocol
 
 import grpc
 
+from draemu.kubelet.inotify import DirectoryNotifier
 from draemu.kubelet.proto import pluginregistration as reg
 from draemu.kubelet.proto import rpc
 from draemu.log import get_logger
@@ -53,10 +54,14 @@ class _Backoff:
     not_before: float
 
 
-def scan_sockets(directory: Path) -> dict[str, tuple[int, int]]:
+def scan_sockets(directory: Path, subdirs: list[str] | None = None
+                 ) -> dict[str, tuple[int, int]]:
+    """Sockets under `directory` by path; the directories walked go into `subdirs`."""
     found: dict[str, tuple[int, int]] = {}
     for dirpath, dirnames, filenames in os.walk(directory):
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        if subdirs is not None:
+            subdirs.append(dirpath)
         for name in filenames:
             if name.startswith("."):
                 continue
@@ -71,31 +76,51 @@ def scan_sockets(directory: Path) -> dict[str, tuple[int, int]]:
 
 
 class PluginWatcher:
+    """Reconciles on every change inotify reports, and every `interval` seconds (retries,
+    and the only trigger where inotify is unavailable)."""
+
     def __init__(self, directory: Path, handlers: dict[str, PluginHandler],
-                 interval: float = 0.2) -> None:
+                 interval: float = 1.0) -> None:
         self.directory = directory
         self.handlers = handlers
         self.interval = interval
         self.registered: dict[str, _Registered] = {}
         self._backoff: dict[str, _Backoff] = {}
         self._task: asyncio.Task[None] | None = None
+        self._notifier: DirectoryNotifier | None = None
 
     async def start(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o755)
+        self._notifier = DirectoryNotifier.create()
         self._task = asyncio.create_task(self._run(), name="pluginwatcher")
 
     async def stop(self) -> None:
         if self._task:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+        if self._notifier:
+            self._notifier.close()
+            self._notifier = None
 
     async def _run(self) -> None:
         while True:
+            if self._notifier:
+                self._notifier.changed.clear()
             await self.reconcile()
-            await asyncio.sleep(self.interval)
+            if self._notifier is None:
+                await asyncio.sleep(self.interval)
+                continue
+            try:
+                await asyncio.wait_for(self._notifier.changed.wait(), self.interval)
+            except TimeoutError:
+                pass
 
     async def reconcile(self) -> None:
-        desired = scan_sockets(self.directory)
+        subdirs: list[str] = []
+        desired = scan_sockets(self.directory, subdirs)
+        if self._notifier:
+            for d in subdirs:
+                self._notifier.watch(Path(d))
         for path, plugin in list(self.registered.items()):
             if desired.get(path) != plugin.identity:
                 del self.registered[path]
