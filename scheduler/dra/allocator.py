@@ -8,6 +8,7 @@ the scheduler calls it from Filter for each (pod, node) pair.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -88,13 +89,17 @@ class Allocator:
         self.inv = inventory
 
     def allocate(self, node: dict[str, Any], claims: list[dict[str, Any]],
-                 in_flight: Iterable[dict[str, Any]] = ()) -> AllocationOutcome:
+                 in_flight: Iterable[dict[str, Any]] = (), *,
+                 timeout: float | None = None) -> AllocationOutcome:
         """Allocate `claims` (one pod's unallocated claims, in pod order) on `node`.
 
         `in_flight` are claims with a `status.allocation` the scheduler has reserved but
-        not written yet; their devices count as in use.
+        not written yet; their devices count as in use. `timeout` (seconds) bounds the
+        search, as DRASchedulerFilterTimeout does; running out rules out this node only.
         """
         search = _Search(self.inv, node, claims, self._in_flight_state(in_flight))
+        if timeout is not None:
+            search.deadline = time.monotonic() + timeout
         node_name = search.node_name
         try:
             found = search.run()
@@ -146,6 +151,7 @@ class _Search:
         # (constraints), for explanations.
         self.rejections: dict[tuple[int, DeviceID], str] = {}
         self.invalid_pools = False
+        self.deadline: float | None = None
 
     # --- driver ------------------------------------------------------------------------
 
@@ -221,6 +227,9 @@ class _Search:
         return _LIMIT if all_limited else False
 
     def _devices(self, ci: int, ri: int, spec: Spec, k: int, start: int) -> Any:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise AllocError("filter operation aborted: timed out trying to allocate devices",
+                             node_local=True)
         claim = self.claims[ci]
         if spec.mode == "All":
             needed = len(spec.all_devices or [])

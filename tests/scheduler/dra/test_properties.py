@@ -172,13 +172,12 @@ def check_invariants(features: Features, slice_objs: list[dict[str, Any]],
                 exclusive[device_id] += 1
             if features.device_taints and device.get("taints"):
                 assert spec.get("tolerations"), f"{device_id} is tainted"
-            if not r.get("adminAccess") and device_id not in counted:
+            if not r.get("adminAccess"):
                 counted.add(device_id)
             chosen_numa.append((r["request"], device["attributes"]["numa"]["int"]))
         for request, n in per_request.items():
             assert n == _spec_of(claim, request)["count"]
         for constraint in claim["spec"]["devices"]["constraints"]:
-            values = [numa for _, numa in chosen_numa]
             driver = next(iter(constraint.values())).split("/")[0]
             values = [v for (req, v), r in zip(chosen_numa, allocation["devices"]["results"],
                                                strict=True) if r["driver"] == driver]
