@@ -68,7 +68,7 @@ class ConfigMapStrategy(Strategy):
     def table_columns(self) -> list[Column]:
         return [Column("Name", format="name", description="Name must be unique within a "
                        "namespace."),
-                Column("Data", type="integer", description="Data contains the configuration "
+                Column("Data", description="Data contains the configuration "
                        "data."),
                 Column("Age", description="CreationTimestamp is a timestamp representing the "
                        "server time when this object was created.")]

@@ -103,7 +103,7 @@ class SecretStrategy(Strategy):
                        "namespace."),
                 Column("Type", description="Used to facilitate programmatic handling of "
                        "secret data."),
-                Column("Data", type="integer", description="Data contains the secret data."),
+                Column("Data", description="Data contains the secret data."),
                 Column("Age", description="CreationTimestamp is a timestamp representing the "
                        "server time when this object was created.")]
 
