@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from draemu.api.errors import StatusError, bad_request
-from draemu.apiserver import typecheck
 from draemu.apiserver.scope import Scope
 
 Obj = dict[str, Any]
@@ -34,10 +33,10 @@ def check(scope: Scope, obj: Obj, mode: str) -> Obj:
     group, version, kind = scope.resource.group, scope.version, scope.resource.kind
     if not schemas.has_kind(group, version, kind):
         return obj
-    mismatch = typecheck.first_mismatch(schemas.patch_meta(group, version, kind), obj)
-    if mismatch:
+    type_error = schemas.type_error(group, version, kind, obj)
+    if type_error:
         raise StatusError(400, "BadRequest", f'{kind} in version "{version}" cannot be handled '
-                          f"as a {kind}: {typecheck.message(kind, mismatch)}")
+                          f"as a {kind}: {type_error}")
     unknown = schemas.unknown_fields(group, version, kind, obj)
     if not unknown:
         return obj

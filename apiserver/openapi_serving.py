@@ -51,6 +51,19 @@ def _v2(table: ResourceTable) -> bytes:
     return dumps(openapi.openapi_v2_document([r.strategy for r in table.resources]))
 
 
+@cache
+def _v2_protobuf(table: ResourceTable) -> bytes:
+    from draemu import openapi
+
+    return openapi.openapi_v2_protobuf([r.strategy for r in table.resources])
+
+
+def _v2_protobuf_type() -> str:
+    from draemu import openapi
+
+    return openapi.V2_PROTOBUF_CONTENT_TYPE
+
+
 def _json(body: bytes, headers: dict[str, str] | None = None) -> web.Response:
     resp = web.Response(body=body, headers=headers)
     resp.headers["Content-Type"] = "application/json"
@@ -73,10 +86,11 @@ def respond(request: web.Request, path: str, table: ResourceTable) -> web.Respon
         return _json(body, {**_IMMUTABLE, "ETag": f'"{digest}"'} if asked else
                      {"ETag": f'"{digest}"'})
     if path == "/openapi/v2":
-        accept = request.headers.get("Accept", "")
-        if "protobuf" in accept and "json" not in accept:
-            # kubectl <= 1.28 can only parse the protobuf form, which is not served: a
-            # 404 lets it fall back (or fail clearly) instead of misparsing JSON.
-            raise _not_found()
+        first = request.headers.get("Accept", "").split(",")[0]
+        if "protobuf" in first:
+            # kubectl <= 1.28 validates and explains with the gnostic protobuf form only.
+            resp = web.Response(body=_v2_protobuf(table))
+            resp.headers["Content-Type"] = _v2_protobuf_type()
+            return resp
         return _json(_v2(table))
     raise _not_found()

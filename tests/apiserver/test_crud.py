@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import CM, Client, configmap
+from apiclient import CM, Client, configmap
 
 
 async def test_create_sets_system_metadata_and_returns_201(client: Client) -> None:

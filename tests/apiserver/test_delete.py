@@ -2,17 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import CM, Client, configmap
-
-PODS = "/api/v1/namespaces/default/pods"
-
-
-def pod(name: str, node: str = "", **spec: object) -> dict:
-    body: dict = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-                  "spec": {"containers": [{"name": "c", "image": "busybox"}], **spec}}
-    if node:
-        body["spec"]["nodeName"] = node
-    return body
+from apiclient import CM, PODS, Client, configmap, pod
 
 
 async def test_delete_without_finalizers_removes_and_returns_success_status(

@@ -8,7 +8,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 import pytest_asyncio
-from conftest import CM, Client, configmap, ssl_context_for
+from apiclient import CM, Client, configmap, ssl_context_for
 
 from draemu.apiserver.server import APIServer
 from draemu.testing.apiserver import start_apiserver

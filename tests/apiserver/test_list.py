@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import CM, Client, configmap
+from apiclient import CM, Client, configmap
 
 TABLE = ("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;"
          "g=meta.k8s.io,application/json")

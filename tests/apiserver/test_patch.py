@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import CM, Client, configmap
-from test_delete import PODS, pod
+from apiclient import CM, PODS, Client, configmap, pod
 
 
 async def test_merge_patch_deletes_with_null(client: Client) -> None:
@@ -129,5 +128,5 @@ async def test_wrong_type_deep_in_a_pod_spec_is_400(client: Client) -> None:
     body["spec"]["containers"][0]["image"] = ["not", "a", "string"]
     reply = await client.post(PODS, body)
     assert reply.status == 400
-    assert "cannot unmarshal array into Go struct field Pod.spec.containers.image of type " \
-        "string" in reply.json["message"]
+    assert "cannot unmarshal array into Go struct field Container.spec.containers.image of " \
+        "type string" in reply.json["message"]

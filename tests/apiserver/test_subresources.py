@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from conftest import Client
-from test_delete import PODS, pod
+from apiclient import PODS, Client, pod
 
 from draemu.apiserver.server import APIServer
 from draemu.apiserver.subresources import LogOptions

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from conftest import CM, Client, configmap, next_event
+from apiclient import CM, Client, configmap, next_event
 
 from draemu.apiserver import watchcache
 from draemu.apiserver.server import APIServer

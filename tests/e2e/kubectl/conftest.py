@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
+from kubectl_helpers import BINARIES, NEWEST
 
 from draemu.apiserver.server import APIServer
-from draemu.testing.apiserver import Kubectl, kubectl_binaries
-
-BINARIES = kubectl_binaries()
-# The newest kubectl on the machine drives the full suite.
-NEWEST = max(BINARIES, key=lambda v: tuple(int(p) for p in v.split(".")))
+from draemu.testing.apiserver import Kubectl
 
 
 @pytest.fixture(scope="module")
@@ -29,9 +25,3 @@ def kubectl_for(module_apiserver: APIServer, tmp_path_factory: pytest.TempPathFa
         return Kubectl(module_apiserver.kubeconfig_path, cache, BINARIES[version])
 
     return make
-
-
-def write(tmp: Path, name: str, text: str) -> str:
-    path = tmp / name
-    path.write_text(text)
-    return str(path)

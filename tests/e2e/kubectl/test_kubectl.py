@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import write
+from kubectl_helpers import write
 
 from draemu.testing.apiserver import Kubectl
 

@@ -7,13 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import BINARIES, write
+from kubectl_helpers import BINARIES, write
 
 from draemu.testing.apiserver import Kubectl
 
 VERSIONS = sorted(BINARIES, key=lambda v: tuple(int(p) for p in v.split(".")))
-# kubectl 1.27/1.28 validate with the protobuf form of OpenAPI v2, which is not served.
-NEEDS_NO_VALIDATE = {"1.27", "1.28"}
 # kubectl 1.32+ sends protobuf bodies for `auth can-i` and `auth whoami`.
 JSON_AUTH = [v for v in VERSIONS if tuple(int(p) for p in v.split(".")) < (1, 32)]
 
@@ -27,17 +25,22 @@ def _manifest(name: str, value: str) -> str:
 def test_kubectl_version_round_trip(version: str, kubectl_for: Callable[[str], Kubectl],
                                     tmp_path: Path) -> None:
     k = kubectl_for(version)
-    validate = ["--validate=false"] if version in NEEDS_NO_VALIDATE else []
     assert "kube-system" in k("get", "namespaces")
     name = f"v{version.replace('.', '-')}"
     path = write(tmp_path, "cm.yaml", _manifest(name, "1"))
-    k("create", *validate, "-f", path)
+    k("create", "-f", path)
     write(tmp_path, "cm.yaml", _manifest(name, "2"))
-    assert "configured" in k("apply", *validate, "-f", path)
+    assert "configured" in k("apply", "-f", path)
     assert k("get", "cm", name, "-o", "jsonpath={.data.key}") == "2"
-    assert "serverside-applied" in k("apply", "--server-side", *validate, "-f", path)
+    assert "serverside-applied" in k("apply", "--server-side", "-f", path)
     k("delete", "cm", name, "--wait=true")
     k("wait", "--for=delete", f"configmap/{name}", "--timeout=10s")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_kubectl_explain(version: str, kubectl_for: Callable[[str], Kubectl]) -> None:
+    out = kubectl_for(version)("explain", "configmaps.data")
+    assert "ConfigMap" in out and "data" in out
 
 
 @pytest.mark.parametrize("version", JSON_AUTH)
