@@ -22,6 +22,7 @@ FOLDERS = {
     "draemu.drivers": "drivers",
     "draemu.openapi": "openapi",
     "draemu.kindcompat": "kind-compat",
+    "draemu.examples": "examples",
 }
 DATA = ["*.json", "*.yaml", "*.yml", "*.proto", "*.txt", "*.md", "kind"]
 

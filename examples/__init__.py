@@ -1,0 +1,1 @@
+"""Manifests users apply (installed as `draemu.examples` so `draemu demo` finds them)."""
