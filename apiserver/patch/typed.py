@@ -223,19 +223,55 @@ def merge(live: Any, config: Any, node: SchemaNode) -> Any:
         return out
     if kind == LIST_MAP and isinstance(live, list):
         items = node.items()
-        out_list = list(live)
-        at = {item_key(node, item): i for i, item in enumerate(out_list)}
-        for item in config:
-            k = item_key(node, item)
-            if k in at:
-                out_list[at[k]] = merge(out_list[at[k]], item, items)
-            else:
-                at[k] = len(out_list)
-                out_list.append(copy.deepcopy(item))
-        return out_list
+        return _merge_items(live, config, lambda i: item_key(node, i),
+                            lambda old, new: merge(old, new, items))
     if kind == SET and isinstance(live, list):
-        return list(live) + [copy.deepcopy(v) for v in config if v not in live]
+        return _merge_items(live, config, fieldpath.value, lambda old, new: old)
     return copy.deepcopy(config)
+
+
+def _merge_items(live: list[Any], config: list[Any], key: Any, combine: Any) -> list[Any]:
+    """Merge two keyed lists in upstream's order: the applied items in their applied
+    order, items only the live list has where the live list had them."""
+    live_by_key = {key(i): i for i in live}
+    applied_keys = [key(i) for i in config]
+    applied_set = set(applied_keys)
+    shared = iter([k for k in applied_keys if k in live_by_key])
+    next_shared = next(shared, None)
+    out: list[Any] = []
+    done: set[str] = set()
+    left = right = 0
+    while left < len(live) or right < len(config):
+        if left < len(live) and right < len(config):
+            k = key(live[left])
+            if k == applied_keys[right]:
+                out.append(combine(live[left], config[right]))
+                done.add(k)
+                left, right = left + 1, right + 1
+                next_shared = next(shared, None)
+                continue
+            if k in applied_set and next_shared is not None and next_shared != k:
+                left += 1  # a shared item out of the applied order: placed when reached
+                continue
+        if left < len(live):
+            k = key(live[left])
+            if k not in applied_set:
+                out.append(live[left])
+                left += 1
+                continue
+            if k in done:
+                left += 1
+                continue
+        if right < len(config):
+            k = applied_keys[right]
+            before = live_by_key.get(k, MISSING)
+            out.append(copy.deepcopy(config[right]) if before is MISSING
+                       else combine(before, config[right]))
+            done.add(k)
+            right += 1
+            if next_shared == k:
+                next_shared = next(shared, None)
+    return out
 
 
 def remove(obj: dict[str, Any], path: Path, node: SchemaNode, keep: FieldSet) -> None:

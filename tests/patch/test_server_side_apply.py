@@ -229,3 +229,17 @@ def test_no_takeover_once_the_live_object_drifted_from_the_last_applied_configur
     merged, conflicts = apply(live, deployment(replicas=5), "kubectl")
     assert [c.manager for c in conflicts] == ["scaler"]
     assert merged["spec"]["replicas"] == 7
+
+
+def test_applied_list_items_keep_the_applied_order():
+    def names(obj):
+        return [c["name"] for c in obj["spec"]["template"]["spec"]["containers"]]
+
+    def containers(*names):
+        return [{"name": n, "image": "i"} for n in names]
+
+    live, _ = apply(None, deployment(containers=containers("a", "c")), "alice", time=T0)
+    merged, _ = apply(live, deployment(containers=containers("a", "b", "c")), "alice")
+    assert names(merged) == ["a", "b", "c"]
+    merged, _ = apply(merged, deployment(containers=containers("c", "a")), "bob", time=T2)
+    assert names(merged) == ["b", "c", "a"]
