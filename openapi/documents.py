@@ -24,14 +24,14 @@ REF = schemas.REF_PREFIX
 INFO = {"title": "Kubernetes", "version": "v1.37.0"}
 
 
-def _signature(strategies: Iterable[Any]) -> tuple[Any, ...]:
+def signature(strategies: Iterable[Any]) -> tuple[Any, ...]:
     """What the documents depend on, hashable (strategies are plain objects)."""
     return tuple(sorted((s.group, tuple(s.versions), s.kind, s.resource, bool(s.namespaced),
                          tuple(sorted(s.subresources)), tuple(sorted(s.verbs)))
                         for s in strategies))
 
 
-class _Served:
+class ServedKind:
     """Lightweight stand-in rebuilt from a signature (so documents can be cached)."""
 
     def __init__(self, sig: tuple[Any, ...]) -> None:
@@ -51,7 +51,7 @@ def document_key(group: str, version: str) -> str:
 
 
 def openapi_v3_index(strategies: list[Any]) -> dict[str, Any]:
-    sig = _signature(strategies)
+    sig = signature(strategies)
     paths = {}
     for group, version in group_versions(strategies):
         key = document_key(group, version)
@@ -62,16 +62,16 @@ def openapi_v3_index(strategies: list[Any]) -> dict[str, Any]:
 
 def openapi_v3_document(group: str, version: str, strategies: list[Any]) -> dict[str, Any]:
     """The document of one group-version (a fresh copy; callers may change it)."""
-    return json.loads(_hashed(group, version, _signature(strategies))[0])
+    return json.loads(_hashed(group, version, signature(strategies))[0])
 
 
 def document_hash(group: str, version: str, strategies: list[Any]) -> str:
-    return _hashed(group, version, _signature(strategies))[1]
+    return _hashed(group, version, signature(strategies))[1]
 
 
 @lru_cache(maxsize=64)
 def _hashed(group: str, version: str, sig: tuple[Any, ...]) -> tuple[str, str]:
-    served = [_Served(s) for s in sig if s[0] == group and version in s[1]]
+    served = [ServedKind(s) for s in sig if s[0] == group and version in s[1]]
     doc = _build_v3(group, version, served)
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
     return text, hashlib.sha512(text.encode()).hexdigest().upper()

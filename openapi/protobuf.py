@@ -14,8 +14,8 @@ import json
 from functools import lru_cache
 from typing import Any
 
-from draemu.openapi.documents import _signature
-from draemu.openapi.swagger import _v2_text
+from draemu.openapi.documents import signature
+from draemu.openapi.swagger import v2_json_text
 
 ACCEPT = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 # What kube-apiserver answers with: '@' is not valid in a media type that Go's mime
@@ -25,12 +25,12 @@ _OPERATIONS = {"get": 2, "put": 3, "post": 4, "delete": 5, "options": 6, "head":
 
 
 def openapi_v2_protobuf(strategies: list[Any]) -> bytes:
-    return _encoded(_signature(strategies))
+    return _encoded(signature(strategies))
 
 
 @lru_cache(maxsize=8)
 def _encoded(sig: tuple[Any, ...]) -> bytes:
-    return document(json.loads(_v2_text(sig)))
+    return document(json.loads(v2_json_text(sig)))
 
 
 # Wire format ------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from draemu.openapi import schemas
-from draemu.openapi.documents import INFO, SchemaSet, _Served, _signature, group_versions
+from draemu.openapi.documents import INFO, SchemaSet, ServedKind, group_versions, signature
 from draemu.openapi.operations import Operation, Param, path_items
 
 V3_REF = schemas.REF_PREFIX
@@ -21,12 +21,12 @@ V2_REF = "#/definitions/"
 
 
 def openapi_v2_document(strategies: list[Any]) -> dict[str, Any]:
-    return json.loads(_v2_text(_signature(strategies)))
+    return json.loads(v2_json_text(signature(strategies)))
 
 
 @lru_cache(maxsize=8)
-def _v2_text(sig: tuple[Any, ...]) -> str:
-    served = [_Served(s) for s in sig]
+def v2_json_text(sig: tuple[Any, ...]) -> str:
+    served = [ServedKind(s) for s in sig]
     needed = SchemaSet("", "", narrow_gvks=False)
     paths: dict[str, Any] = {}
     for group, version in group_versions(served):
