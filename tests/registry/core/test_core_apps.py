@@ -135,11 +135,19 @@ def test_deployment_table_row() -> None:
         "Name", "Ready", "Up-to-date", "Available", "Age", "Containers", "Images", "Selector"]
 
 
-def test_replicaset_table_row_and_field_selector() -> None:
+def replicaset_with_status() -> dict:
     obj = created(RS, dict(deployment(replicas=2), kind="ReplicaSet"))
     obj["status"] = {"replicas": 2, "readyReplicas": 1}
-    assert RS.table_row(obj) == ["web", 2, 2, 1, AGE, "web", "nginx:1.27", "app=web"]
-    assert RS.selectable_fields(obj) == {"status.replicas": "2"}
+    return obj
+
+
+def test_replicaset_table_row() -> None:
+    assert RS.table_row(replicaset_with_status()) == [
+        "web", 2, 2, 1, AGE, "web", "nginx:1.27", "app=web"]
+
+
+def test_replicaset_field_selector_status_replicas() -> None:
+    assert RS.selectable_fields(replicaset_with_status()) == {"status.replicas": "2"}
 
 
 def test_replicaset_empty_selector_message_is_upstreams() -> None:

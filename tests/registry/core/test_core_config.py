@@ -100,9 +100,13 @@ def test_secret_type_is_immutable() -> None:
         'type: Invalid value: "example.com/other": field is immutable']
 
 
-def test_secret_table_and_field_selector() -> None:
+def test_secret_table_row() -> None:
     obj = created(SECRET, configmap(data={"a": b64("1")}))
     assert SECRET.table_row(obj) == ["c", "Opaque", 1, AGE]
+
+
+def test_secret_field_selector_type() -> None:
+    obj = created(SECRET, configmap(data={"a": b64("1")}))
     assert SECRET.selectable_fields(obj) == {"type": "Opaque"}
 
 

@@ -135,8 +135,11 @@ def test_table_row_of_a_legacy_event() -> None:
         "Last Seen", "Type", "Reason", "Object", "Message"]
 
 
-def test_singleton_new_event_counts_once_and_series_sets_the_count() -> None:
-    stored = NEW.to_storage(new_event(), "v1")
-    assert NEW.table_row(stored)[8] == 1
-    stored["series"] = {"count": 5, "lastObservedTime": "2026-01-01T00:05:00Z"}
+def test_singleton_new_event_counts_once() -> None:
+    assert NEW.table_row(NEW.to_storage(new_event(), "v1"))[8] == 1
+
+
+def test_event_series_sets_the_count() -> None:
+    stored = NEW.to_storage(new_event(series={
+        "count": 5, "lastObservedTime": "2026-01-01T00:05:00Z"}), "v1")
     assert NEW.table_row(stored)[8] == 5

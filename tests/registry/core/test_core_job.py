@@ -137,14 +137,20 @@ def test_status_column(conditions: list, deleting: bool, status: str) -> None:
     assert JOB.table_row(obj)[1] == status
 
 
-def test_job_table_row() -> None:
+def job_with_status() -> dict:
     obj = created(JOB, job(completions=3))
     obj["status"] = {"succeeded": 1, "startTime": "2026-01-01T00:00:00Z",
                      "completionTime": "2026-01-01T00:02:30Z"}
-    row = JOB.table_row(obj)
-    assert row[:5] == ["pi", "Running", "1/3", "2m30s", AGE]
-    assert row[5:7] == ["pi", "perl:5.34"]
-    assert JOB.selectable_fields(obj) == {"status.successful": "1"}
+    return obj
+
+
+def test_job_table_row() -> None:
+    row = JOB.table_row(job_with_status())
+    assert row[:7] == ["pi", "Running", "1/3", "2m30s", AGE, "pi", "perl:5.34"]
+
+
+def test_job_field_selector_status_successful() -> None:
+    assert JOB.selectable_fields(job_with_status()) == {"status.successful": "1"}
 
 
 def test_completions_cell_without_completions() -> None:

@@ -88,10 +88,13 @@ def test_status_phase_follows_the_deletion_timestamp(deleting: bool, phase: str,
     assert rendered(NS.validate_status_update(new, old, ctx())) == expected
 
 
-def test_namespace_table_and_field_selectors() -> None:
-    obj = created(NS, namespace())
-    assert NS.table_row(obj) == ["team-a", "Active", AGE]
-    assert NS.selectable_fields(obj) == {"status.phase": "Active", "name": "team-a"}
+def test_namespace_table_row() -> None:
+    assert NS.table_row(created(NS, namespace())) == ["team-a", "Active", AGE]
+
+
+def test_namespace_field_selectors_include_the_legacy_name_field() -> None:
+    assert NS.selectable_fields(created(NS, namespace())) == {"status.phase": "Active",
+                                                              "name": "team-a"}
 
 
 # Node -------------------------------------------------------------------------------
@@ -131,15 +134,23 @@ def test_pod_cidrs_must_be_cidrs() -> None:
         "10.9.8.0/24 or 2001:db8::/64)"]
 
 
-def test_node_update_keeps_status_and_status_update_keeps_spec() -> None:
+def test_node_update_keeps_the_stored_status() -> None:
     old = created(NODE, node())
     new = copy.deepcopy(old)
     new["spec"]["unschedulable"] = True
     new["status"] = {}
     NODE.prepare_for_update(new, old, ctx())
     assert new["status"] == old["status"] and new["spec"]["unschedulable"] is True
+
+
+def test_node_status_update_keeps_the_stored_spec() -> None:
+    old = created(NODE, node())
+    new = copy.deepcopy(old)
+    new["spec"]["unschedulable"] = True
+    new["status"]["nodeInfo"]["kubeletVersion"] = "v1.37.1"
     NODE.prepare_for_status_update(new, old, ctx())
     assert new["spec"] == old["spec"]
+    assert new["status"]["nodeInfo"]["kubeletVersion"] == "v1.37.1"
 
 
 def test_node_table_row() -> None:

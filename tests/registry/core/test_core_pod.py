@@ -312,9 +312,13 @@ def test_removing_a_toleration_is_forbidden() -> None:
            "tolerationSeconds" in errs
 
 
-def test_scheduling_gates_may_only_be_removed() -> None:
+def test_removing_a_scheduling_gate_is_allowed() -> None:
     old = created(S, pod(schedulingGates=[{"name": "example.com/a"}]))
     assert updated(old, lambda s: s.update(schedulingGates=[])) == []
+
+
+def test_adding_a_scheduling_gate_is_forbidden() -> None:
+    old = created(S, pod(schedulingGates=[{"name": "example.com/a"}]))
     errs = updated(old, lambda s: s["schedulingGates"].append({"name": "example.com/b"}))
     assert errs == ["spec.schedulingGates[1].name: Forbidden: only deletion is allowed, but "
                     "found new scheduling gate 'example.com/b'"]
