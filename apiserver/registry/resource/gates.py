@@ -3,7 +3,7 @@ already uses them (dra-api.md §6), so turning a gate off never breaks stored ob
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from draemu.features import FeatureGates
@@ -50,17 +50,13 @@ def _constraints(spec: Obj | None) -> Iterator[Obj]:
 def claim_spec(new: Obj | None, old: Obj | None, gates: FeatureGates) -> None:
     if new is None:
         return
-
-    def both(fn: Callable[[Obj | None], Iterator[Obj]], *names: str) -> tuple[bool, Iterator[Obj]]:
-        return _uses(fn(old), *names), fn(new)
-
-    used, holders = both(walk.requests, "firstAvailable")
-    _drop(gates, "DRAPrioritizedList", used, holders, "firstAvailable")
+    _drop(gates, "DRAPrioritizedList", _uses(walk.requests(old), "firstAvailable"),
+          walk.requests(new), "firstAvailable")
     used = _uses(_exacts(old), "tolerations") or _uses(_subs(old), "tolerations")
     _drop(gates, "DRADeviceTaints", used, _exacts(new), "tolerations")
     _drop(gates, "DRADeviceTaints", used, _subs(new), "tolerations")
-    used, holders = both(_exacts, "adminAccess")
-    _drop(gates, "DRAAdminAccess", used, holders, "adminAccess")
+    _drop(gates, "DRAAdminAccess", _uses(_exacts(old), "adminAccess"), _exacts(new),
+          "adminAccess")
     used = (_uses(_constraints(old), "distinctAttribute") or _uses(_exacts(old), "capacity")
             or _uses(_subs(old), "capacity"))
     _drop(gates, "DRAConsumableCapacity", used, _constraints(new), "distinctAttribute")
@@ -134,13 +130,12 @@ def _capacities(spec: Obj | None) -> Iterator[Obj]:
 def slice_spec(new: Obj | None, old: Obj | None, gates: FeatureGates) -> None:
     if new is None:
         return
-    top_new, top_old = iter([new]), iter([obj(old)])
     _drop(gates, "DRADeviceTaints", _uses(walk.devices(old), "taints"), walk.devices(new),
           "taints")
     used = (_uses(iter([obj(old)]), "sharedCounters", "perDeviceNodeSelection")
             or _uses(walk.devices(old), "consumesCounters", "nodeName", "nodeSelector",
                      "allNodes"))
-    _drop(gates, "DRAPartitionableDevices", used, top_new, "sharedCounters",
+    _drop(gates, "DRAPartitionableDevices", used, iter([new]), "sharedCounters",
           "perDeviceNodeSelection")
     _drop(gates, "DRAPartitionableDevices", used, walk.devices(new), "consumesCounters",
           "nodeName", "nodeSelector", "allNodes")
@@ -156,7 +151,7 @@ def slice_spec(new: Obj | None, old: Obj | None, gates: FeatureGates) -> None:
           "nodeAllocatableResources")
     _drop(gates, "DRAListTypeAttributes", _uses(_attributes(old), *_LIST_FORMS),
           _attributes(new), *_LIST_FORMS)
-    _drop(gates, "DRAOptionalNodeOperations", _uses(top_old, "skipNodeOperations"),
+    _drop(gates, "DRAOptionalNodeOperations", _uses(iter([obj(old)]), "skipNodeOperations"),
           iter([new]), "skipNodeOperations")
 
 
