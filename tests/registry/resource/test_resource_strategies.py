@@ -180,6 +180,16 @@ def test_disabled_partitionable_devices_drops_counters_and_per_device_nodes() ->
     assert "consumesCounters" not in o["spec"]["devices"][0]
 
 
+def test_disabled_binding_conditions_are_dropped_from_new_results() -> None:
+    ctx = Context(gates=FeatureGates({"DRADeviceBindingConditions": False}),
+                  subresource="status")
+    new = allocated()
+    new["status"]["allocation"]["devices"]["results"][0].update(
+        bindingConditions=["Ready"], bindingFailureConditions=["Failed"])
+    ResourceClaimStrategy().prepare_for_status_update(new, fresh(CLAIM), ctx)
+    assert new["status"]["allocation"]["devices"]["results"] == [RESULT]
+
+
 # Generation ------------------------------------------------------------------------------
 
 def test_generation_starts_at_one_and_counts_spec_changes(ctx: Context) -> None:
