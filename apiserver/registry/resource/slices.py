@@ -157,9 +157,13 @@ def _device(device: dict[str, Any], old: dict[str, Any] | None, path: Path, per_
     errs += f.bounded_map(attributes, -1, f.ATTRIBUTE_KEY_MAX, path.child("attributes"),
                           f.qualified_name, lambda a, p: _attribute(obj(a), p))
     multiple = device.get("allowMultipleAllocations") is True
-    errs += f.bounded_map(capacity, -1, f.ATTRIBUTE_KEY_MAX, path.child("capacity"),
-                          f.qualified_name,
-                          lambda c, p: _capacity(obj(c), p, multiple, gates))
+    # Unchanged capacities and taints are not re-validated, so stored values that newer
+    # rules reject keep working.
+    if old is None or obj(old.get("capacity")) != capacity or (
+            old.get("allowMultipleAllocations") is True) != multiple:
+        errs += f.bounded_map(capacity, -1, f.ATTRIBUTE_KEY_MAX, path.child("capacity"),
+                              f.qualified_name,
+                              lambda c, p: _capacity(obj(c), p, multiple, gates))
     taints = lst(device.get("taints"))
     if old is None or lst(old.get("taints")) != taints:
         errs += f.bounded_list(taints, MAX_TAINTS, path.child("taints"),

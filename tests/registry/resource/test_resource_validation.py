@@ -368,6 +368,16 @@ def test_unchanged_stored_taint_with_unknown_effect_survives_an_update(ctx: Cont
     assert ResourceSliceStrategy().validate_update(new, old, ctx) == []
 
 
+def test_unchanged_stored_capacity_policy_survives_an_update(ctx: Context) -> None:
+    old = slice_with(lambda o: (dev(o).update(allowMultipleAllocations=True),
+                                dev(o)["capacity"]["memory"].update(requestPolicy={
+                                    "default": "3Gi", "validValues": ["1Gi"]})))
+    new = fresh(old)
+    new["spec"]["pool"]["generation"] = 1
+    assert ResourceSliceStrategy().validate_update(new, old, ctx) == []
+    assert ResourceSliceStrategy().validate(new, ctx) != []
+
+
 def test_slice_with_upper_case_driver_is_accepted_with_a_warning(ctx: Context) -> None:
     o = slice_with(lambda o: o["spec"].update(driver="GPU.example.com"))
     strategy = ResourceSliceStrategy()
