@@ -128,3 +128,27 @@ async def _pod_absent(client, name):
     except ApiError as err:
         return err.code == 404
     return False
+
+
+async def test_slices_of_a_driver_gone_for_the_grace_period_are_deleted(client, apiserver,
+                                                                        tmp_path):
+    path = node_kubeconfig(apiserver, tmp_path, "node-1")
+    node = await start_node(NodeSpec("node-1", drivers=[GPU]), kubeconfig=path,
+                            data_dir=tmp_path, server=apiserver, slice_wipe_delay=0.2)
+    try:
+        await node.drivers[0].slices.wait_synced()
+        await eventually(lambda: _registered(node))
+        await node.drivers[0].stop()
+
+        async def wiped():
+            listed = await client.list("resource.k8s.io/v1", "resourceslices",
+                                       field_selector="spec.nodeName=node-1")
+            return not listed["items"]
+
+        await eventually(wiped)
+    finally:
+        await node.stop()
+
+
+async def _registered(node):
+    return node.kubelet.plugins.registered("gpu.example.com")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from kubelet_e2e import allocate, create_claim, create_pod, eventually
 
-from draemu.client import Client
+from draemu.client import ApiError, Client
 from draemu.drivers.gpu import GPUDriver
 from draemu.drivers.presets import NodeSpec
 from draemu.drivers.sdk import KubeletPlugin, PrepareResult
@@ -155,3 +155,47 @@ async def test_pod_without_claims_runs_on_the_fake_runtime(client, node_factory)
     await eventually(lambda: phase(client, "p1", "Running"))
     status, _h, body = await client.request("GET", "/api/v1/namespaces/default/pods/p1/log")
     assert 'declare -x POD="p1"' in body.decode()
+
+
+class StickyGPUDriver(GPUDriver):
+    """Refuses to unprepare until told otherwise."""
+
+    stuck = True
+
+    async def unprepare_resource_claims(self, claims):
+        if self.stuck:
+            return {c.uid: "device still busy" for c in claims}
+        return await super().unprepare_resource_claims(claims)
+
+
+async def test_pod_stays_terminating_until_unprepare_succeeds(client, node_factory):
+    node = await node_factory()
+    driver = StickyGPUDriver("gpu.example.com", "node-1", node.cdi_dir, [{"count": 1}])
+    await add_driver(node, driver)
+    claim = await create_claim(client, "c1")
+    pod = await create_pod(client, "p1", "node-1", "c1")
+    await allocate(client, claim, pod, "gpu.example.com", "node-1", "gpu-0")
+    await eventually(lambda: phase(client, "p1", "Running"))
+    await client.delete("v1", "pods", "p1", "default")
+
+    async def failed_unprepare():
+        events = await client.list("v1", "events", "default",
+                                   field_selector="involvedObject.name=p1")
+        return [e for e in events["items"] if e["reason"] == "FailedUnprepareDynamicResources"]
+
+    (event,) = await eventually(failed_unprepare)
+    assert "NodeUnprepareResources failed for ResourceClaim c1: device still busy" in \
+        event["message"]
+    still = await client.get("v1", "pods", "p1", "default")
+    assert still["metadata"]["deletionTimestamp"]
+    driver.stuck = False
+
+    async def gone():
+        try:
+            await client.get("v1", "pods", "p1", "default")
+        except ApiError as err:
+            return err.code == 404
+        return False
+
+    await eventually(gone)
+    assert node.kubelet.cache.claims == {}

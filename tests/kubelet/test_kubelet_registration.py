@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import grpc
 import pytest
 from kubelet_fakes import ClaimsAPI, RecordingDriver
@@ -153,3 +155,21 @@ async def test_long_node_roots_get_short_socket_paths(tmp_path):
         assert node.registry_dir.resolve() == (node.root / "plugins_registry").resolve()
     finally:
         node.remove_alias()
+
+
+async def test_a_new_socket_is_registered_without_waiting_for_the_periodic_scan(layout):
+    manager = DRAPluginManager(ClaimsAPI(), "node-1", wipe_delay=3600)
+    watcher = PluginWatcher(layout.registry_dir, {reg.DRA_PLUGIN: manager}, interval=3600)
+    await watcher.start()
+    plugin = KubeletPlugin(RecordingDriver(), driver_name="gpu.example.com", node_name="node-1",
+                           client=ClaimsAPI(), registrar_dir=layout.registry_dir,
+                           plugin_data_dir=layout.plugin_dir("gpu.example.com"))
+    try:
+        await asyncio.sleep(0)  # the watcher's first scan runs before the socket exists
+        await plugin.start()
+        await asyncio.wait_for(plugin.registered.wait(), 10)
+        assert manager.registered("gpu.example.com")
+    finally:
+        await plugin.stop()
+        await watcher.stop()
+        await manager.stop()
