@@ -7,6 +7,7 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
+from draemu.log import get_logger
 from draemu.store.dirlock import DirectoryLock
 from draemu.store.errors import (
     CompactedError,
@@ -20,8 +21,6 @@ from draemu.store.errors import (
 from draemu.store.model import Event, KeyValue, RangeResult
 from draemu.store.validation import check_key, check_prefix, check_value
 from draemu.store.watch import Watch, WatchHub
-
-from draemu.log import get_logger
 
 # Decides whether a write may go ahead given the key's current value; raises if not.
 Precondition = Callable[[KeyValue | None], None]

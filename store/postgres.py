@@ -23,17 +23,17 @@ import contextlib
 from typing import Any
 
 import asyncpg
+from sqlalchemy import make_url, text
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from draemu.log import get_logger
 from draemu.store import queries
 from draemu.store.base import Precondition, Store
 from draemu.store.errors import CompactedError, StoreError
 from draemu.store.model import Event, KeyValue, RangeResult
 from draemu.store.schema import ensure_schema
 from draemu.store.validation import prefix_end
-from sqlalchemy import make_url, text
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
-
-from draemu.log import get_logger
 
 CHANNEL = "draemu_store"
 POLL_INTERVAL = 0.5

@@ -11,9 +11,10 @@ row lock orders writers.
 
 from __future__ import annotations
 
-from draemu.store.errors import StoreError
 from sqlalchemy import inspect, text
 from sqlalchemy.ext.asyncio import AsyncConnection
+
+from draemu.store.errors import StoreError
 
 SCHEMA_VERSION = 1
 TABLES = ("draemu_kv", "draemu_meta")

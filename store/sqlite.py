@@ -26,6 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import aiosqlite
+from sqlalchemy import event, text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import StaticPool
+
 from draemu.store import queries
 from draemu.store.base import Precondition, Store
 from draemu.store.dirlock import DirectoryLock
@@ -34,10 +39,6 @@ from draemu.store.index import CurrentIndex
 from draemu.store.model import Event, KeyValue, RangeResult
 from draemu.store.schema import ensure_schema
 from draemu.store.validation import prefix_end
-from sqlalchemy import event, text
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
-from sqlalchemy.pool import StaticPool
 
 
 class SQLiteStore(Store):
