@@ -116,7 +116,7 @@ def _compile(expression: str, env: Env) -> Program | CELCompileError:
 def check_expression(expression: str, *, gates: FeatureGates | None = None,
                      stored: bool = False) -> list[CELIssue]:
     """What API validation reports for a selector expression (empty list: valid)."""
-    if len(expression) > MAX_EXPRESSION_LENGTH:
+    if len(expression.encode()) > MAX_EXPRESSION_LENGTH:
         return [CELIssue("TooLong", f"may not be more than {MAX_EXPRESSION_LENGTH} bytes")]
     try:
         program = compile_expression(expression, gates=gates, stored=stored)

@@ -268,7 +268,7 @@ class _Builder:
 
     def _map_lit(self, t: Tree) -> Node:
         items = [self.build(c) for c in t.children[0].children] if t.children else []
-        return MapLit(list(zip(items[0::2], items[1::2])), pos=self._pos(t))
+        return MapLit(list(zip(items[0::2], items[1::2], strict=True)), pos=self._pos(t))
 
     def _literal(self, t: Tree) -> Node:
         tok = t.children[0]

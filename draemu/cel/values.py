@@ -194,7 +194,7 @@ def equal(a: object, b: object) -> bool:
         else:
             return False
     if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(equal(x, y) for x, y in zip(a, b))  # type: ignore
+        return len(a) == len(b) and all(equal(x, y) for x, y in zip(a, b, strict=True))  # type: ignore
     if isinstance(a, dict):
         if len(a) != len(b):  # type: ignore[arg-type]
             return False
