@@ -82,20 +82,16 @@ def _merge_map(original: dict[str, Any], patch: dict[str, Any],
         if value is None:
             original.pop(key, None)
             continue
-        child = node.field(key) or SchemaNode(None, _no_refs)
+        child = node.field(key) or SchemaNode.open()
         original[key] = _merge_value(original.get(key), value, child)
 
     for name, server in server_lists.items():
         merged = original.get(name)
         if isinstance(merged, list):
-            child = node.field(name) or SchemaNode(None, _no_refs)
+            child = node.field(name) or SchemaNode.open()
             original[name] = _set_element_order(merged, patch[SET_ELEMENT_ORDER + name],
                                                 server, child.patch_merge_key)
     return original
-
-
-def _no_refs(name: str) -> dict[str, Any]:
-    raise KeyError(name)
 
 
 def _merge_value(current: Any, value: Any, node: SchemaNode) -> Any:

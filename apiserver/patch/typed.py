@@ -32,16 +32,8 @@ IGNORED_META = frozenset({"name", "namespace", "uid", "resourceVersion", "genera
                           "deletionGracePeriodSeconds", "managedFields", "selfLink"})
 
 
-def _open() -> SchemaNode:
-    return SchemaNode(None, _no_refs)
-
-
-def _no_refs(name: str) -> dict[str, Any]:
-    raise KeyError(name)
-
-
 def child(node: SchemaNode, name: str) -> SchemaNode:
-    return node.field(name) or _open()
+    return node.field(name) or SchemaNode.open()
 
 
 def shape(node: SchemaNode, value: Any) -> str:

@@ -30,6 +30,11 @@ class SchemaNode:
         self._children: dict[str, SchemaNode | None] = {}
         self._items: SchemaNode | None = None
 
+    @classmethod
+    def open(cls) -> SchemaNode:
+        """A node for a value of unknown schema (it never resolves references)."""
+        return _OPEN
+
     # The schema behind references; the node's own keys (list type, patch strategy)
     # stay on `_schema`, as upstream puts them on the property.
     @property
@@ -77,6 +82,8 @@ class SchemaNode:
 
     def field(self, name: str) -> SchemaNode | None:
         """The node of a struct field or map value; None when a struct lacks it."""
+        if self._schema is None:
+            return self  # below an unknown schema everything is unknown
         try:
             return self._children[name]
         except KeyError:
@@ -93,6 +100,8 @@ class SchemaNode:
         return node
 
     def items(self) -> SchemaNode:
+        if self._schema is None:
+            return self
         if self._items is None:
             items = self.target.get("items") if self.shape == LIST else None
             self._items = SchemaNode(items, self._resolve)
@@ -136,3 +145,10 @@ class SchemaNode:
         """The declared default of a struct field (list-map keys may rely on it)."""
         sub = self.properties.get(name) or {}
         return sub.get("default")
+
+
+def _no_references(name: str) -> dict[str, Any]:
+    raise KeyError(name)
+
+
+_OPEN = SchemaNode(None, _no_references)
