@@ -138,7 +138,8 @@ async def watch(scope: Scope, storage: Storage) -> web.StreamResponse:
         start = cache.revision
         watcher = cache.watch(prefix, start)
     else:
-        start = parse_revision(rv)
+        # Without initial events, RV "" / "0" means "from now on".
+        start = cache.revision if rv in ("", "0") else parse_revision(rv)
         try:
             watcher = cache.watch(prefix, start)
         except TooOld as e:
@@ -156,8 +157,8 @@ async def watch(scope: Scope, storage: Storage) -> web.StreamResponse:
         if send_initial:
             await stream.bookmark(start, initial_end=True)
         await _pump(stream, watcher, sel.matches, bookmarks, deadline, cache)
-    except (ConnectionResetError, asyncio.CancelledError):
-        pass
+    except ConnectionResetError:
+        pass  # the client went away
     finally:
         cache.unwatch(watcher)
     return resp

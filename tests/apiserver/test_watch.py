@@ -160,3 +160,15 @@ async def test_slow_watcher_is_dropped_without_blocking_writes(client: Client,
     await cache.wait_for(int(rv) + 5)
     assert watcher.dropped
     assert watcher.queue.get_nowait() is None
+
+
+async def test_send_initial_events_false_watches_from_now(client: Client) -> None:
+    await client.post(CM, configmap("old"))
+    resp = await client.stream(f"{CM}?watch=true&sendInitialEvents=false"
+                               "&resourceVersionMatch=NotOlderThan")
+    try:
+        await client.post(CM, configmap("new"))
+        event = await next_event(resp)
+        assert (event["type"], event["object"]["metadata"]["name"]) == ("ADDED", "new")
+    finally:
+        resp.close()
