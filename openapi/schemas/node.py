@@ -27,7 +27,7 @@ class SchemaNode:
         self._resolve = resolve
         self._target: dict[str, Any] | None = None
         self._shape: str | None = None
-        self._children: dict[str, SchemaNode | None] = {}
+        self._children: dict[str, SchemaNode] = {}
         self._items: SchemaNode | None = None
 
     @classmethod
@@ -81,22 +81,22 @@ class SchemaNode:
         return self.target.get("properties", {})
 
     def field(self, name: str) -> SchemaNode | None:
-        """The node of a struct field or map value; None when a struct lacks it."""
+        """The node of a struct field or map value; None when a struct lacks it.
+        Children are cached per declared field (map keys share one node), so the cache
+        never grows with the data."""
         if self._schema is None:
             return self  # below an unknown schema everything is unknown
-        try:
-            return self._children[name]
-        except KeyError:
-            pass
         shape = self.shape
-        if shape == STRUCT:
-            sub = self.properties.get(name)
-            node = None if sub is None else SchemaNode(sub, self._resolve)
-        elif shape == MAP:
-            node = SchemaNode(self.target["additionalProperties"], self._resolve)
-        else:
-            node = SchemaNode(None, self._resolve)
-        self._children[name] = node
+        if shape == MAP:
+            name = ""
+        elif shape != STRUCT:
+            return SchemaNode.open()
+        elif name not in self.properties:
+            return None
+        node = self._children.get(name)
+        if node is None:
+            sub = self.target["additionalProperties"] if shape == MAP else self.properties[name]
+            node = self._children[name] = SchemaNode(sub, self._resolve)
         return node
 
     def items(self) -> SchemaNode:
