@@ -55,9 +55,15 @@ class Conflict:
 def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], manager: str,
                       force: bool = False, schema: SchemaNode | None = None, *,
                       api_version: str | None = None, time: str | None = None,
-                      subresource: str = "") -> tuple[dict[str, Any], list[Conflict]]:
+                      subresource: str = "", reset_fields: tuple[str, ...] = (),
+                      ) -> tuple[dict[str, Any], list[Conflict]]:
     """Apply `applied` (the request body) over `live` (None when the object does not
     exist yet) for `manager`.
+
+    `reset_fields` are top-level fields this endpoint may not change (upstream's reset
+    fields: `status` on the main resource of a kind with /status, everything but
+    `status` on /status); they are dropped from the configuration, so they are neither
+    changed nor owned.
 
     Returns `(merged, conflicts)`. Conflicts are returned only when nothing was applied
     (`merged` is then `live`): raise `conflict_error(conflicts)`. Otherwise `merged` is
@@ -67,6 +73,8 @@ def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], mana
     if (applied.get("metadata") or {}).get("managedFields") is not None:
         raise bad_request("metadata.managedFields must be nil")
     node = schema if schema is not None else managed.schema_of(applied)
+    if reset_fields:
+        applied = {k: v for k, v in applied.items() if k not in reset_fields}
     errors = typed.key_errors(applied, node)
     if errors:
         kind = f"{applied.get('apiVersion', '')}, Kind={applied.get('kind', '')}"

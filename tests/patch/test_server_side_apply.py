@@ -243,3 +243,11 @@ def test_applied_list_items_keep_the_applied_order():
     assert names(merged) == ["a", "b", "c"]
     merged, _ = apply(merged, deployment(containers=containers("c", "a")), "bob", time=T2)
     assert names(merged) == ["b", "c", "a"]
+
+
+def test_reset_fields_are_neither_applied_nor_owned():
+    config = deployment(replicas=2)
+    config["status"] = {"replicas": 9}
+    obj, _ = server_side_apply(None, config, "alice", False, time=T0, reset_fields=("status",))
+    assert "status" not in obj
+    assert "f:status" not in obj["metadata"]["managedFields"][0]["fieldsV1"]
