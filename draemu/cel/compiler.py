@@ -241,7 +241,7 @@ class Compiler:
         impl = fn.impl
         fns = [c.fn for c in ([receiver] if receiver else []) + args]
         cost = fn.cost + sum(c.cost for c in args) + (receiver.cost if receiver else 0)
-        result = _result_type(fn, receiver, args)
+        result = _result_type(fn, receiver)
         if len(fns) == 1:
             f0 = fns[0]
             return Compiled(lambda a: impl(f0(a)), result, cost)
@@ -395,22 +395,16 @@ class Compiler:
 
 
 def _receiver_ok(fn: Function, receiver: Compiled | None) -> bool:
-    if receiver is None or not fn.receivers or "dyn" in fn.receivers:
+    """Whether the receiver's static type can be one the function takes."""
+    if receiver is None or not fn.receivers or "dyn" in fn.receivers or receiver.type == "dyn":
         return True
-    t = receiver.type
-    base = t.split("(")[0]
-    return t in ("dyn", "map", "optional") and base in fn.receivers or base in fn.receivers \
-        or t == "dyn"
+    return receiver.type.split("(")[0] in fn.receivers
 
 
-def _result_type(fn: Function, receiver: Compiled | None, args: list[Compiled]) -> str:
-    if fn.result != "dyn":
-        return fn.result
-    if fn.name in ("reverse",) and receiver is not None:
-        return receiver.type
-    if fn.name == "orValue" and args:
-        return "dyn"
-    return "dyn"
+def _result_type(fn: Function, receiver: Compiled | None) -> str:
+    if fn.name == "reverse" and receiver is not None:
+        return receiver.type  # a reversed string or list keeps its type
+    return fn.result
 
 
 def _max_size(rng: Compiled) -> int:

@@ -8,13 +8,13 @@ and an implementation that checks its runtime argument types itself.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
 from typing import Any
 
 from draemu.cel.errors import CELRuntimeError
@@ -102,7 +102,7 @@ def ends_with(s: str, suffix: str) -> bool:
     return s.endswith(suffix)
 
 
-@lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=256)
 def _regex(pattern: str) -> re.Pattern[str]:
     try:
         return re.compile(pattern)
@@ -561,8 +561,6 @@ def list_slice(v: object, start: int, end: int) -> list:
 
 @_register("sort", True, (0,), "list", ("list",))
 def list_sort(v: object) -> list:
-    import functools
-
     return sorted(_list("sort", v), key=functools.cmp_to_key(_order))
 
 

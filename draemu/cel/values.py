@@ -244,7 +244,3 @@ def check_uint(v: int) -> Uint:
     if not 0 <= v <= UINT_MAX:
         raise CELRuntimeError("unsigned integer overflow")
     return Uint(v)
-
-
-def is_true(v: object) -> bool:
-    return v is True

@@ -152,6 +152,9 @@ class _Search:
         self.rejections: dict[tuple[int, DeviceID], str] = {}
         self.invalid_pools = False
         self.deadline: float | None = None
+        # Devices of usable pools in search order, and each one's pool.
+        self.candidates: list[tuple[Device, Pool]] = []
+        self.pool_by_device: dict[int, Pool] = {}
 
     # --- driver ------------------------------------------------------------------------
 
@@ -161,6 +164,8 @@ class _Search:
         except NodeSelectionError as e:
             raise AllocError(f"gather pool information: {e}") from None
         pools = self.node_pools.pools
+        self.candidates = [(d, p) for p in pools if p.usable for d in p.devices]
+        self.pool_by_device = {id(d): p for d, p in self.candidates}
         self.invalid_pools = any(p.invalid and not p.incomplete for p in pools)
         for i, claim in enumerate(self.raw_claims):
             state = prepare_claim(i, claim, self.inv.classes, self.features)
@@ -197,7 +202,7 @@ class _Search:
             for d in pool.devices:
                 if self.selectable(spec, d) is not None:
                     continue
-                if self.features.consumable_capacity and self._capacity(spec, d) is not None:
+                if self.features.consumable_capacity and self.capacity_short(spec, d) is not None:
                     continue
                 out.append(d)
         return out
@@ -243,7 +248,7 @@ class _Search:
             return _LIMIT
         if spec.mode == "All":
             device = spec.all_devices[k]  # type: ignore[index]
-            pool = self._pool_of(device)
+            pool = self.pool_of(device)
             chosen = self._take(ci, spec, device, pool, must=True)
             if chosen is None:
                 return False
@@ -251,7 +256,7 @@ class _Search:
             if r is not True:
                 self._undo(ci, chosen)
             return r
-        candidates = self._candidates()
+        candidates = self.candidates
         for pos in range(start, len(candidates)):
             device, pool = candidates[pos]
             if not self._usable_now(ci, spec, device):
@@ -267,18 +272,8 @@ class _Search:
                 return _LIMIT
         return False
 
-    def _candidates(self) -> list[tuple[Device, Pool]]:
-        cached = getattr(self, "_candidate_list", None)
-        if cached is None:
-            assert self.node_pools is not None
-            cached = [(d, p) for p in self.node_pools.pools if p.usable for d in p.devices]
-            self._candidate_list = cached
-            self._pool_by_device = {id(d): p for d, p in cached}
-        return cached
-
-    def _pool_of(self, device: Device) -> Pool:
-        self._candidates()
-        return self._pool_by_device[id(device)]
+    def pool_of(self, device: Device) -> Pool:
+        return self.pool_by_device[id(device)]
 
     # --- checks ---------------------------------------------------------------------------
 
@@ -305,9 +300,7 @@ class _Search:
             if not self._verdict(expression, device, f"class {spec.class_name}", i):
                 return f"class {spec.class_name} selector #{i} is false: {expression}"
         for i, expression in enumerate(spec.selectors):
-            claim = self.claims[spec.claim].name if spec.claim < len(self.claims) else \
-                claim_key(self.raw_claims[spec.claim])
-            if not self._verdict(expression, device, f"claim {claim}", i):
+            if not self._verdict(expression, device, f"claim {spec.claim_name}", i):
                 return f"request {spec.name} selector #{i} is false: {expression}"
         if device.slice.per_device and not device_matches_node(device, self.node_name,
                                                                self.labels):
@@ -332,7 +325,7 @@ class _Search:
                              f"CEL runtime error: {cached.message}")
         return cached
 
-    def _capacity(self, spec: Spec, device: Device) -> str | None:
+    def capacity_short(self, spec: Spec, device: Device) -> str | None:
         amounts = consumption(device, spec.capacity)
         if amounts is None:
             return "cannot serve the requested capacity (unknown capacity or request policy)"
@@ -347,7 +340,7 @@ class _Search:
             return False
         if self.selectable(spec, device) is not None:
             return False
-        return not (self.features.consumable_capacity and self._capacity(spec, device))
+        return not (self.features.consumable_capacity and self.capacity_short(spec, device))
 
     def counters_short(self, device: Device, pool: Pool) -> str | None:
         """None if the pool's counters can take the device, else which counter is short."""
@@ -401,7 +394,7 @@ class _Search:
         if self.in_use(ci, spec, device) is not None:
             return None
         if self.features.consumable_capacity:
-            short = self._capacity(spec, device)
+            short = self.capacity_short(spec, device)
             if short is not None:
                 self.rejections[(id(spec), device.id)] = short
                 return None

@@ -136,14 +136,14 @@ def _device_report(search: _Search, ci: int, spec: Spec, device: Device, usable:
         reason = f"in use by claim {', '.join(holders)}" if holders else \
             "in use (allocation in flight)"
     if reason is None and search.features.consumable_capacity:
-        reason = search._capacity(spec, device)
+        reason = search.capacity_short(spec, device)
     if reason is None:
         reason = search.taint_blocks(spec, device)
     if reason is None and device.consumes:
         if not search.features.partitionable_devices:
             reason = "consumes counters, but DRAPartitionableDevices is disabled"
         else:
-            pool = search._pool_of(device)
+            pool = search.pool_of(device)
             saved, search.counters_used = search.counters_used, {}
             try:
                 reason = search.counters_short(device, pool)

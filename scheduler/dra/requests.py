@@ -34,6 +34,7 @@ class Spec:
     """One request with `exactly`, or one subrequest of `firstAvailable`."""
 
     claim: int
+    claim_name: str
     request: str
     sub: str | None
     raw: dict[str, Any]
@@ -144,9 +145,9 @@ def _spec(index: int, c: str, request: str, sub: str | None, raw: dict[str, Any]
     mode = raw.get("allocationMode") or "ExactCount"
     if mode not in ("ExactCount", "All"):
         raise AllocError(f"claim {c}, request {label}: unsupported count mode {mode}")
-    count = int(raw.get("count") or 1) if mode == "ExactCount" and "count" not in raw \
-        else int(raw.get("count") or 0)
+    # The API defaults an ExactCount request's count to 1; an explicit 0 asks for nothing.
+    count = int(raw["count"] or 0) if "count" in raw else 1
     capacity = {k: quantity(v) for k, v in
                 ((raw.get("capacity") or {}).get("requests") or {}).items()}
-    return Spec(index, request, sub, raw, class_name, device_class, mode, count,
+    return Spec(index, c, request, sub, raw, class_name, device_class, mode, count,
                 bool(raw.get("adminAccess")), list(raw.get("tolerations") or []), capacity)
