@@ -21,6 +21,10 @@ from draemu.openapi.schemas.node import SchemaNode
 
 APPLY, UPDATE = "Apply", "Update"
 MAX_MANAGER_LENGTH = 128
+# Upstream keeps at most 10 Update entries; older ones are folded, per API version, into
+# one entry of this manager.
+MAX_UPDATE_MANAGERS = 10
+ANCIENT = "ancient-changes"
 
 
 @dataclass
@@ -145,5 +149,33 @@ def update_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], manag
                     subresource, time or now())
         mine.fields |= owned
         mine.time = time or now()
+        entries = cap_update_entries(entries)
     store(new, entries)
     return new
+
+
+def cap_update_entries(entries: list[Entry]) -> list[Entry]:
+    """Fold the oldest Update entries into per-version `ancient-changes` entries until
+    at most MAX_UPDATE_MANAGERS Update entries are left (entries with no fields don't
+    count: they are dropped anyway)."""
+    updates = [e for e in entries if e.operation == UPDATE and e.fields]
+    excess = len(updates) - MAX_UPDATE_MANAGERS
+    if excess <= 0:
+        return entries
+    updates.sort(key=lambda e: (e.time, e.manager))
+    first_of_version: dict[str, Entry] = {}
+    gone: list[Entry] = []
+    for entry in updates:
+        if excess <= 0:
+            break
+        first = first_of_version.get(entry.api_version)
+        if first is None:
+            first_of_version[entry.api_version] = entry
+            continue
+        if first.manager != ANCIENT:
+            first.manager, first.subresource, first.stored = ANCIENT, "", None
+        first.fields = first.fields | entry.fields
+        first.time = entry.time  # the bucket is as recent as what it last took in
+        gone.append(entry)
+        excess -= 1
+    return [e for e in entries if not any(e is g for g in gone)]

@@ -112,3 +112,18 @@ def test_managed_fields_set_by_the_request_replace_the_stored_ones():
 def test_manager_from_user_agent_is_the_first_word():
     assert manager_from_user_agent("kubectl/v1.35.2 (linux/amd64) kubernetes/abc") == "kubectl"
     assert len(manager_from_user_agent("x" * 300)) == 128
+
+
+def test_old_update_entries_are_folded_into_ancient_changes():
+    obj = update_managed_fields(None, configmap(k0="v"), "m00", "Update", "v1",
+                                "2026-01-01T00:00:00Z")
+    for i in range(1, 12):
+        new = copy.deepcopy(obj)
+        new["data"][f"k{i}"] = "v"
+        obj = update_managed_fields(obj, new, f"m{i:02}", "Update", "v1",
+                                    f"2026-01-01T00:00:{i:02}Z")
+    managers = [e["manager"] for e in obj["metadata"]["managedFields"]]
+    assert len(managers) == 10
+    assert "ancient-changes" in managers and "m00" not in managers and "m01" not in managers
+    ancient = fields(obj, "ancient-changes")["f:data"]
+    assert {"f:k0", "f:k1", "f:k2"} <= set(ancient)
