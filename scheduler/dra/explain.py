@@ -75,7 +75,7 @@ class Explanation:
             lines.append(f"  claim {r.claim}, request {r.request} (class {r.device_class}, "
                          f"needs {r.needed}): {r.fitting} of {len(r.devices)} devices fit")
             for d in r.devices:
-                icon = "✅" if d.device in r.chosen else ("☑️ " if d.ok else "❌")
+                icon = "✅" if d.device in r.chosen else ("✔" if d.ok else "❌")
                 seen = f" [{d.seen}]" if d.seen else ""
                 lines.append(f"    {icon} {d.device}: {d.reason}{seen}")
         return "\n".join(lines)
@@ -215,10 +215,27 @@ def _summary(search: _Search, requests: list[RequestReport], notes: list[str],
 
 
 def _top_reasons(r: RequestReport) -> str:
-    counts = Counter(_category(d.reason) for d in r.devices if not d.ok)
+    counts = Counter(category(d.reason) for d in r.devices if not d.ok)
     return ", ".join(f"{n} {reason}" for reason, n in counts.most_common(3))
 
 
-def _category(reason: str) -> str:
-    # Drop per-device detail so that equal causes group together.
-    return re.sub(r" \(needs [^)]*\)", "", reason)
+_CATEGORIES = [
+    (re.compile(r"^(class \S+ selector #\d+) is false"), r"\1 false"),
+    (re.compile(r"^request \S+ (selector #\d+) is false"), r"request \1 false"),
+    (re.compile(r"^in use"), "in use"),
+    (re.compile(r"^taint "), "tainted"),
+    (re.compile(r"^(capacity) "), "capacity exhausted"),
+    (re.compile(r"^counter "), "counters exhausted"),
+    (re.compile(r"^(constraint #\d+)"), r"\1 unmet"),
+    (re.compile(r"^(pool \w+)"), r"\1"),
+]
+
+
+def category(reason: str) -> str:
+    """A short form of a rejection reason, so that equal causes group together in the
+    one-line summary (the FailedScheduling message)."""
+    for pattern, short in _CATEGORIES:
+        m = pattern.match(reason)
+        if m:
+            return m.expand(short)
+    return reason

@@ -184,3 +184,13 @@ def test_incomplete_pool_is_explained(inv: Inventory) -> None:
     text = outcome.explanation.text()
     assert "pool gpu.example.com/node-1 is incomplete" in text
     assert "❌ gpu.example.com/node-1/gpu-0: pool incomplete" in text
+
+
+def test_summary_groups_reasons_most_common_first(inv: Inventory) -> None:
+    inv.set_slice(gpu_slice(1, *[{"name": f"gpu-{i}", "attributes": {"model": {"string": m}}}
+                                 for i, m in enumerate(["T4", "T4", "A100"])]))
+    inv.set_claim(allocated("old", "gpu-2"))
+    outcome = Allocator(inv).allocate(NODE, [claim("c", f'device.attributes["{DRIVER}"].model '
+                                                   '== "A100"')])
+    assert outcome.summary == ("cannot allocate all claims: claim ns/c, request r: 0 of 3 "
+                               "devices fit, 1 needed; 2 request selector #0 false, 1 in use")
