@@ -58,6 +58,8 @@ _STANDARD_RESOURCES = _STANDARD_CONTAINER_RESOURCES | {
 _PORT_NAME_CHARSET = re.compile(r"^[-a-z0-9]+$")
 _PORT_NAME_LETTER = re.compile(r"[a-z]")
 _PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
+_PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
+_LIFECYCLE_HANDLERS = ("exec", "httpGet", "tcpSocket", "sleep")
 _SOURCE_WRAPPER_KEYS = ("resourceClaimName", "resourceClaimTemplateName")
 
 
@@ -378,6 +380,102 @@ def _validate_env(env: list[Obj], path: Path) -> list[FieldError]:
     return errs
 
 
+def _validate_env_from(sources: list[Obj], path: Path) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for i, source in enumerate(sources):
+        p = path.index(i)
+        prefix = source.get("prefix") or ""
+        if prefix:
+            errs += [invalid(p.child("prefix"), prefix, m) for m in env_var_name_errors(prefix)]
+        refs = [k for k in ("configMapRef", "secretRef") if source.get(k) is not None]
+        for key in refs:
+            name = source[key].get("name") or ""
+            if not name:
+                errs.append(required(p.child(key, "name")))
+            else:
+                errs += dns_subdomain(name, p.child(key, "name"))
+        # Upstream reports these two at the list, not the entry.
+        if not refs:
+            errs.append(invalid(path, "", "must specify one of: `configMapRef` or `secretRef`"))
+        elif len(refs) > 1:
+            errs.append(invalid(path, "", "may not have more than one field specified at a time"))
+    return errs
+
+
+def _validate_port_num_or_name(port: Any, path: Path) -> list[FieldError]:
+    if isinstance(port, int):
+        if not 1 <= port <= 65535:
+            return [invalid(path, port, inclusive_range(1, 65535))]
+        return []
+    if not port:
+        return [required(path)]
+    return [invalid(path, port, m) for m in port_name_errors(str(port))]
+
+
+def _validate_handler(handler: Obj, path: Path, kinds: tuple[str, ...]) -> list[FieldError]:
+    """Exactly one of `kinds` (exec, httpGet, ...) in a probe or lifecycle hook."""
+    errs: list[FieldError] = []
+    count = 0
+    for kind in kinds:
+        action = handler.get(kind)
+        if action is None:
+            continue
+        if count:
+            errs.append(forbidden(path.child(kind), "may not specify more than 1 handler type"))
+            continue
+        count += 1
+        p = path.child(kind)
+        if kind == "exec" and not action.get("command"):
+            errs.append(required(p.child("command")))
+        elif kind == "httpGet":
+            if not action.get("path"):
+                errs.append(required(p.child("path")))
+            errs += _validate_port_num_or_name(action.get("port"), p.child("port"))
+            scheme = action.get("scheme") or ""
+            if scheme not in ("HTTP", "HTTPS"):
+                errs.append(not_supported(p.child("scheme"), scheme, ["HTTP", "HTTPS"]))
+        elif kind == "tcpSocket":
+            errs += _validate_port_num_or_name(action.get("port"), p.child("port"))
+        elif kind == "grpc":
+            port = action.get("port") or 0
+            if not 1 <= port <= 65535:
+                errs.append(invalid(p.child("port"), port, inclusive_range(1, 65535)))
+    if not count:
+        errs.append(required(path, "must specify a handler type"))
+    return errs
+
+
+def _validate_probe(probe: Obj, path: Path, *, success_must_be_one: bool) -> list[FieldError]:
+    errs = _validate_handler(probe, path, _PROBE_HANDLERS)
+    for name in ("initialDelaySeconds", "timeoutSeconds", "periodSeconds", "successThreshold",
+                 "failureThreshold"):
+        value = probe.get(name)
+        if value is not None and value < 0:
+            errs.append(invalid(path.child(name), value, IS_NEGATIVE))
+    grace = probe.get("terminationGracePeriodSeconds")
+    if grace is not None and grace <= 0:
+        errs.append(invalid(path.child("terminationGracePeriodSeconds"), grace,
+                            "must be greater than 0"))
+    if success_must_be_one and probe.get("successThreshold", 1) != 1:
+        errs.append(invalid(path.child("successThreshold"), probe["successThreshold"],
+                            "must be 1"))
+    return errs
+
+
+def _validate_probes_and_lifecycle(ctr: Obj, path: Path) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for name in _PROBES:
+        if ctr.get(name) is not None:
+            errs += _validate_probe(ctr[name], path.child(name),
+                                    success_must_be_one=name != "readinessProbe")
+    lifecycle = ctr.get("lifecycle") or {}
+    for hook in ("postStart", "preStop"):
+        if lifecycle.get(hook) is not None:
+            errs += _validate_handler(lifecycle[hook], path.child("lifecycle", hook),
+                                      _LIFECYCLE_HANDLERS)
+    return errs
+
+
 def _validate_volume_mounts(mounts: list[Obj], volumes: set[str], path: Path) -> list[FieldError]:
     errs: list[FieldError] = []
     mount_paths: set[str] = set()
@@ -419,6 +517,7 @@ def _validate_container_common(ctr: Obj, volumes: set[str], pod_claims: set[str]
                            TERMINATION_MESSAGE_POLICIES, path.child("terminationMessagePolicy"))
     errs += _validate_ports(ctr.get("ports") or [], path.child("ports"))
     errs += _validate_env(ctr.get("env") or [], path.child("env"))
+    errs += _validate_env_from(ctr.get("envFrom") or [], path.child("envFrom"))
     errs += _validate_volume_mounts(ctr.get("volumeMounts") or [], volumes,
                                     path.child("volumeMounts"))
     errs += _validate_enum(ctr.get("imagePullPolicy") or "", PULL_POLICIES,
@@ -440,6 +539,7 @@ def _validate_containers(containers: list[Obj], volumes: set[str], pod_claims: s
             errs.append(duplicate(p.child("name"), ctr.get("name")))
         else:
             names.add(ctr.get("name") or "")
+        errs += _validate_probes_and_lifecycle(ctr, p)
     return errs
 
 
@@ -458,6 +558,8 @@ def _validate_init_containers(init: list[Obj], containers: list[Obj], volumes: s
                 if ctr.get(field) is not None:
                     errs.append(forbidden(p.child(field), "may not be set for init containers "
                                           "without restartPolicy=Always"))
+        else:
+            errs += _validate_probes_and_lifecycle(ctr, p)
         name = ctr.get("name") or ""
         if name in names:
             errs.append(duplicate(p.child("name"), name))

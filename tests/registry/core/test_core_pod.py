@@ -113,6 +113,17 @@ def test_scheduling_gated_pod_gets_the_gated_condition() -> None:
 
 # Validation ------------------------------------------------------------------------
 
+def test_valid_probes_hooks_and_env_sources_are_accepted() -> None:
+    obj = pod(containers=[{
+        "name": "app", "image": "i", "ports": [{"name": "web", "containerPort": 80}],
+        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "web"}},
+        "readinessProbe": {"tcpSocket": {"port": 80}, "successThreshold": 2},
+        "startupProbe": {"exec": {"command": ["true"]}},
+        "lifecycle": {"preStop": {"sleep": {"seconds": 1}}},
+        "envFrom": [{"configMapRef": {"name": "settings"}, "prefix": "APP_"}]}])
+    assert errors_of(obj) == []
+
+
 def test_valid_pod_with_dra_claims_is_accepted() -> None:
     obj = pod(
         containers=[{"name": "app", "image": "i", "resources": {"claims": [
@@ -205,6 +216,24 @@ def test_valid_pod_with_dra_claims_is_accepted() -> None:
       "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
       "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
       "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"]),
+    ({"containers": [{"name": "a", "image": "i", "livenessProbe": {"periodSeconds": 5}}]},
+     ["spec.containers[0].livenessProbe: Required value: must specify a handler type"]),
+    ({"containers": [{"name": "a", "image": "i", "livenessProbe": {
+        "httpGet": {"port": 0}, "exec": {"command": ["true"]}}}]},
+     ["spec.containers[0].livenessProbe.httpGet: Forbidden: may not specify more than 1 "
+      "handler type"]),
+    ({"containers": [{"name": "a", "image": "i", "startupProbe": {
+        "tcpSocket": {"port": "web"}, "successThreshold": 2}}]},
+     ["spec.containers[0].startupProbe.successThreshold: Invalid value: 2: must be 1"]),
+    ({"containers": [{"name": "a", "image": "i", "readinessProbe": {
+        "httpGet": {"path": "/", "port": 70000}}}]},
+     ["spec.containers[0].readinessProbe.httpGet.port: Invalid value: 70000: must be between 1 "
+      "and 65535, inclusive"]),
+    ({"containers": [{"name": "a", "image": "i", "lifecycle": {"preStop": {"exec": {}}}}]},
+     ["spec.containers[0].lifecycle.preStop.exec.command: Required value"]),
+    ({"containers": [{"name": "a", "image": "i", "envFrom": [{"prefix": "P_"}]}]},
+     ['spec.containers[0].envFrom: Invalid value: "": must specify one of: `configMapRef` or '
+      "`secretRef`"]),
     ({"initContainers": [{"name": "app", "image": "i"}]},
      ['spec.initContainers[0].name: Duplicate value: "app"']),
     ({"initContainers": [{"name": "init", "image": "i", "readinessProbe": {
