@@ -168,22 +168,28 @@ async def _pump(stream: _Stream, watcher: Any, matches: Any, bookmarks: bool, de
                 cache: Any) -> None:
     next_bookmark = time.monotonic() + BOOKMARK_INTERVAL
     request = stream.scope.request
+    queue = watcher.queue
     while True:
         now = time.monotonic()
         if now >= deadline:
             return
-        wait = min(deadline, next_bookmark if bookmarks else deadline,
-                   now + LIVENESS_INTERVAL) - now
-        try:
-            change = await asyncio.wait_for(watcher.queue.get(), max(wait, 0.001))
-        except TimeoutError:
-            transport = request.transport
-            if transport is None or transport.is_closing():
-                return
-            if bookmarks and time.monotonic() >= next_bookmark:
-                await stream.bookmark(cache.revision)
-                next_bookmark = time.monotonic() + BOOKMARK_INTERVAL
-            continue
+        if queue.empty():
+            wait = min(deadline, next_bookmark if bookmarks else deadline,
+                       now + LIVENESS_INTERVAL) - now
+            try:
+                # asyncio.timeout, not wait_for: no task per event on a busy stream.
+                async with asyncio.timeout(max(wait, 0.001)):
+                    change = await queue.get()
+            except TimeoutError:
+                transport = request.transport
+                if transport is None or transport.is_closing():
+                    return
+                if bookmarks and time.monotonic() >= next_bookmark:
+                    await stream.bookmark(cache.revision)
+                    next_bookmark = time.monotonic() + BOOKMARK_INTERVAL
+                continue
+        else:
+            change = queue.get_nowait()
         if change is None:  # dropped: too slow, or the server is stopping
             return
         type_ = _event(change, matches)
