@@ -38,6 +38,7 @@ from draemu.store.validation import prefix_end
 CHANNEL = "draemu_store"
 POLL_INTERVAL = 0.5
 POLL_PAGE = 1000
+CLOSE_TIMEOUT = 10
 _NEWEST = 2**63 - 1
 
 _GET_AT = text(queries.GET_AT)
@@ -181,12 +182,12 @@ class PostgresStore(Store):
 
     async def _poll_forever(self) -> None:
         while True:
-            # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation
-            # that coincides with its timeout, and close() would wait forever.
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(POLL_INTERVAL):
                     await self._wake.wait()
             self._wake.clear()
+            if self._closed:
+                return
             try:
                 if self._listener is None:
                     await self._listen()
@@ -213,8 +214,15 @@ class PostgresStore(Store):
 
     async def _close(self) -> None:
         if self._poller is not None:
-            self._poller.cancel()
-            await asyncio.gather(self._poller, return_exceptions=True)
+            # Let a poll in flight finish: a query cancelled halfway leaves its
+            # connection to be torn down by the server later.
+            self._wake.set()
+            try:
+                async with asyncio.timeout(CLOSE_TIMEOUT):
+                    await self._poller
+            except TimeoutError:
+                self._poller.cancel()
+                await asyncio.gather(self._poller, return_exceptions=True)
         if self._listener is not None:
             await self._listener.close()
         await self._engine.dispose()
