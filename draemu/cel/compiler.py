@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from draemu.cel import netlib  # noqa: F401  (registers the IP, CIDR, URL and format functions)
 from draemu.cel.errors import CELCompileError, CELRuntimeError, CostLimitExceeded
 from draemu.cel.library import FUNCTIONS, NAMESPACES, Function
 from draemu.cel.syntax import (

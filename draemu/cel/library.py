@@ -53,7 +53,7 @@ class Function:
 FUNCTIONS: dict[tuple[str, bool], Function] = {}
 
 
-def _register(name: str, member: bool, arities: tuple[int, ...], result: str,
+def register(name: str, member: bool, arities: tuple[int, ...], result: str,
               receivers: tuple[str, ...] = (), cost: int = 1, gate: str | None = None
               ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -63,14 +63,14 @@ def _register(name: str, member: bool, arities: tuple[int, ...], result: str,
     return wrap
 
 
-def _want(name: str, value: object, *kinds: type) -> None:
+def want(name: str, value: object, *kinds: type) -> None:
     if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
         raise no_overload(name, value)
 
 
 # --- standard functions ---------------------------------------------------------------
 
-@_register("size", False, (1,), "int")
+@register("size", False, (1,), "int")
 def size(v: object) -> int:
     if isinstance(v, (str, bytes, list, tuple, dict)):
         return len(v)
@@ -81,24 +81,24 @@ FUNCTIONS[("size", True)] = Function("size", True, (0,), "int", size,
                                      frozenset({"string", "bytes", "list", "map"}))
 
 
-@_register("contains", True, (1,), "bool", ("string",))
+@register("contains", True, (1,), "bool", ("string",))
 def contains(s: str, sub: str) -> bool:
-    _want("contains", s, str)
-    _want("contains", sub, str)
+    want("contains", s, str)
+    want("contains", sub, str)
     return sub in s
 
 
-@_register("startsWith", True, (1,), "bool", ("string",))
+@register("startsWith", True, (1,), "bool", ("string",))
 def starts_with(s: str, prefix: str) -> bool:
-    _want("startsWith", s, str)
-    _want("startsWith", prefix, str)
+    want("startsWith", s, str)
+    want("startsWith", prefix, str)
     return s.startswith(prefix)
 
 
-@_register("endsWith", True, (1,), "bool", ("string",))
+@register("endsWith", True, (1,), "bool", ("string",))
 def ends_with(s: str, suffix: str) -> bool:
-    _want("endsWith", s, str)
-    _want("endsWith", suffix, str)
+    want("endsWith", s, str)
+    want("endsWith", suffix, str)
     return s.endswith(suffix)
 
 
@@ -110,17 +110,17 @@ def _regex(pattern: str) -> re.Pattern[str]:
         raise CELRuntimeError(f"error parsing regexp: {e}") from None
 
 
-@_register("matches", True, (1,), "bool", ("string",), cost=2)
+@register("matches", True, (1,), "bool", ("string",), cost=2)
 def matches(s: str, pattern: str) -> bool:
-    _want("matches", s, str)
-    _want("matches", pattern, str)
+    want("matches", s, str)
+    want("matches", pattern, str)
     return _regex(pattern).search(s) is not None
 
 
 FUNCTIONS[("matches", False)] = Function("matches", False, (2,), "bool", matches, cost=2)
 
 
-@_register("int", False, (1,), "int")
+@register("int", False, (1,), "int")
 def to_int(v: object) -> int:
     if isinstance(v, bool):
         raise no_overload("int", v)
@@ -138,7 +138,7 @@ def to_int(v: object) -> int:
     raise no_overload("int", v)
 
 
-@_register("uint", False, (1,), "uint")
+@register("uint", False, (1,), "uint")
 def to_uint(v: object) -> Uint:
     if isinstance(v, bool):
         raise no_overload("uint", v)
@@ -152,7 +152,7 @@ def to_uint(v: object) -> Uint:
     raise no_overload("uint", v)
 
 
-@_register("double", False, (1,), "double")
+@register("double", False, (1,), "double")
 def to_double(v: object) -> float:
     if is_number(v):
         return float(v)  # type: ignore[arg-type]
@@ -164,7 +164,7 @@ def to_double(v: object) -> float:
     raise no_overload("double", v)
 
 
-@_register("string", False, (1,), "string")
+@register("string", False, (1,), "string")
 def to_string(v: object) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -181,7 +181,7 @@ def to_string(v: object) -> str:
     raise no_overload("string", v)
 
 
-@_register("bytes", False, (1,), "bytes")
+@register("bytes", False, (1,), "bytes")
 def to_bytes(v: object) -> bytes:
     if isinstance(v, bytes):
         return v
@@ -190,7 +190,7 @@ def to_bytes(v: object) -> bytes:
     raise no_overload("bytes", v)
 
 
-@_register("bool", False, (1,), "bool")
+@register("bool", False, (1,), "bool")
 def to_bool(v: object) -> bool:
     if isinstance(v, bool):
         return v
@@ -203,27 +203,27 @@ def to_bool(v: object) -> bool:
     raise no_overload("bool", v)
 
 
-@_register("dyn", False, (1,), "dyn")
+@register("dyn", False, (1,), "dyn")
 def to_dyn(v: object) -> object:
     return v
 
 
-@_register("type", False, (1,), "type")
+@register("type", False, (1,), "type")
 def type_of(v: object) -> CelType:
     return CelType(type_name(v))
 
 
 # --- Kubernetes quantity library ---------------------------------------------------------
 
-@_register("quantity", False, (1,), "quantity")
+@register("quantity", False, (1,), "quantity")
 def quantity(s: str) -> QuantityValue:
-    _want("quantity", s, str)
+    want("quantity", s, str)
     return QuantityValue.parse(s)
 
 
-@_register("isQuantity", False, (1,), "bool")
+@register("isQuantity", False, (1,), "bool")
 def is_quantity(s: str) -> bool:
-    _want("isQuantity", s, str)
+    want("isQuantity", s, str)
     try:
         QuantityValue.parse(s)
     except CELRuntimeError:
@@ -242,17 +242,17 @@ def _ordered(name: str, a: object, b: object) -> int:
 _ORDERED = ("quantity", "semver")
 
 
-@_register("isGreaterThan", True, (1,), "bool", _ORDERED)
+@register("isGreaterThan", True, (1,), "bool", _ORDERED)
 def is_greater_than(a: object, b: object) -> bool:
     return _ordered("isGreaterThan", a, b) > 0
 
 
-@_register("isLessThan", True, (1,), "bool", _ORDERED)
+@register("isLessThan", True, (1,), "bool", _ORDERED)
 def is_less_than(a: object, b: object) -> bool:
     return _ordered("isLessThan", a, b) < 0
 
 
-@_register("compareTo", True, (1,), "int", _ORDERED)
+@register("compareTo", True, (1,), "int", _ORDERED)
 def compare_to(a: object, b: object) -> int:
     return _ordered("compareTo", a, b)
 
@@ -267,62 +267,62 @@ def _quantity_operand(name: str, q: object, other: object) -> tuple[Fraction, Fr
     raise no_overload(name, q, other)
 
 
-@_register("add", True, (1,), "quantity", ("quantity",))
+@register("add", True, (1,), "quantity", ("quantity",))
 def q_add(q: object, other: object) -> QuantityValue:
     a, b = _quantity_operand("add", q, other)
     return QuantityValue(a + b)
 
 
-@_register("sub", True, (1,), "quantity", ("quantity",))
+@register("sub", True, (1,), "quantity", ("quantity",))
 def q_sub(q: object, other: object) -> QuantityValue:
     a, b = _quantity_operand("sub", q, other)
     return QuantityValue(a - b)
 
 
-@_register("asInteger", True, (0,), "int", ("quantity",))
+@register("asInteger", True, (0,), "int", ("quantity",))
 def as_integer(q: object) -> int:
-    _want("asInteger", q, QuantityValue)
+    want("asInteger", q, QuantityValue)
     v = q.value  # type: ignore[union-attr]
     if v.denominator != 1 or not -(2**63) <= v < 2**63:
         raise CELRuntimeError("cannot convert value to integer")
     return int(v)
 
 
-@_register("asApproximateFloat", True, (0,), "double", ("quantity",))
+@register("asApproximateFloat", True, (0,), "double", ("quantity",))
 def as_float(q: object) -> float:
-    _want("asApproximateFloat", q, QuantityValue)
+    want("asApproximateFloat", q, QuantityValue)
     return float(q.value)  # type: ignore[union-attr]
 
 
-@_register("sign", True, (0,), "int", ("quantity",))
+@register("sign", True, (0,), "int", ("quantity",))
 def sign(q: object) -> int:
-    _want("sign", q, QuantityValue)
+    want("sign", q, QuantityValue)
     v = q.value  # type: ignore[union-attr]
     return (v > 0) - (v < 0)
 
 
-@_register("isInteger", True, (0,), "bool", ("quantity",))
+@register("isInteger", True, (0,), "bool", ("quantity",))
 def is_integer(q: object) -> bool:
-    _want("isInteger", q, QuantityValue)
+    want("isInteger", q, QuantityValue)
     v = q.value  # type: ignore[union-attr]
     return v.denominator == 1 and -(2**63) <= v < 2**63
 
 
 # --- Kubernetes semver library -----------------------------------------------------------
 
-@_register("semver", False, (1, 2), "semver")
+@register("semver", False, (1, 2), "semver")
 def semver(s: str, normalize: bool = False) -> Semver:
-    _want("semver", s, str)
-    _want("semver", normalize, bool)
+    want("semver", s, str)
+    want("semver", normalize, bool)
     try:
         return Semver(s, normalize=normalize)
     except ValueError as e:
         raise CELRuntimeError(f"could not parse semver: {e}") from None
 
 
-@_register("isSemver", False, (1, 2), "bool")
+@register("isSemver", False, (1, 2), "bool")
 def is_semver(s: str, normalize: bool = False) -> bool:
-    _want("isSemver", s, str)
+    want("isSemver", s, str)
     try:
         Semver(s, normalize=bool(normalize))
     except ValueError:
@@ -330,58 +330,58 @@ def is_semver(s: str, normalize: bool = False) -> bool:
     return True
 
 
-@_register("major", True, (0,), "int", ("semver",))
+@register("major", True, (0,), "int", ("semver",))
 def major(v: Semver) -> int:
-    _want("major", v, Semver)
+    want("major", v, Semver)
     return v.major
 
 
-@_register("minor", True, (0,), "int", ("semver",))
+@register("minor", True, (0,), "int", ("semver",))
 def minor(v: Semver) -> int:
-    _want("minor", v, Semver)
+    want("minor", v, Semver)
     return v.minor
 
 
-@_register("patch", True, (0,), "int", ("semver",))
+@register("patch", True, (0,), "int", ("semver",))
 def patch(v: Semver) -> int:
-    _want("patch", v, Semver)
+    want("patch", v, Semver)
     return v.patch
 
 
 # --- strings extension -------------------------------------------------------------------
 
-@_register("charAt", True, (1,), "string", ("string",))
+@register("charAt", True, (1,), "string", ("string",))
 def char_at(s: str, i: int) -> str:
-    _want("charAt", s, str)
-    _want("charAt", i, int)
+    want("charAt", s, str)
+    want("charAt", i, int)
     if not 0 <= i <= len(s):
         raise CELRuntimeError(f"index out of range: {i}")
     return s[i: i + 1]
 
 
-@_register("indexOf", True, (1, 2), "int", ("string", "list"))
+@register("indexOf", True, (1, 2), "int", ("string", "list"))
 def index_of(s: object, sub: object, start: int = 0) -> int:
     if isinstance(s, (list, tuple)):
         for i, v in enumerate(s):
             if equal(v, sub):
                 return i
         return -1
-    _want("indexOf", s, str)
-    _want("indexOf", sub, str)
+    want("indexOf", s, str)
+    want("indexOf", sub, str)
     if not 0 <= start <= len(s):  # type: ignore[arg-type]
         raise CELRuntimeError(f"index out of range: {start}")
     return s.find(sub, start)  # type: ignore[union-attr, arg-type]
 
 
-@_register("lastIndexOf", True, (1, 2), "int", ("string", "list"))
+@register("lastIndexOf", True, (1, 2), "int", ("string", "list"))
 def last_index_of(s: object, sub: object, end: int | None = None) -> int:
     if isinstance(s, (list, tuple)):
         for i in range(len(s) - 1, -1, -1):
             if equal(s[i], sub):
                 return i
         return -1
-    _want("lastIndexOf", s, str)
-    _want("lastIndexOf", sub, str)
+    want("lastIndexOf", s, str)
+    want("lastIndexOf", sub, str)
     if end is None:
         return s.rfind(sub)  # type: ignore[union-attr, arg-type]
     if not 0 <= end < len(s):  # type: ignore[arg-type]
@@ -389,29 +389,29 @@ def last_index_of(s: object, sub: object, end: int | None = None) -> int:
     return s.rfind(sub, 0, end + len(sub))  # type: ignore[union-attr, arg-type]
 
 
-@_register("lowerAscii", True, (0,), "string", ("string",))
+@register("lowerAscii", True, (0,), "string", ("string",))
 def lower_ascii(s: str) -> str:
-    _want("lowerAscii", s, str)
+    want("lowerAscii", s, str)
     return "".join(c.lower() if c.isascii() else c for c in s)
 
 
-@_register("upperAscii", True, (0,), "string", ("string",))
+@register("upperAscii", True, (0,), "string", ("string",))
 def upper_ascii(s: str) -> str:
-    _want("upperAscii", s, str)
+    want("upperAscii", s, str)
     return "".join(c.upper() if c.isascii() else c for c in s)
 
 
-@_register("replace", True, (2, 3), "string", ("string",))
+@register("replace", True, (2, 3), "string", ("string",))
 def replace(s: str, old: str, new: str, n: int = -1) -> str:
     for v in (s, old, new):
-        _want("replace", v, str)
+        want("replace", v, str)
     return s.replace(old, new, n if n >= 0 else -1)
 
 
-@_register("split", True, (1, 2), "list", ("string",), cost=2)
+@register("split", True, (1, 2), "list", ("string",), cost=2)
 def split(s: str, sep: str, n: int = -1) -> list[str]:
-    _want("split", s, str)
-    _want("split", sep, str)
+    want("split", s, str)
+    want("split", sep, str)
     if n == 0:
         return []
     if sep == "":
@@ -420,56 +420,56 @@ def split(s: str, sep: str, n: int = -1) -> list[str]:
     return s.split(sep, n - 1 if n > 0 else -1)
 
 
-@_register("substring", True, (1, 2), "string", ("string",))
+@register("substring", True, (1, 2), "string", ("string",))
 def substring(s: str, start: int, end: int | None = None) -> str:
-    _want("substring", s, str)
+    want("substring", s, str)
     end = len(s) if end is None else end
     if not 0 <= start <= end <= len(s):
         raise CELRuntimeError(f"index out of range: {start if start > len(s) else end}")
     return s[start:end]
 
 
-@_register("trim", True, (0,), "string", ("string",))
+@register("trim", True, (0,), "string", ("string",))
 def trim(s: str) -> str:
-    _want("trim", s, str)
+    want("trim", s, str)
     return s.strip()
 
 
-@_register("join", True, (0, 1), "string", ("list",))
+@register("join", True, (0, 1), "string", ("list",))
 def join(items: list[str], sep: str = "") -> str:
-    _want("join", items, list, tuple)
+    want("join", items, list, tuple)
     for v in items:
-        _want("join", v, str)
+        want("join", v, str)
     return sep.join(items)
 
 
-@_register("reverse", True, (0,), "dyn", ("string", "list"))
+@register("reverse", True, (0,), "dyn", ("string", "list"))
 def reverse(v: object) -> object:
     if isinstance(v, str):
         return v[::-1]
-    _want("reverse", v, list, tuple)
+    want("reverse", v, list, tuple)
     return list(v)[::-1]  # type: ignore[call-overload]
 
 
-@_register("strings.quote", False, (1,), "string")
+@register("strings.quote", False, (1,), "string")
 def quote(s: str) -> str:
-    _want("strings.quote", s, str)
+    want("strings.quote", s, str)
     escaped = s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
     return f'"{escaped}"'
 
 
 # --- Kubernetes regex library ------------------------------------------------------------
 
-@_register("find", True, (1,), "string", ("string",), cost=2)
+@register("find", True, (1,), "string", ("string",), cost=2)
 def find(s: str, pattern: str) -> str:
-    _want("find", s, str)
+    want("find", s, str)
     m = _regex(pattern).search(s)
     return m.group(0) if m else ""
 
 
-@_register("findAll", True, (1, 2), "list", ("string",), cost=2)
+@register("findAll", True, (1, 2), "list", ("string",), cost=2)
 def find_all(s: str, pattern: str, limit: int = -1) -> list[str]:
-    _want("findAll", s, str)
+    want("findAll", s, str)
     found = [m.group(0) for m in _regex(pattern).finditer(s)]
     return found if limit < 0 else found[:limit]
 
@@ -482,7 +482,7 @@ def _list(name: str, v: object) -> list:
     return list(v)
 
 
-@_register("isSorted", True, (0,), "bool", ("list",))
+@register("isSorted", True, (0,), "bool", ("list",))
 def is_sorted(v: object) -> bool:
     items = _list("isSorted", v)
     return all(_order(a, b) <= 0 for a, b in itertools.pairwise(items))
@@ -494,7 +494,7 @@ def _order(a: object, b: object) -> int:
     return compare(a, b, "_<_")
 
 
-@_register("sum", True, (0,), "dyn", ("list",))
+@register("sum", True, (0,), "dyn", ("list",))
 def list_sum(v: object) -> object:
     items = _list("sum", v)
     if not items:
@@ -519,17 +519,17 @@ def _extreme(name: str, v: object, sign_: int) -> object:
     return best
 
 
-@_register("min", True, (0,), "dyn", ("list",))
+@register("min", True, (0,), "dyn", ("list",))
 def list_min(v: object) -> object:
     return _extreme("min", v, -1)
 
 
-@_register("max", True, (0,), "dyn", ("list",))
+@register("max", True, (0,), "dyn", ("list",))
 def list_max(v: object) -> object:
     return _extreme("max", v, 1)
 
 
-@_register("distinct", True, (0,), "list", ("list",))
+@register("distinct", True, (0,), "list", ("list",))
 def distinct(v: object) -> list:
     out: list = []
     for x in _list("distinct", v):
@@ -538,7 +538,7 @@ def distinct(v: object) -> list:
     return out
 
 
-@_register("flatten", True, (0, 1), "list", ("list",))
+@register("flatten", True, (0, 1), "list", ("list",))
 def flatten(v: object, depth: int = 1) -> list:
     if depth < 0:
         raise CELRuntimeError("level must be non-negative")
@@ -551,7 +551,7 @@ def flatten(v: object, depth: int = 1) -> list:
     return out
 
 
-@_register("slice", True, (2,), "list", ("list",))
+@register("slice", True, (2,), "list", ("list",))
 def list_slice(v: object, start: int, end: int) -> list:
     items = _list("slice", v)
     if not 0 <= start <= end <= len(items):
@@ -559,41 +559,41 @@ def list_slice(v: object, start: int, end: int) -> list:
     return items[start:end]
 
 
-@_register("sort", True, (0,), "list", ("list",))
+@register("sort", True, (0,), "list", ("list",))
 def list_sort(v: object) -> list:
     return sorted(_list("sort", v), key=functools.cmp_to_key(_order))
 
 
-@_register("first", True, (0,), "optional", ("list",))
+@register("first", True, (0,), "optional", ("list",))
 def first(v: object) -> OptionalValue:
     items = _list("first", v)
     return OptionalValue(True, items[0]) if items else NONE
 
 
-@_register("last", True, (0,), "optional", ("list",))
+@register("last", True, (0,), "optional", ("list",))
 def last(v: object) -> OptionalValue:
     items = _list("last", v)
     return OptionalValue(True, items[-1]) if items else NONE
 
 
-@_register("lists.range", False, (1,), "list")
+@register("lists.range", False, (1,), "list")
 def list_range(n: int) -> list[int]:
-    _want("lists.range", n, int)
+    want("lists.range", n, int)
     return list(range(n))
 
 
-@_register("sets.contains", False, (2,), "bool")
+@register("sets.contains", False, (2,), "bool")
 def sets_contains(a: object, b: object) -> bool:
     return all(any(equal(x, y) for y in _list("sets.contains", a))
                for x in _list("sets.contains", b))
 
 
-@_register("sets.equivalent", False, (2,), "bool")
+@register("sets.equivalent", False, (2,), "bool")
 def sets_equivalent(a: object, b: object) -> bool:
     return sets_contains(a, b) and sets_contains(b, a)
 
 
-@_register("sets.intersects", False, (2,), "bool")
+@register("sets.intersects", False, (2,), "bool")
 def sets_intersects(a: object, b: object) -> bool:
     return any(any(equal(x, y) for y in _list("sets.intersects", b))
                for x in _list("sets.intersects", a))
@@ -613,29 +613,29 @@ def _math_pick(name: str, args: tuple, sign_: int) -> object:
     return best
 
 
-@_register("math.greatest", False, (1, 2, 3, 4, 5, 6), "dyn")
+@register("math.greatest", False, (1, 2, 3, 4, 5, 6), "dyn")
 def math_greatest(*args: object) -> object:
     return _math_pick("math.greatest", args, 1)
 
 
-@_register("math.least", False, (1, 2, 3, 4, 5, 6), "dyn")
+@register("math.least", False, (1, 2, 3, 4, 5, 6), "dyn")
 def math_least(*args: object) -> object:
     return _math_pick("math.least", args, -1)
 
 
 # --- optional ----------------------------------------------------------------------------
 
-@_register("optional.of", False, (1,), "optional")
+@register("optional.of", False, (1,), "optional")
 def optional_of(v: object) -> OptionalValue:
     return OptionalValue(True, v)
 
 
-@_register("optional.none", False, (0,), "optional")
+@register("optional.none", False, (0,), "optional")
 def optional_none() -> OptionalValue:
     return NONE
 
 
-@_register("optional.ofNonZeroValue", False, (1,), "optional")
+@register("optional.ofNonZeroValue", False, (1,), "optional")
 def optional_of_non_zero(v: object) -> OptionalValue:
     zero = v is None or v is False or (is_number(v) and v == 0) or (
         isinstance(v, (str, bytes, list, tuple, dict)) and len(v) == 0)
@@ -648,12 +648,12 @@ def _optional(name: str, v: object) -> OptionalValue:
     return v
 
 
-@_register("hasValue", True, (0,), "bool", ("optional",))
+@register("hasValue", True, (0,), "bool", ("optional",))
 def has_value(v: object) -> bool:
     return _optional("hasValue", v).present
 
 
-@_register("value", True, (0,), "dyn", ("optional",))
+@register("value", True, (0,), "dyn", ("optional",))
 def value(v: object) -> object:
     opt = _optional("value", v)
     if not opt.present:
@@ -661,13 +661,13 @@ def value(v: object) -> object:
     return opt.value
 
 
-@_register("orValue", True, (1,), "dyn", ("optional",))
+@register("orValue", True, (1,), "dyn", ("optional",))
 def or_value(v: object, default: object) -> object:
     opt = _optional("orValue", v)
     return opt.value if opt.present else default
 
 
-@_register("or", True, (1,), "optional", ("optional",))
+@register("or", True, (1,), "optional", ("optional",))
 def optional_or(v: object, other: object) -> object:
     opt = _optional("or", v)
     return opt if opt.present else _optional("or", other)
@@ -675,7 +675,7 @@ def optional_or(v: object, other: object) -> object:
 
 # --- DRA ---------------------------------------------------------------------------------
 
-@_register("includes", True, (1,), "bool", ("dyn",), cost=1 + MAX_LIST_ATTRIBUTE_VALUES,
+@register("includes", True, (1,), "bool", ("dyn",), cost=1 + MAX_LIST_ATTRIBUTE_VALUES,
            gate="DRAListTypeAttributes")
 def includes(v: object, x: object) -> bool:
     if isinstance(v, (list, tuple)):

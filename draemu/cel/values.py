@@ -169,7 +169,10 @@ def type_name(v: object) -> str:
         return "optional_type"
     if isinstance(v, CelType):
         return "type"
-    return type(v).__name__
+    return _EXTENSION_TYPE_NAMES.get(type(v).__name__, type(v).__name__)
+
+
+_EXTENSION_TYPE_NAMES = {"IPValue": "net.IP", "CIDRValue": "net.CIDR", "URLValue": "kubernetes.URL"}
 
 
 # cel-go's Go type names, used in some runtime messages ("got 'types.Int', ...").
