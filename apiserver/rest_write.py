@@ -269,7 +269,9 @@ async def run_update(scope: Scope, storage: Storage, propose: Mutation, *, dry_r
                      manager: str, pinned: bool, operation: str = "Update") -> Obj:
     """The read-modify-write loop: `propose(old_copy)` returns the proposed object in
     storage version; `pinned` when the client fixed the resourceVersion (no retries)."""
-    deleted: dict[str, Obj] = {}
+    # What the loop ended with when it did not write: "dry_run" holds the object that
+    # would have been stored, "delete" one whose last finalizer just went.
+    outcome: dict[str, Obj] = {}
 
     async def fn(old: Obj) -> Obj:
         new = await propose(copy.deepcopy(old))
@@ -277,20 +279,20 @@ async def run_update(scope: Scope, storage: Storage, propose: Mutation, *, dry_r
             prepared = prepare_update(scope, new, old, dry_run=dry_run, manager=manager,
                                       operation=operation)
         except DeleteInstead as d:
-            deleted["obj"] = d.obj
+            outcome["delete"] = d.obj
             raise Unchanged() from None
         if dry_run:
-            deleted["dry"] = prepared
+            outcome["dry_run"] = prepared
             raise Unchanged()
         return prepared
 
     new, old = await storage.update(scope.resource, scope.namespace, scope.name, fn,
                                     retry=not pinned)
-    if "dry" in deleted:
-        return deleted["dry"]
-    if "obj" in deleted:
+    if "dry_run" in outcome:
+        return outcome["dry_run"]
+    if "delete" in outcome:
         if dry_run:
-            return deleted["obj"]
+            return outcome["delete"]
         return await storage.delete(scope.resource, scope.namespace, scope.name,
                                     int(old["metadata"]["resourceVersion"]))
     return new

@@ -8,7 +8,6 @@ escapes, over `metadata.name`, `metadata.namespace` and the kind's own fields.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from draemu.api import names
@@ -245,5 +244,3 @@ def check_fields(selector: FieldSelector, supported: set[str] | None) -> None:
         raise bad_request(f'"{r.field}" is not a known field selector: only '
                           f'"metadata.name", "metadata.namespace"')
 
-
-FieldsOf = Callable[[dict], dict[str, str]]

@@ -227,3 +227,14 @@ def test_nodes_are_cluster_scoped(k: Kubectl, tmp_path: Path) -> None:
     out = k("get", "nodes", "-l", "zone=a")
     assert out.splitlines()[0].split()[:2] == ["NAME", "STATUS"]
     assert "worker-1" in out
+
+
+def test_job_apply_get_and_describe(k: Kubectl, tmp_path: Path) -> None:
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "once"},
+           "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
+               {"name": "c", "image": "busybox"}]}}}}
+    assert "job.batch/once created" in k("apply", "-f", write(tmp_path, "job.json",
+                                                              json.dumps(job)))
+    assert k("get", "jobs").splitlines()[0].split()[:3] == ["NAME", "STATUS", "COMPLETIONS"]
+    assert "Backoff Limit:" in k("describe", "job", "once")
+    assert "job.batch/once" in k("get", "all")
