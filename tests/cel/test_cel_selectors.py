@@ -111,6 +111,13 @@ MATCHES = [
     ("7 / 2 == 3 && -7 % 3 == -1", {}, True),
     ('device.attributes["dra.example.com"].n > 1 ? true : false',
      {"attributes": {"n": {"int": 2}}}, True),
+    ('cidr("10.0.0.0/8").containsIP(device.attributes["dra.example.com"].addr)',
+     {"attributes": {"addr": {"string": "10.1.2.3"}}}, True),
+    ('isIP("::1") && ip("::1").isLoopback() && ip("10.0.0.1").family() == 4', {}, True),
+    ('!isCIDR("10.0.0.0/33") && cidr("10.1.0.0/16").prefixLength() == 16', {}, True),
+    ('url("https://gpu.example.com:8443/x?y=1").getPort() == "8443"', {}, True),
+    ('"%s has %d cores (%.1f%%)".format(["gpu", 108, 99.5]) == "gpu has 108 cores (99.5%)"',
+     {}, True),
     # An error on one side of || is absorbed when the other side decides.
     ('device.attributes["dra.example.com"].nope || true', {}, True),
 ]
