@@ -161,14 +161,10 @@ def _content(schema: str, types: Iterable[str]) -> dict[str, Any]:
 def _path_item(item: PathItem, needed: SchemaSet) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if item.params:
-        out["parameters"] = [_param(p) for p in sorted(item.params, key=_param_order)]
+        out["parameters"] = [_param(p) for p in sorted(item.params, key=lambda p: p.name)]
     for op in item.operations:
         out[op.method] = _operation(op, needed)
     return out
-
-
-def _param_order(p: Param) -> tuple[int, str]:
-    return (0 if p.where == "path" else 1, p.name) if p.name != "pretty" else (2, p.name)
 
 
 _DESCRIPTIONS = {"200": "OK", "201": "Created", "202": "Accepted"}

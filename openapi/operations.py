@@ -70,6 +70,7 @@ LIST_PARAMS = (
        "NotOlderThan."),
     _q("sendInitialEvents", "boolean", "Start a watch with the current objects, then a "
        "bookmark."),
+    _q("shardSelector", "string", "Restrict the objects to a shard of the collection."),
     _q("timeoutSeconds", "integer", "Timeout of a list or watch call."),
     _q("watch", "boolean", "Watch for changes instead of listing."),
 )

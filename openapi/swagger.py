@@ -34,7 +34,8 @@ def v2_json_text(sig: tuple[Any, ...]) -> str:
         for item in path_items(group, version, mine, needed.name):
             entry: dict[str, Any] = {}
             if item.params:
-                entry["parameters"] = [_param(p) for p in item.params]
+                entry["parameters"] = [_param(p) for p in sorted(item.params,
+                                                                  key=lambda p: p.name)]
             for op in item.operations:
                 entry[op.method] = _operation(op, needed)
             paths[item.path] = entry
