@@ -6,6 +6,7 @@ subresources are served by the apiserver's subresource handlers.)"""
 from __future__ import annotations
 
 import copy
+import ipaddress
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -288,6 +289,48 @@ def _normalized(spec: Obj) -> Obj:
     return {k: v for k, v in spec.items() if v not in (None, [], {})}
 
 
+def _state_transitions(new: list[Obj], old: list[Obj], restart_policy: str,
+                       path: Path) -> list[FieldError]:
+    """A container that will not restart stays terminated."""
+    if restart_policy == "Always":
+        return []
+    errs: list[FieldError] = []
+    for i, old_status in enumerate(old):
+        terminated = (old_status.get("state") or {}).get("terminated")
+        if terminated is None:
+            continue
+        if terminated.get("exitCode", 0) != 0 and restart_policy == "OnFailure":
+            continue
+        for new_status in new:
+            if new_status.get("name") == old_status.get("name") and \
+                    (new_status.get("state") or {}).get("terminated") is None:
+                errs.append(forbidden(path.index(i).child("state"),
+                                      "may not be transitioned to non-terminated state"))
+    return errs
+
+
+def _ip_errors(value: str, path: Path) -> list[FieldError]:
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return [invalid(path, value, "must be a valid IP address, (e.g. 10.9.8.7 or "
+                        "2001:db8::ffff)")]
+    return []
+
+
+def _validate_ips(status: Obj, path: Path) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for i, entry in enumerate(status.get("podIPs") or []):
+        errs += _ip_errors(entry.get("ip") or "", path.child("podIPs").index(i))
+    host_ips = status.get("hostIPs") or []
+    if host_ips and host_ips[0].get("ip") != (status.get("hostIP") or ""):
+        errs.append(invalid(path.child("hostIPs").index(0).child("ip"), host_ips[0].get("ip"),
+                            "must be equal to `hostIP`"))
+    for i, entry in enumerate(host_ips):
+        errs += _ip_errors(entry.get("ip") or "", path.child("hostIPs").index(i))
+    return errs
+
+
 def validate_pod_status_update(new: Obj, old: Obj) -> list[FieldError]:
     errs: list[FieldError] = []
     new_status, old_status = new.get("status") or {}, old.get("status") or {}
@@ -303,6 +346,11 @@ def validate_pod_status_update(new: Obj, old: Obj) -> list[FieldError]:
         errs += dns_subdomain(nominated, path.child("nominatedNodeName"))
     errs += immutable(new_status.get("qosClass"), old_status.get("qosClass"),
                       path.child("qosClass"))
+    restart_policy = (old.get("spec") or {}).get("restartPolicy") or "Always"
+    for key in ("containerStatuses", "initContainerStatuses"):
+        errs += _state_transitions(new_status.get(key) or [], old_status.get(key) or [],
+                                   restart_policy, path.child(key))
+    errs += _validate_ips(new_status, path)
     claims = {c.get("name") for c in (new.get("spec") or {}).get("resourceClaims") or []}
     seen: set[str] = set()
     for i, entry in enumerate(new_status.get("resourceClaimStatuses") or []):

@@ -385,6 +385,26 @@ def test_status_update_checks_claim_statuses_against_the_spec() -> None:
         "entry in `spec.resourceClaims`"]
 
 
+def test_terminated_container_of_a_never_restarting_pod_stays_terminated() -> None:
+    old = created(S, pod(restartPolicy="Never"))
+    old["status"]["containerStatuses"] = [{"name": "app", "state": {"terminated": {
+        "exitCode": 1}}}]
+    new = copy.deepcopy(old)
+    new["status"]["containerStatuses"][0]["state"] = {"running": {}}
+    assert rendered(S.validate_status_update(new, old, ctx())) == [
+        "status.containerStatuses[0].state: Forbidden: may not be transitioned to "
+        "non-terminated state"]
+
+
+def test_pod_ips_must_be_ip_addresses() -> None:
+    old = created(S, pod())
+    new = copy.deepcopy(old)
+    new["status"]["podIPs"] = [{"ip": "10.0.0.300"}]
+    assert rendered(S.validate_status_update(new, old, ctx())) == [
+        'status.podIPs[0]: Invalid value: "10.0.0.300": must be a valid IP address, (e.g. '
+        "10.9.8.7 or 2001:db8::ffff)"]
+
+
 def test_qos_class_is_immutable_through_status() -> None:
     old = created(S, pod())
     new = copy.deepcopy(old)
