@@ -161,7 +161,7 @@ async def list_objects(scope: Scope, storage: Storage, sel: Selection) -> Page:
     if match == "Exact":
         return await _from_store(storage, prefix, sel, limit, parse_revision(rv), None)
     if rv == "":
-        await storage.caught_up(await storage.store.current_revision())
+        await storage.caught_up()
     elif rv != "0":
         await storage.caught_up(parse_revision(rv))
     cache = storage.cache

@@ -2,8 +2,9 @@
 
 Objects are stored as compact JSON in their storage version without
 `metadata.resourceVersion` (the store's mod_revision is the resourceVersion, as in
-etcd). Reads go through the watch cache after it has caught up with this server's
-last write, so a client always reads its own writes.
+etcd). Reads go through the watch cache after it has caught up with the store's
+current revision (a consistent read, as upstream's consistent reads from cache), so a
+client always reads its own writes and those of other apiservers on the same store.
 """
 
 from __future__ import annotations
@@ -43,14 +44,10 @@ class Storage:
     def __init__(self, store: Any, cache: WatchCache) -> None:
         self.store = store
         self.cache = cache
-        self.written = 0  # the revision of this server's latest write
-
-    def _wrote(self, revision: int) -> None:
-        self.written = max(self.written, revision)
 
     async def caught_up(self, revision: int | None = None) -> None:
-        """Wait until the cache reflects `revision` (default: our own latest write)."""
-        wanted = self.written if revision is None else revision
+        """Wait until the cache reflects `revision` (default: the store's current one)."""
+        wanted = await self.store.current_revision() if revision is None else revision
         if not await self.cache.wait_for(wanted, timeout=5.0):
             raise StatusError(504, "Timeout",
                               f"Timeout: Too large resource version: {wanted}, current: "
@@ -76,7 +73,6 @@ class Storage:
             kv = await self.store.create(key, encode(obj))
         except KeyExistsError:
             raise already_exists(resource.name, resource.group, meta["name"]) from None
-        self._wrote(kv.mod_revision)
         return with_rv(obj, kv.mod_revision)
 
     async def update(self, resource: Resource, namespace: str, name: str, fn: UpdateFn,
@@ -102,7 +98,6 @@ class Storage:
                 raise conflict(resource.name, resource.group, name, MODIFIED) from None
             except KeyNotFoundError:
                 raise not_found_error(resource.name, resource.group, name) from None
-            self._wrote(new_kv.mod_revision)
             return with_rv(new, new_kv.mod_revision), old
 
     async def delete(self, resource: Resource, namespace: str, name: str,
@@ -116,7 +111,6 @@ class Storage:
             raise conflict(resource.name, resource.group, name, MODIFIED) from None
         except KeyNotFoundError:
             raise not_found_error(resource.name, resource.group, name) from None
-        self._wrote(revision)
         return decode(prev.value, revision)
 
 

@@ -121,7 +121,7 @@ async def watch(scope: Scope, storage: Storage) -> web.StreamResponse:
     prefix = scope.resource.namespace_prefix(scope.namespace)
     initial = send_initial if send_initial is not None else rv in ("", "0")
     if rv == "":
-        await storage.caught_up(await storage.store.current_revision())
+        await storage.caught_up()
     elif rv != "0":
         await storage.caught_up(parse_revision(rv))
     resp = web.StreamResponse(status=200)
