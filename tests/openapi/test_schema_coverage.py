@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -119,3 +120,16 @@ def test_every_reference_resolves_to_a_definition():
     for name, schema in schemas.definitions().items():
         for ref in _refs(schema):
             assert ref in names, f"{name} -> {ref}"
+
+
+def test_the_committed_schema_files_are_what_the_generator_writes():
+    script = Path(schemas.DATA_DIR).parent / "tools" / "generate.py"
+    spec = importlib.util.spec_from_file_location("draemu_openapi_generate", script)
+    generate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generate)
+    source = generate.source_definitions()
+    docs = {t: generate.build(t, source) for t in generate.DEFAULT_TARGETS}
+    docs.update(generate.foreign_packages(docs, source))
+    for target, doc in docs.items():
+        path = Path(schemas.DATA_DIR) / generate.file_name(target)
+        assert json.loads(path.read_text()) == doc, f"{path.name} is stale: run generate.py"
