@@ -3,9 +3,12 @@
     apply_json_patch(obj, ops)                      application/json-patch+json
     apply_merge_patch(obj, patch)                   application/merge-patch+json
     apply_strategic_merge_patch(obj, patch, schema) application/strategic-merge-patch+json
-    server_side_apply(live, applied, manager, force, schema) -> (merged, conflicts)
+    server_side_apply(live, applied, manager, force, schema, *, api_version, time,
+                      subresource, reset_fields) -> (merged, conflicts)
+        conflicts are returned only when nothing was applied; raise conflict_error(them)
     conflict_error(conflicts) -> StatusError        the 409 of a conflicting apply
-    update_managed_fields(old, new, manager, operation, api_version, time)
+    update_managed_fields(old, new, manager, operation, api_version, time, *, subresource)
+    manager_from_user_agent(user_agent) -> str      the manager when fieldManager is unset
 
 `schema` is the kind's schema root, `draemu.openapi.schemas.patch_meta(group, version,
 kind)`; where it is optional it is found from the object's apiVersion and kind. Errors are
