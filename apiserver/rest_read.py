@@ -115,6 +115,8 @@ async def get(scope: Scope, storage: Storage) -> web.Response:
                             table_version=scope.accept.table,
                             metadata={"resourceVersion": obj["metadata"]["resourceVersion"]})
         return scope.respond(body)
+    if scope.accept.partial_metadata:
+        return scope.respond(scope.partial(obj))
     if scope.storage_shape and storage.cache.get(key) is obj:
         return scope.respond_raw(storage.cache.encoded(key, obj))
     return scope.respond(scope.out(obj))
@@ -221,6 +223,11 @@ async def list_(scope: Scope, storage: Storage) -> web.Response:
         body = tables.table(scope.strategy, page.objects, include=include, out=scope.out,
                             table_version=scope.accept.table, metadata=meta)
         return scope.respond(body)
+    if scope.accept.partial_metadata:
+        return scope.respond({"kind": "PartialObjectMetadataList",
+                              "apiVersion": f"meta.k8s.io/{scope.accept.partial_metadata}",
+                              "metadata": meta,
+                              "items": [scope.partial(o) for o in page.objects]})
     if scope.storage_shape and page.keys is not None:
         # Splice the cache's serialized objects: a 10k-item list costs no re-encoding.
         encoded = storage.cache.encoded

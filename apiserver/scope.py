@@ -97,7 +97,15 @@ class Scope:
     @property
     def storage_shape(self) -> bool:
         """Whether responses are stored objects as they are (no conversion)."""
-        return self.version == self.strategy.storage_version and not self.accept.table
+        return self.version == self.strategy.storage_version and not self.accept.table \
+            and not self.accept.partial_metadata
+
+    def partial(self, obj: Obj) -> Obj:
+        """meta.k8s.io PartialObjectMetadata (metadata-only clients, e.g. the garbage
+        collector's metadata informers)."""
+        return {"kind": "PartialObjectMetadata",
+                "apiVersion": f"meta.k8s.io/{self.accept.partial_metadata}",
+                "metadata": obj.get("metadata") or {}}
 
     def add_warnings(self, resp: web.StreamResponse) -> None:
         deprecated = self.strategy.deprecated_versions.get(self.version)

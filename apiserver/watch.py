@@ -70,6 +70,8 @@ class _Stream:
         self.headers_sent = False
 
     def render(self, obj: Obj) -> Obj:
+        if self.scope.accept.partial_metadata:
+            return self.scope.partial(obj)
         if not self.table:
             return self.scope.out(obj)
         body = tables.table(self.scope.strategy, [obj], include=self.include,
@@ -83,7 +85,7 @@ class _Stream:
         await self.resp.write(dumps({"type": type_, "object": obj}) + b"\n")
 
     async def send_change(self, type_: str, change: Change) -> None:
-        if self.table or self.scope.version != self.scope.strategy.storage_version:
+        if not self.scope.storage_shape:
             await self.send(type_, self.render(change.obj))
             return
         # Every watcher in the storage version writes the same line: encode it once.

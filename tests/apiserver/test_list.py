@@ -138,3 +138,17 @@ async def test_exact_resource_version_list_reads_the_past(client: Client) -> Non
     await client.post(CM, configmap("late"))
     old = await _names(client, f"resourceVersion={rv}&resourceVersionMatch=Exact")
     assert old == ["early"]
+
+
+async def test_partial_object_metadata_list_and_get(client: Client) -> None:
+    await _seed(client)
+    accept = {"Accept": "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"
+                        "application/json"}
+    body = (await client.get(CM, headers=accept)).json
+    assert body["kind"] == "PartialObjectMetadataList"
+    assert body["items"][0] == {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                                "metadata": body["items"][0]["metadata"]}
+    assert "data" not in body["items"][0]
+    one = (await client.get(f"{CM}/a", headers={
+        "Accept": "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"})).json
+    assert one["kind"] == "PartialObjectMetadata" and one["metadata"]["name"] == "a"
