@@ -22,6 +22,7 @@ from draemu.openapi.schemas.fields import (
     find_unknown,
     first_type_error,
     prune_unknown,
+    strict_errors,
     strict_message,
 )
 from draemu.openapi.schemas.node import SchemaNode
@@ -40,6 +41,7 @@ __all__ = [
     "patch_meta",
     "prune",
     "reload",
+    "strict_decoding_errors",
     "strict_message",
     "type_error",
     "unknown_fields",
@@ -115,6 +117,17 @@ def type_error(group: str, version: str, kind: str, obj: Any) -> str | None:
     replicas of type int32`); kube-apiserver answers 400 `<Kind> in version "<v>" cannot
     be handled as a <Kind>: <that text>`. None when every value fits."""
     return first_type_error(patch_meta(group, version, kind), obj, kind)
+
+
+def strict_decoding_errors(group: str, version: str, kind: str,
+                           body: str | bytes) -> list[str]:
+    """The strict-decoding errors of a raw JSON request body, as kube-apiserver lists
+    them (duplicate and unknown fields in document order):
+    `['duplicate field "metadata.name"', 'unknown field "spec.foo"']`. Strict answers
+    400 `<Kind> in version "<v>" cannot be handled as a <Kind>: strict decoding error:
+    <joined with ", ">`; Warn sends each as a Warning header. Raises ValueError on
+    invalid JSON."""
+    return strict_errors(patch_meta(group, version, kind), body)
 
 
 def prune(group: str, version: str, kind: str, obj: Any) -> Any:

@@ -7,6 +7,7 @@ the fields appear in the document.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from draemu.openapi.schemas.node import LIST, MAP, STRUCT, SchemaNode
@@ -152,3 +153,51 @@ def _go_type_of(target: dict[str, Any], node: SchemaNode | None = None) -> str:
     if "additionalProperties" in target and node is not None:
         return "map[string]" + _go_type(node.field(""))
     return "interface {}"
+
+
+class _Pairs(dict):  # type: ignore[type-arg]
+    """A decoded JSON object that remembers its members in order, duplicates included."""
+
+    pairs: list[tuple[str, Any]]
+
+
+def _pairs_hook(pairs: list[tuple[str, Any]]) -> _Pairs:
+    obj = _Pairs(pairs)
+    obj.pairs = pairs
+    return obj
+
+
+def strict_errors(node: SchemaNode, body: str | bytes) -> list[str]:
+    """Every strict-decoding problem of a JSON body, worded and ordered as kube-apiserver
+    reports them: `duplicate field "metadata.name"`, `unknown field "spec.foo"`, in
+    document order; a field that is both unknown and repeated counts once, as unknown."""
+    found: list[str] = []
+    _strict(node, json.loads(body, object_pairs_hook=_pairs_hook), "", found)
+    return found
+
+
+def _strict(node: SchemaNode, value: Any, path: str, found: list[str]) -> None:
+    if len(found) >= MAX_ERRORS or node.is_open:
+        return
+    shape = node.shape
+    if isinstance(value, _Pairs) and shape in (STRUCT, MAP):
+        seen: set[str] = set()
+        for key, sub in value.pairs:
+            here = f"{path}.{key}" if path else key
+            child = node.field(key)
+            if child is None:
+                message = strict_message(here)
+            elif key in seen:
+                message = f'duplicate field "{here}"'
+            else:
+                message = ""
+            seen.add(key)
+            if message:
+                if message not in found and len(found) < MAX_ERRORS:
+                    found.append(message)
+                continue
+            _strict(child, sub, here, found)
+    elif isinstance(value, list) and shape == LIST:
+        items = node.items()
+        for i, sub in enumerate(value):
+            _strict(items, sub, f"{path}[{i}]", found)

@@ -71,3 +71,34 @@ def test_a_kind_without_a_schema_reports_nothing_and_prunes_nothing():
 def test_events_in_two_groups_have_their_own_schemas():
     assert schemas.for_kind("", "v1", "Event")[0] == "io.k8s.api.core.v1.Event"
     assert schemas.for_kind("events.k8s.io", "v1", "Event")[0] == "io.k8s.api.events.v1.Event"
+
+
+# A body with the mistakes upstream's field validation test makes; the expected list is
+# what kube-apiserver answers for it.
+DUPLICATES_AND_UNKNOWNS = """{
+  "apiVersion": "apps/v1", "kind": "Deployment",
+  "metadata": {"name": "first", "name": "second", "labels": {"app": "web"}, "unknownMeta": 1},
+  "spec": {
+    "unknown1": "a", "unknownDupe": "b", "unknownDupe": "c", "paused": true, "paused": false,
+    "selector": {"matchLabels": {"app": "web"}},
+    "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [
+      {"name": "web", "image": "nginx", "unknownNested": 1,
+       "imagePullPolicy": "Always", "imagePullPolicy": "Never"}]}}}}"""
+
+
+def test_strict_decoding_lists_duplicates_and_unknowns_in_document_order():
+    assert schemas.strict_decoding_errors("apps", "v1", "Deployment",
+                                          DUPLICATES_AND_UNKNOWNS) == [
+        'duplicate field "metadata.name"',
+        'unknown field "metadata.unknownMeta"',
+        'unknown field "spec.unknown1"',
+        'unknown field "spec.unknownDupe"',
+        'duplicate field "spec.paused"',
+        'unknown field "spec.template.spec.containers[0].unknownNested"',
+        'duplicate field "spec.template.spec.containers[0].imagePullPolicy"',
+    ]
+
+
+def test_a_clean_body_has_no_strict_decoding_errors():
+    body = '{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}}'
+    assert schemas.strict_decoding_errors("", "v1", "ConfigMap", body) == []
