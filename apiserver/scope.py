@@ -75,7 +75,7 @@ class Scope:
 
     def out(self, obj: Obj) -> Obj:
         """A stored object in the request's version."""
-        if self.version == self.strategy.storage_version:
+        if self.stored_as_served:
             return obj
         converted = self.strategy.from_storage(obj, self.version)
         converted["apiVersion"] = self.api_version
@@ -97,8 +97,15 @@ class Scope:
     @property
     def storage_shape(self) -> bool:
         """Whether responses are stored objects as they are (no conversion)."""
-        return self.version == self.strategy.storage_version and not self.accept.table \
+        return self.stored_as_served and not self.accept.table \
             and not self.accept.partial_metadata
+
+    @property
+    def stored_as_served(self) -> bool:
+        """Whether stored objects already are in the request's group and version (not
+        so for a kind stored as another, like events.k8s.io Events as core Events)."""
+        return self.version == self.strategy.storage_version and \
+            self.strategy.storage_group is None
 
     def partial(self, obj: Obj) -> Obj:
         """meta.k8s.io PartialObjectMetadata (metadata-only clients, e.g. the garbage

@@ -161,3 +161,20 @@ async def test_unsupported_verb_is_405(client: Client) -> None:
     reply = await client.put("/api/v1/namespaces/default/configmaps", configmap("x"))
     assert reply.status == 405
     assert reply.json["reason"] == "MethodNotAllowed"
+
+
+async def test_events_are_one_storage_in_two_groups(client: Client) -> None:
+    event = {"apiVersion": "v1", "kind": "Event",
+             "metadata": {"name": "e1"},
+             "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+             "reason": "Tested", "message": "hello", "type": "Normal",
+             "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:00:00Z",
+             "count": 1, "source": {"component": "test"}}
+    assert (await client.post("/api/v1/namespaces/default/events", event)).status == 201
+    new = await client.get("/apis/events.k8s.io/v1/namespaces/default/events/e1")
+    assert new.status == 200
+    body = new.json
+    assert body["apiVersion"] == "events.k8s.io/v1" and body["kind"] == "Event"
+    assert body["note"] == "hello" and body["regarding"]["name"] == "p"
+    listed = (await client.get("/apis/events.k8s.io/v1/namespaces/default/events")).json
+    assert [i["apiVersion"] for i in listed["items"]] == ["events.k8s.io/v1"]
