@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from draemu.openapi.schemas.fields import (
+    duplicate_fields,
     find_unknown,
     first_type_error,
+    json_patch_field_errors,
     prune_unknown,
     strict_errors,
     strict_message,
@@ -36,8 +38,10 @@ __all__ = [
     "SchemaNode",
     "definition",
     "definitions",
+    "duplicate_fields",
     "for_kind",
     "has_kind",
+    "json_patch_field_errors",
     "patch_meta",
     "prune",
     "reload",
@@ -104,11 +108,16 @@ def patch_meta(group: str, version: str, kind: str) -> SchemaNode:
     return SchemaNode(for_kind(group, version, kind)[1], definition)
 
 
-def unknown_fields(group: str, version: str, kind: str, obj: Any) -> list[str]:
+def unknown_fields(group: str, version: str, kind: str, obj: Any,
+                   sort_keys: bool = False) -> list[str]:
     """Paths of fields the kind's schema does not declare, in document order, as
     `.spec.foo` / `.spec.containers[0].bar` (see `strict_message` for the wording
-    clients see). A kind without a schema reports nothing."""
-    return find_unknown(patch_meta(group, version, kind), obj)
+    clients see). A kind without a schema reports nothing.
+
+    `sort_keys=True` walks keys in sorted order, as upstream reports the unknown fields
+    of a patched object (merge, strategic and JSON patches), after the patch's own
+    `duplicate_fields` / `json_patch_field_errors`."""
+    return find_unknown(patch_meta(group, version, kind), obj, sort_keys)
 
 
 def type_error(group: str, version: str, kind: str, obj: Any) -> str | None:

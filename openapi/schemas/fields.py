@@ -20,29 +20,30 @@ def strict_message(path: str) -> str:
     return f'unknown field "{path.lstrip(".")}"'
 
 
-def find_unknown(node: SchemaNode, value: Any) -> list[str]:
+def find_unknown(node: SchemaNode, value: Any, sort_keys: bool = False) -> list[str]:
     found: list[str] = []
-    _walk(node, value, "", found)
+    _walk(node, value, "", found, sort_keys)
     return found
 
 
-def _walk(node: SchemaNode, value: Any, path: str, found: list[str]) -> None:
+def _walk(node: SchemaNode, value: Any, path: str, found: list[str], sort_keys: bool) -> None:
     if len(found) >= MAX_ERRORS or node.is_open:
         return
     shape = node.shape
     if isinstance(value, dict) and shape in (STRUCT, MAP):
-        for key, sub in value.items():
+        members = sorted(value.items()) if sort_keys else value.items()
+        for key, sub in members:
             child = node.field(key)
             here = f"{path}.{key}"
             if child is None:
                 if here not in found and len(found) < MAX_ERRORS:
                     found.append(here)
             else:
-                _walk(child, sub, here, found)
+                _walk(child, sub, here, found, sort_keys)
     elif isinstance(value, list) and shape == LIST:
         items = node.items()
         for i, sub in enumerate(value):
-            _walk(items, sub, f"{path}[{i}]", found)
+            _walk(items, sub, f"{path}[{i}]", found, sort_keys)
 
 
 def prune_unknown(node: SchemaNode, value: Any) -> Any:
@@ -201,3 +202,49 @@ def _strict(node: SchemaNode, value: Any, path: str, found: list[str]) -> None:
         items = node.items()
         for i, sub in enumerate(value):
             _strict(items, sub, f"{path}[{i}]", found)
+
+
+def duplicate_fields(body: str | bytes) -> list[str]:
+    """Repeated keys of a merge or strategic merge patch, in document order:
+    `duplicate field "spec.paused"` (the patch itself has no schema; its unknown fields
+    are found on the patched object)."""
+    found: list[str] = []
+    _duplicates(json.loads(body, object_pairs_hook=_pairs_hook), "", found)
+    return found
+
+
+def _duplicates(value: Any, path: str, found: list[str]) -> None:
+    if isinstance(value, _Pairs):
+        seen: set[str] = set()
+        for key, sub in value.pairs:
+            here = f"{path}.{key}" if path else key
+            if key in seen:
+                message = f'duplicate field "{here}"'
+                if message not in found:
+                    found.append(message)
+            seen.add(key)
+            _duplicates(sub, here, found)
+    elif isinstance(value, list):
+        for i, sub in enumerate(value):
+            _duplicates(sub, f"{path}[{i}]", found)
+
+
+JSON_PATCH_FIELDS = frozenset({"op", "path", "value", "from"})
+
+
+def json_patch_field_errors(body: str | bytes) -> list[str]:
+    """Unknown and repeated members of JSON patch operations:
+    `json patch unknown field "[0].foo"`, `json patch duplicate field "[1].path"`."""
+    ops = json.loads(body, object_pairs_hook=_pairs_hook)
+    found: list[str] = []
+    for i, op in enumerate(ops if isinstance(ops, list) else ()):
+        if not isinstance(op, _Pairs):
+            continue
+        seen: set[str] = set()
+        for key, _ in op.pairs:
+            if key not in JSON_PATCH_FIELDS:
+                found.append(f'json patch unknown field "[{i}].{key}"')
+            elif key in seen:
+                found.append(f'json patch duplicate field "[{i}].{key}"')
+            seen.add(key)
+    return found

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from draemu.openapi import schemas
@@ -102,3 +104,31 @@ def test_strict_decoding_lists_duplicates_and_unknowns_in_document_order():
 def test_a_clean_body_has_no_strict_decoding_errors():
     body = '{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}}'
     assert schemas.strict_decoding_errors("", "v1", "ConfigMap", body) == []
+
+
+MERGE_PATCH = """{"spec": {"unknown1": "a", "unknownDupe": "b", "unknownDupe": "c",
+  "paused": true, "paused": false, "template": {"spec": {"containers": [
+    {"name": "web", "image": "nginx", "unknownNested": 1,
+     "imagePullPolicy": "Always", "imagePullPolicy": "Never"}]}}}}"""
+
+
+def test_a_merge_patch_reports_its_duplicates_then_the_patched_objects_unknown_fields():
+    patched = json.loads(MERGE_PATCH)  # the duplicates' last values win, as in Go
+    messages = schemas.duplicate_fields(MERGE_PATCH) + [
+        schemas.strict_message(p)
+        for p in schemas.unknown_fields("apps", "v1", "Deployment", patched, sort_keys=True)]
+    assert messages == [
+        'duplicate field "spec.unknownDupe"',
+        'duplicate field "spec.paused"',
+        'duplicate field "spec.template.spec.containers[0].imagePullPolicy"',
+        'unknown field "spec.template.spec.containers[0].unknownNested"',
+        'unknown field "spec.unknown1"',
+        'unknown field "spec.unknownDupe"',
+    ]
+
+
+def test_json_patch_operations_with_unknown_or_repeated_members():
+    body = """[{"op": "add", "path": "/spec/a", "value": 1, "foo": "bar"},
+               {"op": "add", "path": "/spec/b", "path": "/spec/c", "value": 1}]"""
+    assert schemas.json_patch_field_errors(body) == ['json patch unknown field "[0].foo"',
+                                                     'json patch duplicate field "[1].path"']
