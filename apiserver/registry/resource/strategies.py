@@ -36,17 +36,6 @@ def _meta(o: Obj) -> dict[str, Any]:
     return meta
 
 
-def _generation_on_create(o: Obj) -> None:
-    _meta(o)["generation"] = 1
-
-
-def _generation_on_update(new: Obj, old: Obj, part: str = "spec") -> None:
-    generation = obj(old.get("metadata")).get("generation", 1) or 1
-    if new.get(part) != old.get(part):
-        generation += 1
-    _meta(new)["generation"] = generation
-
-
 def _reset_status_metadata(new: Obj, old: Obj) -> None:
     """A /status write cannot change what the main endpoint owns in metadata."""
     meta, old_meta = _meta(new), obj(old.get("metadata"))
@@ -60,7 +49,9 @@ def _reset_status_metadata(new: Obj, old: Obj) -> None:
 class ResourceStrategy(Strategy):
     group = GROUP
     storage_version = "v1"
-    has_generation = False  # kinds with a generation set it in prepare_* below
+    # Claims, templates and pool status requests have no generation upstream; the
+    # kinds that do (classes, slices, taint rules) say so below.
+    has_generation = False
 
     def default(self, o: Obj, version: str) -> None:
         defaults.default(self.kind, o, version)
@@ -104,15 +95,14 @@ class DeviceClassStrategy(ResourceStrategy):
     singular = "deviceclass"
     namespaced = False
     versions = _ALL
+    has_generation = True  # starts at 1, bumped by spec changes
     deprecated_versions = _warnings("DeviceClass", _LIFECYCLE)
 
     def prepare_for_create(self, o: Obj, ctx: Context) -> None:
         gates.class_spec(o.get("spec"), None, ctx.gates)
-        _generation_on_create(o)
 
     def prepare_for_update(self, new: Obj, old: Obj, ctx: Context) -> None:
         gates.class_spec(new.get("spec"), obj(old.get("spec")), ctx.gates)
-        _generation_on_update(new, old)
 
     def validate(self, o: Obj, ctx: Context) -> list[FieldError]:
         return classes.class_spec(obj(o.get("spec")), None, ctx.gates)
@@ -221,15 +211,14 @@ class ResourceSliceStrategy(ResourceStrategy):
     singular = "resourceslice"
     namespaced = False
     versions = _ALL
+    has_generation = True  # starts at 1, bumped by spec changes
     deprecated_versions = _warnings("ResourceSlice", _LIFECYCLE)
 
     def prepare_for_create(self, o: Obj, ctx: Context) -> None:
         gates.slice_spec(o.get("spec"), None, ctx.gates)
-        _generation_on_create(o)
 
     def prepare_for_update(self, new: Obj, old: Obj, ctx: Context) -> None:
         gates.slice_spec(new.get("spec"), obj(old.get("spec")), ctx.gates)
-        _generation_on_update(new, old)
 
     def validate(self, o: Obj, ctx: Context) -> list[FieldError]:
         return slices.slice_spec(obj(o.get("spec")), None, ctx.gates)
@@ -273,12 +262,12 @@ class DeviceTaintRuleStrategy(ResourceStrategy):
     singular = "devicetaintrule"
     namespaced = False
     versions = ("v1", "v1beta2", "v1alpha3")
+    has_generation = True  # starts at 1, bumped by spec changes
     deprecated_versions = _warnings("DeviceTaintRule", _TAINT_RULE_LIFECYCLE)
     subresources = frozenset({"status"})
 
     def prepare_for_create(self, o: Obj, ctx: Context) -> None:
         o["status"] = {}
-        _generation_on_create(o)
 
     def prepare_for_update(self, new: Obj, old: Obj, ctx: Context) -> None:
         super().prepare_for_update(new, old, ctx)
@@ -287,7 +276,6 @@ class DeviceTaintRuleStrategy(ResourceStrategy):
         if (taint and taint.get("effect") != old_taint.get("effect")
                 and taint.get("timeAdded") == old_taint.get("timeAdded")):
             taint["timeAdded"] = defaults.now()
-        _generation_on_update(new, old)
 
     def prepare_for_status_update(self, new: Obj, old: Obj, ctx: Context) -> None:
         super().prepare_for_status_update(new, old, ctx)

@@ -81,3 +81,18 @@ def test_slices_list_by_field_selector(api_client: Any) -> None:
                     "model": client.V1DeviceAttribute(string="A100")})])))
     listed = api.list_resource_slice(field_selector="spec.nodeName=n2")
     assert [s.metadata.name for s in listed.items] == ["slice-n2"]
+
+
+def test_slice_generation_starts_at_one_and_counts_spec_changes(api_client: Any) -> None:
+    api = client.ResourceV1Api(api_client)
+    made = api.create_resource_slice(client.V1ResourceSlice(
+        metadata=client.V1ObjectMeta(name="generations"),
+        spec=client.V1ResourceSliceSpec(
+            driver="gpu.example.com", all_nodes=True,
+            pool=client.V1ResourcePool(name="shared", generation=0, resource_slice_count=1))))
+    assert made.metadata.generation == 1
+    made.metadata.labels = {"only": "metadata"}
+    assert api.replace_resource_slice("generations", made).metadata.generation == 1
+    made = api.read_resource_slice("generations")
+    made.spec.pool.generation = 1
+    assert api.replace_resource_slice("generations", made).metadata.generation == 2

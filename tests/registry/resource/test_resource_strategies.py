@@ -10,6 +10,7 @@ from resource_objects import CLAIM, SLICE, TAINT_RULE, fresh, messages
 
 from draemu.apiserver.registry import discover
 from draemu.apiserver.registry.resource.strategies import (
+    DeviceClassStrategy,
     DeviceTaintRuleStrategy,
     ResourceClaimStrategy,
     ResourceClaimTemplateStrategy,
@@ -192,18 +193,12 @@ def test_disabled_binding_conditions_are_dropped_from_new_results() -> None:
 
 # Generation ------------------------------------------------------------------------------
 
-def test_generation_starts_at_one_and_counts_spec_changes(ctx: Context) -> None:
-    strategy = ResourceSliceStrategy()
-    old = fresh(SLICE)
-    strategy.prepare_for_create(old, ctx)
-    assert old["metadata"]["generation"] == 1
-    same = fresh(old)
-    strategy.prepare_for_update(same, old, ctx)
-    assert same["metadata"]["generation"] == 1
-    changed = fresh(old)
-    changed["spec"]["pool"]["generation"] = 1
-    strategy.prepare_for_update(changed, old, ctx)
-    assert changed["metadata"]["generation"] == 2
+@pytest.mark.parametrize("strategy,has_generation", [
+    (DeviceClassStrategy(), True), (ResourceSliceStrategy(), True),
+    (DeviceTaintRuleStrategy(), True), (ResourceClaimStrategy(), False),
+    (ResourceClaimTemplateStrategy(), False)], ids=lambda v: getattr(v, "kind", str(v)))
+def test_kinds_with_a_generation_upstream_have_one(strategy: Any, has_generation: bool) -> None:
+    assert strategy.has_generation is has_generation
 
 
 def test_taint_rule_effect_change_bumps_time_added(ctx: Context) -> None:
