@@ -31,6 +31,33 @@ SHARED = ("metadata", "eventTime", "series", "action", "reason", "related",
           "reportingInstance", "type")
 
 
+# Fields each shape always carries, with the value a Go server writes when unset (structs
+# are never omitted, zero times are null, two core strings lack `omitempty`).
+CORE_ALWAYS = {"involvedObject": {}, "source": {}, "firstTimestamp": None,
+               "lastTimestamp": None, "eventTime": None, "reportingComponent": "",
+               "reportingInstance": ""}
+EVENTS_V1_ALWAYS = {"eventTime": None, "regarding": {}, "deprecatedSource": {},
+                    "deprecatedFirstTimestamp": None, "deprecatedLastTimestamp": None}
+
+
+def _fill(obj: Obj, always: Obj) -> Obj:
+    for name, value in always.items():
+        if obj.get(name) is None:
+            obj[name] = copy.deepcopy(value)
+    return obj
+
+
+def normalize_core(obj: Obj) -> None:
+    """Give a core/v1 Event the fields a real server always serializes."""
+    _fill(obj, CORE_ALWAYS)
+
+
+def _set_if_present(out: Obj, name: str, value: Any) -> None:
+    # `omitempty` fields: absent when empty.
+    if value not in (None, "", 0, {}, []):
+        out[name] = copy.deepcopy(value)
+
+
 def to_core(obj: Obj) -> Obj:
     """An events.k8s.io/v1 Event in the core/v1 (storage) shape."""
     out: Obj = {"apiVersion": "v1", "kind": "Event"}
@@ -38,9 +65,8 @@ def to_core(obj: Obj) -> Obj:
         if name in obj:
             out[name] = copy.deepcopy(obj[name])
     for new, old in RENAMED.items():
-        if obj.get(new) not in (None, "", 0):
-            out[old] = copy.deepcopy(obj[new])
-    return out
+        _set_if_present(out, old, obj.get(new))
+    return _fill(out, CORE_ALWAYS)
 
 
 def from_core(obj: Obj) -> Obj:
@@ -50,11 +76,8 @@ def from_core(obj: Obj) -> Obj:
         if name in obj:
             out[name] = copy.deepcopy(obj[name])
     for new, old in RENAMED.items():
-        if obj.get(old) not in (None, "", 0) and obj.get(old) != {}:
-            out[new] = copy.deepcopy(obj[old])
-    # eventTime is required in events.k8s.io/v1; legacy events have none.
-    out.setdefault("eventTime", None)
-    return out
+        _set_if_present(out, new, obj.get(old))
+    return _fill(out, EVENTS_V1_ALWAYS)
 
 
 def validate_legacy(event: Obj, core_request: bool) -> list[FieldError]:
@@ -182,6 +205,9 @@ class EventStrategy(Strategy):
     def validate_name(self, name: str, prefix: bool) -> list[str]:
         # core/v1 Events skip metadata validation for old clients' sake.
         return name_is_anything(name, prefix)
+
+    def default(self, obj: Obj, version: str) -> None:
+        normalize_core(obj)
 
     def validate(self, obj: Obj, ctx: Context) -> list[FieldError]:
         return validate_legacy(obj, core_request=True)

@@ -57,7 +57,24 @@ def test_events_v1_converts_to_the_core_shape() -> None:
 
 def test_conversion_round_trips() -> None:
     event = new_event(series={"count": 2, "lastObservedTime": "2026-01-01T00:05:00.000000Z"})
-    assert NEW.from_storage(NEW.to_storage(event, "v1"), "v1") == event
+    back = NEW.from_storage(NEW.to_storage(event, "v1"), "v1")
+    assert {k: v for k, v in back.items() if k in event} == event
+
+
+def test_both_shapes_carry_the_fields_a_go_server_always_writes() -> None:
+    stored = NEW.to_storage(new_event(), "v1")
+    assert (stored["source"], stored["firstTimestamp"], stored["lastTimestamp"]) == (
+        {}, None, None)
+    seen = NEW.from_storage(legacy_event(eventTime=None, reportingComponent=""), "v1")
+    assert (seen["eventTime"], seen["regarding"]["name"]) == (None, "web")
+    assert "reportingController" not in seen
+
+
+def test_core_events_get_the_always_written_fields_on_decode() -> None:
+    event = {"metadata": dict(META), "involvedObject": {"kind": "Pod", "name": "web"}}
+    CORE.default(event, "v1")
+    assert (event["reportingComponent"], event["reportingInstance"], event["eventTime"],
+            event["source"]) == ("", "", None, {})
 
 
 def test_legacy_event_reads_through_events_v1_with_deprecated_fields() -> None:
