@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import ctypes.util
 import os
 from pathlib import Path
 
@@ -30,11 +29,9 @@ class DirectoryNotifier:
 
     @classmethod
     def create(cls) -> DirectoryNotifier | None:
-        name = ctypes.util.find_library("c")
-        if not name:
-            return None
         try:
-            libc = ctypes.CDLL(name, use_errno=True)
+            # The running interpreter's own libc (find_library would fork ldconfig).
+            libc = ctypes.CDLL(None, use_errno=True)
             fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
         except (OSError, AttributeError):
             return None
