@@ -26,8 +26,18 @@ def manager(scope: Scope) -> str:
     return manager_from_user_agent(scope.request.headers.get("User-Agent", "")) or "unknown"
 
 
-def track(old: Obj | None, new: Obj, manager_name: str, operation: str,
-          api_version: str, subresource: str = "") -> None:
-    """Record in `new` (in place) the fields `manager_name` changed relative to `old`."""
-    update_managed_fields(old, new, manager_name, operation, api_version, format_time(now()),
-                          subresource=subresource)
+def track(scope: Scope, old: Obj | None, new: Obj, manager_name: str, operation: str) -> None:
+    """Record in `new` (a storage-version object, changed in place) the fields
+    `manager_name` changed relative to `old`. Field paths are those of the request's
+    version, as upstream tracks them, so objects are compared in that version."""
+    stamp = format_time(now())
+    if scope.stored_as_served:
+        update_managed_fields(old, new, manager_name, operation, scope.api_version, stamp,
+                              subresource=scope.subresource)
+        return
+    strategy, version = scope.strategy, scope.version
+    served_new = strategy.from_storage(new, version)
+    served_old = strategy.from_storage(old, version) if old is not None else None
+    update_managed_fields(served_old, served_new, manager_name, operation, scope.api_version,
+                          stamp, subresource=scope.subresource)
+    new["metadata"]["managedFields"] = served_new["metadata"]["managedFields"]

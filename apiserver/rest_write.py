@@ -159,7 +159,7 @@ async def create_object(scope: Scope, storage: Storage, obj: Obj, *, dry_run: bo
     check_namespace_accepts(scope, meta["name"])
     scope.warnings.extend(strategy.warnings(obj, ctx))
     if operation != "Apply":  # server-side apply has set managedFields itself
-        managedfields.track(None, obj, manager, operation, scope.api_version)
+        managedfields.track(scope, None, obj, manager, operation)
     if dry_run:
         return obj
     for _ in range(_GENERATE_ATTEMPTS):
@@ -236,7 +236,7 @@ def prepare_update(scope: Scope, new: Obj, old: Obj, *, dry_run: bool, manager: 
         raise _invalid(scope, new, errors)
     scope.warnings.extend(strategy.warnings(new, ctx))
     if operation != "Apply":
-        managedfields.track(old, new, manager, operation, scope.api_version, scope.subresource)
+        managedfields.track(scope, old, new, manager, operation)
     if _same(new, old):
         raise Unchanged()
     if meta.get("deletionTimestamp") and not pending_finalizers(scope, new) and \
