@@ -18,7 +18,7 @@ from typing import Any
 from draemu.cel import CELCompileError, CELRuntimeError, compile_expression
 from draemu.scheduler.dra.capacity import consumption, fits
 from draemu.scheduler.dra.explain import Explanation, explain
-from draemu.scheduler.dra.inventory import Inventory, claim_key
+from draemu.scheduler.dra.inventory import MALFORMED, Inventory, claim_key
 from draemu.scheduler.dra.model import Device, DeviceID, device_id_str
 from draemu.scheduler.dra.pools import (
     NodePools,
@@ -75,7 +75,11 @@ class AllocationOutcome:
     def explanation(self) -> Explanation:
         """Per claim, request and device: why. Computed on first use."""
         if self._explanation is None:
-            self._explanation = self._explain()
+            try:
+                self._explanation = self._explain()
+            except MALFORMED as e:
+                message = f"malformed input: {type(e).__name__}: {e}"
+                self._explanation = Explanation(self.node, "Error", message, [], [], message)
         return self._explanation
 
     @property
@@ -107,12 +111,17 @@ class Allocator:
             message = e.message
             return AllocationOutcome(node_name, None, e.node_local, message,
                                      lambda: explain(search, message))
+        except MALFORMED as e:
+            # Objects an apiserver validated never get here; hand-written input might.
+            malformed = f"malformed input: {type(e).__name__}: {e}"
+            return AllocationOutcome(node_name, None, False, malformed,
+                                     lambda: explain(search, malformed))
         if not found:
             return AllocationOutcome(node_name, None, True, None, lambda: explain(search, None))
         try:
             results = [build_result(c, node_name) for c in search.claims]
-        except AllocError as e:
-            failure = e.message
+        except (AllocError, *MALFORMED) as e:
+            failure = e.message if isinstance(e, AllocError) else f"malformed input: {e}"
             return AllocationOutcome(node_name, None, False, failure,
                                      lambda: explain(search, failure))
         return AllocationOutcome(node_name, results, False, None, lambda: explain(search, None))

@@ -11,11 +11,14 @@ from draemu.scheduler.dra.features import Features
 from draemu.scheduler.dra.model import DeviceID, Slice, build_slice
 from draemu.scheduler.dra.state import AllocatedState, Usage
 
+# What reading a structurally wrong object raises (a string where a list belongs, ...).
+MALFORMED = (TypeError, ValueError, AttributeError, KeyError)
+
 
 def claim_key(claim: dict[str, Any]) -> str:
     meta = claim.get("metadata") or {}
     ns, name = meta.get("namespace"), meta.get("name", "")
-    return f"{ns}/{name}" if ns else name
+    return f"{ns}/{name}" if ns else str(name)
 
 
 class Inventory:
@@ -35,6 +38,9 @@ class Inventory:
         self.slice_epoch = 0
         self._taint_cache: dict[DeviceID, list[dict[str, Any]]] = {}
         self.pool_cache: dict[tuple[str, tuple[tuple[str, str], ...]], Any] = {}
+        # Objects too malformed to use (never the case for objects an apiserver
+        # validated): name or key → why. They are left out.
+        self.rejected: dict[str, str] = {}
 
     # --- classes ---------------------------------------------------------------------
 
@@ -47,10 +53,16 @@ class Inventory:
     # --- slices ----------------------------------------------------------------------
 
     def set_slice(self, obj: dict[str, Any]) -> None:
-        name = (obj.get("metadata") or {}).get("name", "")
+        name = str((obj.get("metadata") or {}).get("name", ""))
         self.remove_slice(name)
         self._order += 1
-        s = build_slice(obj, self._order)
+        try:
+            s = build_slice(obj, self._order)
+            hash((s.pool_id, s.node_name))
+        except MALFORMED as e:
+            self.rejected[f"ResourceSlice {name}"] = f"malformed: {e}"
+            return
+        self.rejected.pop(f"ResourceSlice {name}", None)
         self.slices[name] = s
         if s.node_name:
             self.by_node.setdefault(s.node_name, {})[name] = s
@@ -114,7 +126,15 @@ class Inventory:
     def set_claim(self, obj: dict[str, Any]) -> None:
         key = claim_key(obj)
         self.remove_claim(key)
-        usage = Usage.of_claim(obj, self.features.consumable_capacity)
+        try:
+            usage = Usage.of_claim(obj, self.features.consumable_capacity)
+            if usage is not None:
+                for device in [*usage.exclusive, *usage.shares]:
+                    hash(device)
+        except MALFORMED as e:
+            self.rejected[f"ResourceClaim {key}"] = f"malformed status.allocation: {e}"
+            return
+        self.rejected.pop(f"ResourceClaim {key}", None)
         if usage is None:
             return
         self.claims[key] = obj

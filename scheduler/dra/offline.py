@@ -7,6 +7,7 @@ apiserver's own strategies, then fed to the same allocator the scheduler uses.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +17,7 @@ import yaml
 from draemu.features import FeatureGates
 from draemu.scheduler.dra.allocator import AllocationOutcome, Allocator
 from draemu.scheduler.dra.features import Features
-from draemu.scheduler.dra.inventory import Inventory
+from draemu.scheduler.dra.inventory import MALFORMED, Inventory
 
 _KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "DeviceTaintRule")
 
@@ -59,6 +60,7 @@ def _flatten(docs: list[Any], source: str, out: list[dict[str, Any]]) -> None:
             out.append(doc)
 
 
+@functools.cache
 def _strategies() -> dict[str, Any]:
     try:
         from draemu.apiserver.registry import discover
@@ -71,27 +73,35 @@ def classify(objects: list[dict[str, Any]], gates: FeatureGates, validate: bool)
     strategies = _strategies()
     inputs = Inputs()
     problems: list[str] = []
-    for obj in objects:
-        kind = obj.get("kind", "")
-        api_version = obj.get("apiVersion", "")
-        name = (obj.get("metadata") or {}).get("name", "")
-        if kind == "Node" and api_version == "v1":
-            inputs.nodes.append(obj)
-            continue
-        group, _, version = api_version.rpartition("/")
-        if kind not in _KINDS or group != "resource.k8s.io":
-            inputs.skipped.append(f"{api_version} {kind} {name}".strip())
-            continue
-        v1 = _to_v1(obj, kind, version, strategies.get(kind), problems)
-        if v1 is None:
-            continue
-        if validate:
-            problems.extend(_validate(v1, kind, strategies.get(kind), gates))
-        {"DeviceClass": inputs.classes, "ResourceSlice": inputs.slices,
-         "ResourceClaim": inputs.claims, "DeviceTaintRule": inputs.taint_rules}[kind].append(v1)
+    for i, obj in enumerate(objects):
+        try:
+            _classify_one(obj, inputs, strategies, gates, validate, problems)
+        except MALFORMED as e:
+            problems.append(f"object #{i + 1}: malformed: {type(e).__name__}: {e}")
     if problems:
         raise InputError("\n".join(problems))
     return inputs
+
+
+def _classify_one(obj: dict[str, Any], inputs: Inputs, strategies: dict[str, Any],
+                  gates: FeatureGates, validate: bool, problems: list[str]) -> None:
+    kind = str(obj.get("kind", ""))
+    api_version = str(obj.get("apiVersion", ""))
+    name = str((obj.get("metadata") or {}).get("name", ""))
+    if kind == "Node" and api_version == "v1":
+        inputs.nodes.append(obj)
+        return
+    group, _, version = api_version.rpartition("/")
+    if kind not in _KINDS or group != "resource.k8s.io":
+        inputs.skipped.append(f"{api_version} {kind} {name}".strip())
+        return
+    v1 = _to_v1(obj, kind, version, strategies.get(kind), problems)
+    if v1 is None:
+        return
+    if validate:
+        problems.extend(_validate(v1, kind, strategies.get(kind), gates))
+    {"DeviceClass": inputs.classes, "ResourceSlice": inputs.slices,
+     "ResourceClaim": inputs.claims, "DeviceTaintRule": inputs.taint_rules}[kind].append(v1)
 
 
 def _to_v1(obj: dict[str, Any], kind: str, version: str, strategy: Any,
@@ -161,8 +171,16 @@ def run(objects: list[dict[str, Any]], node_name: str, node_labels: dict[str, st
         gates: FeatureGates, *, validate: bool = True, features: Features | None = None
         ) -> tuple[AllocationOutcome, list[dict[str, Any]], Inputs]:
     inputs = classify(objects, gates, validate)
-    inv, pending = build_inventory(inputs, gates, features)
-    node = node_object(inputs, node_name, node_labels)
+    try:
+        inv, pending = build_inventory(inputs, gates, features)
+    except MALFORMED as e:
+        raise InputError(f"malformed input: {type(e).__name__}: {e}") from None
+    if inv.rejected:
+        raise InputError("\n".join(f"{what}: {why}" for what, why in inv.rejected.items()))
+    try:
+        node = node_object(inputs, node_name, node_labels)
+    except (TypeError, ValueError) as e:
+        raise InputError(f"Node {node_name}: malformed labels: {e}") from None
     return Allocator(inv).allocate(node, pending), pending, inputs
 
 
