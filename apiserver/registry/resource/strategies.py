@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from draemu.api.errors import FieldError, Path, StatusError, forbidden, internal
@@ -19,8 +18,6 @@ _ALL = ("v1", "v1beta2", "v1beta1", "v1alpha3")
 _LIFECYCLE = {"v1beta2": ("1.36", "1.39"), "v1beta1": ("1.35", "1.38"),
               "v1alpha3": ("1.32", "1.32")}
 _TAINT_RULE_LIFECYCLE = {"v1beta2": ("1.39", "1.42"), "v1alpha3": ("1.36", "1.39")}
-_STATUS_RESET_METADATA = ("labels", "annotations", "finalizers", "ownerReferences",
-                          "deletionTimestamp", "deletionGracePeriodSeconds")
 
 
 def _warnings(kind: str, lifecycle: dict[str, tuple[str, str]]) -> dict[str, str]:
@@ -34,16 +31,6 @@ def _meta(o: Obj) -> dict[str, Any]:
     if not isinstance(meta, dict):
         meta = o["metadata"] = {}
     return meta
-
-
-def _reset_status_metadata(new: Obj, old: Obj) -> None:
-    """A /status write cannot change what the main endpoint owns in metadata."""
-    meta, old_meta = _meta(new), obj(old.get("metadata"))
-    for name in _STATUS_RESET_METADATA:
-        if name in old_meta:
-            meta[name] = copy.deepcopy(old_meta[name])
-        else:
-            meta.pop(name, None)
 
 
 class ResourceStrategy(Strategy):
@@ -146,7 +133,6 @@ class ResourceClaimStrategy(ResourceStrategy):
 
     def prepare_for_status_update(self, new: Obj, old: Obj, ctx: Context) -> None:
         super().prepare_for_status_update(new, old, ctx)
-        _reset_status_metadata(new, old)
         status = new.get("status")
         if not isinstance(status, dict):
             status = new["status"] = {}
@@ -277,10 +263,6 @@ class DeviceTaintRuleStrategy(ResourceStrategy):
                 and taint.get("timeAdded") == old_taint.get("timeAdded")):
             taint["timeAdded"] = defaults.now()
 
-    def prepare_for_status_update(self, new: Obj, old: Obj, ctx: Context) -> None:
-        super().prepare_for_status_update(new, old, ctx)
-        _reset_status_metadata(new, old)
-
     def validate(self, o: Obj, ctx: Context) -> list[FieldError]:
         return taintrules.taint_rule_spec(obj(o.get("spec")), None)
 
@@ -305,10 +287,6 @@ class ResourcePoolStatusRequestStrategy(ResourceStrategy):
 
     def prepare_for_create(self, o: Obj, ctx: Context) -> None:
         o.pop("status", None)
-
-    def prepare_for_status_update(self, new: Obj, old: Obj, ctx: Context) -> None:
-        super().prepare_for_status_update(new, old, ctx)
-        _reset_status_metadata(new, old)
 
     def validate(self, o: Obj, ctx: Context) -> list[FieldError]:
         return poolstatus.request_spec(obj(o.get("spec")), ctx.gates)

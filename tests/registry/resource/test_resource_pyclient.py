@@ -56,8 +56,10 @@ def test_status_replace_sets_the_allocation(api_client: Any) -> None:
         devices=client.V1DeviceAllocationResult(results=[
             client.V1DeviceRequestAllocationResult(request="gpu", driver="gpu.example.com",
                                                    pool="node-1", device="gpu-0")])))
+    claim.metadata.labels = {"ignored": "on-status"}
     updated = api.replace_namespaced_resource_claim_status("alloc", "default", claim)
     assert updated.status.allocation.devices.results[0].device == "gpu-0"
+    assert updated.metadata.labels is None
 
 
 def test_invalid_claim_is_a_422_status(api_client: Any) -> None:
