@@ -75,11 +75,9 @@ def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], mana
     node = schema if schema is not None else managed.schema_of(applied)
     if reset_fields:
         applied = {k: v for k, v in applied.items() if k not in reset_fields}
-    errors = typed.key_errors(applied, node)
+    errors = typed.typing_errors(applied, node)
     if errors:
-        kind = f"{applied.get('apiVersion', '')}, Kind={applied.get('kind', '')}"
-        raise StatusError(500, "InternalError",
-                          f"failed to create typed patch object ({kind}): {errors[0]}")
+        raise _untyped(applied, errors)
     base = live or {}
     stamp = time or managed.now()
     entries = managed.decode(base)
@@ -112,6 +110,17 @@ def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], mana
     if manager == KUBECTL and _last_applied(merged) is not None:
         _set_last_applied(merged, applied)
     return merged, []
+
+
+def _untyped(applied: dict[str, Any], errors: list[str]) -> StatusError:
+    """Upstream fails such an apply outside its error types: a 500 whose reason is
+    unknown (kubectl prints `Error from server: failed to create typed patch object`)."""
+    meta = applied.get("metadata") or {}
+    group, _, version = str(applied.get("apiVersion", "")).rpartition("/")
+    gvk = f"{group}/{version}, Kind={applied.get('kind', '')}"
+    where = f"{meta.get('namespace', '')}/{meta.get('name', '')}; {gvk}"
+    return StatusError(500, "", f"failed to create typed patch object ({where}): "
+                       + "\n".join(errors))
 
 
 def _last_applied(obj: dict[str, Any]) -> str | None:

@@ -66,14 +66,19 @@ def item_key(node: SchemaNode, item: Any) -> str:
     return fieldpath.key(values)
 
 
-def key_errors(config: Any, node: SchemaNode, path: str = "") -> list[str]:
-    """Items of list maps that lack a key (without a default) or repeat one, worded as
-    upstream's typed conversion words them."""
+def typing_errors(config: Any, node: SchemaNode, path: str = "") -> list[str]:
+    """What stops an applied configuration from being typed by its schema, worded as
+    upstream's typed conversion words it: undeclared fields, list-map items that lack a
+    key (without a default) or repeat one."""
     errors: list[str] = []
     kind = shape(node, config)
     if kind == GRANULAR:
         for name, sub in config.items():
-            errors += key_errors(sub, child(node, name), f"{path}.{name}")
+            sub_node = node.field(name)
+            if sub_node is None:
+                errors.append(f"{path}.{name}: field not declared in schema")
+            else:
+                errors += typing_errors(sub, sub_node, f"{path}.{name}")
     elif kind == LIST_MAP:
         items = node.items()
         seen: set[str] = set()
@@ -89,7 +94,11 @@ def key_errors(config: Any, node: SchemaNode, path: str = "") -> list[str]:
             if k in seen:
                 errors.append(f"{path}: duplicate entries for key {fieldpath.path_string((k,))}")
             seen.add(k)
-            errors += key_errors(item, items, f"{path}{fieldpath.path_string((k,))}")
+            errors += typing_errors(item, items, f"{path}{fieldpath.path_string((k,))}")
+    elif isinstance(config, list) and not node.is_open and node.shape == LIST:
+        items = node.items()
+        for i, item in enumerate(config):
+            errors += typing_errors(item, items, f"{path}[{i}]")
     return errors
 
 

@@ -174,9 +174,11 @@ def test_a_list_map_item_without_its_key_is_rejected():
     config["spec"]["template"]["spec"]["imagePullSecrets"] = [{}]
     with pytest.raises(StatusError) as err:
         apply(None, config, "alice")
-    assert err.value.code == 500
-    assert ('.spec.template.spec.imagePullSecrets: element 0: associative list with keys has '
-            'an element that omits key field "name"') in err.value.message
+    assert (err.value.code, err.value.reason) == (500, "")
+    assert err.value.message.startswith(
+        "failed to create typed patch object (default/d; apps/v1, Kind=Deployment): "
+        ".spec.template.spec.imagePullSecrets: element 0: associative list with keys has "
+        'an element that omits key field "name"')
 
 
 def test_duplicate_list_map_keys_are_rejected():
@@ -251,3 +253,15 @@ def test_reset_fields_are_neither_applied_nor_owned():
     obj, _ = server_side_apply(None, config, "alice", False, time=T0, reset_fields=("status",))
     assert "status" not in obj
     assert "f:status" not in obj["metadata"]["managedFields"][0]["fieldsV1"]
+
+
+def test_an_undeclared_field_in_an_apply_configuration_is_rejected():
+    config = deployment()
+    config["spec"]["foo"] = 1
+    config["spec"]["template"]["spec"]["containers"][0]["bar"] = 2
+    with pytest.raises(StatusError) as err:
+        apply(None, config, "alice")
+    assert err.value.message == (
+        "failed to create typed patch object (default/d; apps/v1, Kind=Deployment): "
+        '.spec.template.spec.containers[name="web"].bar: field not declared in schema\n'
+        ".spec.foo: field not declared in schema")
