@@ -26,13 +26,6 @@ def _warnings(kind: str, lifecycle: dict[str, tuple[str, str]]) -> dict[str, str
             for version, (dep, gone) in lifecycle.items()}
 
 
-def _meta(o: Obj) -> dict[str, Any]:
-    meta = o.get("metadata")
-    if not isinstance(meta, dict):
-        meta = o["metadata"] = {}
-    return meta
-
-
 class ResourceStrategy(Strategy):
     group = GROUP
     storage_version = "v1"
