@@ -110,7 +110,8 @@ async def ensure_device_classes(client: Client, preset: Preset) -> None:
 
 async def start_node(spec: NodeSpec, *, kubeconfig: Path, data_dir: Path,
                      runtime: str = "fake", feature_gates: FeatureGates | None = None,
-                     server: Any = None, slice_wipe_delay: float | None = None) -> Node:
+                     server: Any = None, slice_wipe_delay: float | None = None,
+                     crash_loop_backoff: float | None = None) -> Node:
     client = Client.from_kubeconfig(str(kubeconfig))
     options = KubeletOptions(node_name=spec.name, root_dir=Path(data_dir) / "nodes" / spec.name,
                              runtime=runtime, labels=spec.labels, taints=spec.taints,
@@ -118,6 +119,8 @@ async def start_node(spec: NodeSpec, *, kubeconfig: Path, data_dir: Path,
                              feature_gates=feature_gates or FeatureGates())
     if slice_wipe_delay is not None:
         options.slice_wipe_delay = slice_wipe_delay
+    if crash_loop_backoff is not None:
+        options.crash_loop_backoff = crash_loop_backoff
     kubelet = Kubelet(client, options)
     node = Node(spec.name, kubelet, client, kubeconfig, server=server)
     try:

@@ -45,6 +45,7 @@ class KubeletOptions:
     cdi_dirs: list[Path] = field(default_factory=list)
     slice_wipe_delay: float = SLICE_WIPE_DELAY
     plugin_scan_interval: float = 1.0
+    crash_loop_backoff: float = 10.0  # first restart delay of a failed container, doubling
     heartbeat_interval: float = 10.0
 
 
@@ -96,7 +97,8 @@ class Kubelet:
             self.client, o.node_name, cfg.internal_ip, cfg.pod_cidr, self.layout.pods_dir,
             self.dra, self.plugins, self.cdi, self.runtime, self.events,
             health_enabled=gates.enabled("ResourceHealthStatus"),
-            health_messages=gates.enabled("ResourceHealthStatusMessage"))
+            health_messages=gates.enabled("ResourceHealthStatusMessage"),
+            crash_backoff=o.crash_loop_backoff)
         await asyncio.gather(self.watcher.start(), self.pods.start())
         log.info("kubelet started", node=o.node_name, root=str(self.layout.root),
                  registry=str(self.layout.registry_dir))

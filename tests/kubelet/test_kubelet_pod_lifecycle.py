@@ -40,7 +40,7 @@ async def node_factory(apiserver, tmp_path):
         path = node_kubeconfig(apiserver, tmp_path, "node-1")
         node = await start_node(NodeSpec("node-1"), kubeconfig=path, data_dir=tmp_path,
                                 server=apiserver, runtime=runtime,
-                                feature_gates=gates or FeatureGates())
+                                feature_gates=gates or FeatureGates(), crash_loop_backoff=0.1)
         started.append(node)
         return node
 
@@ -199,3 +199,43 @@ async def test_pod_stays_terminating_until_unprepare_succeeds(client, node_facto
 
     await eventually(gone)
     assert node.kubelet.cache.claims == {}
+
+
+async def test_failing_container_is_restarted_with_backoff(client, node_factory):
+    await node_factory(runtime="process")
+    await client.create("v1", "pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p1", "namespace": "default"},
+        "spec": {"nodeName": "node-1", "restartPolicy": "OnFailure",
+                 "containers": [{"name": "main", "image": "busybox",
+                                 "command": ["sh", "-c", "echo try; exit 1"]}]}}, "default")
+
+    async def restarted():
+        pod = await client.get("v1", "pods", "p1", "default")
+        statuses = pod["status"].get("containerStatuses") or []
+        return statuses[0] if statuses and statuses[0]["restartCount"] >= 2 else None
+
+    status = await eventually(restarted)
+    assert status["lastState"]["terminated"]["exitCode"] == 1
+    code, _h, body = await client.request(
+        "GET", "/api/v1/namespaces/default/pods/p1/log", params={"previous": "true"})
+    assert code == 200 and body.decode() == "try\n"
+
+
+async def test_graceful_deletion_stops_a_running_process(client, node_factory):
+    await node_factory(runtime="process")
+    await client.create("v1", "pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p1", "namespace": "default"},
+        "spec": {"nodeName": "node-1", "terminationGracePeriodSeconds": 5,
+                 "containers": [{"name": "main", "image": "busybox",
+                                 "command": ["sleep", "600"]}]}}, "default")
+    await eventually(lambda: phase(client, "p1", "Running"))
+    await client.delete("v1", "pods", "p1", "default")
+
+    async def gone():
+        try:
+            await client.get("v1", "pods", "p1", "default")
+        except ApiError as err:
+            return err.code == 404
+        return False
+
+    await eventually(gone)
