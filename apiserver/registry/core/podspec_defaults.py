@@ -27,6 +27,7 @@ def default_container(ctr: Obj, *, is_pod: bool, host_network: bool) -> None:
     if not ctr.get("imagePullPolicy"):
         tag = image_tag(ctr.get("image") or "")
         ctr["imagePullPolicy"] = "Always" if tag == "latest" else "IfNotPresent"
+    ctr.setdefault("resources", {})  # a struct: a Go server always writes it
     ctr.setdefault("terminationMessagePath", "/dev/termination-log")
     ctr.setdefault("terminationMessagePolicy", "File")
     for port in ctr.get("ports") or []:

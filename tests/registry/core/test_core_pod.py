@@ -47,6 +47,7 @@ def test_container_defaults_include_termination_message_fields() -> None:
     ctr = created(S, pod())["spec"]["containers"][0]
     assert ctr["terminationMessagePath"] == "/dev/termination-log"
     assert ctr["terminationMessagePolicy"] == "File"
+    assert ctr["resources"] == {}
 
 
 @pytest.mark.parametrize(("image", "policy"), [
