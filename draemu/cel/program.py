@@ -91,7 +91,8 @@ def compile_expression(expression: str, *, gates: FeatureGates | None = None,
             if len(_CACHE) > _CACHE_SIZE:
                 _CACHE.popitem(last=False)
     if isinstance(hit, CELCompileError):
-        raise hit
+        # A fresh exception each time: re-raising the cached one would grow its traceback.
+        raise CELCompileError(hit.detail, result_type=hit.result_type)
     return hit
 
 
