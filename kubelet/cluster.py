@@ -111,12 +111,18 @@ async def ensure_device_classes(client: Client, preset: Preset) -> None:
 async def start_node(spec: NodeSpec, *, kubeconfig: Path, data_dir: Path,
                      runtime: str = "fake", feature_gates: FeatureGates | None = None,
                      server: Any = None, slice_wipe_delay: float | None = None,
-                     crash_loop_backoff: float | None = None) -> Node:
+                     crash_loop_backoff: float | None = None, index: int | None = None) -> Node:
+    """Start one node's kubelet and built-in drivers. `index` (the node's place in its
+    preset) gives it kind-like addresses: InternalIP 172.18.0.<index+2>, pod CIDR
+    10.244.<index>.0/24; without it they are derived from the name."""
     client = Client.from_kubeconfig(str(kubeconfig))
     options = KubeletOptions(node_name=spec.name, root_dir=Path(data_dir) / "nodes" / spec.name,
                              runtime=runtime, labels=spec.labels, taints=spec.taints,
                              capacity=spec.capacity,
                              feature_gates=feature_gates or FeatureGates())
+    if index is not None:
+        options.internal_ip = f"172.18.{index // 250}.{index % 250 + 2}"
+        options.pod_cidr = f"10.{244 + index // 256}.{index % 256}.0/24"
     if slice_wipe_delay is not None:
         options.slice_wipe_delay = slice_wipe_delay
     if crash_loop_backoff is not None:
@@ -159,12 +165,13 @@ async def start_nodes(preset: str | Path | Preset, *, data_dir: Path, server: An
     async with Client.from_kubeconfig(str(admin)) as client:
         await ensure_device_classes(client, chosen)
 
-    async def one(spec: NodeSpec) -> Node:
+    async def one(index: int, spec: NodeSpec) -> Node:
         path = node_kubeconfig(server, data_dir, spec.name) if server is not None else admin
         return await start_node(spec, kubeconfig=path, data_dir=data_dir, runtime=runtime,
-                                feature_gates=feature_gates, server=server)
+                                feature_gates=feature_gates, server=server, index=index)
 
-    results = await asyncio.gather(*(one(s) for s in chosen.nodes), return_exceptions=True)
+    results = await asyncio.gather(*(one(i, s) for i, s in enumerate(chosen.nodes)),
+                                   return_exceptions=True)
     handle = NodesHandle(chosen, {r.name: r for r in results if isinstance(r, Node)})
     errors = [r for r in results if isinstance(r, BaseException)]
     if errors:

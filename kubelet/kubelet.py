@@ -35,6 +35,9 @@ class KubeletOptions:
     labels: dict[str, str] = field(default_factory=dict)
     taints: list[dict[str, Any]] = field(default_factory=list)
     capacity: dict[str, str] | None = None
+    # The Node's InternalIP and pod CIDR; empty: derived from the node name.
+    internal_ip: str = ""
+    pod_cidr: str = ""
     # The kubelet HTTP API (container logs) for kubelets in their own process: it listens
     # on `address` (then the Node's InternalIP) and `port`; None: no server (in process,
     # the apiserver reads logs through `Kubelet.log_provider`).
@@ -81,7 +84,8 @@ class Kubelet:
         o = self.options
         self.layout.create()
         self.cache.load()
-        cfg = NodeConfig(o.node_name, labels=o.labels, taints=o.taints)
+        cfg = NodeConfig(o.node_name, labels=o.labels, taints=o.taints,
+                         internal_ip=o.internal_ip, pod_cidr=o.pod_cidr)
         if self.server is not None:
             await self.server.start()
             cfg.internal_ip, cfg.kubelet_port = o.address, self.server.port
