@@ -675,7 +675,7 @@ def optional_or(v: object, other: object) -> object:
 
 # --- DRA ---------------------------------------------------------------------------------
 
-@register("includes", True, (1,), "bool", ("dyn",), cost=1 + MAX_LIST_ATTRIBUTE_VALUES,
+@register("includes", True, (1,), "bool", ("dyn",), cost=MAX_LIST_ATTRIBUTE_VALUES,
            gate="DRAListTypeAttributes")
 def includes(v: object, x: object) -> bool:
     if isinstance(v, (list, tuple)):
