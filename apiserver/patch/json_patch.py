@@ -27,7 +27,7 @@ def apply_json_patch(obj: dict[str, Any], ops: Any) -> dict[str, Any]:
         try:
             doc = jsonpatch.JsonPatch([op]).apply(doc, in_place=True)
         except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
-            raise _does_not_apply(op, exc) from None
+            raise _does_not_apply(op, exc, doc) from None
     if not isinstance(doc, dict):
         raise bad_request("json patch must produce an object")
     return doc
@@ -54,11 +54,11 @@ def _check_document(ops: Any) -> None:
             raise _unprocessable(f"{kind} operation does not apply: missing value: missing value")
 
 
-def _does_not_apply(op: dict[str, Any], exc: Exception) -> StatusError:
+def _does_not_apply(op: dict[str, Any], exc: Exception, doc: Any) -> StatusError:
     kind, path = op["op"], op["path"]
     if isinstance(exc, jsonpatch.JsonPatchTestFailed):
         return _unprocessable(f"testing value {path} failed: test failed")
-    if kind in ("move", "copy") and _missing(exc):
+    if kind in ("move", "copy") and _absent(doc, op["from"]):
         return _unprocessable(f"{kind} operation does not apply: doc is missing from path: "
                               f"{op['from']}: missing value")
     if kind == "replace":
@@ -71,8 +71,12 @@ def _does_not_apply(op: dict[str, Any], exc: Exception) -> StatusError:
                           f"missing value ({exc})")
 
 
-def _missing(exc: Exception) -> bool:
-    return isinstance(exc, (jsonpatch.JsonPatchConflict, jsonpointer.JsonPointerException))
+def _absent(doc: Any, pointer: str) -> bool:
+    try:
+        jsonpointer.resolve_pointer(doc, pointer)
+    except jsonpointer.JsonPointerException:
+        return True
+    return False
 
 
 def _unprocessable(message: str) -> StatusError:

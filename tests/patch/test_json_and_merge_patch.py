@@ -89,3 +89,10 @@ def test_a_merge_patch_that_is_not_an_object_is_a_400():
     with pytest.raises(StatusError) as err:
         apply_merge_patch(CM, [1, 2])
     assert err.value.code == 400
+
+
+def test_a_move_from_a_missing_path_names_the_from_path():
+    with pytest.raises(StatusError) as err:
+        apply_json_patch(CM, [{"op": "move", "from": "/data/nope", "path": "/data/x"}])
+    assert err.value.message == ("move operation does not apply: doc is missing from path: "
+                                 "/data/nope: missing value")
