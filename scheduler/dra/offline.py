@@ -99,6 +99,7 @@ def _classify_one(obj: dict[str, Any], inputs: Inputs, strategies: dict[str, Any
     if v1 is None:
         return
     if validate:
+        _drop_disabled_fields(v1, kind, gates)
         problems.extend(_validate(v1, kind, strategies.get(kind), gates))
     {"DeviceClass": inputs.classes, "ResourceSlice": inputs.slices,
      "ResourceClaim": inputs.claims, "DeviceTaintRule": inputs.taint_rules}[kind].append(v1)
@@ -122,6 +123,20 @@ def _to_v1(obj: dict[str, Any], kind: str, version: str, strategy: Any,
     converted = strategy.to_storage(converted, version)
     converted["apiVersion"] = "resource.k8s.io/v1"
     return converted
+
+
+def _drop_disabled_fields(obj: dict[str, Any], kind: str, gates: FeatureGates) -> None:
+    """What the apiserver stores: fields of disabled feature gates are dropped on create."""
+    from draemu.apiserver.registry.resource import gates as gated
+
+    spec, status = obj.get("spec"), obj.get("status")
+    if kind == "ResourceClaim":
+        gated.claim_spec(spec, None, gates)
+        gated.claim_status(status, None, gates)
+    elif kind == "ResourceSlice":
+        gated.slice_spec(spec, None, gates)
+    elif kind == "DeviceClass":
+        gated.class_spec(spec, None, gates)
 
 
 def _validate(obj: dict[str, Any], kind: str, strategy: Any, gates: FeatureGates) -> list[str]:

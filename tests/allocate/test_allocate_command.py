@@ -223,3 +223,14 @@ def test_feature_gates_flag_turns_features_off(tmp_path: Path,
     assert report["outcome"] == "Error"
     assert "has capacity requests, but the DRAConsumableCapacity feature is disabled" in \
         report["error"]
+
+
+def test_validation_drops_fields_of_disabled_gates_as_the_apiserver_does(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    claim = yaml.safe_load(CLAIM)
+    claim["spec"]["devices"]["requests"][0]["exactly"]["capacity"] = {
+        "requests": {"memory": "1Gi"}}
+    f = write(tmp_path, "in.yaml", GPU_CLASS, SLICE, yaml.safe_dump(claim))
+    code, report = run_json(capsys, "-f", f, "--node", "node-1",
+                            "--feature-gates", "DRAConsumableCapacity=false")
+    assert (code, report["outcome"]) == (0, "Allocated")
