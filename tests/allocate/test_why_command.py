@@ -83,3 +83,20 @@ async def test_command_reads_kubeconfig_and_reports_missing_pod(
                                           str(apiserver.kubeconfig_path)])
     assert code == 1
     assert "not found" in capsys.readouterr().err
+
+
+async def test_claim_from_template_not_yet_created_is_reported(apiserver: Any) -> None:
+    client = Client.from_kubeconfig(str(apiserver.kubeconfig_path))
+    try:
+        await client.create("v1", "pods", {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "waiting"},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}],
+                     "resourceClaims": [{"name": "gpu",
+                                         "resourceClaimTemplateName": "one-gpu"}]}},
+            namespace="default")
+        report = await explain_pod(client, "default", "waiting")
+    finally:
+        await client.close()
+    assert "  claim gpu: the claim from template one-gpu does not exist yet (the resource " \
+        "claim controller creates it)" in report.splitlines()
+    assert "The pod waits until all its claims exist." in report
