@@ -3,6 +3,7 @@
 
 from draemu.drivers.sdk.cdi import CDIWriter
 from draemu.drivers.sdk.health import HealthReporter
+from draemu.drivers.sdk.kubeclient import client_from_environment, in_cluster_client
 from draemu.drivers.sdk.plugin import KubeletPlugin
 from draemu.drivers.sdk.slices import ResourceSliceController, split_pool
 from draemu.drivers.sdk.types import (
@@ -16,4 +17,5 @@ from draemu.drivers.sdk.types import (
 
 __all__ = ["CDIWriter", "ClaimRef", "Driver", "DriverResources", "HealthReporter",
            "KubeletPlugin", "Pool", "PrepareResult", "PreparedDevice",
-           "ResourceSliceController", "split_pool"]
+           "ResourceSliceController", "client_from_environment", "in_cluster_client",
+           "split_pool"]

@@ -20,7 +20,6 @@ import asyncio
 import os
 import signal
 
-from draemu.client import Client
 from draemu.drivers.sdk import (
     CDIWriter,
     ClaimRef,
@@ -29,6 +28,7 @@ from draemu.drivers.sdk import (
     Pool,
     PreparedDevice,
     PrepareResult,
+    client_from_environment,
 )
 
 
@@ -85,7 +85,7 @@ async def main() -> None:
     p.add_argument("--cdi-root", default=env("CDI_ROOT", "/etc/cdi"))
     args = p.parse_args()
 
-    client = Client.from_kubeconfig(args.kubeconfig)
+    client = client_from_environment(args.kubeconfig)
     driver = SimpleDriver(args.driver_name, args.node_name, args.cdi_root, args.num_devices)
     plugin = KubeletPlugin(
         driver, driver_name=args.driver_name, node_name=args.node_name, client=client,
