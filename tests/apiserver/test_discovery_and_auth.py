@@ -186,3 +186,24 @@ async def test_max_in_flight_is_429_with_retry_after(tmp_path: Path) -> None:
             assert (await c.get("/readyz")).status == 200
     finally:
         await server.stop()
+
+
+async def test_objects_survive_a_restart_on_the_same_data_directory(tmp_path: Path) -> None:
+    from draemu.apiserver.server import APIServerOptions
+
+    opts = APIServerOptions(data_dir=tmp_path / "s")  # SQLite file in the data directory
+    first = APIServer(opts)
+    await first.start()
+    async with aiohttp.ClientSession() as session:
+        c = Client(first.url, session, ssl_context_for(first.kubeconfig_path))
+        assert (await c.post(CM, configmap("kept", a="1"))).status == 201
+    await first.stop()
+    second = APIServer(APIServerOptions(data_dir=tmp_path / "s"))
+    await second.start()
+    try:
+        async with aiohttp.ClientSession() as session:
+            c = Client(second.url, session, ssl_context_for(second.kubeconfig_path))
+            reply = await c.get(f"{CM}/kept")
+            assert reply.status == 200 and reply.json["data"] == {"a": "1"}
+    finally:
+        await second.stop()
