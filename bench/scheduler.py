@@ -29,6 +29,7 @@ DRIVER = "gpu.example.com"
 CLASS = "gpu.example.com"
 DEVICES_PER_NODE = 8
 NS = "bench"
+STALL_SECONDS = 60.0
 
 
 def _serve(data_dir: str, ready: Any) -> None:
@@ -129,12 +130,19 @@ async def run_one(kubeconfig: str, nodes: int, pods: int, profile: bool) -> dict
     profiler = cProfile.Profile() if profile else None
     if profiler:
         profiler.enable()
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     await _bounded([client.create("v1", "pods", pod(i), NS) for i in range(pods)])
     created = time.perf_counter() - start
+    last, last_change = 0, time.perf_counter()
     while scheduler.scheduled < pods:
         await asyncio.sleep(0.05)
+        if scheduler.scheduled != last:
+            last, last_change = scheduler.scheduled, time.perf_counter()
+        elif time.perf_counter() - last_change > STALL_SECONDS:
+            raise RuntimeError(f"no progress for {STALL_SECONDS}s: {scheduler.scheduled}/{pods} "
+                               f"scheduled, queue {scheduler.queue.stats()}")
     elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu_start
     if profiler:
         profiler.disable()
 
@@ -149,10 +157,12 @@ async def run_one(kubeconfig: str, nodes: int, pods: int, profile: bool) -> dict
     await client.close()
     if profiler:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(35)
+    cache = scheduler.dra.cache
+    print(f"allocation cache: {cache.hits} hits, {cache.misses} misses", flush=True)
     assert bound == pods and allocated == pods and len(devices) == pods, \
         (bound, allocated, len(devices))
     return {"nodes": nodes, "pods": pods, "seconds": elapsed,
-            "pods_per_second": pods / elapsed, "create_seconds": created}
+            "pods_per_second": pods / elapsed, "create_seconds": created, "cpu": cpu}
 
 
 def main() -> int:
@@ -185,7 +195,8 @@ def main() -> int:
                 server.join(10)
         print(f"nodes={result['nodes']:5d} pods={result['pods']:5d} "
               f"time={result['seconds']:6.2f}s  {result['pods_per_second']:7.1f} pods/s "
-              f"(pods created in {result['create_seconds']:.2f}s)", flush=True)
+              f"(pods created in {result['create_seconds']:.2f}s; this process, i.e. "
+              f"scheduler and pod creation, used {result['cpu']:.2f}s CPU)", flush=True)
     return 0
 
 

@@ -237,3 +237,49 @@ async def test_new_node_makes_a_pending_pod_schedulable(client, scheduler):
         "no nodes available to schedule pods"
     await client.create("v1", "nodes", node("n1"))
     assert await eventually(lambda: node_of(client, "p1")) == "n1"
+
+
+async def test_extended_resource_backed_by_a_device_class_gets_a_claim(client, scheduler):
+    cls = device_class()
+    cls["spec"]["extendedResourceName"] = "example.com/gpu"
+    await client.create(R, "deviceclasses", cls)
+    await client.create("v1", "nodes", node("n1"))
+    await client.create(R, "resourceslices", resource_slice("n1", 2))
+    p = plain_pod("p1", extra={"example.com/gpu": "2"})
+    p["spec"]["containers"][0]["resources"]["limits"] = {"example.com/gpu": "2"}
+    await client.create("v1", "pods", p)
+    assert await eventually(lambda: node_of(client, "p1")) == "n1"
+    status = (await get_pod(client, "p1"))["status"]["extendedResourceClaimStatus"]
+    assert status["requestMappings"] == [{"containerName": "c", "resourceName":
+                                          "example.com/gpu",
+                                          "requestName": "container-0-request-0"}]
+    c = await client.get(R, "resourceclaims", status["resourceClaimName"], "default")
+    assert c["metadata"]["annotations"] == {
+        "resource.kubernetes.io/extended-resource-claim": "true"}
+    assert len(c["status"]["allocation"]["devices"]["results"]) == 2
+    assert [r["name"] for r in c["status"]["reservedFor"]] == ["p1"]
+
+
+async def test_binding_waits_for_the_device_binding_conditions(client, scheduler):
+    await client.create(R, "deviceclasses", device_class())
+    await client.create("v1", "nodes", node("n1"))
+    s = resource_slice("n1", 1)
+    s["spec"]["devices"][0].update(bindingConditions=["attached"],
+                                   bindingFailureConditions=["failed"])
+    await client.create(R, "resourceslices", s)
+    await client.create(R, "resourceclaims", claim("c1"))
+    await client.create("v1", "pods", claim_pod("p1", "c1"))
+
+    async def allocated() -> dict | None:
+        c = await client.get(R, "resourceclaims", "c1", "default")
+        return c if c.get("status", {}).get("allocation") else None
+
+    c = await eventually(allocated)
+    assert c["status"]["allocation"].get("allocationTimestamp")
+    assert await node_of(client, "p1") is None  # PreBind still waits
+    # What the driver does once the device is attached:
+    c["status"]["devices"] = [{"driver": DRIVER, "pool": "n1", "device": "gpu-0", "conditions": [
+        {"type": "attached", "status": "True", "reason": "Attached", "message": "",
+         "lastTransitionTime": "2026-01-01T00:00:00Z"}]}]
+    await client.update(R, "resourceclaims", c, subresource="status")
+    assert await eventually(lambda: node_of(client, "p1")) == "n1"
