@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from draemu.apiserver.registry.strategy import Strategy
 from draemu.features import FeatureGates
@@ -38,7 +39,7 @@ class Resource:
         """`resourceclaims.resource.k8s.io`, or `pods` for the core group."""
         return f"{self.name}.{self.group}" if self.group else self.name
 
-    @property
+    @cached_property
     def prefix(self) -> str:
         """Store key prefix of every object of this resource (with a trailing slash).
         Kinds sharing one storage (core/v1 and events.k8s.io/v1 Events) share it."""
