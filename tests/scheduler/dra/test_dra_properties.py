@@ -216,9 +216,15 @@ def test_every_allocation_respects_the_rules(features: Features, slice_objs: lis
     allocated = data.draw(st.lists(st.sampled_from(ids), unique=True, max_size=2)) if ids else []
     inv = inventory(features, slice_objs, allocated)
     outcome = Allocator(inv).allocate(NODE, claim_objs)
+    report = outcome.explanation
+    assert report.text().startswith(("✅", "❌"))
     if outcome.results is None:
         assert outcome.unsatisfiable or outcome.error
+        assert outcome.summary
         return
+    for request in report.requests:
+        assert all(any(d.device == c and d.reason == "chosen" for d in request.devices)
+                   for c in request.chosen)
     check_invariants(features, slice_objs, allocated, claim_objs, outcome.results)
     again = Allocator(inv).allocate(NODE, claim_objs)
     strip = [[{k: v for k, v in r.items() if k != "shareID"} for r in a["devices"]["results"]]
