@@ -87,7 +87,7 @@ class DeploymentStrategy(Strategy):
             rolling.setdefault("maxSurge", "25%")
         spec.setdefault("revisionHistoryLimit", 10)
         spec.setdefault("progressDeadlineSeconds", 600)
-        default_pod_template(spec.get("template"))
+        default_pod_template(spec.get("template"), self.kind, version)
 
     def obsolete_field_errors(self, obj: Obj, version: str) -> list[FieldError]:
         return obsolete_template_field_errors(obj)

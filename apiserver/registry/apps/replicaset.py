@@ -53,7 +53,7 @@ class ReplicaSetStrategy(Strategy):
     def default(self, obj: Obj, version: str) -> None:
         spec = obj.setdefault("spec", {})
         spec.setdefault("replicas", 1)
-        default_pod_template(spec.get("template"))
+        default_pod_template(spec.get("template"), self.kind, version)
 
     def obsolete_field_errors(self, obj: Obj, version: str) -> list[FieldError]:
         return obsolete_template_field_errors(obj)

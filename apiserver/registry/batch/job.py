@@ -181,7 +181,7 @@ class JobStrategy(Strategy):
                 pattern.setdefault("status", "True")
         spec.setdefault("podReplacementPolicy",
                         "Failed" if policy is not None else "TerminatingOrFailed")
-        default_pod_template(spec.get("template"))
+        default_pod_template(spec.get("template"), self.kind, version)
 
     def obsolete_field_errors(self, obj: Obj, version: str) -> list[FieldError]:
         return obsolete_template_field_errors(obj)

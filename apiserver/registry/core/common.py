@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from draemu.api.errors import FieldError, Path, invalid
+from draemu.api.errors import FieldError, Path, StatusError, bad_request, invalid
 from draemu.api.names import (
     is_c_identifier,
     is_dns1123_label,
@@ -20,6 +21,7 @@ from draemu.api.names import (
     is_qualified_name,
     regex_error,
 )
+from draemu.api.quantity import QUANTITY_ERROR, Quantity, QuantityError
 
 Obj = dict[str, Any]
 
@@ -79,6 +81,20 @@ def immutable(new: Any, old: Any, path: Path) -> list[FieldError]:
     if new == old:
         return []
     return [invalid(path, new, FIELD_IMMUTABLE)]
+
+
+def cannot_handle(kind: str, version: str, detail: str) -> StatusError:
+    """The 400 a request body gets when it does not decode (bad base64, bad quantity)."""
+    return bad_request(f'{kind} in version "{version}" cannot be handled as a {kind}: {detail}')
+
+
+def check_quantities(values: Iterable[Any], kind: str, version: str) -> None:
+    """Quantities are parsed while decoding: a malformed one fails the whole request."""
+    for value in values:
+        try:
+            Quantity.parse(value)
+        except (QuantityError, TypeError):
+            raise cannot_handle(kind, version, QUANTITY_ERROR) from None
 
 
 def copy_or_drop(target: Obj, source: Obj, key: str) -> None:

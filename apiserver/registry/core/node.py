@@ -16,7 +16,7 @@ from draemu.api.errors import (
     required,
 )
 from draemu.api.names import is_label_value
-from draemu.apiserver.registry.core.common import qualified_name
+from draemu.apiserver.registry.core.common import check_quantities, qualified_name
 from draemu.apiserver.registry.core.podspec_validation import TAINT_EFFECTS
 from draemu.apiserver.registry.strategy import AGE, Column, Context, Obj, Strategy
 
@@ -75,6 +75,11 @@ class NodeStrategy(Strategy):
     storage_version = "v1"
     subresources = frozenset({"status"})
     has_generation = False
+
+    def default(self, obj: Obj, version: str) -> None:
+        status = obj.get("status") or {}
+        check_quantities([*(status.get("capacity") or {}).values(),
+                          *(status.get("allocatable") or {}).values()], self.kind, version)
 
     def prepare_for_create(self, obj: Obj, ctx: Context) -> None:
         """A kubelet registers its node together with its status: nothing is cleared."""

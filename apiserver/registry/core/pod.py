@@ -21,6 +21,7 @@ from draemu.api.errors import (
 )
 from draemu.apiserver.registry.core.common import (
     MAX_INT32,
+    check_quantities,
     copy_or_drop,
     dns_subdomain,
     immutable,
@@ -28,7 +29,7 @@ from draemu.apiserver.registry.core.common import (
     qualified_name,
 )
 from draemu.apiserver.registry.core.pod_status import pod_row_cells, qos_class, readiness_gates_cell
-from draemu.apiserver.registry.core.podspec_defaults import default_pod_spec
+from draemu.apiserver.registry.core.podspec_defaults import default_pod_spec, quantities
 from draemu.apiserver.registry.core.podspec_validation import (
     Options,
     obsolete_claim_source_errors,
@@ -84,6 +85,7 @@ class PodStrategy(Strategy):
     def default(self, obj: Obj, version: str) -> None:
         spec = obj.get("spec")
         if isinstance(spec, dict):
+            check_quantities(quantities(spec), self.kind, version)
             default_pod_spec(spec, is_pod=True)
 
     # Writes -------------------------------------------------------------------------

@@ -4,7 +4,10 @@ diffs, `describe` and the kubelet read the defaulted values back."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
+
+from draemu.apiserver.registry.core.common import check_quantities
 
 Obj = dict[str, Any]
 
@@ -94,8 +97,27 @@ def default_pod_spec(spec: Obj, *, is_pod: bool) -> None:
             default_volume(volume)
 
 
-def default_pod_template(template: Obj | None) -> None:
+def quantities(spec: Obj) -> Iterator[Any]:
+    """Every quantity of a pod spec: container and pod-level resources, overhead and
+    emptyDir size limits."""
+    resources = [(c.get("resources") or {}) for key in
+                 ("containers", "initContainers", "ephemeralContainers")
+                 for c in spec.get(key) or [] if isinstance(c, dict)]
+    resources.append(spec.get("resources") or {})
+    for entry in resources:
+        for name in ("limits", "requests"):
+            yield from (entry.get(name) or {}).values()
+    yield from (spec.get("overhead") or {}).values()
+    for volume in spec.get("volumes") or []:
+        limit = ((volume or {}).get("emptyDir") or {}).get("sizeLimit")
+        if limit is not None:
+            yield limit
+
+
+def default_pod_template(template: Obj | None, kind: str, version: str) -> None:
+    """Defaults of `spec.template` of a `kind` object decoded from `version`."""
     if isinstance(template, dict):
         spec = template.setdefault("spec", {})
         if isinstance(spec, dict):
+            check_quantities(quantities(spec), kind, version)
             default_pod_spec(spec, is_pod=False)

@@ -22,7 +22,7 @@ from draemu.api.errors import (
     required,
 )
 from draemu.api.names import is_qualified_name
-from draemu.api.quantity import Quantity, QuantityError
+from draemu.api.quantity import Quantity
 from draemu.apiserver.registry.core.common import (
     IS_NEGATIVE,
     MAX_INT32,
@@ -259,14 +259,6 @@ def _validate_resource_name(name: str, path: Path) -> list[FieldError]:
     return errs
 
 
-def _quantity(value: Any, path: Path, errs: list[FieldError]) -> Quantity | None:
-    try:
-        return Quantity.parse(value)
-    except (QuantityError, TypeError):
-        errs.append(invalid(path, value, "must be a valid quantity"))
-        return None
-
-
 def _validate_quantity(name: str, q: Quantity, path: Path) -> list[FieldError]:
     errs: list[FieldError] = []
     if q.value < 0:
@@ -283,16 +275,14 @@ def validate_resources(resources: Obj, pod_claims: set[str], path: Path) -> list
     for name, raw in (resources.get("limits") or {}).items():
         p = limits_path.key(name)
         errs += _validate_resource_name(name, p)
-        q = _quantity(raw, p, errs)
-        if q is not None:
-            limits[name] = q
-            errs += _validate_quantity(name, q, p)
+        # Decoding already refused malformed quantities (check_quantities).
+        q = Quantity.parse(raw)
+        limits[name] = q
+        errs += _validate_quantity(name, q, p)
     for name, raw in (resources.get("requests") or {}).items():
         p = requests_path.key(name)
         errs += _validate_resource_name(name, p)
-        q = _quantity(raw, p, errs)
-        if q is None:
-            continue
+        q = Quantity.parse(raw)
         errs += _validate_quantity(name, q, p)
         overcommit = _is_native(name) and not _is_hugepages(name)
         limit = limits.get(name)

@@ -9,9 +9,10 @@ import json
 import re
 from typing import Any
 
-from draemu.api.errors import FieldError, Path, bad_request, invalid, required, too_long
+from draemu.api.errors import FieldError, Path, invalid, required, too_long
 from draemu.apiserver.registry.core.common import (
     MAX_SECRET_SIZE,
+    cannot_handle,
     config_key_errors,
     immutable,
 )
@@ -60,8 +61,7 @@ class SecretStrategy(Strategy):
             try:
                 decode_base64(value if isinstance(value, str) else "")
             except ValueError as e:
-                raise bad_request(f'Secret in version "{version}" cannot be handled as a '
-                                  f"Secret: {e}") from None
+                raise cannot_handle(self.kind, version, str(e)) from None
         string_data = obj.pop("stringData", None) or {}
         for key, value in string_data.items():
             data[key] = base64.b64encode(str(value).encode()).decode()

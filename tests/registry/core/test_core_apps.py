@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from core_helpers import created, ctx, rendered
 
+from draemu.api.errors import StatusError
 from draemu.apiserver.registry.apps.deployment import DeploymentStrategy
 from draemu.apiserver.registry.apps.replicaset import ReplicaSetStrategy
 from draemu.apiserver.registry.strategy import AGE
@@ -37,6 +38,15 @@ def test_template_gets_pod_spec_defaults_but_not_pod_only_ones() -> None:
     assert template_spec["restartPolicy"] == "Always"
     assert template_spec["containers"][0]["imagePullPolicy"] == "IfNotPresent"
     assert "enableServiceLinks" not in template_spec and "tolerations" not in template_spec
+
+
+def test_malformed_template_quantity_fails_decoding() -> None:
+    obj = deployment()
+    obj["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"memory": "1x"}}
+    with pytest.raises(StatusError) as err:
+        created(DEPLOY, obj)
+    assert err.value.message.startswith('Deployment in version "v1" cannot be handled as a '
+                                        "Deployment: quantities must match")
 
 
 def test_status_starts_empty() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from core_helpers import created, ctx, rendered
 
+from draemu.api.errors import StatusError
 from draemu.apiserver.registry.core.pod import PodStrategy
 from draemu.apiserver.registry.strategy import AGE
 
@@ -281,6 +282,15 @@ def test_pre_1_31_source_wrapper_names_the_field_to_use_instead() -> None:
         'spec.resourceClaims[0].source.resourceClaimTemplateName: Invalid value: "t": '
         "`source.resourceClaimTemplateName` was removed in Kubernetes 1.31: use "
         "`spec.resourceClaims[0].resourceClaimTemplateName` instead"]
+
+
+def test_malformed_quantity_fails_decoding_with_a_400() -> None:
+    obj = pod(containers=[{"name": "c", "image": "i", "resources": {"limits": {"cpu": "abc"}}}])
+    with pytest.raises(StatusError) as err:
+        created(S, obj)
+    assert (err.value.code, err.value.message) == (400, (
+        'Pod in version "v1" cannot be handled as a Pod: quantities must match the regular '
+        "expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"))
 
 
 def test_ephemeral_containers_cannot_be_set_on_create() -> None:
