@@ -119,6 +119,9 @@ class Strategy:
 
     # Writes ---------------------------------------------------------------------
     def prepare_for_create(self, obj: Obj, ctx: Context) -> None:
+        """Called, as upstream's BeforeCreate does, once `metadata.uid`,
+        `creationTimestamp` and `name` are set (a `generateName` already expanded): a Job
+        labels its pod template with its name and uid here."""
         if "status" in self.status_fields and self.subresources & {"status"}:
             obj.pop("status", None)
 
