@@ -266,7 +266,9 @@ class _Search:
                 self._undo(ci, chosen)
             return r
         candidates = self.candidates
-        for pos in range(start, len(candidates)):
+        # Devices k+1..needed of this request come after this one, so stop where too few
+        # candidates remain for them.
+        for pos in range(start, len(candidates) - (needed - k - 1)):
             device, pool = candidates[pos]
             if not self._usable_now(ci, spec, device):
                 continue
