@@ -7,8 +7,8 @@ from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
-from draemu.api.quantity import Quantity, QuantityError
-from draemu.apiserver.registry.core.common import parse_time, since
+from draemu.api.quantity import QuantityError
+from draemu.apiserver.registry.core.common import parse_quantity, parse_time, since
 
 Obj = dict[str, Any]
 
@@ -23,7 +23,7 @@ def _sum(resources: Obj, into: dict[str, Fraction]) -> set[str]:
         if name not in _QOS_RESOURCES:
             continue
         try:
-            value = Quantity.parse(raw).value
+            value = parse_quantity(raw).value
         except (QuantityError, TypeError):
             continue
         if value > 0:

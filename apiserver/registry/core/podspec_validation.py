@@ -30,6 +30,7 @@ from draemu.apiserver.registry.core.common import (
     dns_subdomain,
     inclusive_range,
     label_value,
+    parse_quantity,
     qualified_name,
 )
 from draemu.apiserver.registry.meta import validate_labels
@@ -276,13 +277,13 @@ def validate_resources(resources: Obj, pod_claims: set[str], path: Path) -> list
         p = limits_path.key(name)
         errs += _validate_resource_name(name, p)
         # Decoding already refused malformed quantities (check_quantities).
-        q = Quantity.parse(raw)
+        q = parse_quantity(raw)
         limits[name] = q
         errs += _validate_quantity(name, q, p)
     for name, raw in (resources.get("requests") or {}).items():
         p = requests_path.key(name)
         errs += _validate_resource_name(name, p)
-        q = Quantity.parse(raw)
+        q = parse_quantity(raw)
         errs += _validate_quantity(name, q, p)
         overcommit = _is_native(name) and not _is_hugepages(name)
         limit = limits.get(name)
