@@ -188,3 +188,12 @@ def test_explain_describes_each_version(kubectl: Callable[..., str], field: str,
                                         expected: str) -> None:
     out = kubectl("explain", field, f"--api-version={version}")
     assert f"VERSION:    {version.split('/')[1]}" in out and expected in out
+
+
+def test_wrongly_typed_field_is_a_decoding_error(kubectl: Callable[..., str]) -> None:
+    manifest = named(CLAIM_V1, "typed").replace("count: 1}\n    - name: nic",
+                                                'count: "x"}\n    - name: nic')
+    out = kubectl("apply", "--validate=false", "-f", "-", stdin=manifest, ok=False)
+    assert ('ResourceClaim in version "v1" cannot be handled as a ResourceClaim: json: cannot '
+            "unmarshal string into Go struct field ExactDeviceRequest.spec.devices.requests."
+            "exactly.count of type int64") in out
