@@ -110,21 +110,23 @@ class Allocator:
         except AllocError as e:
             message = e.message
             return AllocationOutcome(node_name, None, e.node_local, message,
-                                     lambda: explain(search, message))
+                                     lambda: explain(search, message, allocated=False))
         except MALFORMED as e:
             # Objects an apiserver validated never get here; hand-written input might.
             malformed = f"malformed input: {type(e).__name__}: {e}"
             return AllocationOutcome(node_name, None, False, malformed,
-                                     lambda: explain(search, malformed))
+                                     lambda: explain(search, malformed, allocated=False))
         if not found:
-            return AllocationOutcome(node_name, None, True, None, lambda: explain(search, None))
+            return AllocationOutcome(node_name, None, True, None,
+                                     lambda: explain(search, None, allocated=False))
         try:
             results = [build_result(c, node_name) for c in search.claims]
         except (AllocError, *MALFORMED) as e:
             failure = e.message if isinstance(e, AllocError) else f"malformed input: {e}"
             return AllocationOutcome(node_name, None, False, failure,
-                                     lambda: explain(search, failure))
-        return AllocationOutcome(node_name, results, False, None, lambda: explain(search, None))
+                                     lambda: explain(search, failure, allocated=False))
+        return AllocationOutcome(node_name, results, False, None,
+                                 lambda: explain(search, None, allocated=True))
 
     def _in_flight_state(self, in_flight: Iterable[dict[str, Any]]) -> AllocatedState | None:
         extra: AllocatedState | None = None
@@ -353,10 +355,12 @@ class _Search:
             return False
         return not (self.features.consumable_capacity and self.capacity_short(spec, device))
 
-    def counters_short(self, device: Device, pool: Pool) -> str | None:
-        """None if the pool's counters can take the device, else which counter is short."""
+    def counters_short(self, device: Device, pool: Pool, *, alone: bool = False
+                       ) -> str | None:
+        """None if the pool's counters can take the device, else which counter is short.
+        `alone`: ignore what this attempt has chosen so far (for explanations)."""
         available = self._available_counters(pool)
-        used = self.counters_used.get(pool.id, {})
+        used = {} if alone else self.counters_used.get(pool.id, {})
         for set_name, amounts in device.consumes:
             for counter, amount in amounts.items():
                 have = available.get(set_name, {}).get(counter, Fraction(0))

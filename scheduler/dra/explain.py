@@ -143,12 +143,7 @@ def _device_report(search: _Search, ci: int, spec: Spec, device: Device, usable:
         if not search.features.partitionable_devices:
             reason = "consumes counters, but DRAPartitionableDevices is disabled"
         else:
-            pool = search.pool_of(device)
-            saved, search.counters_used = search.counters_used, {}
-            try:
-                reason = search.counters_short(device, pool)
-            finally:
-                search.counters_used = saved
+            reason = search.counters_short(device, search.pool_of(device), alone=True)
     if reason is None:
         reason = search.rejections.get((id(spec), device.id))
     if reason is not None:
@@ -156,7 +151,7 @@ def _device_report(search: _Search, ci: int, spec: Spec, device: Device, usable:
     return DeviceReport(name, True, "matches", seen_values(everything, device))
 
 
-def explain(search: _Search, error: str | None) -> Explanation:
+def explain(search: _Search, error: str | None, *, allocated: bool) -> Explanation:
     pools = search.node_pools.pools if search.node_pools else []
     notes = list(search.node_pools.notes) if search.node_pools else []
     for p in pools:
@@ -166,11 +161,9 @@ def explain(search: _Search, error: str | None) -> Explanation:
         elif p.invalid:
             notes.append(f"pool {p.id} is invalid: {p.invalid}")
     requests: list[RequestReport] = []
-    succeeded = error is None and all(c.chosen or not c.slots for c in search.claims) and \
-        search.claims
     for ci, claim in enumerate(search.claims):
         for slot in claim.slots:
-            options = [slot.options[slot.selected]] if succeeded else slot.options
+            options = [slot.options[slot.selected]] if allocated else slot.options
             for spec in options:
                 chosen = {device_id_str(c.device.id) for c in claim.chosen if c.spec is spec}
                 needed = "all" if spec.mode == "All" else str(spec.count)
@@ -185,8 +178,7 @@ def explain(search: _Search, error: str | None) -> Explanation:
                         if r is not None:
                             report.devices.append(r)
                 requests.append(report)
-    outcome = "Allocated" if error is None and succeeded else (
-        "Error" if error else "Unsatisfiable")
+    outcome = "Allocated" if allocated else "Error" if error else "Unsatisfiable"
     summary = error or _summary(search, requests, notes, outcome)
     return Explanation(search.node_name, outcome, error, notes, requests, summary)
 
@@ -199,9 +191,13 @@ def _summary(search: _Search, requests: list[RequestReport], notes: list[str],
     if not any(r.devices for r in requests):
         extra = f" ({notes[0]})" if notes else ""
         return f"cannot allocate all claims: no devices on node {search.node_name}{extra}"
+    # The first request none of whose alternatives (firstAvailable) can be met alone.
+    by_request: dict[tuple[str, str], list[RequestReport]] = {}
     for r in requests:
-        needed = len(r.devices) if r.needed == "all" else int(r.needed)
-        if r.fitting < max(needed, 1):
+        by_request.setdefault((r.claim, r.request.split("/")[0]), []).append(r)
+    for options in by_request.values():
+        if all(_short(r) for r in options):
+            r = options[0]
             return f"cannot allocate all claims: claim {r.claim}, request {r.request}: " \
                 f"{r.fitting} of {len(r.devices)} devices fit, {r.needed} needed; " \
                 + _top_reasons(r)
@@ -212,6 +208,15 @@ def _summary(search: _Search, requests: list[RequestReport], notes: list[str],
             constraint_reasons[0]
     return "cannot allocate all claims: the requests compete for the same devices " + \
         "(not enough devices fit all of them at once)"
+
+
+def _short(r: RequestReport) -> bool:
+    """Whether the request cannot be met even with the node to itself."""
+    if r.needed != "all":
+        return r.fitting < max(int(r.needed), 1)
+    # All: every device the selectors pick must be usable, and there must be one.
+    picked = [d for d in r.devices if "selector" not in category(d.reason)]
+    return not picked or any(not d.ok for d in picked)
 
 
 def _top_reasons(r: RequestReport) -> str:

@@ -194,3 +194,20 @@ def test_summary_groups_reasons_most_common_first(inv: Inventory) -> None:
                                                    '== "A100"')])
     assert outcome.summary == ("cannot allocate all claims: claim ns/c, request r: 0 of 3 "
                                "devices fit, 1 needed; 2 request selector #0 false, 1 in use")
+
+
+def test_summary_blames_a_prioritized_request_only_when_no_alternative_fits(
+        inv: Inventory) -> None:
+    inv.set_slice(gpu_slice(1, {"name": "gpu-0", "attributes": {"numa": {"int": 0}}},
+                            {"name": "gpu-1", "attributes": {"numa": {"int": 1}}}))
+    request = claim()
+    request["spec"]["devices"]["requests"] = [
+        {"name": "big", "firstAvailable": [{"name": "two", "deviceClassName": "gpu", "count": 3},
+                                           {"name": "one", "deviceClassName": "gpu"}]},
+        {"name": "other", "exactly": {"deviceClassName": "missing-driver-class"}}]
+    inv.set_class({"metadata": {"name": "missing-driver-class"}, "spec": {"selectors": [
+        {"cel": {"expression": 'device.driver == "nic.example.com"'}}]}})
+    outcome = Allocator(inv).allocate(NODE, [request])
+    assert outcome.summary.startswith(
+        "cannot allocate all claims: claim ns/c, request other: 0 of 2 devices fit, 1 needed; "
+        "2 class missing-driver-class selector #0 false")
