@@ -53,7 +53,9 @@ def _free_port() -> int:
 class PostgresServer:
     """A running throw-away server. `url` names its `postgres` database."""
 
-    def __init__(self, bin_dir: Path | None = None) -> None:
+    def __init__(self, bin_dir: Path | None = None, *, durable: bool = False) -> None:
+        """`durable`: keep PostgreSQL's fsync and synchronous commit (for benchmarks);
+        tests turn them off, which is safe for a server that is thrown away."""
         found = bin_dir or find_bin_dir()
         if found is None:
             raise PostgresUnavailable("PostgreSQL server binaries (initdb, pg_ctl, postgres) "
@@ -63,6 +65,7 @@ class PostgresServer:
         self.data = self.base / "data"
         self.port = 0
         self._as_postgres = os.geteuid() == 0
+        self._durable = durable
         try:
             if self._as_postgres:
                 user = pwd.getpwnam("postgres")
@@ -103,8 +106,9 @@ class PostgresServer:
         for _ in range(5):
             port = _free_port()
             options = (f"-p {port} -k {self.base} -c listen_addresses=127.0.0.1 "
-                       "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
                        "-c max_connections=200")
+            if not self._durable:
+                options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
             result = self._run("pg_ctl", "-D", str(self.data), "-o", options, "-w",
                                "-t", str(START_TIMEOUT), "-l", str(self.base / "log"),
                                "start", check=False)
