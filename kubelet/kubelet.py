@@ -62,7 +62,8 @@ class Kubelet:
         self.plugins = DRAPluginManager(client, options.node_name,
                                         health_enabled=gates.enabled("ResourceHealthStatus"),
                                         wipe_delay=options.slice_wipe_delay,
-                                        on_health=self._health_changed)
+                                        on_health=self._health_changed,
+                                        on_register=self._plugin_registered)
         self.cache = ClaimCache(self.layout.checkpoint_file)
         self.dra = DRAManager(client, self.plugins, self.cache)
         self.cdi = CDIRegistry([*options.cdi_dirs, self.layout.cdi_dir])
@@ -117,6 +118,10 @@ class Kubelet:
         if self.server is not None:
             await self.server.stop()
         self.layout.remove_alias()
+
+    def _plugin_registered(self, _driver: str) -> None:
+        if self.pods:
+            self.pods.retry_pending()
 
     async def _health_changed(self, driver: str) -> None:
         if self.pods:

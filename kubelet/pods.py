@@ -96,6 +96,14 @@ class PodWorkers:
                         self.runtime.name == "process":
                     await self.runtime.kill(rec.handle, 1.0)
 
+    def retry_pending(self) -> None:
+        """A driver (re)registered: pods waiting to be prepared try again now, not after
+        their backoff."""
+        for key, state in self.states.items():
+            if state.stage == "pending":
+                self.queue.forget(key)
+                self.queue.add(key)
+
     async def health_changed(self, _driver: str) -> None:
         for key in self.states:
             self.queue.add(key)

@@ -74,16 +74,17 @@ def choose_health_version(versions: list[str]) -> health.HealthVersion | None:
 class DRAPluginManager:
     def __init__(self, client: Client, node_name: str, *, health_enabled: bool = False,
                  wipe_delay: float = SLICE_WIPE_DELAY,
-                 on_health: Callable[[str], Awaitable[None]] | None = None) -> None:
+                 on_health: Callable[[str], Awaitable[None]] | None = None,
+                 on_register: Callable[[str], None] | None = None) -> None:
         self.client = client
         self.node_name = node_name
         self.health_enabled = health_enabled
         self.wipe_delay = wipe_delay
         self.on_health = on_health
+        self.on_register = on_register
         self.instances: dict[str, list[PluginInstance]] = {}
         self.health: dict[str, dict[tuple[str, str], DeviceHealthEntry]] = {}
         self._wipes: dict[str, asyncio.Task[None]] = {}
-        self.changed = asyncio.Event()
 
     # ---- the registration handler contract
 
@@ -106,7 +107,8 @@ class DRAPluginManager:
             instance.health_task = asyncio.create_task(self._watch_health(instance))
         log.info("DRA plugin registered", driver=name, endpoint=endpoint,
                  version=version.registration_name)
-        self.changed.set()
+        if self.on_register:
+            self.on_register(name)
 
     async def deregister(self, name: str, endpoint: str) -> None:
         kept = []
