@@ -31,7 +31,7 @@ ALPHA_131_KINDS = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "Res
 # ExactDeviceRequest members that v1beta1 keeps on the request itself.
 _EXACT_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess",
                  "tolerations", "capacity")
-# Device members that v1beta1 wraps in `basic` (everything except the name).
+# DeviceAttribute members that 1.31 had (no list forms).
 _ALPHA_ATTRIBUTE_FORMS = ("int", "bool", "string", "version")
 
 
