@@ -169,10 +169,7 @@ class JobStrategy(Strategy):
         if spec.get("backoffLimit") is None:
             spec["backoffLimit"] = MAX_INT32 if spec.get("backoffLimitPerIndex") is not None \
                 else 6
-        template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels")
-        meta = obj.setdefault("metadata", {})
-        if template_labels and not meta.get("labels"):
-            meta["labels"] = dict(template_labels)
+        self._copy_template_labels(obj)
         spec.setdefault("completionMode", "NonIndexed")
         spec.setdefault("suspend", False)
         policy = spec.get("podFailurePolicy")
@@ -190,7 +187,19 @@ class JobStrategy(Strategy):
         """Needs `metadata.name` and `metadata.uid` set: the selector is built from them."""
         super().prepare_for_create(obj, ctx)
         generate_selector(obj)
+        # Upstream defaults again when it reads the job back from storage, so a job without
+        # labels of its own shows the generated template labels from its first response.
+        self._copy_template_labels(obj)
         obj["status"] = {}
+
+    @staticmethod
+    def _copy_template_labels(obj: Obj) -> None:
+        """A job without labels takes its pod template's."""
+        spec = obj.get("spec") or {}
+        template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels")
+        meta = obj.setdefault("metadata", {})
+        if template_labels and not meta.get("labels"):
+            meta["labels"] = dict(template_labels)
 
     def validate(self, obj: Obj, ctx: Context) -> list[FieldError]:
         spec = obj.get("spec") or {}

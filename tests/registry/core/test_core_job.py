@@ -44,6 +44,10 @@ def test_generated_selector_and_template_labels() -> None:
         "batch.kubernetes.io/controller-uid": UID}
 
 
+def test_job_without_labels_shows_its_template_labels() -> None:
+    assert created(JOB, job())["metadata"]["labels"]["batch.kubernetes.io/job-name"] == "pi"
+
+
 def test_manual_selector_is_left_alone() -> None:
     obj = job(manualSelector=True, selector={"matchLabels": {"app": "pi"}})
     obj["spec"]["template"]["metadata"] = {"labels": {"app": "pi"}}
