@@ -15,7 +15,6 @@ from typing import Any
 
 from draemu.api.errors import FieldError, Path, StatusError, bad_request, invalid
 from draemu.api.names import (
-    is_c_identifier,
     is_dns1123_label,
     is_dns1123_subdomain,
     is_label_value,
@@ -48,10 +47,6 @@ def qualified_name(value: str, path: Path) -> list[FieldError]:
 
 def label_value(value: str, path: Path) -> list[FieldError]:
     return [invalid(path, value, msg) for msg in is_label_value(value)]
-
-
-def c_identifier(value: str, path: Path) -> list[FieldError]:
-    return [invalid(path, value, msg) for msg in is_c_identifier(value)]
 
 
 def config_key_errors(key: str) -> list[str]:
