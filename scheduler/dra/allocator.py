@@ -339,6 +339,10 @@ class _Search:
         return cached
 
     def capacity_short(self, spec: Spec, device: Device) -> str | None:
+        """None if the request's capacity fits the device next to what shares consume."""
+        if not spec.capacity and not device.has_request_policy and not self.multi(device) \
+                and not self.state.shared(device.id):
+            return None  # the whole device, nothing else consuming: always fits
         amounts = consumption(device, spec.capacity)
         if amounts is None:
             return "cannot serve the requested capacity (unknown capacity or request policy)"

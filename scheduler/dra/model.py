@@ -66,6 +66,10 @@ class Device:
         return self.id[2]
 
     @property
+    def has_request_policy(self) -> bool:
+        return any(c.policy for c in self.capacity.values())
+
+    @property
     def attributes(self) -> dict[str, dict[str, Any]]:
         return self.raw.get("attributes") or {}
 
