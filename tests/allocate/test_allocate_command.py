@@ -234,3 +234,15 @@ def test_validation_drops_fields_of_disabled_gates_as_the_apiserver_does(
     code, report = run_json(capsys, "-f", f, "--node", "node-1",
                             "--feature-gates", "DRAConsumableCapacity=false")
     assert (code, report["outcome"]) == (0, "Allocated")
+
+
+def test_node_manifest_supplies_labels(tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    shared = yaml.safe_load(SLICE)
+    del shared["spec"]["nodeName"]
+    shared["spec"]["nodeSelector"] = {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "rack", "operator": "In", "values": ["r1"]}]}]}
+    node = "apiVersion: v1\nkind: Node\nmetadata: {name: node-7, labels: {rack: r1}}\n"
+    f = write(tmp_path, "in.yaml", GPU_CLASS, yaml.safe_dump(shared), CLAIM, node)
+    code, report = run_json(capsys, "-f", f, "--node", "node-7")
+    assert (code, report["outcome"]) == (0, "Allocated")
