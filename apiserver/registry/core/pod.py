@@ -202,24 +202,16 @@ def _container_updates(new: list[Obj], old: list[Obj], path: Path) -> tuple[list
 
 
 def _only_added_tolerations(new: list[Obj], old: list[Obj], path: Path) -> list[FieldError]:
-    """Existing tolerations stay; only a NoExecute toleration's seconds may shrink."""
-    errs: list[FieldError] = []
-    for old_tol in old:
-        for new_tol in new:
-            if new_tol == old_tol:
-                break
-            same = {k: v for k, v in new_tol.items() if k != "tolerationSeconds"} == {
-                k: v for k, v in old_tol.items() if k != "tolerationSeconds"}
-            seconds_ok = (old_tol.get("effect") == "NoExecute"
-                          and old_tol.get("tolerationSeconds") is not None
-                          and new_tol.get("tolerationSeconds") is not None
-                          and new_tol["tolerationSeconds"] <= old_tol["tolerationSeconds"])
-            if same and seconds_ok:
-                break
-        else:
-            errs.append(forbidden(path, "existing toleration can not be modified except its "
-                                  "tolerationSeconds"))
-    return errs
+    """Existing tolerations stay (only their tolerationSeconds may change); one error."""
+    def without_seconds(toleration: Obj) -> Obj:
+        return {k: v for k, v in toleration.items() if k != "tolerationSeconds"}
+
+    kept = [without_seconds(t) for t in new]
+    for toleration in old:
+        if without_seconds(toleration) not in kept:
+            return [forbidden(path, "existing toleration can not be modified except its "
+                              "tolerationSeconds")]
+    return []
 
 
 def _only_deleted_gates(new: list[Obj], old: list[Obj], path: Path) -> list[FieldError]:

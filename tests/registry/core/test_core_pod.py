@@ -346,6 +346,11 @@ def test_active_deadline_may_only_decrease() -> None:
                     "to previous value"]
 
 
+def test_toleration_seconds_may_change() -> None:
+    assert updated(created(S, pod()),
+                   lambda s: s["tolerations"][0].update(tolerationSeconds=60)) == []
+
+
 def test_removing_a_toleration_is_forbidden() -> None:
     errs = updated(created(S, pod()), lambda s: s["tolerations"].pop())
     assert "spec.tolerations: Forbidden: existing toleration can not be modified except its " \
