@@ -1346,6 +1346,33 @@ CASES += [
          "too-many-devices-single-request"),
 ]
 
+# lexicographical_testing.go: the search order (incubating and experimental variants).
+CASES += [
+    case("lexicographical-sorting-pools", claims=[claim(C0, request(R0, CLASS_A, 2))],
+         classes=[CA],
+         slices=[one_device_slice(S1, N1, P3, DRIVER_A), one_device_slice(S2, N1, P2, DRIVER_A),
+                 one_device_slice("slice-3", N1, P1, DRIVER_A)],
+         expect=[allocation(LOCAL1, result(R0, DRIVER_A, P1, D1), result(R0, DRIVER_A, P2, D1))]),
+    case("lexicographical-sorting-pools-with-binding-conditions", features=BIND,
+         claims=[claim(C0, request(R0, CLASS_A, 2))], classes=[CA],
+         slices=[resource_slice(S1, N1, P1, DRIVER_A, bound(D1)),
+                 resource_slice("slice-3", N1, P3, DRIVER_A, device(D3)),
+                 resource_slice(S2, N1, P2, DRIVER_A, device(D2))],
+         expect=[allocation(LOCAL1, result(R0, DRIVER_A, P2, D2), result(R0, DRIVER_A, P3, D3))]),
+    case("lexicographical-sorting-slices", claims=[claim(C0, request(R0, CLASS_A, 2))],
+         classes=[CA],
+         slices=[resource_slice("slice-3", N1, pool(P1, 3), DRIVER_A, device(D3)),
+                 resource_slice(S2, N1, pool(P1, 3), DRIVER_A, device(D2)),
+                 resource_slice(S1, N1, pool(P1, 3), DRIVER_A, device(D1))],
+         expect=[allocation(LOCAL1, result(R0, DRIVER_A, P1, D1), result(R0, DRIVER_A, P1, D2))]),
+    case("lexicographical-sorting-slices-with-binding-conditions", features=BIND,
+         claims=[claim(C0, request(R0, CLASS_A, 2))], classes=[CA],
+         slices=[resource_slice(S1, N1, pool(P1, 3), DRIVER_A, bound(D1)),
+                 resource_slice("slice-3", N1, pool(P1, 3), DRIVER_A, device(D3)),
+                 resource_slice(S2, N1, pool(P1, 3), DRIVER_A, device(D2))],
+         expect=[allocation(LOCAL1, bound_result(R0, D1), result(R0, DRIVER_A, P1, D2))]),
+]
+
 
 def main() -> None:
     out = Path(__file__).parent / "cases"
