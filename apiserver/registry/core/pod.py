@@ -278,9 +278,20 @@ def validate_pod_spec_update(new: Obj, old: Obj, path: Path) -> list[FieldError]
     return errs
 
 
-def _normalized(spec: Obj) -> Obj:
-    """Semantic equality treats empty lists and maps like unset ones."""
-    return {k: v for k, v in spec.items() if v not in (None, [], {})}
+def _is_unset(value: Any) -> bool:
+    # `is False`, not `== False`: a 0 is a value.
+    return value is None or value is False or value in ("", [], {})
+
+
+def _normalized(value: Any) -> Any:
+    """What Go's semantic equality compares: empty lists and maps equal unset ones, and a
+    zero string or false is what an unset (non-pointer) field holds anyway."""
+    if isinstance(value, dict):
+        out = {k: _normalized(v) for k, v in value.items()}
+        return {k: v for k, v in out.items() if not _is_unset(v)}
+    if isinstance(value, list):
+        return [_normalized(v) for v in value]
+    return value
 
 
 def _state_transitions(new: list[Obj], old: list[Obj], restart_policy: str,

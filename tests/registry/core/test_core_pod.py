@@ -317,6 +317,14 @@ def test_updates_upstream_allows_are_accepted(change: Any) -> None:
     assert updated(created(S, pod()), change) == []
 
 
+def test_spelling_out_empty_or_false_fields_is_not_a_change() -> None:
+    def spell_out(spec: dict) -> None:
+        spec.update(hostNetwork=False, nodeSelector={}, volumes=[])
+        spec["containers"][0].update(args=[], workingDir="")
+
+    assert updated(created(S, pod()), spell_out) == []
+
+
 def test_other_spec_changes_are_forbidden_with_the_upstream_message() -> None:
     errs = updated(created(S, pod()), lambda s: s.update(restartPolicy="Never"))
     assert len(errs) == 1
