@@ -178,16 +178,13 @@ class _Builder:
         return self._logical(t, "_&&_")
 
     def _chain(self, t: Tree) -> Node:
+        # "relation: [relation op] addition": a left operand wrapped with its operator.
         if len(t.children) == 1:
             return self.build(t.children[0])
         op_tree, right = t.children
         left = self.build(op_tree.children[0])
-        op = _BINARY[op_tree.data]
-        r = self.build(right)
-        pos = self._pos(op_tree.children[0])
-        if op == "@in":
-            return Call("@in", None, [left, r], pos=pos)
-        return Call(op, None, [left, r], pos=pos)
+        return Call(_BINARY[op_tree.data], None, [left, self.build(right)],
+                    pos=self._pos(op_tree.children[0]))
 
     _relation = _addition = _multiplication = _chain
 
