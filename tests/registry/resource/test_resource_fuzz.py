@@ -73,7 +73,7 @@ def test_any_well_typed_object_is_handled(strategy: Any, version: str) -> None:
     gates = FeatureGates({"DRAPartitionableDevicesType": True, "DRAListTypeAttributes": True})
     ctx = Context(gates=gates, lookup=lambda *_: None)
 
-    @settings(max_examples=30, deadline=None, database=None,
+    @settings(max_examples=20, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))
     @given(objects(strategy, version), objects(strategy, version))
     def check(new: dict[str, Any], old: dict[str, Any]) -> None:
