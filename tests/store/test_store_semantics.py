@@ -333,3 +333,22 @@ async def test_reopened_store_keeps_keys_and_continues_revisions(store_url: str)
         watch = store.watch("/registry/cm/", a.mod_revision)
         assert [e.type for e in await take(watch, 2)] == ["put", "delete"]
         assert (await store.create("/registry/cm/ns/c", b"1")).mod_revision == revision + 1
+
+
+@pytest.mark.backends("sqlite-file", "postgresql")
+async def test_cancelled_writes_leave_memory_and_database_in_agreement(store_url: str) -> None:
+    async with await open_store(store_url, compaction_interval=0) as store:
+        for i in range(20):
+            write = asyncio.ensure_future(store.create(f"/registry/cm/ns/k{i}", b"v"))
+            for _ in range(i % 4):
+                await asyncio.sleep(0)
+            write.cancel()
+            await asyncio.gather(write, return_exceptions=True)
+        # A write cancelled after it began still commits; what the store answers must
+        # be what the database holds.
+        last = await store.create("/registry/cm/ns/last", b"v")
+        seen = await store.range("/registry/", revision=last.mod_revision)
+    async with await open_store(store_url, compaction_interval=0) as store:
+        reopened = await store.range("/registry/", revision=last.mod_revision)
+        assert reopened.items == seen.items
+        assert [kv.key for kv in seen.items].count("/registry/cm/ns/last") == 1
