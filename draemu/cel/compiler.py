@@ -92,10 +92,6 @@ _TYPE_CONSTANTS = {"bool", "int", "uint", "double", "string", "bytes", "list", "
                    "null_type", "type"}
 
 
-def _raise(e: CELRuntimeError) -> Any:
-    raise e
-
-
 class Compiler:
     def __init__(self, source: str, env: Env) -> None:
         self.source = source
@@ -298,7 +294,7 @@ class Compiler:
         run = kind(names, fns, per_item)
 
         def loop(a: Activation) -> Any:
-            return run(a, _iteration_range(rfn(a)))
+            return run(a, *_iteration_range(rfn(a)))
         result = {"all": "bool", "exists": "bool", "exists_one": "bool",
                   "existsOne": "bool", "map": "list(dyn)", "filter": "list(dyn)",
                   "transformList": "list(dyn)", "transformMap": "map"}[name]
@@ -520,11 +516,12 @@ def _optional_index(v: Any, key: Any) -> OptionalValue:
     raise no_overload("_[?_]", v, key)
 
 
-def _iteration_range(v: Any) -> list:
+def _iteration_range(v: Any) -> tuple[list[tuple[Any, Any]], bool]:
+    """(key or index, value) pairs, and whether the range is a list."""
     if isinstance(v, (list, tuple)):
-        return list(enumerate(v))
+        return list(enumerate(v)), True
     if isinstance(v, dict):
-        return [(k, val) for k, val in v.items()]
+        return list(v.items()), False
     name = type_name(v)
     raise CELRuntimeError(f"got '{GO_TYPE_NAMES.get(name, name)}', expected iterable type")
 
@@ -553,9 +550,8 @@ def _quantifier(kind: str) -> Callable[[list[str], list[Fn], int], Callable]:
     def make(names: list[str], fns: list[Fn], per_item: int) -> Callable:
         pred = fns[0]
 
-        def run(a: Activation, items: list) -> Any:
+        def run(a: Activation, items: list, is_list: bool) -> Any:
             inner = _loop_activation(a)
-            is_list = isinstance(items, list) and bool(items) and isinstance(items[0][0], int)
             error: CELRuntimeError | None = None
             hits = 0
             for key, value in items:
@@ -589,15 +585,13 @@ def _quantifier(kind: str) -> Callable[[list[str], list[Fn], int], Callable]:
 
 def _mapper(kind: str) -> Callable[[list[str], list[Fn], int], Callable]:
     def make(names: list[str], fns: list[Fn], per_item: int) -> Callable:
-        def run(a: Activation, items: list) -> Any:
+        def run(a: Activation, items: list, is_list: bool) -> Any:
             inner = _loop_activation(a)
-            is_list = bool(items) and isinstance(items[0][0], int) and kind != "transformMap"
             out_list: list = []
             out_map: dict = {}
             for key, value in items:
                 _charge(a, per_item)
-                _bind(inner, names, key, value, is_list or len(names) == 1 and
-                      isinstance(key, int))
+                _bind(inner, names, key, value, is_list)
                 if kind == "filter":
                     keep = fns[0](inner)
                     if not isinstance(keep, bool):

@@ -118,6 +118,8 @@ MATCHES = [
     ('url("https://gpu.example.com:8443/x?y=1").getPort() == "8443"', {}, True),
     ('"%s has %d cores (%.1f%%)".format(["gpu", 108, 99.5]) == "gpu has 108 cores (99.5%)"',
      {}, True),
+    ('{1: "a", 2: "b"}.all(k, k > 0) && {1: 2}.map(k, k + 1) == [2]', {}, True),
+    ('[1, 2].all(i, v, v > i) && {"a": 1}.transformMap(k, v, v + 1) == {"a": 2}', {}, True),
     # An error on one side of || is absorbed when the other side decides.
     ('device.attributes["dra.example.com"].nope || true', {}, True),
 ]
