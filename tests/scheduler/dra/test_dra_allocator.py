@@ -211,3 +211,14 @@ def test_summary_blames_a_prioritized_request_only_when_no_alternative_fits(
     assert outcome.summary.startswith(
         "cannot allocate all claims: claim ns/c, request other: 0 of 2 devices fit, 1 needed; "
         "2 class missing-driver-class selector #0 false")
+
+
+@pytest.mark.parametrize("timeout", [None, -1.0])
+def test_interrupt_scenario_from_upstream(inv: Inventory, timeout: float | None) -> None:
+    # Upstream's "interrupt" case: six devices wanted, five exist.
+    inv.set_slice(gpu_slice(1, *[{"name": f"device-{i}"} for i in range(1, 6)]))
+    outcome = Allocator(inv).allocate(NODE, [claim(count=6)], timeout=timeout)
+    assert outcome.unsatisfiable
+    expected = None if timeout is None else \
+        "filter operation aborted: timed out trying to allocate devices"
+    assert outcome.error == expected
