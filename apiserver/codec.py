@@ -16,6 +16,7 @@ import yaml
 from aiohttp import web
 
 from draemu.api.errors import StatusError, bad_request
+from draemu.apiserver.protobuf import ProtobufError, decode_body
 
 JSON = "application/json"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
@@ -75,7 +76,7 @@ def _unsupported(ctype: str, accepted: list[str]) -> StatusError:
                        f'types include: {", ".join(accepted)}')
 
 
-BODY_TYPES = [JSON, "application/yaml"]
+BODY_TYPES = [JSON, "application/yaml", PROTOBUF]
 
 
 async def read_body(request: web.Request) -> bytes:
@@ -98,13 +99,16 @@ _YAML_TYPES = frozenset({"application/yaml", "text/yaml", "application/x-yaml"})
 
 
 def decode(raw: bytes, content_type: str | None, accepted: list[str] | None = None) -> Any:
-    """Decode a JSON or YAML body; no Content-Type means JSON (as upstream)."""
+    """Decode a JSON, YAML or Kubernetes protobuf body; no Content-Type means JSON (as
+    upstream)."""
     ctype = media_type(content_type) or JSON
     if ctype in _YAML_TYPES:
         ctype = "application/yaml"
     accepted = accepted or BODY_TYPES
     if ctype not in accepted:
         raise _unsupported(ctype, accepted)
+    if ctype == PROTOBUF:
+        return _decode_protobuf(raw)
     if not raw.strip():
         raise bad_request("the body of the request was empty")
     if ctype.endswith("yaml"):
@@ -123,6 +127,15 @@ def decode(raw: bytes, content_type: str | None, accepted: list[str] | None = No
         if isinstance(value, (dict, list)):
             return value
         raise bad_request(f"couldn't get version/kind; json parse error: {e}") from None
+
+
+def _decode_protobuf(raw: bytes) -> Any:
+    """kubectl >= 1.32 and client-go send built-in kinds as protobuf; the envelope names
+    the kind, which the handlers then check against the URL as for JSON bodies."""
+    try:
+        return decode_body(raw)
+    except ProtobufError as e:
+        raise bad_request(str(e)) from None
 
 
 @dataclass(frozen=True)

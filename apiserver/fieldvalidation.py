@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from draemu.api.errors import StatusError, bad_request
+from draemu.api.errors import StatusError, bad_request, invalid_object
 from draemu.apiserver.scope import Scope
 
 Obj = dict[str, Any]
@@ -31,6 +31,12 @@ def check(scope: Scope, obj: Obj, mode: str) -> Obj:
     from draemu.openapi import schemas
 
     group, version, kind = scope.resource.group, scope.version, scope.resource.kind
+    # Fields a newer release removed: tell which field replaced them before they are
+    # refused or dropped as unknown.
+    obsolete = scope.strategy.obsolete_field_errors(obj, version)
+    if obsolete:
+        name = (obj.get("metadata") or {}).get("name") or scope.name
+        raise invalid_object(kind, group, name, obsolete)
     if not schemas.has_kind(group, version, kind):
         return obj
     type_error = schemas.type_error(group, version, kind, obj)

@@ -143,12 +143,13 @@ async def create_object(scope: Scope, storage: Storage, obj: Obj, *, dry_run: bo
     meta["creationTimestamp"] = format_time(now())
     if strategy.has_generation:
         meta["generation"] = 1
-    ctx = scope.context(dry_run=dry_run, subresource="")
-    strategy.prepare_for_create(obj, ctx)
     wanted_name = meta.get("name") or ""
     prefix = meta.get("generateName") or ""
     if not wanted_name and prefix:
         meta["name"] = generate_name(prefix)
+    ctx = scope.context(dry_run=dry_run, subresource="")
+    # As upstream's BeforeCreate: uid, creationTimestamp and the name are set by now.
+    strategy.prepare_for_create(obj, ctx)
     errors = validate_object_meta(meta, strategy.namespaced, Path("metadata"),
                                   strategy.validate_name)
     errors += strategy.validate(obj, ctx)

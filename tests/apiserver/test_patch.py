@@ -130,3 +130,12 @@ async def test_wrong_type_deep_in_a_pod_spec_is_400(client: Client) -> None:
     assert reply.status == 400
     assert "cannot unmarshal array into Go struct field Container.spec.containers.image of " \
         "type string" in reply.json["message"]
+
+
+async def test_obsolete_pod_claim_source_names_the_replacement(client: Client) -> None:
+    body = pod("old-shape")
+    body["spec"]["resourceClaims"] = [{"name": "gpu", "source": {"resourceClaimName": "c"}}]
+    reply = await client.post(f"{PODS}?fieldValidation=Strict", body)
+    assert reply.status == 422
+    assert reply.json["details"]["causes"][0]["field"].startswith("spec.resourceClaims[0].source")
+    assert "resourceClaimName" in reply.json["message"]
