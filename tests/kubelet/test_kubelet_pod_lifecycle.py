@@ -12,6 +12,7 @@ from draemu.drivers.presets import NodeSpec
 from draemu.drivers.sdk import KubeletPlugin, PrepareResult
 from draemu.features import FeatureGates
 from draemu.kubelet.cluster import node_kubeconfig, start_node
+from draemu.kubelet.kubelet import Kubelet
 
 
 class FlakyGPUDriver(GPUDriver):
@@ -55,6 +56,7 @@ async def add_driver(node, driver):
                            plugin_data_dir=node.kubelet.layout.plugin_dir(driver.driver_name))
     driver.write_common_spec()
     await plugin.start()
+    await plugin.publish_resources(driver.resources())
     node.drivers.append(plugin)
     await eventually(lambda: _true(node.kubelet.plugins.registered(driver.driver_name)))
     return plugin
@@ -239,3 +241,57 @@ async def test_graceful_deletion_stops_a_running_process(client, node_factory):
         return False
 
     await eventually(gone)
+
+
+class CountingGPUDriver(GPUDriver):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.prepares: list[str] = []
+        self.unprepares: list[str] = []
+
+    async def prepare_resource_claims(self, claims):
+        self.prepares += [c["metadata"]["uid"] for c in claims]
+        return await super().prepare_resource_claims(claims)
+
+    async def unprepare_resource_claims(self, claims):
+        self.unprepares += [c.uid for c in claims]
+        return await super().unprepare_resource_claims(claims)
+
+
+async def test_kubelet_restart_with_the_driver_running_prepares_once_unprepares_once(
+        client, node_factory):
+    node = await node_factory()
+    driver = CountingGPUDriver("gpu.example.com", "node-1", node.cdi_dir, [{"count": 1}])
+    plugin = await add_driver(node, driver)
+    claim = await create_claim(client, "c1")
+    pod = await create_pod(client, "p1", "node-1", "c1")
+    await allocate(client, claim, pod, "gpu.example.com", "node-1", "gpu-0")
+    await eventually(lambda: phase(client, "p1", "Running"))
+
+    await node.kubelet.stop()
+    restarted = Kubelet(node.client, node.kubelet.options)
+    node.kubelet = restarted
+    await restarted.start()
+    await eventually(lambda: _true(restarted.plugins.registered("gpu.example.com")))
+    await plugin.slices.wait_synced()
+
+    async def republished():
+        listed = await client.list("resource.k8s.io/v1", "resourceslices",
+                                   field_selector="spec.nodeName=node-1")
+        return listed["items"]
+
+    await eventually(republished)
+    await client.delete("v1", "pods", "p1", "default")
+
+    async def gone():
+        try:
+            await client.get("v1", "pods", "p1", "default")
+        except ApiError as err:
+            return err.code == 404
+        return False
+
+    await eventually(gone)
+    uid = claim["metadata"]["uid"]
+    assert driver.prepares == [uid]
+    assert driver.unprepares == [uid]
+    assert restarted.cache.claims == {}
