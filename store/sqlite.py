@@ -156,7 +156,7 @@ class SQLiteStore(Store):
         if revision < self._compacted:
             raise CompactedError(revision, self._compacted)
 
-    async def _query(self, sql: str, params: dict[str, Any]) -> Iterable[Any]:
+    async def _query(self, sql: str, params: dict[str, Any]) -> list[Any]:
         try:
             return list(await self._db.execute_fetchall(sql, params))
         except sqlite3.Error as error:
