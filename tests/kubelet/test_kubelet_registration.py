@@ -173,3 +173,29 @@ async def test_a_new_socket_is_registered_without_waiting_for_the_periodic_scan(
         await plugin.stop()
         await watcher.stop()
         await manager.stop()
+
+
+async def test_rolling_update_keeps_the_new_instance_when_the_old_one_leaves(
+        layout, kubelet_side):
+    manager, watcher = kubelet_side
+
+    def instance(uid):
+        return KubeletPlugin(RecordingDriver(), driver_name="gpu.example.com",
+                             node_name="node-1", client=ClaimsAPI(),
+                             registrar_dir=layout.registry_dir,
+                             plugin_data_dir=layout.plugin_dir("gpu.example.com"),
+                             rolling_update_uid=uid)
+
+    old, new = instance("aaa"), instance("bbb")
+    await old.start()
+    await watcher.reconcile()
+    await new.start()
+    try:
+        await watcher.reconcile()
+        assert old.registration_socket.name == "gpu.example.com-aaa-reg.sock"
+        assert manager.get("gpu.example.com").endpoint == str(new.dra_socket)
+        await old.stop()
+        await watcher.reconcile()
+        assert manager.get("gpu.example.com").endpoint == str(new.dra_socket)
+    finally:
+        await new.stop()
