@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 import yaml
 from kubectl_helpers import write
 
+from draemu.apiserver.server import APIServer
+from draemu.apiserver.subresources import LogOptions
 from draemu.testing.apiserver import Kubectl
 
 CM = """apiVersion: v1
@@ -238,3 +241,39 @@ def test_job_apply_get_and_describe(k: Kubectl, tmp_path: Path) -> None:
     assert k("get", "jobs").splitlines()[0].split()[:3] == ["NAME", "STATUS", "COMPLETIONS"]
     assert "Backoff Limit:" in k("describe", "job", "once")
     assert "job.batch/once" in k("get", "all")
+
+
+def test_label_annotate_and_cordon(k: Kubectl, tmp_path: Path) -> None:
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-2"}}
+    k("create", "-f", write(tmp_path, "node.json", json.dumps(node)))
+    k("label", "node", "worker-2", "pool=gpu")
+    k("annotate", "node", "worker-2", "example.com/note=hi")
+    assert "node/worker-2 cordoned" in k("cordon", "worker-2")
+    got = json.loads(k("get", "node", "worker-2", "-o", "json"))
+    assert got["metadata"]["labels"]["pool"] == "gpu"
+    assert got["metadata"]["annotations"]["example.com/note"] == "hi"
+    assert got["spec"]["unschedulable"] is True
+
+
+def test_diff_uses_server_dry_run_and_changes_nothing(k: Kubectl, tmp_path: Path) -> None:
+    path = write(tmp_path, "df.yaml", CM.format(name="diffed", app="d", value="1"))
+    k("apply", "-f", path)
+    write(tmp_path, "df.yaml", CM.format(name="diffed", app="d", value="2"))
+    result = k.run("diff", "-f", path, check=False)
+    assert result.returncode == 1  # differences found
+    assert '+  key: "2"' in result.stdout
+    assert k("get", "cm", "diffed", "-o", "jsonpath={.data.key}") == "1"
+
+
+def test_logs_come_from_the_nodes_log_provider(k: Kubectl, module_apiserver: APIServer,
+                                               tmp_path: Path) -> None:
+    class Provider:
+        async def pod_log(self, namespace: str, pod: str, uid: str, options: LogOptions
+                          ) -> AsyncIterator[bytes]:
+            yield f"hello from {pod}/{options.container}\n".encode()
+
+    module_apiserver.log_providers.register("log-node", Provider())
+    pod = yaml.safe_load(POD.format(name="talker"))
+    pod["spec"]["nodeName"] = "log-node"
+    k("create", "-f", write(tmp_path, "pod.json", json.dumps(pod)))
+    assert k("logs", "talker") == "hello from talker/main\n"
