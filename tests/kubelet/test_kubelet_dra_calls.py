@@ -223,3 +223,27 @@ async def test_checkpoint_survives_a_restart_with_claims_unprepared(setup, tmp_p
     assert info.prepared is False
     assert info.driver_state["gpu.example.com"][0].cdi_device_ids == [
         "k8s.gpu.example.com/gpu=uid-a"]
+
+
+async def test_containers_get_only_the_devices_of_the_request_they_name(setup):
+    plugin, manager = await setup(claims=[claim("a", "uid-a")])
+
+    def two_requests(request):
+        resp = dra.V1.NodePrepareResourcesResponse()
+        devices = resp.claims["uid-a"].devices
+        devices.add(request_names=["small"], pool_name="p", device_name="d0",
+                    cdi_device_ids=["v.com/x=small"])
+        devices.add(request_names=["big"], pool_name="p", device_name="d1",
+                    cdi_device_ids=["v.com/x=big"])
+        devices.add(request_names=[], pool_name="p", device_name="d2",
+                    cdi_device_ids=["v.com/x=all"])
+        return resp
+
+    plugin.answer = two_requests
+    p = pod(("x", "a"))
+    await manager.prepare_resources(p)
+    small = {"name": "s", "resources": {"claims": [{"name": "x", "request": "small"}]}}
+    whole = {"name": "w", "resources": {"claims": [{"name": "x"}]}}
+    assert manager.container_cdi_ids(p, small) == ["v.com/x=small", "v.com/x=all"]
+    assert manager.container_cdi_ids(p, whole) == ["v.com/x=small", "v.com/x=big",
+                                                   "v.com/x=all"]
