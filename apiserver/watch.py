@@ -23,7 +23,7 @@ from draemu.apiserver.rest_read import parse_revision, selection
 from draemu.apiserver.scope import Scope
 from draemu.apiserver.selectors import FieldRequirement, FieldSelector
 from draemu.apiserver.storage import Storage
-from draemu.apiserver.watchcache import Change, TooOld
+from draemu.apiserver.watchcache import Change, TooOld, WatchCache
 
 Obj = dict[str, Any]
 
@@ -61,8 +61,9 @@ def _watch_params(scope: Scope) -> tuple[str, bool, bool | None, float]:
 
 
 class _Stream:
-    def __init__(self, scope: Scope, resp: web.StreamResponse) -> None:
+    def __init__(self, scope: Scope, resp: web.StreamResponse, cache: WatchCache) -> None:
         self.scope = scope
+        self.cache = cache
         self.resp = resp
         self.table = scope.accept.table
         self.include = tables.include_object(scope.query.get("includeObject")) \
@@ -89,10 +90,7 @@ class _Stream:
             await self.send(type_, self.render(change.obj))
             return
         # Every watcher in the storage version writes the same line: encode it once.
-        line = change.lines.get(type_)
-        if line is None:
-            line = change.lines[type_] = dumps({"type": type_, "object": change.obj}) + b"\n"
-        await self.resp.write(line)
+        await self.resp.write(self.cache.event_line(change, type_))
 
     async def bookmark(self, revision: int, initial_end: bool = False) -> None:
         meta: Obj = {"resourceVersion": str(revision)}
@@ -147,7 +145,7 @@ async def watch(scope: Scope, storage: Storage) -> web.StreamResponse:
         except TooOld as e:
             error, watcher = e, None
     await resp.prepare(scope.request)
-    stream = _Stream(scope, resp)
+    stream = _Stream(scope, resp, cache)
     if watcher is None:
         assert error is not None
         await stream.send("ERROR", StatusError(410, "Expired", str(error)).status())

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import json
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +26,7 @@ log = get_logger("apiserver.watchcache")
 ROOT = "/registry/"
 HISTORY = 20_000  # changes kept for watches that resume from a resourceVersion
 WATCHER_QUEUE = 2_000  # events a watcher may lag behind before it is dropped
+EVENT_LINES = 512  # serialized watch event lines kept for the watchers still to send them
 
 
 def decode(value: bytes, revision: int) -> Obj:
@@ -41,9 +42,6 @@ class Change:
     obj: Obj  # the new object; for a delete the last state with the delete's revision
     prev: Obj | None
     revision: int
-    # Watch event lines in the storage version, by event type: serialized once for
-    # every watcher.
-    lines: dict[str, bytes] = field(default_factory=dict)
 
 
 class TooOld(Exception):
@@ -105,6 +103,7 @@ class WatchCache:
         self._watchers: dict[str, set[Watcher]] = {}
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._encoded: dict[str, tuple[str, bytes]] = {}
+        self._lines: OrderedDict[tuple[int, str, str], bytes] = OrderedDict()
         self._task: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()
 
@@ -265,6 +264,18 @@ class WatchCache:
         data = dumps(obj)
         self._encoded[key] = (rv, data)
         return data
+
+    def event_line(self, change: Change, type_: str) -> bytes:
+        """A watch event line in the storage version, serialized once for all the
+        watchers it goes to (the last few hundred are kept)."""
+        memo = (change.revision, change.key, type_)
+        line = self._lines.get(memo)
+        if line is None:
+            line = dumps({"type": type_, "object": change.obj}) + b"\n"
+            self._lines[memo] = line
+            if len(self._lines) > EVENT_LINES:
+                self._lines.popitem(last=False)
+        return line
 
     def count(self, prefix: str) -> int:
         bucket = self._buckets.get(bucket_of(prefix))
