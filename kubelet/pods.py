@@ -90,10 +90,11 @@ class PodWorkers:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.informer.stop()
+        if self.runtime.name != "process":
+            return  # fake containers "keep running" and are adopted by the next kubelet
         for state in self.states.values():
             for rec in state.containers.values():
-                if rec.handle is not None and not rec.handle.exit_code.done() and \
-                        self.runtime.name == "process":
+                if rec.handle is not None and not rec.handle.exit_code.done():
                     await self.runtime.kill(rec.handle, 1.0)
 
     def retry_pending(self) -> None:

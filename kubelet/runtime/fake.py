@@ -37,9 +37,6 @@ def _quote(value: str) -> str:
 class FakeRuntime:
     name = "fake"
 
-    def __init__(self, exit_at_once: bool = False) -> None:
-        self.exit_at_once = exit_at_once
-
     async def start(self, config: ContainerConfig, init: bool = False) -> Container:
         writer = CRILogWriter(config.log_path)
         try:
@@ -48,7 +45,7 @@ class FakeRuntime:
         finally:
             writer.close()
         container = Container()
-        if init or self.exit_at_once:
+        if init:
             container.finish(0, "Completed")
         return container
 
