@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import cProfile
 import multiprocessing
+import os
 import pstats
 import sys
 import tempfile
@@ -32,8 +33,9 @@ NS = "bench"
 STALL_SECONDS = 60.0
 
 
-def _serve(data_dir: str, ready: Any) -> None:
-    """Child process: apiserver on a free port plus the resource-claim controller."""
+def _serve(data_dir: str, pipe: Any, profile: bool) -> None:
+    """Child process: apiserver on a free port plus the resource-claim controller. Runs
+    until told to stop on the pipe; then prints its profile, if asked to profile."""
     from draemu import log
     from draemu.apiserver.server import APIServer, APIServerOptions
     from draemu.client import Client
@@ -49,8 +51,16 @@ def _serve(data_dir: str, ready: Any) -> None:
                                         user_agent="draemu-bench-controllers")
         controllers = ControllerManager(client, enabled=["resourceclaim"])
         await controllers.start()
-        ready.send(str(server.kubeconfig_path))
-        await asyncio.Event().wait()
+        pipe.send(str(server.kubeconfig_path))
+        profiler = cProfile.Profile() if profile else None
+        if profiler:
+            profiler.enable()
+        await asyncio.get_running_loop().run_in_executor(None, pipe.recv)
+        if profiler:
+            profiler.disable()
+            print("--- apiserver process ---")
+            pstats.Stats(profiler).sort_stats("tottime").print_stats(30)
+        pipe.send("stopped")
 
     asyncio.run(main())
 
@@ -111,7 +121,14 @@ async def _bounded(coros: list[Any], limit: int = 32) -> None:
     await asyncio.gather(*(run(c) for c in coros))
 
 
-async def run_one(kubeconfig: str, nodes: int, pods: int, profile: bool) -> dict[str, float]:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def run_one(kubeconfig: str, server_pid: int, nodes: int, pods: int,
+                  profile: bool) -> dict[str, float]:
     from draemu.client import Client
     from draemu.scheduler import Scheduler
 
@@ -131,6 +148,7 @@ async def run_one(kubeconfig: str, nodes: int, pods: int, profile: bool) -> dict
     if profiler:
         profiler.enable()
     start, cpu_start = time.perf_counter(), time.process_time()
+    server_cpu_start = cpu_seconds(server_pid)
     await _bounded([client.create("v1", "pods", pod(i), NS) for i in range(pods)])
     created = time.perf_counter() - start
     last, last_change = 0, time.perf_counter()
@@ -143,6 +161,7 @@ async def run_one(kubeconfig: str, nodes: int, pods: int, profile: bool) -> dict
                                f"scheduled, queue {scheduler.queue.stats()}")
     elapsed = time.perf_counter() - start
     cpu = time.process_time() - cpu_start
+    server_cpu = cpu_seconds(server_pid) - server_cpu_start
     if profiler:
         profiler.disable()
 
@@ -162,7 +181,8 @@ async def run_one(kubeconfig: str, nodes: int, pods: int, profile: bool) -> dict
     assert bound == pods and allocated == pods and len(devices) == pods, \
         (bound, allocated, len(devices))
     return {"nodes": nodes, "pods": pods, "seconds": elapsed,
-            "pods_per_second": pods / elapsed, "create_seconds": created, "cpu": cpu}
+            "pods_per_second": pods / elapsed, "create_seconds": created, "cpu": cpu,
+            "server_cpu": server_cpu}
 
 
 def main() -> int:
@@ -173,6 +193,8 @@ def main() -> int:
                         help="pods per run (default: min(1000, 4 per node))")
     parser.add_argument("--profile", action="store_true",
                         help="cProfile the scheduler process while pods are scheduled")
+    parser.add_argument("--profile-server", action="store_true",
+                        help="cProfile the apiserver process while pods are scheduled")
     args = parser.parse_args()
     from draemu import log
 
@@ -182,21 +204,25 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="draemu-bench-") as tmp:
             ctx = multiprocessing.get_context("spawn")
             parent, child = ctx.Pipe()
-            server = ctx.Process(target=_serve, args=(tmp, child), daemon=True)
+            server = ctx.Process(target=_serve, args=(tmp, child, args.profile_server),
+                                 daemon=True)
             server.start()
             try:
                 if not parent.poll(120):
                     print("apiserver did not start", file=sys.stderr)
                     return 1
                 kubeconfig = parent.recv()
-                result = asyncio.run(run_one(kubeconfig, n, pods, args.profile))
+                result = asyncio.run(run_one(kubeconfig, server.pid, n, pods, args.profile))
+                parent.send("stop")
+                parent.poll(60)
             finally:
                 server.terminate()
                 server.join(10)
         print(f"nodes={result['nodes']:5d} pods={result['pods']:5d} "
               f"time={result['seconds']:6.2f}s  {result['pods_per_second']:7.1f} pods/s "
               f"(pods created in {result['create_seconds']:.2f}s; this process, i.e. "
-              f"scheduler and pod creation, used {result['cpu']:.2f}s CPU)", flush=True)
+              f"scheduler and pod creation, used {result['cpu']:.2f}s CPU, apiserver and "
+              f"claim controller {result['server_cpu']:.2f}s)", flush=True)
     return 0
 
 

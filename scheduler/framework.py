@@ -10,7 +10,7 @@ the apiserver and is asynchronous.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -196,7 +196,7 @@ class Framework:
         for plugin in self._pre_bind:
             if plugin.name in state.skip_filter:
                 continue
-            status = await plugin.pre_bind(state, pod, node_name)
+            status = await _guarded(plugin.pre_bind(state, pod, node_name))
             if not status.ok:
                 status.plugin = plugin.name
                 return status
@@ -204,7 +204,7 @@ class Framework:
 
     async def run_bind(self, state: CycleState, pod: dict, node_name: str) -> Status:
         for plugin in self._bind:
-            status = await plugin.bind(state, pod, node_name)
+            status = await _guarded(plugin.bind(state, pod, node_name))
             if status.code == Code.SKIP:
                 continue
             status.plugin = plugin.name
@@ -214,3 +214,12 @@ class Framework:
     async def run_post_bind(self, state: CycleState, pod: dict, node_name: str) -> None:
         for plugin in self._post_bind:
             await plugin.post_bind(state, pod, node_name)
+
+
+async def _guarded(call: Awaitable[Status]) -> Status:
+    """A plugin's unexpected exception (a timeout, a lost connection) is its error status,
+    so that the binding cycle always ends by binding or by requeueing the pod."""
+    try:
+        return await call
+    except Exception as e:
+        return Status.error(f"{type(e).__name__}: {e}" if str(e) else type(e).__name__)

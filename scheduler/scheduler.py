@@ -38,6 +38,9 @@ SCHEDULER_NAME = "default-scheduler"
 # if it is still waiting after this long: usually the claim controller is faster, and
 # upstream writes nothing at all for such pods.
 GATED_REPORT_DELAY = 1.0
+# Binding cycles running at once: more would only queue on the client's connection pool
+# (and time out there) without binding faster.
+MAX_CONCURRENT_BINDINGS = 32
 MIN_FEASIBLE_NODES = 100
 MIN_FEASIBLE_PERCENTAGE = 5
 BASE_PERCENTAGE = 50
@@ -87,6 +90,7 @@ class Scheduler:
         # about them must not queue them again.
         self._bound_unseen: set[str] = set()
         self._gate_reports: dict[str, asyncio.TimerHandle] = {}
+        self._binding_slots = asyncio.Semaphore(MAX_CONCURRENT_BINDINGS)
         self.scheduled = 0  # pods bound so far (for benchmarks and logs)
 
     # --- lifecycle ---------------------------------------------------------------------
@@ -357,12 +361,13 @@ class Scheduler:
 
     async def _binding_cycle(self, qp: QueuedPod, pod: dict, state: CycleState,
                              node_name: str) -> None:
-        status = await self.framework.run_pre_bind(state, pod, node_name)
-        if not status.ok:
-            message = f'running PreBind plugin "{status.plugin}": {status.message}'
-        else:
-            status = await self.framework.run_bind(state, pod, node_name)
-            message = status.message
+        async with self._binding_slots:
+            status = await self.framework.run_pre_bind(state, pod, node_name)
+            if not status.ok:
+                message = f'running PreBind plugin "{status.plugin}": {status.message}'
+            else:
+                status = await self.framework.run_bind(state, pod, node_name)
+                message = status.message
         if not status.ok:
             self.framework.run_unreserve(state, pod, node_name)
             self.cache.forget(pod)
@@ -374,10 +379,16 @@ class Scheduler:
             self._bound_unseen.add(pod["metadata"]["uid"])
         self.scheduled += 1
         meta = pod["metadata"]
-        await self.recorder.event(
-            pod, "Normal", "Scheduled",
-            f"Successfully assigned {meta['namespace']}/{meta['name']} to {node_name}")
+        await self._record(pod, "Normal", "Scheduled",
+                           f"Successfully assigned {meta['namespace']}/{meta['name']} to "
+                           f"{node_name}")
         await self.framework.run_post_bind(state, pod, node_name)
+
+    async def _record(self, pod: dict, type_: str, reason: str, message: str) -> None:
+        try:
+            await self.recorder.event(pod, type_, reason, message)
+        except Exception as e:  # events are best effort; a lost one must not stop anything
+            log.debug("event not recorded", reason=reason, error=repr(e))
 
     # --- failures ----------------------------------------------------------------------
 
@@ -392,7 +403,7 @@ class Scheduler:
                                          "SchedulerError" if error else "Unschedulable"))
 
     async def _report_failure(self, pod: dict, message: str, reason: str) -> None:
-        await self.recorder.event(pod, "Warning", "FailedScheduling", message)
+        await self._record(pod, "Warning", "FailedScheduling", message)
         conditions = list((pod.get("status") or {}).get("conditions") or [])
         old = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
         if old and old.get("status") == "False" and old.get("reason") == reason \
@@ -409,5 +420,5 @@ class Scheduler:
             await self.client.patch("v1", "pods", meta["name"],
                                     {"status": {"conditions": conditions}},
                                     namespace=meta["namespace"], subresource="status")
-        except ApiError as e:
-            log.debug("could not update PodScheduled", pod=meta["name"], error=e.message)
+        except Exception as e:  # best effort, like the event; the next attempt retries
+            log.debug("could not update PodScheduled", pod=meta["name"], error=repr(e))

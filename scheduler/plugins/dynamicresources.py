@@ -31,6 +31,7 @@ from draemu.client import ApiError, Client
 from draemu.features import FeatureGates
 from draemu.log import get_logger
 from draemu.scheduler.dra import Allocator, Inventory
+from draemu.scheduler.dra import claim_key as inventory_key
 from draemu.scheduler.framework import ClusterEvent, Code, CycleState, PreFilterResult, Status
 from draemu.scheduler.nodeinfo import NodeInfo
 from draemu.scheduler.nodeselector import selector_matches
@@ -125,7 +126,7 @@ class DynamicResources:
         meta = claim["metadata"]
         key = claim_key(meta["namespace"], meta["name"])
         old = self._claims.pop(key, None)
-        self._inventory.remove_claim(key)
+        self._inventory.remove_claim(inventory_key(claim))
         self._versions.allocation_changed(((old or {}).get("status") or {}).get("allocation"))
         self._land(meta.get("uid", ""))
         self._notify_claim_changed()

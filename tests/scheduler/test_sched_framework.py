@@ -1,0 +1,68 @@
+"""The framework runner: extension point order, skipping, and failing plugins."""
+
+from __future__ import annotations
+
+from sched_helpers import node, pod
+
+from draemu.scheduler.framework import Code, CycleState, Framework, PreFilterResult, Status
+from draemu.scheduler.nodeinfo import NodeInfo
+
+
+class Narrowing:
+    name = "Narrowing"
+
+    def events(self):
+        return []
+
+    def pre_filter(self, state, p):
+        return Status(), PreFilterResult({"a", "b"})
+
+
+class Skipping:
+    name = "Skipping"
+
+    def events(self):
+        return []
+
+    def pre_filter(self, state, p):
+        return Status(Code.SKIP), None
+
+    def filter(self, state, p, n):
+        raise AssertionError("filter of a skipped plugin must not run")
+
+
+class TimingOut:
+    name = "TimingOut"
+
+    def events(self):
+        return []
+
+    async def pre_bind(self, state, p, node_name):
+        raise TimeoutError("apiserver too slow")
+
+
+def test_prefilter_restrictions_intersect_and_name_their_plugins():
+    class Other(Narrowing):
+        name = "Other"
+
+        def pre_filter(self, state, p):
+            return Status(), PreFilterResult({"b", "c"})
+
+    state = CycleState()
+    status, result = Framework([Narrowing(), Other()]).run_pre_filter(state, pod("p"))
+    assert status.ok and result.node_names == {"b"}
+    assert state.restricted_by == {"Narrowing", "Other"}
+
+
+def test_plugin_skipped_in_prefilter_is_not_filtered():
+    fw = Framework([Skipping()])
+    state = CycleState()
+    fw.run_pre_filter(state, pod("p"))
+    assert fw.run_filter(state, pod("p"), NodeInfo(node("n"))).ok
+
+
+async def test_exception_in_prebind_becomes_an_error_status_of_the_plugin():
+    status = await Framework([TimingOut()]).run_pre_bind(CycleState(), pod("p"), "n")
+    assert status.code == Code.ERROR
+    assert status.plugin == "TimingOut"
+    assert status.message == "TimeoutError: apiserver too slow"
