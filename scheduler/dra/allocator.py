@@ -194,7 +194,7 @@ class _Search:
                 raise AllocError(f"claim {state.name}: number of requested devices {minimum} "
                                  f"exceeds the claim limit of {MAX_RESULTS}")
             self.claims.append(state)
-        if self._claim(0):
+        if self._plausible() and self._claim(0):
             return True
         if self.invalid_pools:
             raise AllocError("invalid resource pools were encountered", node_local=True)
@@ -217,6 +217,45 @@ class _Search:
                     continue
                 out.append(d)
         return out
+
+    def _plausible(self) -> bool:
+        """False when some request cannot be met even with the node to itself.
+
+        Without this, a hopeless later request makes the search try every combination
+        of devices for the earlier ones before giving up, which grows exponentially.
+        A selector that fails to evaluate counts as a match here: whether it is
+        evaluated at all is the search's business, as upstream.
+        """
+        if sum(len(c.slots) for c in self.claims) < 2:
+            return True  # one request: the search is linear anyway
+        for ci, claim in enumerate(self.claims):
+            for slot in claim.slots:
+                if not any(self._could_fit(ci, spec) for spec in slot.options):
+                    return False
+        return True
+
+    def _could_fit(self, ci: int, spec: Spec) -> bool:
+        if spec.mode == "All":
+            return bool(spec.all_devices)
+        found = 0
+        for device, _ in self.candidates:
+            if self.in_use(ci, spec, device) is not None:
+                continue
+            try:
+                if self.selectable(spec, device) is not None:
+                    continue
+            except AllocError:
+                pass
+            if self.features.consumable_capacity and self.capacity_short(spec, device):
+                continue
+            if self.taint_blocks(spec, device) is not None:
+                continue
+            if device.consumes and not self.features.partitionable_devices:
+                continue
+            found += 1
+            if found >= spec.count:
+                return True
+        return found >= spec.count
 
     # --- recursion ------------------------------------------------------------------------
 

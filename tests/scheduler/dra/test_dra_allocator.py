@@ -222,3 +222,20 @@ def test_interrupt_scenario_from_upstream(inv: Inventory, timeout: float | None)
     expected = None if timeout is None else \
         "filter operation aborted: timed out trying to allocate devices"
     assert outcome.error == expected
+
+
+def test_hopeless_later_claim_fails_fast_instead_of_trying_every_combination(
+        inv: Inventory) -> None:
+    import time
+
+    inv.set_slice(gpu_slice(1, *[{"name": f"gpu-{i}"} for i in range(64)]))
+    inv.set_class({"metadata": {"name": "nic"}, "spec": {"selectors": [
+        {"cel": {"expression": 'device.driver == "nic.example.com"'}}]}})
+    nic = claim("nic")
+    nic["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "nic"
+    started = time.monotonic()
+    outcome = Allocator(inv).allocate(NODE, [claim("gpus", count=4), nic])
+    # Trying all 635,376 ways to pick 4 of 64 GPUs first would take many seconds.
+    assert time.monotonic() - started < 5
+    assert outcome.unsatisfiable and outcome.error is None
+    assert "claim ns/nic, request r: 0 of 64 devices fit" in outcome.summary
