@@ -106,6 +106,8 @@ def kubectl_binaries() -> dict[str, str]:
             found[path.name.removeprefix("kubectl.")] = str(path)
     for extra in filter(None, os.environ.get("DRAEMU_KUBECTL", "").split(":")):
         found[_client_version(extra)] = extra
+    if os.path.exists(DEFAULT_KUBECTL):
+        found.setdefault(_client_version(DEFAULT_KUBECTL), DEFAULT_KUBECTL)
     return found
 
 
