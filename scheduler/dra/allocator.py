@@ -223,16 +223,16 @@ class _Search:
 
         Without this, a hopeless later request makes the search try every combination
         of devices for the earlier ones before giving up, which grows exponentially.
-        A selector that fails to evaluate counts as a match here: whether it is
-        evaluated at all is the search's business, as upstream.
+        A selector that fails to evaluate leaves the decision to the search: whether
+        that error surfaces depends on the search order, as upstream.
         """
         if sum(len(c.slots) for c in self.claims) < 2:
             return True  # one request: the search is linear anyway
-        for ci, claim in enumerate(self.claims):
-            for slot in claim.slots:
-                if not any(self._could_fit(ci, spec) for spec in slot.options):
-                    return False
-        return True
+        try:
+            return all(any(self._could_fit(ci, spec) for spec in slot.options)
+                       for ci, claim in enumerate(self.claims) for slot in claim.slots)
+        except AllocError:
+            return True
 
     def _could_fit(self, ci: int, spec: Spec) -> bool:
         if spec.mode == "All":
@@ -241,11 +241,8 @@ class _Search:
         for device, _ in self.candidates:
             if self.in_use(ci, spec, device) is not None:
                 continue
-            try:
-                if self.selectable(spec, device) is not None:
-                    continue
-            except AllocError:
-                pass
+            if self.selectable(spec, device) is not None:
+                continue
             if self.features.consumable_capacity and self.capacity_short(spec, device):
                 continue
             if self.taint_blocks(spec, device) is not None:
