@@ -49,7 +49,9 @@ class KubeletOptions:
     slice_wipe_delay: float = SLICE_WIPE_DELAY
     plugin_scan_interval: float = 1.0
     crash_loop_backoff: float = 10.0  # first restart delay of a failed container, doubling
+    # Upstream: the Lease is renewed every 10 s; an unchanged status is re-posted every 5 min.
     heartbeat_interval: float = 10.0
+    node_status_report_interval: float = 300.0
 
 
 class Kubelet:
@@ -92,7 +94,7 @@ class Kubelet:
             cfg.internal_ip, cfg.kubelet_port = o.address, self.server.port
         if o.capacity:
             cfg.capacity = dict(o.capacity)
-        self.node = NodeAgent(self.client, cfg, status_interval=o.heartbeat_interval,
+        self.node = NodeAgent(self.client, cfg, status_interval=o.node_status_report_interval,
                               lease_interval=o.heartbeat_interval)
         await self.node.register()
         # Like upstream: slices left from an earlier run are stale until drivers republish.

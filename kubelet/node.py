@@ -2,8 +2,8 @@
 
 The Node is created with the standard labels, capacity/allocatable, addresses, daemon
 endpoints and a complete nodeInfo (strict clients parse every field); its conditions are
-refreshed every `status_interval`, and the Lease is renewed every `lease_interval`
-(upstream: 10 s, with a 40 s lease duration).
+re-posted every `status_interval` (upstream's node status report frequency, 5 min), and
+the Lease is renewed every `lease_interval` (upstream: 10 s, with a 40 s lease duration).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import platform
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -106,7 +107,7 @@ def node_status(cfg: NodeConfig, boot_id: str, previous: dict[str, Any] | None) 
 class NodeAgent:
     """Registers the Node, keeps its status fresh and renews its Lease."""
 
-    def __init__(self, client: Client, cfg: NodeConfig, status_interval: float = 10.0,
+    def __init__(self, client: Client, cfg: NodeConfig, status_interval: float = 300.0,
                  lease_interval: float = 10.0) -> None:
         self.client = client
         self.cfg = cfg
@@ -115,6 +116,7 @@ class NodeAgent:
         self.boot_id = str(uuid.uuid4())
         self.node: dict[str, Any] | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._last_status = 0.0
 
     async def register(self) -> dict[str, Any]:
         try:
@@ -159,19 +161,40 @@ class NodeAgent:
         await self.start_heartbeats()
 
     async def start_heartbeats(self) -> None:
-        """Renew the Lease now, then keep the Lease and the status fresh."""
+        """Renew the Lease now, then every `lease_interval` renew it and check the Node."""
         await self.renew_lease()
-        self._tasks = [asyncio.create_task(self._every(self.lease_interval, self.renew_lease)),
-                       asyncio.create_task(self._every(self.status_interval,
-                                                       self.update_status))]
+        self._last_status = time.monotonic()
+        self._tasks = [asyncio.create_task(self._heartbeats(), name=f"node-{self.cfg.name}")]
 
-    async def _every(self, interval: float, fn: Any) -> None:
+    async def _heartbeats(self) -> None:
         while True:
-            await asyncio.sleep(interval)
+            await asyncio.sleep(self.lease_interval)
             try:
-                await fn()
+                await self.renew_lease()
+                await self.sync_status()
             except (ApiError, OSError) as err:
                 log.warning("node heartbeat failed", node=self.cfg.name, error=str(err))
+
+    async def sync_status(self) -> None:
+        """Post the status when the API's copy disagrees with ours (say the node lifecycle
+        controller marked it Unknown) or the report interval is over; re-register a Node
+        that was deleted, as the kubelet does."""
+        try:
+            current = await self.client.get("v1", "nodes", self.cfg.name)
+        except ApiError as err:
+            if err.code != 404:
+                raise
+            await self.register()
+            self._last_status = time.monotonic()
+            return
+        self.node = current
+        ours = {t: s for t, s, _r, _m in _CONDITIONS}
+        theirs = {c.get("type"): c.get("status")
+                  for c in (current.get("status") or {}).get("conditions") or []}
+        due = time.monotonic() - self._last_status >= self.status_interval
+        if due or any(theirs.get(t) != s for t, s in ours.items()):
+            await self.update_status()
+            self._last_status = time.monotonic()
 
     async def stop(self) -> None:
         for task in self._tasks:

@@ -1,0 +1,62 @@
+"""The kubelet's Node and Lease heartbeats against the real apiserver."""
+
+from __future__ import annotations
+
+import pytest
+from kubelet_e2e import eventually
+
+from draemu.client import Client
+from draemu.kubelet.node import NodeAgent, NodeConfig
+
+
+@pytest.fixture
+async def agent(apiserver):
+    async with Client.from_kubeconfig(str(apiserver.kubeconfig_path)) as client:
+        node = NodeAgent(client, NodeConfig("node-1"), lease_interval=0.05)
+        await node.start()
+        yield node, client
+        await node.stop()
+
+
+async def ready_status(client):
+    node = await client.get("v1", "nodes", "node-1")
+    return {c["type"]: c["status"] for c in node["status"]["conditions"]}["Ready"]
+
+
+async def test_lease_is_renewed(agent):
+    _node, client = agent
+    first = await client.get("coordination.k8s.io/v1", "leases", "node-1", "kube-node-lease")
+
+    async def renewed():
+        lease = await client.get("coordination.k8s.io/v1", "leases", "node-1",
+                                 "kube-node-lease")
+        return lease["spec"]["renewTime"] != first["spec"]["renewTime"]
+
+    await eventually(renewed)
+    assert first["spec"]["leaseDurationSeconds"] == 40
+
+
+async def test_status_marked_unknown_by_someone_else_is_posted_again(agent):
+    _node, client = agent
+    node = await client.get("v1", "nodes", "node-1")
+    for cond in node["status"]["conditions"]:
+        cond.update(status="Unknown", reason="NodeStatusUnknown")
+    await client.update("v1", "nodes", node, subresource="status")
+
+    async def ready_again():
+        return await ready_status(client) == "True"
+
+    await eventually(ready_again)
+
+
+async def test_a_deleted_node_registers_again(agent):
+    _node, client = agent
+    before = await client.get("v1", "nodes", "node-1")
+    await client.delete("v1", "nodes", "node-1")
+
+    async def back():
+        node = await client.get("v1", "nodes", "node-1")
+        return node["metadata"]["uid"] != before["metadata"]["uid"]
+
+    await eventually(back)
+    assert await ready_status(client) == "True"
