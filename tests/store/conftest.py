@@ -7,6 +7,7 @@ import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from draemu.store import Store, open_store
@@ -29,15 +30,27 @@ def postgres_server() -> Iterator[PostgresServer]:
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """One database for the session: emptying it is much cheaper than creating one."""
+    return postgres_server.create_database("store")
+
+
 @pytest.fixture
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The URL of a new, empty store on the backend named by the test's parameter."""
     backend = getattr(request, "param", "sqlite-file")
     if backend == "sqlite-file":
         return f"sqlite:///{tmp_path / 'state.db'}"
     if backend == "sqlite-memory":
         return "sqlite://:memory:"
-    return request.getfixturevalue("postgres_server").create_database()
+    url = request.getfixturevalue("postgres_url")
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute("DROP TABLE IF EXISTS draemu_kv, draemu_meta")
+    finally:
+        await conn.close()
+    return url
 
 
 @pytest.fixture
