@@ -136,6 +136,9 @@ class ResourceSliceController:
 
     async def sync(self) -> None:
         """One pass: make the API's slices match the desired pools."""
+        # The Node's UID is looked up again on each pass that creates slices: a re-created
+        # Node has a new one, and slices owned by the old one would be garbage collected.
+        self._owner = None
         listed = await self.client.list(
             API, "resourceslices",
             field_selector=f"spec.driver={self.driver_name},spec.nodeName={self.node_name}")
