@@ -54,3 +54,18 @@ def write(path: Path, config: dict[str, Any]) -> Path:
         yaml.safe_dump(config, f, default_flow_style=False, sort_keys=False)
     os.replace(tmp, path)
     return path
+
+
+def foreign(path: Path) -> bool:
+    """Whether `path` holds a kubeconfig that draemu did not write (a user's own, which
+    must never be overwritten silently)."""
+    path = Path(path).expanduser()
+    if not path.exists():
+        return False
+    try:
+        config = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return True
+    clusters = config.get("clusters") or [] if isinstance(config, dict) else []
+    return not clusters or any(c.get("name") != "draemu" for c in clusters
+                               if isinstance(c, dict))

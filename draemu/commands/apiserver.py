@@ -21,8 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=6443, help="port; 0 picks a free one "
                         "(default: 6443)")
     parser.add_argument("--kubeconfig", type=Path, default=None,
-                        help="also write the admin kubeconfig here (never overwrites without "
-                        "being asked: the file is only written when given)")
+                        help="also write the admin kubeconfig here (a kubeconfig draemu did "
+                        "not write is never overwritten)")
     parser.add_argument("--store", default=None, metavar="URL",
                         help="store URL: sqlite:///file.db (default: state.db in the data "
                         "directory), sqlite://:memory:, postgresql://user@host:port/db")
@@ -40,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
     import tempfile
 
+    from draemu import kubeconfig as kubeconfig_file
     from draemu.apiserver.server import APIServer, APIServerOptions
     from draemu.features import FeatureGateError, FeatureGates
 
@@ -56,6 +57,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         data_dir = args.data_dir or Path.home() / ".local" / "share" / "draemu"
         store_url = args.store
+    if args.kubeconfig and kubeconfig_file.foreign(args.kubeconfig):
+        print(f"draemu apiserver: {args.kubeconfig} holds a kubeconfig draemu did not write; "
+              "refusing to overwrite it (choose another --kubeconfig path)", file=sys.stderr)
+        return 1
     options = APIServerOptions(data_dir=data_dir, store_url=store_url, address=args.address,
                                port=args.port, insecure_http=args.insecure_http,
                                feature_gates=gates, token_file=args.token_auth_file)

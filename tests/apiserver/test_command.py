@@ -39,3 +39,14 @@ def test_bad_feature_gate_is_a_usage_error(tmp_path: Path) -> None:
          "--feature-gates", "NoSuchGate=true"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "unrecognized feature gate: NoSuchGate" in result.stderr
+
+
+def test_a_users_own_kubeconfig_is_never_overwritten(tmp_path: Path) -> None:
+    mine = tmp_path / "config"
+    mine.write_text("apiVersion: v1\nkind: Config\nclusters:\n- name: prod\n  cluster: {}\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "draemu", "apiserver", "--in-memory", "--port", "0",
+         "--kubeconfig", str(mine)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert "refusing to overwrite" in result.stderr
+    assert "prod" in mine.read_text()
