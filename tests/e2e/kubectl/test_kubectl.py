@@ -4,7 +4,9 @@ use on namespaces, nodes, pods, configmaps and deployments."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -172,22 +174,26 @@ def test_get_pods_prints_pod_columns_and_wide(k: Kubectl, tmp_path: Path) -> Non
 
 
 def test_get_watch_prints_new_objects(k: Kubectl, tmp_path: Path) -> None:
-    env_kubectl = [k.binary, f"--cache-dir={k.cache_dir}", "get", "cm", "-l", "app=watched",
-                   "-w", "--output-watch-events"]
-    import os
-
+    command = [k.binary, f"--cache-dir={k.cache_dir}", "get", "cm", "-l", "app=watched",
+               "-w", "--output-watch-events"]
     env = {**os.environ, "KUBECONFIG": str(k.kubeconfig), "KUBERC": "off"}
-    proc = subprocess.Popen(env_kubectl, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             text=True, env=env)
+    # A watch that never prints would block readline: end it after a generous bound.
+    deadline = threading.Timer(30, proc.kill)
+    deadline.start()
     try:
         assert proc.stdout is not None
         k("create", "-f", write(tmp_path, "w.yaml", CM.format(name="watched", app="watched",
                                                              value="0")))
         lines = []
         while not any("watched" in line for line in lines):
-            lines.append(proc.stdout.readline())
+            line = proc.stdout.readline()
+            assert line, f"kubectl get -w ended early: {lines}"
+            lines.append(line)
         assert any(line.split()[:2] == ["ADDED", "watched"] for line in lines)
     finally:
+        deadline.cancel()
         proc.kill()
         proc.wait(timeout=10)
 
