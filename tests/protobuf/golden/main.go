@@ -1,0 +1,307 @@
+// Writes golden pairs for draemu's protobuf decoder: each object of the Kubernetes Go
+// types, encoded by apimachinery's protobuf serializer (`<name>.pb`, what client-go
+// sends) and by encoding/json (`<name>.json`, what a JSON client sends).
+//
+//	cd tests/protobuf/golden && go run . ../fixtures/golden
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	coordv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	resourcev1beta1 "k8s.io/api/resource/v1beta1"
+	resourcev1beta2 "k8s.io/api/resource/v1beta2"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+var (
+	created = metav1.NewTime(time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC))
+	micro   = metav1.NewMicroTime(time.Date(2026, 3, 14, 15, 9, 26, 535897000, time.UTC))
+	before  = metav1.NewTime(time.Date(1969, 7, 20, 20, 17, 40, 0, time.UTC))
+)
+
+func meta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name: name, Namespace: "default", GenerateName: "gen-", UID: "0b4f2b5e-1",
+		ResourceVersion: "42", Generation: 3, CreationTimestamp: created,
+		DeletionGracePeriodSeconds: ptr[int64](0),
+		Labels:                     map[string]string{"app": "demo", "empty": ""},
+		Annotations:                map[string]string{"note": "héllo ✓"},
+		OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "u1",
+			Controller: ptr(true), BlockOwnerDeletion: ptr(false)}},
+		Finalizers: []string{"a/b", "c/d"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{
+			Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply,
+			APIVersion: "v1", Time: &created, FieldsType: "FieldsV1",
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{".":{}}}}`)}}},
+	}
+}
+
+func podSpec() corev1.PodSpec {
+	return corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "init", Image: "busybox",
+			RestartPolicy: ptr(corev1.ContainerRestartPolicyAlways)}},
+		Containers: []corev1.Container{{
+			Name: "app", Image: "nginx:1.27", Command: []string{"sh", "-c"}, Args: []string{""},
+			WorkingDir: "/w",
+			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 80,
+				Protocol: corev1.ProtocolTCP}, {ContainerPort: 0, HostPort: 8080}},
+			Env: []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", ValueFrom: &corev1.EnvVarSource{
+				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+				{Name: "C", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{
+					Resource: "limits.cpu", Divisor: resource.MustParse("1m")}}}},
+			Resources: corev1.ResourceRequirements{
+				Limits:   corev1.ResourceList{"cpu": resource.MustParse("500m"), "memory": resource.MustParse("1Gi")},
+				Requests: corev1.ResourceList{"cpu": resource.MustParse("0.25")},
+				Claims:   []corev1.ResourceClaim{{Name: "gpu", Request: "r0"}}},
+			LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+				Path: "/healthz", Port: intstr.FromInt32(8080)}}, InitialDelaySeconds: 5,
+				TerminationGracePeriodSeconds: ptr[int64](0)},
+			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{
+				Port: intstr.FromString("http")}}},
+			SecurityContext: &corev1.SecurityContext{RunAsUser: ptr[int64](0), RunAsNonRoot: ptr(false),
+				Privileged: ptr(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+			VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg", ReadOnly: true}},
+		}},
+		EphemeralContainers: []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+			Name: "debug", Image: "busybox", Stdin: true}, TargetContainerName: "app"}},
+		Volumes: []corev1.Volume{
+			{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}, DefaultMode: ptr[int32](0o644),
+				Items: []corev1.KeyToPath{{Key: "k", Path: "p"}}}}},
+			{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+				Medium: corev1.StorageMediumMemory, SizeLimit: ptr(resource.MustParse("64Mi"))}}},
+		},
+		RestartPolicy:                 corev1.RestartPolicyAlways,
+		TerminationGracePeriodSeconds: ptr[int64](0),
+		ActiveDeadlineSeconds:         ptr[int64](-1),
+		NodeSelector:                  map[string]string{"kubernetes.io/os": "linux"},
+		AutomountServiceAccountToken:  ptr(false),
+		EnableServiceLinks:            ptr(false),
+		SecurityContext: &corev1.PodSecurityContext{FSGroup: ptr[int64](2000),
+			Sysctls: []corev1.Sysctl{{Name: "net.core.somaxconn", Value: "1024"}}},
+		Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+					Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a", "b"}}}}}}}},
+		Tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists,
+			Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr[int64](0)}},
+		Priority:        ptr[int32](-5),
+		Overhead:        corev1.ResourceList{"memory": resource.MustParse("120Mi")},
+		ResourceClaims:  []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr("gpu-template")}},
+		HostNetwork:     false,
+		SchedulingGates: []corev1.PodSchedulingGate{{Name: "wait"}},
+	}
+}
+
+func objects() map[string]runtime.Object {
+	gpuConfig := runtime.RawExtension{Raw: []byte(`{"apiVersion":"gpu.example.com/v1","kind":"GpuConfig","sharing":{"strategy":"TimeSlicing"}}`)}
+	selector := []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+		Expression: `device.driver == "gpu.example.com" && device.attributes["gpu.example.com"].model == "A100"`}}}
+	return map[string]runtime.Object{
+		"pod": &corev1.Pod{ObjectMeta: meta("pod"), Spec: podSpec(), Status: corev1.PodStatus{
+			Phase: corev1.PodRunning, StartTime: &created, PodIP: "10.0.0.1",
+			PodIPs:     []corev1.PodIP{{IP: "10.0.0.1"}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: before}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, RestartCount: 0, Image: "nginx",
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: created}}}},
+			ResourceClaimStatuses: []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr("pod-gpu-x")}}}},
+		"node": &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Labels: map[string]string{"kubernetes.io/hostname": "node-1"}},
+			Spec: corev1.NodeSpec{PodCIDR: "10.244.0.0/24", Unschedulable: true,
+				Taints: []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule, TimeAdded: &created}}},
+			Status: corev1.NodeStatus{
+				Capacity:    corev1.ResourceList{"cpu": resource.MustParse("8"), "pods": resource.MustParse("110")},
+				Allocatable: corev1.ResourceList{"cpu": resource.MustParse("7800m")},
+				Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+					LastHeartbeatTime: created, LastTransitionTime: created, Reason: "KubeletReady"}},
+				Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "172.18.0.2"}},
+				DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250}},
+				NodeInfo:        corev1.NodeSystemInfo{MachineID: "m", BootID: "b", KubeletVersion: "v1.37.0", OperatingSystem: "linux", Architecture: "amd64"}}},
+		"event": &corev1.Event{ObjectMeta: meta("pod.1"), InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "pod", UID: "u"},
+			Reason: "Scheduled", Message: "Successfully assigned", Source: corev1.EventSource{Component: "default-scheduler"},
+			FirstTimestamp: created, LastTimestamp: created, Count: 1, Type: "Normal", EventTime: micro,
+			Series: &corev1.EventSeries{Count: 2, LastObservedTime: micro}, ReportingController: "scheduler"},
+		"events-event": &eventsv1.Event{ObjectMeta: meta("e"), EventTime: micro, ReportingController: "kubelet",
+			ReportingInstance: "node-1", Action: "Pulling", Reason: "Pulling", Regarding: corev1.ObjectReference{Kind: "Pod", Name: "p"},
+			Related: &corev1.ObjectReference{Kind: "Node", Name: "node-1"}, Note: "pulling", Type: "Normal",
+			DeprecatedFirstTimestamp: created, DeprecatedCount: 0},
+		"configmap": &corev1.ConfigMap{ObjectMeta: meta("cm"), Immutable: ptr(false),
+			Data: map[string]string{"a": "1", "": "empty key"}, BinaryData: map[string][]byte{"bin": {0, 1, 2, 255}, "none": {}}},
+		"secret": &corev1.Secret{ObjectMeta: meta("s"), Type: corev1.SecretTypeOpaque,
+			Data: map[string][]byte{"password": []byte("s3cr3t"), "blob": {0xde, 0xad, 0xbe, 0xef}}, StringData: map[string]string{"x": "y"}},
+		"serviceaccount": &corev1.ServiceAccount{ObjectMeta: meta("sa"), AutomountServiceAccountToken: ptr(false),
+			Secrets: []corev1.ObjectReference{{Name: "tok"}}, ImagePullSecrets: []corev1.LocalObjectReference{{Name: "pull"}}},
+		"binding": &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "pod", Namespace: "default"},
+			Target: corev1.ObjectReference{Kind: "Node", Name: "node-1"}},
+		"namespace": &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: map[string]string{"a": "b"}},
+			Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes"}}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}},
+		"deployment": &appsv1.Deployment{ObjectMeta: meta("d"), Spec: appsv1.DeploymentSpec{
+			Replicas: ptr[int32](0), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "d"},
+				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"db"}}}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "d"}}, Spec: podSpec()},
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+				MaxUnavailable: ptr(intstr.FromInt32(0)), MaxSurge: ptr(intstr.FromString("25%"))}},
+			RevisionHistoryLimit: ptr[int32](0), Paused: false, ProgressDeadlineSeconds: ptr[int32](600)},
+			Status: appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 0, CollisionCount: ptr[int32](0)}},
+		"replicaset": &appsv1.ReplicaSet{ObjectMeta: meta("rs"), Spec: appsv1.ReplicaSetSpec{Replicas: ptr[int32](3),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "d"}},
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}},
+			Status: appsv1.ReplicaSetStatus{Replicas: 0}},
+		"job": &batchv1.Job{ObjectMeta: meta("j"), Spec: batchv1.JobSpec{Parallelism: ptr[int32](2), Completions: ptr[int32](4),
+			BackoffLimit: ptr[int32](0), TTLSecondsAfterFinished: ptr[int32](0), Suspend: ptr(false),
+			CompletionMode: ptr(batchv1.IndexedCompletion), ManualSelector: ptr(false),
+			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionFailJob,
+				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{1, 42}}}}},
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "c", Image: "busybox", Command: []string{"echo", "hi"}}}}}},
+			Status: batchv1.JobStatus{StartTime: &created, Active: 1, Ready: ptr[int32](0),
+				Conditions: []batchv1.JobCondition{{Type: batchv1.JobSuspended, Status: corev1.ConditionFalse, LastProbeTime: created}}}},
+		"lease": &coordv1.Lease{ObjectMeta: meta("node-1"), Spec: coordv1.LeaseSpec{HolderIdentity: ptr(""),
+			LeaseDurationSeconds: ptr[int32](40), RenewTime: &micro, AcquireTime: &micro, LeaseTransitions: ptr[int32](0)}},
+		"selfsubjectaccessreview": &authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authzv1.ResourceAttributes{Namespace: "default", Verb: "create", Group: "resource.k8s.io",
+				Resource: "resourceclaims", Subresource: "status",
+				LabelSelector: &authzv1.LabelSelectorAttributes{RawSelector: "a=b"}}}},
+		"selfsubjectrulesreview": &authzv1.SelfSubjectRulesReview{Spec: authzv1.SelfSubjectRulesReviewSpec{Namespace: "default"}},
+		"selfsubjectreview": &authnv1.SelfSubjectReview{Status: authnv1.SelfSubjectReviewStatus{UserInfo: authnv1.UserInfo{
+			Username: "kubernetes-admin", Groups: []string{"system:masters", "system:authenticated"},
+			Extra: map[string]authnv1.ExtraValue{"scopes": {"a", "b"}, "none": {}}}}},
+		"eviction": &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "pod", Namespace: "default"},
+			DeleteOptions: &metav1.DeleteOptions{GracePeriodSeconds: ptr[int64](0), DryRun: []string{"All"},
+				Preconditions: &metav1.Preconditions{UID: ptr(types.UID("u1")), ResourceVersion: ptr("7")}}},
+		"deleteoptions": &metav1.DeleteOptions{GracePeriodSeconds: ptr[int64](30), OrphanDependents: ptr(false),
+			PropagationPolicy: ptr(metav1.DeletePropagationForeground), IgnoreStoreReadErrorWithClusterBreakingPotential: ptr(false)},
+		"scale": &autoscalingv1.Scale{ObjectMeta: meta("d"), Spec: autoscalingv1.ScaleSpec{Replicas: 0},
+			Status: autoscalingv1.ScaleStatus{Replicas: 2, Selector: "app=d"}},
+		"deviceclass": &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu.example.com"}, Spec: resourcev1.DeviceClassSpec{
+			Selectors: selector, ExtendedResourceName: ptr("example.com/gpu"),
+			Config: []resourcev1.DeviceClassConfiguration{{DeviceConfiguration: resourcev1.DeviceConfiguration{
+				Opaque: &resourcev1.OpaqueDeviceConfiguration{Driver: "gpu.example.com", Parameters: gpuConfig}}}}}},
+		"resourceclaim": &resourcev1.ResourceClaim{ObjectMeta: meta("claim"), Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
+			Requests: []resourcev1.DeviceRequest{
+				{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu.example.com", Selectors: selector,
+					AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 2, AdminAccess: ptr(false),
+					Tolerations: []resourcev1.DeviceToleration{{Key: "k", Operator: resourcev1.DeviceTolerationOpExists,
+						Effect: resourcev1.DeviceTaintEffectNoExecute, TolerationSeconds: ptr[int64](0)}},
+					Capacity: &resourcev1.CapacityRequirements{Requests: map[resourcev1.QualifiedName]resource.Quantity{"memory": resource.MustParse("10Gi")}}}},
+				{Name: "nic", FirstAvailable: []resourcev1.DeviceSubRequest{{Name: "fast", DeviceClassName: "nic",
+					AllocationMode: resourcev1.DeviceAllocationModeAll}, {Name: "slow", DeviceClassName: "nic"}}}},
+			Constraints: []resourcev1.DeviceConstraint{{Requests: []string{"gpu"}, MatchAttribute: ptr(resourcev1.FullyQualifiedName("gpu.example.com/numa"))}},
+			Config: []resourcev1.DeviceClaimConfiguration{{Requests: []string{"gpu"}, DeviceConfiguration: resourcev1.DeviceConfiguration{
+				Opaque: &resourcev1.OpaqueDeviceConfiguration{Driver: "gpu.example.com", Parameters: gpuConfig}}}}}},
+			Status: resourcev1.ResourceClaimStatus{
+				Allocation: &resourcev1.AllocationResult{AllocationTimestamp: &created,
+					Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{{
+						Request: "gpu", Driver: "gpu.example.com", Pool: "node-1", Device: "gpu-0", AdminAccess: ptr(false),
+						ConsumedCapacity: map[resourcev1.QualifiedName]resource.Quantity{"memory": resource.MustParse("10Gi")}}},
+						Config: []resourcev1.DeviceAllocationConfiguration{{Source: resourcev1.AllocationConfigSourceClaim,
+							Requests: []string{"gpu"}, DeviceConfiguration: resourcev1.DeviceConfiguration{
+								Opaque: &resourcev1.OpaqueDeviceConfiguration{Driver: "gpu.example.com", Parameters: gpuConfig}}}}},
+					NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{
+						Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"node-1"}}}}}}},
+				ReservedFor: []resourcev1.ResourceClaimConsumerReference{{Resource: "pods", Name: "pod", UID: "u"}},
+				Devices: []resourcev1.AllocatedDeviceStatus{{Driver: "gpu.example.com", Pool: "node-1", Device: "gpu-0",
+					Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, ObservedGeneration: 0,
+						LastTransitionTime: created, Reason: "Prepared", Message: ""}},
+					Data:        &runtime.RawExtension{Raw: []byte(`{"uuid":"GPU-1","list":[1,2.5,null,true]}`)},
+					NetworkData: &resourcev1.NetworkDeviceData{InterfaceName: "eth1", IPs: []string{"10.1.0.2/24"}, HardwareAddress: "aa:bb"}}}}},
+		"resourceclaimtemplate": &resourcev1.ResourceClaimTemplate{ObjectMeta: meta("tpl"), Spec: resourcev1.ResourceClaimTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"x": "y"}},
+			Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu",
+				Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu.example.com"}}}}}}},
+		"resourceslice": &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "node-1-gpu"}, Spec: resourcev1.ResourceSliceSpec{
+			Driver: "gpu.example.com", Pool: resourcev1.ResourcePool{Name: "node-1", Generation: 0, ResourceSliceCount: 1},
+			NodeName: ptr("node-1"), PerDeviceNodeSelection: ptr(false),
+			SharedCounters: []resourcev1.CounterSet{{Name: "gpu-0-counters", Counters: map[string]resourcev1.Counter{"memory": {Value: resource.MustParse("40Gi")}}}},
+			Devices: []resourcev1.Device{{Name: "gpu-0",
+				Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
+					"model": {StringValue: ptr("A100")}, "index": {IntValue: ptr[int64](0)}, "mig": {BoolValue: ptr(false)},
+					"driverVersion": {VersionValue: ptr("1.2.3")}, "numa": {IntValues: []int64{-1, 0, 1 << 40}},
+					"flags": {BoolValues: []bool{true, false}}, "names": {StringValues: []string{"a", ""}}},
+				Capacity: map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{
+					"memory": {Value: resource.MustParse("40Gi"), RequestPolicy: &resourcev1.CapacityRequestPolicy{Default: ptr(resource.MustParse("1Gi")),
+						ValidRange: &resourcev1.CapacityRequestPolicyRange{Min: ptr(resource.MustParse("1Gi")), Step: ptr(resource.MustParse("1Gi"))}}},
+					"cores": {Value: resource.MustParse("0")}},
+				ConsumesCounters: []resourcev1.DeviceCounterConsumption{{CounterSet: "gpu-0-counters",
+					Counters: map[string]resourcev1.Counter{"memory": {Value: resource.MustParse("40Gi")}}}},
+				Taints:                   []resourcev1.DeviceTaint{{Key: "broken", Effect: resourcev1.DeviceTaintEffectNoSchedule, TimeAdded: &created}},
+				AllowMultipleAllocations: ptr(true), BindsToNode: ptr(false)}}}},
+		"devicetaintrule": &resourcev1.DeviceTaintRule{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: resourcev1.DeviceTaintRuleSpec{
+			DeviceSelector: &resourcev1.DeviceTaintSelector{Driver: ptr("gpu.example.com"), Pool: ptr(""), Device: ptr("gpu-0")},
+			Taint:          resourcev1.DeviceTaint{Key: "k", Value: "v", Effect: resourcev1.DeviceTaintEffectNoExecute}}},
+		"resourceslice-v1beta1": &resourcev1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Spec: resourcev1beta1.ResourceSliceSpec{
+			Driver: "gpu.example.com", Pool: resourcev1beta1.ResourcePool{Name: "p", ResourceSliceCount: 1}, AllNodes: true,
+			Devices: []resourcev1beta1.Device{{Name: "d", Basic: &resourcev1beta1.BasicDevice{
+				Attributes: map[resourcev1beta1.QualifiedName]resourcev1beta1.DeviceAttribute{"a": {IntValue: ptr[int64](-7)}},
+				Capacity:   map[resourcev1beta1.QualifiedName]resourcev1beta1.DeviceCapacity{"memory": {Value: resource.MustParse("1Gi")}}}}}}},
+		"resourceclaim-v1beta1": &resourcev1beta1.ResourceClaim{ObjectMeta: meta("c"), Spec: resourcev1beta1.ResourceClaimSpec{
+			Devices: resourcev1beta1.DeviceClaim{Requests: []resourcev1beta1.DeviceRequest{{Name: "gpu", DeviceClassName: "gpu.example.com",
+				AllocationMode: resourcev1beta1.DeviceAllocationModeExactCount, Count: 1, AdminAccess: ptr(false)}}}}},
+		"resourceclaim-v1beta2": &resourcev1beta2.ResourceClaim{ObjectMeta: meta("c"), Spec: resourcev1beta2.ResourceClaimSpec{
+			Devices: resourcev1beta2.DeviceClaim{Requests: []resourcev1beta2.DeviceRequest{{Name: "gpu",
+				Exactly: &resourcev1beta2.ExactDeviceRequest{DeviceClassName: "gpu.example.com", Count: 1}}}}}},
+	}
+}
+
+func main() {
+	out := os.Args[1]
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		panic(err)
+	}
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme,
+		coordv1.AddToScheme, eventsv1.AddToScheme, authzv1.AddToScheme, authnv1.AddToScheme, policyv1.AddToScheme,
+		autoscalingv1.AddToScheme, resourcev1.AddToScheme, resourcev1beta1.AddToScheme, resourcev1beta2.AddToScheme} {
+		if err := add(scheme); err != nil {
+			panic(err)
+		}
+	}
+	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
+	serializer := protobuf.NewSerializer(scheme, scheme)
+	for name, obj := range objects() {
+		gvks, _, err := scheme.ObjectKinds(obj)
+		if err != nil {
+			panic(fmt.Sprintf("%s: %v", name, err))
+		}
+		obj.GetObjectKind().SetGroupVersionKind(gvks[0])
+		var pb bytes.Buffer
+		if err := serializer.Encode(obj, &pb); err != nil {
+			panic(fmt.Sprintf("%s: %v", name, err))
+		}
+		js, err := json.Marshal(obj)
+		if err != nil {
+			panic(fmt.Sprintf("%s: %v", name, err))
+		}
+		write(filepath.Join(out, name+".pb"), pb.Bytes())
+		write(filepath.Join(out, name+".json"), append(js, '\n'))
+	}
+}
+
+func write(path string, data []byte) {
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		panic(err)
+	}
+}
