@@ -16,6 +16,25 @@ _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARN
            "error": logging.ERROR}
 
 
+class _StderrLogger:
+    """Writes each rendered line to whatever `sys.stderr` is *now*: a component's logger
+    outlives any one stream (test runners swap stderr per test and close the old one)."""
+
+    def msg(self, message: str) -> None:
+        stream = sys.stderr
+        try:
+            stream.write(message + "\n")
+            stream.flush()
+        except (ValueError, OSError):  # a closed or broken stream: drop the line
+            pass
+
+    log = debug = info = warn = warning = err = error = critical = exception = fatal = msg
+
+
+def _stderr_logger(*_args: Any) -> _StderrLogger:
+    return _StderrLogger()
+
+
 def configure(log_format: str = "auto", level: str = "info") -> None:
     """Set up structlog (and the standard library's logging, which aiohttp uses)."""
     if log_format == "auto":
@@ -35,7 +54,7 @@ def configure(log_format: str = "auto", level: str = "info") -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=_stderr_logger,
         cache_logger_on_first_use=True,
     )
     logging.basicConfig(level=max(numeric, logging.WARNING), stream=sys.stderr,
