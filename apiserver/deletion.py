@@ -23,6 +23,13 @@ ORPHAN = "orphan"
 FOREGROUND = "foregroundDeletion"
 POLICIES = ("Orphan", "Background", "Foreground")
 POD_DEFAULT_GRACE = 30
+_NAMESPACE_TERMINATING = ("The system is ensuring all content is removed from this namespace.  "
+                          "Upon completion, this namespace will automatically be purged by the "
+                          "system.")
+
+
+def _is_namespace(scope: Scope) -> bool:
+    return scope.resource.group == "" and scope.resource.name == "namespaces"
 
 
 async def options(scope: Scope) -> Obj:
@@ -140,6 +147,8 @@ async def delete_one(scope: Scope, storage: Storage, namespace: str, name: str, 
                     continue  # changed under us: decide again on the new state
                 raise
             return gone, True
+        if _is_namespace(scope) and meta.get("deletionTimestamp"):
+            raise conflict("namespaces", "", name, _NAMESPACE_TERMINATING)
         return await _mark(scope, storage, namespace, name, opts, grace, dry_run), False
 
 
@@ -167,7 +176,7 @@ async def _mark(scope: Scope, storage: Storage, namespace: str, name: str, opts:
         elif current is not None and grace < int(current):
             meta["deletionTimestamp"] = format_time(deadline)
             meta["deletionGracePeriodSeconds"] = grace
-        if scope.resource.group == "" and scope.resource.name == "namespaces":
+        if _is_namespace(scope):
             obj.setdefault("status", {})["phase"] = "Terminating"
         if obj == before or dry_run:
             marked["obj"] = obj

@@ -111,6 +111,9 @@ async def test_namespace_deletion_waits_for_spec_finalizers(client: Client) -> N
     assert (await client.post("/api/v1/namespaces", ns)).status == 201
     marked = (await client.delete("/api/v1/namespaces/gone")).json
     assert marked["status"]["phase"] == "Terminating"
+    again = await client.delete("/api/v1/namespaces/gone")
+    assert again.status == 409
+    assert "ensuring all content is removed from this namespace" in again.json["message"]
     reply = await client.post("/api/v1/namespaces/gone/configmaps", configmap("late"))
     assert reply.status == 403
     assert "because it is being terminated" in reply.json["message"]
