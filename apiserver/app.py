@@ -157,7 +157,7 @@ class API:
         self.metrics.gauges["apiserver_registered_watchers"] = lambda: {
             (): float(self.storage.cache.watcher_count)}
         self.metrics.gauges["apiserver_storage_objects"] = lambda: {
-            (("resource", prefix.split("/")[3] + "." + prefix.split("/")[2]),): float(n)
+            (("resource", _resource_label(prefix)),): float(n)
             for prefix, n in self.storage.cache.object_counts().items()}
         self.metrics.gauges["draemu_store_revision"] = lambda: {
             (): float(self.storage.cache.revision)}
@@ -288,6 +288,12 @@ class API:
             return await subresources.pod_log(scope, storage, self.log_providers)
         raise StatusError(405, "MethodNotAllowed",
                           "the server does not allow this method on the requested resource", {})
+
+
+def _resource_label(prefix: str) -> str:
+    """`/registry/apps/deployments/` -> `deployments.apps`; the core group is bare."""
+    _, _, group, resource, _ = prefix.split("/", 4)
+    return resource if group == "core" else f"{resource}.{group}"
 
 
 def _health_path(path: str) -> bool:

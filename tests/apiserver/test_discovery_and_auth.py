@@ -79,6 +79,7 @@ async def test_metrics_count_requests_by_verb_resource_and_code(client: Client) 
         in text
     assert 'code="404"} 1' in text
     assert "apiserver_request_duration_seconds_bucket" in text
+    assert 'apiserver_storage_objects{resource="namespaces"} 4' in text
 
 
 @pytest_asyncio.fixture
