@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import random
 import socket
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -64,6 +65,15 @@ def _without_volatile(pod: dict) -> tuple[Any, ...]:
     status = pod.get("status") or {}
     return (meta.get("labels"), meta.get("annotations"), pod.get("spec"),
             status.get("resourceClaimStatuses"), status.get("extendedResourceClaimStatus"))
+
+
+@dataclass
+class CycleResult:
+    state: CycleState
+    node_name: str | None = None  # the node the pod is reserved on, if it fits one
+    message: str = ""  # why not
+    rejectors: set[str] = field(default_factory=set)  # plugins whose events may help
+    error: bool = False  # an error, not a verdict: retry after backoff
 
 
 class Scheduler:
@@ -279,20 +289,26 @@ class Scheduler:
         if gated_by:
             self.queue.requeue_gated(qp, gated_by)
             return
+        result = self.scheduling_cycle(pod)
+        if result.node_name is None:
+            self._fail(qp, pod, result.message, rejectors=result.rejectors, error=result.error)
+            return
+        self._spawn(self._binding_cycle(qp, pod, result.state, result.node_name))
+
+    def scheduling_cycle(self, pod: dict) -> CycleResult:
+        """PreFilter, Filter, Score, then assume and Reserve on the chosen node. Pure
+        computation on the caches (no API calls), so it can also be measured alone."""
         state = CycleState()
         num_nodes = len(self.cache)
         if num_nodes == 0:
             # No rejector: any cluster event (a node appearing) retries the pod.
-            self._fail(qp, pod, NO_NODES, rejectors=set())
-            return
+            return CycleResult(state, message=NO_NODES)
         status, restriction = self.framework.run_pre_filter(state, pod)
         if not status.ok:
             if status.code == Code.ERROR:
-                self._fail(qp, pod, status.message, error=True)
-            else:
-                self._fail(qp, pod, fit_error_message(num_nodes, pre_filter=status.message),
-                           rejectors={status.plugin})
-            return
+                return CycleResult(state, message=status.message, error=True)
+            return CycleResult(state, rejectors={status.plugin}, message=fit_error_message(
+                num_nodes, pre_filter=status.message))
         candidates = self.cache.nodes()
         absent = None
         if restriction.node_names is not None:
@@ -302,13 +318,11 @@ class Scheduler:
                 resolvable=False)
         feasible, statuses, error = self._find_feasible(state, pod, candidates)
         if error is not None:
-            self._fail(qp, pod, error.message, error=True)
-            return
+            return CycleResult(state, message=error.message, error=True)
         if not feasible:
-            message = fit_error_message(num_nodes, node_statuses=statuses, absent=absent)
-            rejectors = {s.plugin for s in statuses.values()} | state.restricted_by
-            self._fail(qp, pod, message, rejectors=rejectors)
-            return
+            return CycleResult(
+                state, rejectors={s.plugin for s in statuses.values()} | state.restricted_by,
+                message=fit_error_message(num_nodes, node_statuses=statuses, absent=absent))
         node_name = self._select_host(state, pod, feasible)
         self.cache.assume(pod, node_name)
         status = self.framework.run_reserve(state, pod, node_name)
@@ -316,12 +330,10 @@ class Scheduler:
             self.framework.run_unreserve(state, pod, node_name)
             self.cache.forget(pod)
             if status.code == Code.ERROR:
-                self._fail(qp, pod, f'running Reserve plugin "{status.plugin}": '
-                           f"{status.message}", error=True)
-            else:
-                self._fail(qp, pod, status.message, rejectors={status.plugin})
-            return
-        self._spawn(self._binding_cycle(qp, pod, state, node_name))
+                return CycleResult(state, error=True, message=f'running Reserve plugin '
+                                   f'"{status.plugin}": {status.message}')
+            return CycleResult(state, rejectors={status.plugin}, message=status.message)
+        return CycleResult(state, node_name=node_name)
 
     def _find_feasible(self, state: CycleState, pod: dict, nodes: list[NodeInfo]
                        ) -> tuple[list[NodeInfo], dict[str, Status], Status | None]:
