@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from draemu.api.errors import StatusError, bad_request, invalid_object
+from draemu.apiserver import timestamps
 from draemu.apiserver.scope import Scope
 
 Obj = dict[str, Any]
@@ -43,6 +44,7 @@ def check(scope: Scope, obj: Obj, mode: str) -> Obj:
     if type_error:
         raise StatusError(400, "BadRequest", f'{kind} in version "{version}" cannot be handled '
                           f"as a {kind}: {type_error}")
+    timestamps.normalize(group, version, kind, obj)
     unknown = schemas.unknown_fields(group, version, kind, obj)
     if not unknown:
         return obj

@@ -177,3 +177,28 @@ async def test_events_are_one_storage_in_two_groups(client: Client) -> None:
     assert body["note"] == "hello" and body["regarding"]["name"] == "p"
     listed = (await client.get("/apis/events.k8s.io/v1/namespaces/default/events")).json
     assert [i["apiVersion"] for i in listed["items"]] == ["events.k8s.io/v1"]
+
+
+async def test_timestamps_are_written_as_a_go_server_writes_them(client: Client) -> None:
+    event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "t1"},
+             "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+             "reason": "R", "message": "m", "type": "Normal",
+             "firstTimestamp": "2026-11-29T07:57:10.123456+01:00",
+             "lastTimestamp": "2026-11-29T07:57:10+00:00",
+             "eventTime": "2026-11-29T07:57:10.5+00:00",
+             "reportingComponent": "kopf", "reportingInstance": "kopf-1", "action": "Handle"}
+    reply = await client.post("/api/v1/namespaces/default/events", event)
+    assert reply.status == 201, reply.body
+    body = reply.json
+    assert body["firstTimestamp"] == "2026-11-29T06:57:10Z"
+    assert body["lastTimestamp"] == "2026-11-29T07:57:10Z"
+    assert body["eventTime"] == "2026-11-29T07:57:10.500000Z"
+
+
+async def test_a_timestamp_that_is_no_time_is_400(client: Client) -> None:
+    event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "t2"},
+             "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+             "firstTimestamp": "yesterday"}
+    reply = await client.post("/api/v1/namespaces/default/events", event)
+    assert reply.status == 400
+    assert 'parsing time "yesterday"' in reply.json["message"]
