@@ -19,23 +19,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from draemu.apiserver.protobuf.schema import MESSAGES, WRAPPERS
-from draemu.apiserver.protobuf.wire import (
-    BYTES,
-    FIXED32,
-    FIXED64,
-    VARINT,
-    WireError,
-    as_float,
-    fields,
-    packed,
-    signed,
-    zigzag,
-)
+from draemu.apiserver.protobuf.schema import KINDS, MESSAGES, WRAPPERS
+from draemu.apiserver.protobuf.wire import BYTES, VARINT, WireError, fields, packed, signed
 
 MAGIC = b"k8s\x00"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
-_MAX_DEPTH = 100  # deeper than any Kubernetes object; stops crafted recursion
 # Go's zero time.Time (0001-01-01T00:00:00Z) in Unix seconds: JSON null.
 _ZERO_TIME = -62135596800
 
@@ -46,25 +34,16 @@ class ProtobufError(ValueError):
     """The body is not a valid protobuf encoding of the kind it names."""
 
 
-# Scalars: the wire type they travel in, and how the wire value becomes JSON.
+# Scalars (those the tables use): the wire type they travel in, and how the wire value
+# becomes JSON.
 _SCALARS: dict[str, tuple[int, Callable[[Any], Any]]] = {
     "string": (BYTES, lambda b: b.decode("utf-8", errors="replace")),
     "bytes": (BYTES, lambda b: base64.b64encode(b).decode("ascii")),
     "bool": (VARINT, bool),
     "int32": (VARINT, lambda v: signed(v, 32)),
     "int64": (VARINT, lambda v: signed(v, 64)),
-    "uint32": (VARINT, lambda v: v & 0xFFFFFFFF),
-    "uint64": (VARINT, lambda v: v),
-    "sint32": (VARINT, zigzag),
-    "sint64": (VARINT, zigzag),
-    "fixed32": (FIXED32, lambda v: v),
-    "fixed64": (FIXED64, lambda v: v),
-    "sfixed32": (FIXED32, lambda v: signed(v, 32)),
-    "sfixed64": (FIXED64, lambda v: signed(v, 64)),
-    "float": (FIXED32, lambda v: as_float(v, FIXED32)),
-    "double": (FIXED64, lambda v: as_float(v, FIXED64)),
 }
-_ZERO = ("", 0, False, 0.0)
+_ZERO = ("", 0, False)
 
 
 def message_name(group: str, version: str, kind: str) -> str | None:
@@ -73,7 +52,7 @@ def message_name(group: str, version: str, kind: str) -> str | None:
         return "meta.v1.DeleteOptions"
     package = "core" if group == "" else group.removesuffix(".k8s.io")
     name = f"{package}.{version}.{kind}"
-    return name if name in MESSAGES else None
+    return name if name in KINDS else None
 
 
 def split_api_version(api_version: str) -> tuple[str, str]:
@@ -113,7 +92,7 @@ def decode(body: bytes, group: str, version: str, kind: str) -> Obj:
         if name is None:
             gv = f"{env_group}/{env_version}" if env_group else env_version
             raise ProtobufError(f'no kind "{env_kind}" is registered for version "{gv}"')
-        obj = _message(envelope["raw"], name, 0)
+        obj = _message(envelope["raw"], name)
     except WireError as e:
         raise ProtobufError(f"unable to decode the protobuf body: {e}") from None
     api_version = f"{env_group}/{env_version}" if env_group else env_version
@@ -141,11 +120,9 @@ def _unknown(buf: bytes) -> Obj:
     return out
 
 
-def _message(buf: bytes, name: str, depth: int) -> Any:
+def _message(buf: bytes, name: str) -> Any:
     """One message's JSON value (a dict, or a string/number/list for the kinds Go
     marshals specially)."""
-    if depth > _MAX_DEPTH:
-        raise ProtobufError(f"the protobuf body nests deeper than {_MAX_DEPTH} messages")
     special = _SPECIAL.get(name)
     if special is not None:
         return special(_plain(buf))
@@ -159,13 +136,13 @@ def _message(buf: bytes, name: str, depth: int) -> Any:
         _, json_name, type_, value_type, flags = field
         where = f"{name}.{json_name}"
         if "m" in flags:
-            key, item = _map_entry(value, wire_type, type_, value_type, where, depth)
+            key, item = _map_entry(value, wire_type, type_, value_type, where)
             values.setdefault(number, {})[key] = item
         elif "r" in flags:
             values.setdefault(number, []).extend(
-                _repeated(value, wire_type, type_, where, depth))
+                _repeated(value, wire_type, type_, where))
         else:
-            item = _single(value, wire_type, type_, where, depth)
+            item = _single(value, wire_type, type_, where)
             previous = values.get(number)
             # A message seen twice merges (protobuf semantics); scalars: last one wins.
             if isinstance(previous, dict) and isinstance(item, dict):
@@ -196,7 +173,7 @@ def _json_object(table: tuple[tuple[int, str, str, str, str], ...], values: dict
     return out
 
 
-def _single(value: int | bytes, wire_type: int, type_: str, where: str, depth: int) -> Any:
+def _single(value: int | bytes, wire_type: int, type_: str, where: str) -> Any:
     scalar = _SCALARS.get(type_)
     if scalar is not None:
         expected, convert = scalar
@@ -207,20 +184,19 @@ def _single(value: int | bytes, wire_type: int, type_: str, where: str, depth: i
     if wire_type != BYTES:
         raise ProtobufError(f"{where}: wire type {wire_type}, expected 2 for a message")
     assert isinstance(value, bytes)
-    return _message(value, type_, depth + 1)
+    return _message(value, type_)
 
 
-def _repeated(value: int | bytes, wire_type: int, type_: str, where: str, depth: int
-              ) -> list[Any]:
+def _repeated(value: int | bytes, wire_type: int, type_: str, where: str) -> list[Any]:
     scalar = _SCALARS.get(type_)
     if scalar is not None and scalar[0] != BYTES and wire_type == BYTES:
         assert isinstance(value, bytes)
         return [scalar[1](v) for v in packed(value, scalar[0])]
-    return [_single(value, wire_type, type_, where, depth)]
+    return [_single(value, wire_type, type_, where)]
 
 
 def _map_entry(value: int | bytes, wire_type: int, key_type: str, value_type: str,
-               where: str, depth: int) -> tuple[Any, Any]:
+               where: str) -> tuple[Any, Any]:
     if wire_type != BYTES:
         raise ProtobufError(f"{where}: wire type {wire_type}, expected 2 for a map entry")
     assert isinstance(value, bytes)
@@ -228,9 +204,9 @@ def _map_entry(value: int | bytes, wire_type: int, key_type: str, value_type: st
     item: Any = _zero(value_type)
     for number, inner_type, inner in fields(value):
         if number == 1:
-            key = _single(inner, inner_type, key_type, f"{where} key", depth)
+            key = _single(inner, inner_type, key_type, f"{where} key")
         elif number == 2:
-            item = _single(inner, inner_type, value_type, f"{where}[{key}]", depth)
+            item = _single(inner, inner_type, value_type, f"{where}[{key}]")
     return key, item
 
 
@@ -238,7 +214,7 @@ def _zero(type_: str) -> Any:
     """What an absent map key or value means (a message: its empty form)."""
     if type_ in _SCALARS:
         return {"string": "", "bytes": "", "bool": False}.get(type_, 0)
-    return _message(b"", type_, 0)
+    return _message(b"", type_)
 
 
 # Messages with custom Go marshalling --------------------------------------------------

@@ -3,7 +3,6 @@ payloads and packed repeated scalars. Every malformed input raises `WireError`."
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 
 VARINT, FIXED64, BYTES, START_GROUP, END_GROUP, FIXED32 = 0, 1, 2, 3, 4, 5
@@ -103,13 +102,3 @@ def signed(value: int, bits: int) -> int:
     """Two's complement: int32 and int64 travel as 64-bit varints."""
     value &= (1 << bits) - 1
     return value - (1 << bits) if value >> (bits - 1) else value
-
-
-def zigzag(value: int) -> int:
-    return (value >> 1) ^ -(value & 1)
-
-
-def as_float(value: int, wire_type: int) -> float:
-    if wire_type == FIXED32:
-        return struct.unpack("<f", value.to_bytes(4, "little"))[0]
-    return struct.unpack("<d", value.to_bytes(8, "little"))[0]
