@@ -17,6 +17,7 @@ from draemu.controllers.namespace import NamespaceController
 from draemu.controllers.nodelifecycle import NodeLifecycleController
 from draemu.controllers.replicaset import ReplicaSetController
 from draemu.controllers.resourceclaim import ResourceClaimController
+from draemu.controllers.resourcepoolstatus import ResourcePoolStatusController
 from draemu.features import FeatureGates
 from draemu.log import get_logger
 
@@ -29,6 +30,7 @@ SIMPLE: dict[str, type[Controller]] = {
     "job": JobController,
     "replicaset": ReplicaSetController,
     "deployment": DeploymentController,
+    "resourcepoolstatus": ResourcePoolStatusController,
 }
 DISCOVERING = {"garbagecollector": GarbageCollector, "namespace": NamespaceController}
 ALL = [*SIMPLE, *DISCOVERING]

@@ -14,7 +14,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--controllers", default="", metavar="A,B",
                         help="controllers to run (default: all): resourceclaim, "
                         "device-taint-eviction, node-lifecycle, job, replicaset, deployment, "
-                        "garbagecollector, namespace")
+                        "garbagecollector, namespace, resourcepoolstatus")
     parser.add_argument("--feature-gates", default="", metavar="A=true,B=false",
                         help="feature gates, as kube-controller-manager takes them")
 

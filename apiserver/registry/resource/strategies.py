@@ -278,6 +278,13 @@ class ResourcePoolStatusRequestStrategy(ResourceStrategy):
     subresources = frozenset({"status"})
     feature_gate = "DRAResourcePoolStatus"
 
+    # Served and stored in v1alpha3 only: nothing to convert.
+    def to_storage(self, o: Obj, version: str) -> Obj:
+        return o
+
+    def from_storage(self, o: Obj, version: str) -> Obj:
+        return o
+
     def prepare_for_create(self, o: Obj, ctx: Context) -> None:
         o.pop("status", None)
 
