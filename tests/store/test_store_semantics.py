@@ -352,3 +352,14 @@ async def test_cancelled_writes_leave_memory_and_database_in_agreement(store_url
         reopened = await store.range("/registry/", revision=last.mod_revision)
         assert reopened.items == seen.items
         assert [kv.key for kv in seen.items].count("/registry/cm/ns/last") == 1
+
+
+async def test_concurrent_writers_get_distinct_consecutive_revisions(store: Store) -> None:
+    start = await store.current_revision()
+    watch = store.watch("/registry/", start)
+    created = await asyncio.gather(*(store.create(f"/registry/cm/ns/k{i}", b"v")
+                                     for i in range(50)))
+    assert sorted(kv.mod_revision for kv in created) == list(range(start + 1, start + 51))
+    events = await take(watch, 50)
+    assert [e.revision for e in events] == list(range(start + 1, start + 51))
+    await watch.aclose()
