@@ -185,6 +185,47 @@ async def run_one(kubeconfig: str, server_pid: int, nodes: int, pods: int,
             "server_cpu": server_cpu}
 
 
+def cycle_only(nodes: int, pods: int, profile: bool) -> dict[str, float]:
+    """The scheduling cycle alone, on caches fed directly (no apiserver, no HTTP): what the
+    scheduler's own computation allows. Binding is simulated by feeding back what the
+    informers would show: the claim allocated and the pod bound."""
+    from draemu.scheduler import Scheduler
+
+    sched = Scheduler(None)  # type: ignore[arg-type]  # no API calls in this mode
+    sched.dra.set_class(DEVICE_CLASS)
+    for i in range(nodes):
+        sched.cache.set_node(node(i))
+        sched.dra.set_slice(resource_slice(i))
+    claim_spec = TEMPLATE["spec"]["spec"]
+    work = []
+    for i in range(pods):
+        p = pod(i)
+        p["metadata"]["uid"] = f"pod-uid-{i}"
+        name = f"pod-{i:05d}-gpu"
+        p["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": name}]
+        claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                 "metadata": {"name": name, "namespace": NS, "uid": f"claim-uid-{i}"},
+                 "spec": claim_spec}
+        sched.dra.set_claim(claim)
+        work.append((p, claim))
+    profiler = cProfile.Profile() if profile else None
+    if profiler:
+        profiler.enable()
+    start = time.perf_counter()
+    for p, claim in work:
+        result = sched.scheduling_cycle(p)
+        assert result.node_name, result.message
+        sched.dra.set_claim(sched.dra.assumed_claim(claim["metadata"]["uid"]))
+        sched.cache.add_pod({**p, "spec": {**p["spec"], "nodeName": result.node_name}})
+    elapsed = time.perf_counter() - start
+    if profiler:
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
+    cache = sched.dra.cache
+    print(f"allocation cache: {cache.hits} hits, {cache.misses} misses", flush=True)
+    return {"nodes": nodes, "pods": pods, "seconds": elapsed, "pods_per_second": pods / elapsed}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", default="100,500",
@@ -195,12 +236,19 @@ def main() -> int:
                         help="cProfile the scheduler process while pods are scheduled")
     parser.add_argument("--profile-server", action="store_true",
                         help="cProfile the apiserver process while pods are scheduled")
+    parser.add_argument("--cycle-only", action="store_true",
+                        help="measure the scheduling cycle alone, without apiserver and HTTP")
     args = parser.parse_args()
     from draemu import log
 
     log.configure("console", "warning")
     for n in (int(x) for x in args.nodes.split(",")):
         pods = args.pods or min(1000, 4 * n)
+        if args.cycle_only:
+            r = cycle_only(n, pods, args.profile)
+            print(f"cycle only: nodes={n:5d} pods={pods:5d} time={r['seconds']:6.2f}s  "
+                  f"{r['pods_per_second']:7.1f} pods/s", flush=True)
+            continue
         with tempfile.TemporaryDirectory(prefix="draemu-bench-") as tmp:
             ctx = multiprocessing.get_context("spawn")
             parent, child = ctx.Pipe()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from draemu.client import ApiError, Client
-from draemu.scheduler.framework import ClusterEvent, CycleState, Status
+from draemu.scheduler.framework import SUCCESS, ClusterEvent, CycleState, Status
 
 
 class DefaultBinder:
@@ -30,4 +30,4 @@ class DefaultBinder:
                                       subresource="binding", name=meta["name"])
         except ApiError as e:
             return Status.error(f"binding rejected: {e.message}")
-        return Status()
+        return SUCCESS

@@ -32,7 +32,14 @@ from draemu.features import FeatureGates
 from draemu.log import get_logger
 from draemu.scheduler.dra import Allocator, Inventory
 from draemu.scheduler.dra import claim_key as inventory_key
-from draemu.scheduler.framework import ClusterEvent, Code, CycleState, PreFilterResult, Status
+from draemu.scheduler.framework import (
+    SUCCESS,
+    ClusterEvent,
+    Code,
+    CycleState,
+    PreFilterResult,
+    Status,
+)
 from draemu.scheduler.nodeinfo import NodeInfo
 from draemu.scheduler.nodeselector import selector_matches
 from draemu.scheduler.plugins.allocationcache import AllocationCache, NodeVersions
@@ -137,6 +144,11 @@ class DynamicResources:
         if flying is not None:
             self._versions.allocation_changed(flying.claim["status"]["allocation"])
 
+    def assumed_claim(self, uid: str) -> dict | None:
+        """The claim with the allocation Reserve chose for it, while that is in flight."""
+        flying = self._in_flight.get(uid)
+        return flying.claim if flying is not None else None
+
     def set_class(self, cls: dict) -> None:
         self._classes[cls["metadata"]["name"]] = cls
         self._inventory.set_class(cls)
@@ -225,7 +237,7 @@ class DynamicResources:
                     f"ResourceClaim {meta['namespace']}/{name} was not created for pod "
                     f"{meta['namespace']}/{meta['name']} (pod is not owner)", resolvable=False)
             claims.append(claim)
-        return claims, Status()
+        return claims, SUCCESS
 
     def _check_unallocated(self, claim: dict, pod_uid: str) -> Status:
         uid = claim["metadata"].get("uid", "")
@@ -250,12 +262,12 @@ class DynamicResources:
                     return Status.unschedulable(
                         f"request {request['name']}: device class {cls} does not exist",
                         resolvable=False)
-        return Status()
+        return SUCCESS
 
     def pre_enqueue(self, pod: dict) -> Status:
         """A pod whose claims do not all exist yet is not tried at all (no attempt counted)."""
         if not (pod.get("spec") or {}).get("resourceClaims"):
-            return Status()
+            return SUCCESS
         return self._pod_claims(pod)[1]
 
     def pre_filter(self, state: CycleState, pod: dict) -> tuple[Status, PreFilterResult | None]:
@@ -300,7 +312,7 @@ class DynamicResources:
                                                claims[i]["metadata"]["name"])
                                      for i in st.to_allocate) + (pod["metadata"]["name"],)
         state.write(self.name, st)
-        return Status(), None
+        return SUCCESS, None
 
     # --- Filter / Score ----------------------------------------------------------------
 
@@ -317,7 +329,7 @@ class DynamicResources:
                 st.extended_claims[node.name] = (special, served)
                 claims.append(special)
         if not claims or st.allocator is None:
-            return Status()
+            return SUCCESS
         outcome = self.cache.get(st.signature, node.name, st.claim_ids) \
             if st.signature else None
         if outcome is None:
@@ -330,12 +342,12 @@ class DynamicResources:
         if outcome.results is None:
             return Status.unschedulable(_summary(outcome), resolvable=False)
         st.results[node.name] = outcome.results
-        return Status()
+        return SUCCESS
 
     def skip_score(self, state: CycleState, pod: dict) -> bool:
         """Only prioritized lists (firstAvailable) make nodes differ."""
-        st: _State = state.read(self.name)
-        return not any(r.get("firstAvailable") for i in st.to_allocate for r in
+        st: _State | None = state.read(self.name)
+        return st is None or not any(r.get("firstAvailable") for i in st.to_allocate for r in
                        ((st.claims[i].get("spec") or {}).get("devices") or {}).get("requests")
                        or [])
 
@@ -371,11 +383,11 @@ class DynamicResources:
     def reserve(self, state: CycleState, pod: dict, node_name: str) -> Status:
         st: _State | None = state.read(self.name)
         if st is None:
-            return Status()
+            return SUCCESS
         pod_uid = pod["metadata"]["uid"]
         results = st.results.get(node_name)
         if results is None:
-            return Status() if not st.to_allocate and node_name not in st.extended_claims \
+            return SUCCESS if not st.to_allocate and node_name not in st.extended_claims \
                 else Status.error(f"no allocation computed for node {node_name}")
         for i in st.to_allocate:
             uid = st.claims[i]["metadata"].get("uid", "")
@@ -389,7 +401,7 @@ class DynamicResources:
         if node_name in st.extended_claims:
             self._fly(st.extended_claims[node_name][0], results[-1], _extended_key(pod_uid),
                       pod_uid)
-        return Status()
+        return SUCCESS
 
     def _fly(self, claim: dict, allocation: dict, key: str, pod_uid: str) -> None:
         claim = {**claim, "status": {**(claim.get("status") or {}), "allocation": allocation}}
@@ -412,7 +424,7 @@ class DynamicResources:
     async def pre_bind(self, state: CycleState, pod: dict, node_name: str) -> Status:
         st: _State | None = state.read(self.name)
         if st is None:
-            return Status()
+            return SUCCESS
         pod_meta = pod["metadata"]
         written: list[dict] = []
         try:
@@ -428,7 +440,7 @@ class DynamicResources:
         except _PreBindError as e:
             await self._release(written, pod_meta["uid"])
             return Status.error(str(e))
-        return Status()
+        return SUCCESS
 
     async def _create_extended_claim(self, pod: dict, served: list[ResourceRequest]) -> dict:
         """Creates the claim for DRA-backed extended resources, allocated and reserved, and

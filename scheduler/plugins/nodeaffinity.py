@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from draemu.scheduler.framework import ClusterEvent, CycleState, PreFilterResult, Status
+from draemu.scheduler.framework import (
+    SUCCESS,
+    ClusterEvent,
+    Code,
+    CycleState,
+    PreFilterResult,
+    Status,
+)
 from draemu.scheduler.nodeinfo import NodeInfo
 from draemu.scheduler.nodeselector import selector_matches, term_matches
 
@@ -42,13 +49,15 @@ class NodeAffinity:
 
     def pre_filter(self, state: CycleState, pod: dict) -> tuple[Status, PreFilterResult | None]:
         required = _node_affinity(pod).get("requiredDuringSchedulingIgnoredDuringExecution")
+        if required is None and not (pod.get("spec") or {}).get("nodeSelector"):
+            return Status(Code.SKIP), None  # nothing to filter on
         if required:
             names = _names_from_fields(required)
             if names is not None:
                 if not names:
                     return Status.unschedulable(REASON, resolvable=False), None
-                return Status(), PreFilterResult(names)
-        return Status(), None
+                return SUCCESS, PreFilterResult(names)
+        return SUCCESS, None
 
     def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
         wanted = (pod.get("spec") or {}).get("nodeSelector") or {}
@@ -57,7 +66,7 @@ class NodeAffinity:
         required = _node_affinity(pod).get("requiredDuringSchedulingIgnoredDuringExecution")
         if required is not None and not selector_matches(required, node.labels, node.name):
             return Status.unschedulable(REASON, resolvable=False)
-        return Status()
+        return SUCCESS
 
     def skip_score(self, state: CycleState, pod: dict) -> bool:
         return not _node_affinity(pod).get("preferredDuringSchedulingIgnoredDuringExecution")

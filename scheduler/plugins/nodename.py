@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from draemu.scheduler.framework import ClusterEvent, CycleState, PreFilterResult, Status
+from draemu.scheduler.framework import (
+    SUCCESS,
+    ClusterEvent,
+    Code,
+    CycleState,
+    PreFilterResult,
+    Status,
+)
 from draemu.scheduler.nodeinfo import NodeInfo
 
 REASON = "node(s) didn't match the requested node name"
@@ -18,10 +25,12 @@ class NodeName:
 
     def pre_filter(self, state: CycleState, pod: dict) -> tuple[Status, PreFilterResult | None]:
         wanted = (pod.get("spec") or {}).get("nodeName")
-        return Status(), PreFilterResult({wanted}) if wanted else None
+        if not wanted:
+            return Status(Code.SKIP), None
+        return SUCCESS, PreFilterResult({wanted})
 
     def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
         wanted = (pod.get("spec") or {}).get("nodeName")
         if wanted and wanted != node.name:
             return Status.unschedulable(REASON, resolvable=False)
-        return Status()
+        return SUCCESS

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from draemu.scheduler.framework import ClusterEvent, CycleState, PreFilterResult, Status
+from draemu.scheduler.framework import SUCCESS, ClusterEvent, CycleState, PreFilterResult, Status
 from draemu.scheduler.nodeinfo import NodeInfo, Resource, pod_requests
 
 MAX_SCORE = 100
@@ -33,7 +33,7 @@ class NodeResourcesFit:
 
     def pre_filter(self, state: CycleState, pod: dict) -> tuple[Status, PreFilterResult | None]:
         state.write(self.name, pod_requests(pod))
-        return Status(), None
+        return SUCCESS, None
 
     def _request(self, state: CycleState, pod: dict) -> Resource:
         req = state.read(self.name)
@@ -60,7 +60,7 @@ class NodeResourcesFit:
                 continue
             if want > alloc.scalars.get(name, 0) - used.scalars.get(name, 0):
                 reasons.append(f"Insufficient {name}")
-        return Status.unschedulable(*reasons) if reasons else Status()
+        return Status.unschedulable(*reasons) if reasons else SUCCESS
 
     def score(self, state: CycleState, pod: dict, node: NodeInfo) -> int:
         req = self._request(state, pod)

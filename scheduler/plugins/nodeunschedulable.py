@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from draemu.scheduler.framework import ClusterEvent, CycleState, Status
+from draemu.scheduler.framework import SUCCESS, ClusterEvent, CycleState, Status
 from draemu.scheduler.nodeinfo import NodeInfo
 from draemu.scheduler.plugins.tolerations import tolerated
 
@@ -21,8 +21,8 @@ class NodeUnschedulable:
 
     def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
         if not node.unschedulable:
-            return Status()
+            return SUCCESS
         tolerations = (pod.get("spec") or {}).get("tolerations") or []
         if tolerated(tolerations, UNSCHEDULABLE_TAINT):
-            return Status()
+            return SUCCESS
         return Status.unschedulable(REASON, resolvable=False)

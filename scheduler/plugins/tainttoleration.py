@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from draemu.scheduler.framework import ClusterEvent, CycleState, Status
+from draemu.scheduler.framework import SUCCESS, ClusterEvent, CycleState, Status
 from draemu.scheduler.nodeinfo import NodeInfo
 from draemu.scheduler.plugins.tolerations import tolerated
 
@@ -30,7 +30,7 @@ class TaintToleration:
             if taint.get("effect") in ("NoSchedule", "NoExecute") \
                     and not tolerated(tolerations, taint):
                 return Status.unschedulable(REASON, resolvable=False)
-        return Status()
+        return SUCCESS
 
     def score(self, state: CycleState, pod: dict, node: NodeInfo) -> int:
         if not node.taints:
