@@ -109,7 +109,6 @@ class Store(ABC):
         data = check_value(key, value, self._max_value_bytes)
         self._check_open()
         new, _ = await self._write(key, data, _must_not_exist(key))
-        assert new is not None
         return new
 
     async def update(self, key: str, value: bytes,
@@ -120,7 +119,7 @@ class Store(ABC):
         data = check_value(key, value, self._max_value_bytes)
         self._check_open()
         new, prev = await self._write(key, data, _must_exist(key, expected_mod_revision))
-        assert new is not None and prev is not None
+        assert prev is not None  # the precondition demands a previous value
         return new, prev
 
     async def delete(self, key: str,
@@ -130,7 +129,7 @@ class Store(ABC):
         check_key(key)
         self._check_open()
         new, prev = await self._write(key, None, _must_exist(key, expected_mod_revision))
-        assert new is not None and prev is not None
+        assert prev is not None  # the precondition demands a previous value
         return new.mod_revision, prev
 
     # -- watch and compaction --------------------------------------------------------
@@ -230,7 +229,7 @@ class Store(ABC):
 
     @abstractmethod
     async def _write(self, key: str, value: bytes | None,
-                     precondition: Precondition) -> tuple[KeyValue | None, KeyValue | None]:
+                     precondition: Precondition) -> tuple[KeyValue, KeyValue | None]:
         """Put (value) or delete (None) the key if `precondition` accepts its current
         value. Returns (new, previous); for a delete, `new` carries only the key and the
         delete's revision."""

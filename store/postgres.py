@@ -122,7 +122,7 @@ class PostgresStore(Store):
     # -- writes ----------------------------------------------------------------------
 
     async def _write(self, key: str, value: bytes | None,
-                     precondition: Precondition) -> tuple[KeyValue | None, KeyValue | None]:
+                     precondition: Precondition) -> tuple[KeyValue, KeyValue | None]:
         # Shielded: a cancelled caller must not leave a transaction holding the counter.
         result = await asyncio.shield(self._commit(key, value, precondition))
         self._wake.set()

@@ -89,7 +89,7 @@ class SQLiteStore(Store):
         return RangeResult(items, revision, len(items) < count, count)
 
     async def _write(self, key: str, value: bytes | None,
-                     precondition: Precondition) -> tuple[KeyValue | None, KeyValue | None]:
+                     precondition: Precondition) -> tuple[KeyValue, KeyValue | None]:
         # Shielded: once the commit is under way, the index and the watchers must learn
         # of it even if the caller is cancelled.
         return await asyncio.shield(self._commit(key, value, precondition))
