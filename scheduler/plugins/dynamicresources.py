@@ -1,12 +1,14 @@
 """DynamicResources: the scheduler's side of DRA, around the structured allocator.
 
-- PreFilter: the pod's claims must exist (template claims are created by the
+- PreEnqueue: the pod's claims must exist (template claims are created by the
   resource-claim controller and named in the pod status), not be being deleted, and,
-  when generated, belong to the pod. Allocated claims only constrain the node through
+  when generated, belong to the pod; until then the pod is not tried.
+- PreFilter: allocated claims only constrain the node through
   their `allocation.nodeSelector`; unallocated ones need existing DeviceClasses and must
   not be in the middle of being allocated for another pod.
 - Filter: per node, allocated claims must be usable there and the allocator must find
-  devices for the others (results are kept per node for Reserve).
+  devices for the others (results are kept per node for Reserve, and reused across pods
+  with the same claim specs while the node is unchanged: see `allocationcache`).
 - Score: for `firstAvailable` requests, earlier subrequests score higher.
 - Reserve: the chosen allocations become *in flight*: the allocator counts their devices
   as taken, so concurrent pods never get the same device. Unreserve drops them.
@@ -14,6 +16,8 @@
   on conflicts) and waits for binding conditions.
 
 Claims written here stay in flight until the claim informer shows their allocation.
+If binding fails after PreBind, the claim stays allocated and reserved for the pod, so
+the next attempt binds the pod to the same node (the claim's node selector says so).
 """
 
 from __future__ import annotations
