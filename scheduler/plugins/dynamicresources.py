@@ -596,7 +596,9 @@ def _extended_key(pod_uid: str) -> str:
 
 def _summary(outcome: Any) -> str:
     """`cannot allocate all claims`, followed by the allocator's short explanation."""
-    short = getattr(outcome, "summary", None) or ""
+    short = outcome.summary or ""
+    if short.startswith(CANNOT_ALLOCATE):
+        return short
     return f"{CANNOT_ALLOCATE}: {short}" if short else CANNOT_ALLOCATE
 
 
