@@ -4,11 +4,14 @@ form a JSON client sends.
 A body is the magic `k8s\\0` followed by a `runtime.Unknown` envelope: typeMeta
 {apiVersion, kind}, raw (the object's own protobuf encoding), contentEncoding,
 contentType. The object is read with the message tables of `schema.py` and written
-as Go's JSON encoder writes the same Go object, without its nulls: field names in
+as Go's JSON encoder writes the same Go object: field names in
 their JSON form, zero values of `omitempty` non-pointer fields left out (Go clients
 always write those on the wire), pointer fields kept even when zero (`replicas: 0`
 means something), inlined structs merged into their parent, bytes in base64, times in
-RFC 3339, quantities and int-or-strings in their string or number form.
+RFC 3339, quantities and int-or-strings in their string or number form. Nulls are
+written where Go writes them for a field on the wire (a zero time is `null`, except
+where the 1.37 types say `omitzero`, as for `metadata.creationTimestamp`); fields
+absent from the wire are left out.
 """
 
 from __future__ import annotations
@@ -161,13 +164,13 @@ def _json_object(table: tuple[tuple[int, str, str, str, str], ...], values: dict
         if number not in values:
             continue
         value = values[number]
-        if value is None:
-            continue  # Go would write null
         if "i" in flags:
             out.update(value)
         elif type_ in _SCALARS and not {"r", "m", "p"} & set(flags) and "o" in flags \
                 and value in _ZERO:
             continue  # Go's omitempty
+        elif "z" in flags and (value is None or value in _ZERO):
+            continue  # Go's omitzero (a zero time is None here)
         else:
             out[json_name] = value
     return out

@@ -77,6 +77,7 @@ class ProtoField:
 class GoField:
     json: str
     omitempty: bool
+    omitzero: bool
     pointer: bool
     inline: bool
 
@@ -137,6 +138,7 @@ def parse_go(folder: Path, package: str) -> tuple[dict[str, dict[int, GoField]],
                 json_name, *options = json_tag.group(1).split(",")
                 current[int(proto.group(1))] = GoField(
                     json=json_name, omitempty="omitempty" in options,
+                    omitzero="omitzero" in options,
                     pointer=gotype.startswith("*"),
                     inline=name is None and (json_name == "" or "inline" in options))
     return structs, slices
@@ -202,7 +204,8 @@ def table(protos: dict[str, list[ProtoField]], go: dict[str, dict[int, GoField]]
             if f.label == "map":
                 flags += "m"
             if g is not None:
-                flags += "p" * g.pointer + "o" * g.omitempty + "i" * g.inline
+                flags += "p" * g.pointer + "o" * g.omitempty + "z" * g.omitzero \
+                    + "i" * g.inline
             json_name = g.json if g is not None and not g.inline else f.name
             fields.append((f.number, json_name, f.type, f.value_type, flags))
         messages[name] = tuple(fields)

@@ -977,7 +977,7 @@ MESSAGES: dict[str, tuple[tuple[int, str, str, str, str], ...]] = \
                         (5, 'uid', 'string', '', 'o'),
                         (6, 'resourceVersion', 'string', '', 'o'),
                         (7, 'generation', 'int64', '', 'o'),
-                        (8, 'creationTimestamp', 'meta.v1.Time', '', 'o'),
+                        (8, 'creationTimestamp', 'meta.v1.Time', '', 'oz'),
                         (9, 'deletionTimestamp', 'meta.v1.Time', '', 'po'),
                         (10, 'deletionGracePeriodSeconds', 'int64', '', 'po'),
                         (11, 'labels', 'string', 'string', 'mo'),
