@@ -187,10 +187,15 @@ async def _mark(scope: Scope, storage: Storage, namespace: str, name: str, opts:
     return marked.get("obj", new)
 
 
+# Upstream registries with ReturnDeletedObject: a delete answers with the object, not a
+# Status (pods, service accounts, namespaces and every resource.k8s.io kind).
+_RETURNS_DELETED = frozenset({("", "pods"), ("", "serviceaccounts"), ("", "namespaces")})
+_RETURNS_DELETED_GROUPS = frozenset({"resource.k8s.io"})
+
+
 def _returns_object(scope: Scope) -> bool:
-    # Like upstream's ReturnDeletedObject: pods answer with the object, most kinds
-    # with a Status.
-    return scope.resource.group == "" and scope.resource.name in ("pods", "namespaces")
+    r = scope.resource
+    return (r.group, r.name) in _RETURNS_DELETED or r.group in _RETURNS_DELETED_GROUPS
 
 
 async def delete(scope: Scope, storage: Storage) -> web.Response:

@@ -139,6 +139,9 @@ class Page:
     revision: int
     continue_token: str = ""
     keys: list[str] | None = None  # cache keys of `objects` when read from the cache
+    # Objects after this page; like upstream, only known (and given) for lists without
+    # selectors, where it is a plain count of the keys left.
+    remaining: int | None = None
 
 
 async def list_objects(scope: Scope, storage: Storage, sel: Selection) -> Page:
@@ -170,15 +173,18 @@ async def list_objects(scope: Scope, storage: Storage, sel: Selection) -> Page:
     revision = cache.revision
     matched: list[tuple[str, Obj]] = []
     token_out = ""
-    for key, obj in cache.list(prefix):
+    remaining = None
+    listed = cache.list(prefix)
+    for index, (key, obj) in enumerate(listed):
         if not sel.matches(obj):
             continue
         if limit and len(matched) == limit:
             token_out = encode_continue(revision, matched[-1][0][len(prefix):])
+            remaining = len(listed) - index if sel.everything else None
             break
         matched.append((key, obj))
     return Page([obj for _, obj in matched], revision, token_out,
-                [key for key, _ in matched])
+                [key for key, _ in matched], remaining)
 
 
 async def _from_store(storage: Storage, prefix: str, sel: Selection, limit: int,
@@ -190,13 +196,16 @@ async def _from_store(storage: Storage, prefix: str, sel: Selection, limit: int,
         while True:
             result = await storage.store.range(prefix, start_after=start_after, limit=batch,
                                                revision=revision)
-            for kv in result.items:
+            for index, kv in enumerate(result.items):
                 obj = decode(kv.value, kv.mod_revision)
                 if not sel.matches(obj):
                     continue
                 if limit and len(objects) == limit:
+                    # `count` covers the whole range after this batch's start.
+                    remaining = result.count - index if sel.everything else None
                     return Page(objects, revision,
-                                encode_continue(revision, last_key[len(prefix):]))
+                                encode_continue(revision, last_key[len(prefix):]),
+                                remaining=remaining)
                 objects.append(obj)
                 last_key = kv.key
             if not result.more or not result.items:
@@ -218,6 +227,8 @@ async def list_(scope: Scope, storage: Storage) -> web.Response:
     meta: dict[str, Any] = {"resourceVersion": str(page.revision)}
     if page.continue_token:
         meta["continue"] = page.continue_token
+    if page.remaining is not None:
+        meta["remainingItemCount"] = page.remaining
     if scope.accept.table:
         include = tables.include_object(scope.query.get("includeObject"))
         body = tables.table(scope.strategy, page.objects, include=include, out=scope.out,

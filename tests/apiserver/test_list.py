@@ -152,3 +152,10 @@ async def test_partial_object_metadata_list_and_get(client: Client) -> None:
     one = (await client.get(f"{CM}/a", headers={
         "Accept": "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"})).json
     assert one["kind"] == "PartialObjectMetadata" and one["metadata"]["name"] == "a"
+
+
+async def test_remaining_item_count_only_without_selectors(client: Client) -> None:
+    await _seed(client)
+    assert (await client.get(f"{CM}?limit=1")).json["metadata"]["remainingItemCount"] == 2
+    selected = (await client.get(f"{CM}?limit=1&labelSelector=tier")).json
+    assert "remainingItemCount" not in selected["metadata"]

@@ -1,5 +1,6 @@
 """A reduced suite with every kubectl on the machine (1.27 ...): discovery, get,
-create/apply, delete --wait, wait, and `auth` for the versions that send JSON."""
+create/apply, delete --wait, wait, explain, `auth` and the `create` generators (which
+send protobuf bodies from 1.32 on)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,6 @@ from kubectl_helpers import BINARIES, write
 from draemu.testing.apiserver import Kubectl
 
 VERSIONS = sorted(BINARIES, key=lambda v: tuple(int(p) for p in v.split(".")))
-# kubectl 1.32+ sends protobuf bodies for `auth can-i` and `auth whoami`.
-JSON_AUTH = [v for v in VERSIONS if tuple(int(p) for p in v.split(".")) < (1, 32)]
 
 
 def _manifest(name: str, value: str) -> str:
@@ -43,10 +42,21 @@ def test_kubectl_explain(version: str, kubectl_for: Callable[[str], Kubectl]) ->
     assert "ConfigMap" in out and "data" in out
 
 
-@pytest.mark.parametrize("version", JSON_AUTH)
+@pytest.mark.parametrize("version", VERSIONS)
 def test_kubectl_auth_whoami_and_can_i(version: str,
                                        kubectl_for: Callable[[str], Kubectl]) -> None:
     k = kubectl_for(version)
     assert k("auth", "can-i", "create", "pods").strip() == "yes"
     if version != "1.27":  # whoami arrived in 1.28 (beta API in 1.27)
         assert "kubernetes-admin" in k("auth", "whoami")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_kubectl_create_generators(version: str,
+                                   kubectl_for: Callable[[str], Kubectl]) -> None:
+    k = kubectl_for(version)
+    suffix = version.replace(".", "-")
+    assert f"namespace/gen-{suffix} created" in k("create", "namespace", f"gen-{suffix}")
+    assert f"configmap/gen-{suffix} created" in k("create", "configmap", f"gen-{suffix}",
+                                                   "--from-literal=a=b")
+    assert k("get", "cm", f"gen-{suffix}", "-o", "jsonpath={.data.a}") == "b"
