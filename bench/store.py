@@ -2,14 +2,16 @@
 
     .venv/bin/python bench/store.py [--writes N] [--reads N] [--no-postgres] [--no-etcd]
 
-Prints, for each target: sequential durable writes/s (one write at a time, each awaited),
-point reads/s, the time to read a 10,000-key range, and watch delivery latency with 100
-watchers (from the start of a write until each watcher holds its event), then the ratio
-draemu/etcd for every figure. Targets: draemu on SQLite (default durability: survives a
-process crash; and fsync=True: survives power loss), draemu on a throw-away PostgreSQL
-server with its default durability when its binaries are present, and etcd (Debian's
-`etcd-server`, started on loopback in a temporary directory, driven through `aetcd`) when
-installed. Everything runs in one temporary folder on the same file system.
+Prints, for each target: sequential durable writes/s (one write at a time, each
+awaited), durable writes/s from 50 concurrent writers, point reads/s, the time to read
+a 10,000-key range, and watch delivery latency with 100 watchers (from the start of a
+write until each watcher holds its event); then the ratio draemu/etcd of every figure.
+
+Targets: draemu on SQLite (default durability, which survives a process crash, and
+fsync=True, which survives power loss), draemu on a throw-away PostgreSQL server with
+its default durability when its binaries are present, and etcd (Debian's `etcd-server`,
+started on loopback in a temporary directory, driven through `aetcd`) when installed.
+Everything runs in one temporary folder on the same file system.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from draemu.testing.postgres import PostgresServer, PostgresUnavailable
 VALUE = b'{"kind":"Pod","metadata":{"name":"p","namespace":"default"},"spec":{}}' * 8
 RANGE_KEYS = 10_000
 WATCHERS = 100
+WRITERS = 50
 WATCH_WRITES = 100
 LOAD_BATCH = 100
 TIMEOUT = 120
@@ -43,6 +46,7 @@ TIMEOUT = 120
 @dataclass
 class Figures:
     writes_per_s: float
+    concurrent_writes_per_s: float
     reads_per_s: float
     range_ms: float
     watch_p50_ms: float
@@ -52,6 +56,7 @@ class Figures:
 # (label, attribute, whether higher is better)
 ROWS = [
     ("sequential durable writes/s", "writes_per_s", True),
+    (f"durable writes/s, {WRITERS} concurrent writers", "concurrent_writes_per_s", True),
     ("point reads/s", "reads_per_s", True),
     (f"range of {RANGE_KEYS:,} keys, ms", "range_ms", False),
     (f"watch latency p50, ms ({WATCHERS} watchers)", "watch_p50_ms", False),
@@ -181,6 +186,14 @@ async def measure(target: Target, writes: int, reads: int) -> Figures:
         await target.put(key)
     writes_per_s = writes / (time.perf_counter() - start)
 
+    async def writer(n: int) -> None:
+        for i in range(writes // WRITERS):
+            await target.put(f"/registry/events/ns/writer-{n}-{i}")
+
+    start = time.perf_counter()
+    await asyncio.gather(*(writer(n) for n in range(WRITERS)))
+    concurrent_per_s = writes // WRITERS * WRITERS / (time.perf_counter() - start)
+
     picks = [random.choice(keys) for _ in range(reads)]
     start = time.perf_counter()
     for key in picks:
@@ -199,7 +212,7 @@ async def measure(target: Target, writes: int, reads: int) -> Figures:
     range_ms = statistics.median(timings) * 1000
 
     p50, p99 = await watch_latency(target)
-    return Figures(writes_per_s, reads_per_s, range_ms, p50, p99)
+    return Figures(writes_per_s, concurrent_per_s, reads_per_s, range_ms, p50, p99)
 
 
 async def watch_latency(target: Target) -> tuple[float, float]:

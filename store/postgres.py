@@ -135,18 +135,7 @@ class PostgresStore(Store):
                 rev = (await conn.execute(_NEXT_REVISION)).scalar_one()
                 prev = _kv(key, (await conn.execute(_GET_AT, {"name": key, "rev": rev})).first())
                 precondition(prev)
-                if value is None:
-                    assert prev is not None
-                    params = queries.row_params(rev, key, True, prev.create_revision,
-                                                prev.mod_revision, prev.version, b"")
-                    new = KeyValue(key, b"", 0, rev, 0)
-                elif prev is None:
-                    params = queries.row_params(rev, key, False, rev, 0, 1, value)
-                    new = KeyValue(key, value, rev, rev, 1)
-                else:
-                    params = queries.row_params(rev, key, False, prev.create_revision,
-                                                prev.mod_revision, prev.version + 1, value)
-                    new = KeyValue(key, value, prev.create_revision, rev, prev.version + 1)
+                params, new = queries.write_row(rev, key, value, prev)
                 await conn.execute(_INSERT_AND_NOTIFY, params)
         except (SQLAlchemyError, OSError) as error:
             raise StoreError(f"writing {key!r} failed: {_describe(error)}") from None

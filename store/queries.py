@@ -71,9 +71,21 @@ def event_from_row(row: Sequence[Any]) -> Event:
     return Event("put", KeyValue(name, bytes(value), create_rev, rev, version), prev, rev)
 
 
-def row_params(rev: int, name: str, deleted: bool, create_revision: int, prev_revision: int,
-               version: int, value: bytes) -> dict[str, Any]:
-    """Bind parameters of INSERT."""
-    return {"id": rev, "name": name, "deleted": 1 if deleted else 0,
-            "create_revision": create_revision, "prev_revision": prev_revision,
-            "version": version, "value": value}
+def write_row(rev: int, key: str, value: bytes | None,
+              prev: KeyValue | None) -> tuple[dict[str, Any], KeyValue]:
+    """The INSERT parameters and the new key-value of a put (value) or a delete (None)
+    of `key` at revision `rev`, given its previous value."""
+    if value is None:
+        assert prev is not None
+        params = {"id": rev, "name": key, "deleted": 1, "create_revision": prev.create_revision,
+                  "prev_revision": prev.mod_revision, "version": prev.version, "value": b""}
+        return params, KeyValue(key, b"", 0, rev, 0)
+    if prev is None:
+        new = KeyValue(key, value, rev, rev, 1)
+        prev_revision = 0
+    else:
+        new = KeyValue(key, value, prev.create_revision, rev, prev.version + 1)
+        prev_revision = prev.mod_revision
+    params = {"id": rev, "name": key, "deleted": 0, "create_revision": new.create_revision,
+              "prev_revision": prev_revision, "version": new.version, "value": value}
+    return params, new

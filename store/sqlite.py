@@ -8,7 +8,8 @@ and watch history are read from the table.
 SQLAlchemy opens the database and creates the schema; statements then go straight to
 the aiosqlite connection beneath it, since each SQLAlchemy layer costs a thread hop or
 more per statement and writes are the store's hot path (one hop for the insert, one for
-the commit).
+the commit). Concurrent writes share a transaction (group commit): one commit, and with
+`fsync=True` one disk flush, for every write queued while the previous one committed.
 
 Durability: the database runs in WAL mode. By default `synchronous=NORMAL`: a commit has
 been written to the WAL file (the operating system's page cache) before a write returns,
@@ -22,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,17 @@ from draemu.store.index import CurrentIndex
 from draemu.store.model import Event, KeyValue, RangeResult
 from draemu.store.schema import ensure_schema
 from draemu.store.validation import prefix_end
+
+# Writes committed in one transaction at most; bounds the time the connection is held.
+MAX_BATCH = 256
+
+
+@dataclass(slots=True)
+class _Write:
+    key: str
+    value: bytes | None
+    precondition: Precondition
+    done: asyncio.Future[tuple[KeyValue, KeyValue | None]]
 
 
 class SQLiteStore(Store):
@@ -58,6 +71,8 @@ class SQLiteStore(Store):
         self._revision = revision
         # One connection serves every statement; this serializes its use.
         self._busy = asyncio.Lock()
+        self._queue: list[_Write] = []
+        self._committer: asyncio.Task[None] | None = None
 
     async def _current_revision(self) -> int:
         return self._revision
@@ -90,37 +105,65 @@ class SQLiteStore(Store):
 
     async def _write(self, key: str, value: bytes | None,
                      precondition: Precondition) -> tuple[KeyValue, KeyValue | None]:
-        # Shielded: once the commit is under way, the index and the watchers must learn
-        # of it even if the caller is cancelled.
-        return await asyncio.shield(self._commit(key, value, precondition))
+        done = asyncio.get_running_loop().create_future()
+        self._queue.append(_Write(key, value, precondition, done))
+        if self._committer is None or self._committer.done():
+            self._committer = asyncio.get_running_loop().create_task(self._commit_queued())
+        # Cancelling the caller cancels `done`: a write not yet taken into a batch is
+        # dropped; one already in a batch still commits, and the index follows it.
+        return await done
 
-    async def _commit(self, key: str, value: bytes | None,
-                      precondition: Precondition) -> tuple[KeyValue, KeyValue | None]:
+    async def _commit_queued(self) -> None:
+        """Group commit: every write queued meanwhile goes into the next transaction,
+        one commit (and one fsync) for all of them."""
         async with self._busy:
-            prev = self._index.get(key)
-            precondition(prev)
-            rev = self._revision + 1
-            if value is None:
-                assert prev is not None
-                params = queries.row_params(rev, key, True, prev.create_revision,
-                                            prev.mod_revision, prev.version, b"")
-                new = KeyValue(key, b"", 0, rev, 0)
-            elif prev is None:
-                params = queries.row_params(rev, key, False, rev, 0, 1, value)
-                new = KeyValue(key, value, rev, rev, 1)
-            else:
-                params = queries.row_params(rev, key, False, prev.create_revision,
-                                            prev.mod_revision, prev.version + 1, value)
-                new = KeyValue(key, value, prev.create_revision, rev, prev.version + 1)
-            await self._transaction(f"writing {key!r}", ((queries.INSERT, params),))
-            self._revision = rev
-            if value is None:
-                self._index.remove(key)
-                self._hub.publish((Event("delete", new, prev, rev),))
+            while self._queue:
+                batch = [w for w in self._queue[:MAX_BATCH] if not w.done.cancelled()]
+                del self._queue[:MAX_BATCH]
+                try:
+                    await self._commit_batch(batch)
+                except Exception as error:  # noqa: BLE001 - a failed batch fails its writers
+                    failure = error if isinstance(error, StoreError) else StoreError(
+                        f"write failed: {error!r}")
+                    for write in batch:
+                        if not write.done.done():
+                            write.done.set_exception(failure)
+
+    async def _commit_batch(self, batch: list[_Write]) -> None:
+        # Preconditions see the writes before them in the batch, as if one at a time.
+        staged: dict[str, KeyValue | None] = {}
+        accepted: list[tuple[_Write, KeyValue, KeyValue | None]] = []
+        rows = []
+        rev = self._revision
+        for write in batch:
+            prev = staged[write.key] if write.key in staged else self._index.get(write.key)
+            try:
+                write.precondition(prev)
+            except StoreError as error:
+                write.done.set_exception(error)
+                continue
+            rev += 1
+            params, new = queries.write_row(rev, write.key, write.value, prev)
+            staged[write.key] = None if write.value is None else new
+            accepted.append((write, new, prev))
+            rows.append(params)
+        if not rows:
+            return
+        what = f"writing {rows[0]['name']!r}" + (f" and {len(rows) - 1} more" if len(rows) > 1
+                                                 else "")
+        await self._transaction(what, ((queries.INSERT, rows),))
+        self._revision = rev
+        events = []
+        for write, new, prev in accepted:
+            if write.value is None:
+                self._index.remove(write.key)
+                events.append(Event("delete", new, prev, new.mod_revision))
             else:
                 self._index.put(new)
-                self._hub.publish((Event("put", new, prev, rev),))
-            return new, prev
+                events.append(Event("put", new, prev, new.mod_revision))
+            if not write.done.done():
+                write.done.set_result((new, prev))
+        self._hub.publish(events)
 
     async def _history(self, prefix: str, after: int, until: int, limit: int) -> list[Event]:
         async with self._busy:
@@ -143,6 +186,8 @@ class SQLiteStore(Store):
             self._compacted = revision
 
     async def _close(self) -> None:
+        if self._committer is not None:
+            await self._committer
         async with self._busy:
             try:
                 await self._conn.close()
@@ -163,10 +208,14 @@ class SQLiteStore(Store):
             raise StoreError(f"reading the store failed: {error}") from None
 
     async def _transaction(self, what: str,
-                           statements: Iterable[tuple[str, dict[str, Any]]]) -> None:
+                           statements: Iterable[tuple[str, dict[str, Any] | list[Any]]]) -> None:
+        """Run statements (a list of parameter sets: once per set) and commit."""
         try:
             for sql, params in statements:
-                await self._db.execute_fetchall(sql, params)
+                if isinstance(params, list):
+                    await self._db.executemany(sql, params)
+                else:
+                    await self._db.execute_fetchall(sql, params)
             await self._db.commit()
         except sqlite3.Error as error:
             await self._db.rollback()

@@ -363,3 +363,17 @@ async def test_concurrent_writers_get_distinct_consecutive_revisions(store: Stor
     events = await take(watch, 50)
     assert [e.revision for e in events] == list(range(start + 1, start + 51))
     await watch.aclose()
+
+
+async def test_concurrent_writes_to_one_key_behave_as_one_at_a_time(store: Store) -> None:
+    results = await asyncio.gather(*(store.create("/registry/cm/ns/a", str(i).encode())
+                                     for i in range(5)), return_exceptions=True)
+    created = [r for r in results if isinstance(r, KeyValue)]
+    assert len(created) == 1
+    assert all(isinstance(r, KeyExistsError) for r in results if r not in created)
+    results = await asyncio.gather(*(store.update("/registry/cm/ns/a", b"x",
+                                                  created[0].mod_revision)
+                                     for _ in range(5)), return_exceptions=True)
+    assert sum(isinstance(r, tuple) for r in results) == 1
+    assert sum(isinstance(r, ConflictError) for r in results) == 4
+    assert (await store.get("/registry/cm/ns/a")).version == 2
