@@ -83,6 +83,8 @@ class API:
     async def errors(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         started = time.perf_counter()
         code = 500
+        request[INFO_KEY] = parse(request.method, request.path,
+                                  _watch_flag(request.query.get("watch")))
         try:
             resp = await handler(request)
             code = resp.status
@@ -102,8 +104,8 @@ class API:
             return status_response(StatusError(500, "InternalError",
                                                f"Internal error occurred: {e!r}"))
         finally:
-            info = request.get(INFO_KEY)
-            if info is not None and info.resource_request:
+            info = request[INFO_KEY]
+            if info.resource_request:
                 self.metrics.observe(info.verb.upper(), info.group, info.version,
                                      info.resource, info.subresource,
                                      "namespace" if info.namespace else "cluster", code,
@@ -129,9 +131,7 @@ class API:
     @web.middleware
     async def limit_in_flight(self, request: web.Request, handler: Handler
                               ) -> web.StreamResponse:
-        info = parse(request.method, request.path,
-                     _watch_flag(request.query.get("watch")))
-        request[INFO_KEY] = info
+        info = request[INFO_KEY]
         if info.verb in _LONG_RUNNING or info.subresource == "log" or (
                 not info.resource_request and request.path.rstrip("/") in _EXEMPT_PATHS):
             # Long-running requests and the health checks of whoever watches over us
