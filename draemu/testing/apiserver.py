@@ -23,14 +23,13 @@ import pytest
 import pytest_asyncio
 
 from draemu.apiserver.server import APIServer, APIServerOptions
-from draemu.features import FeatureGates
 
 DEFAULT_KUBECTL = "/usr/bin/kubectl"
 
 
 async def start_apiserver(data_dir: Path, **options: object) -> APIServer:
-    opts = APIServerOptions(data_dir=data_dir, store_url="sqlite://:memory:",
-                            feature_gates=FeatureGates(), **options)  # type: ignore[arg-type]
+    settings: dict[str, Any] = {"store_url": "sqlite://:memory:", **options}
+    opts = APIServerOptions(data_dir=data_dir, **settings)
     server = APIServer(opts)
     await server.start()
     return server
