@@ -208,3 +208,28 @@ async def test_objects_survive_a_restart_on_the_same_data_directory(tmp_path: Pa
             assert reply.status == 200 and reply.json["data"] == {"a": "1"}
     finally:
         await second.stop()
+
+
+async def _served_resources(c: Client, group: str) -> set[str]:
+    names: set[str] = set()
+    for gv in (await c.get(f"/apis/{group}")).json["versions"]:
+        names |= {r["name"] for r in (await c.get(f"/apis/{gv['groupVersion']}")).json[
+            "resources"]}
+    return names
+
+
+async def test_kinds_behind_a_feature_gate_are_served_only_when_it_is_on(
+        client: Client, tmp_path: Path) -> None:
+    from draemu.features import FeatureGates
+
+    assert "resourcepoolstatusrequests" not in await _served_resources(client,
+                                                                       "resource.k8s.io")
+    server = await start_apiserver(tmp_path / "s", feature_gates=FeatureGates(
+        {"DRAResourcePoolStatus": True}))
+    try:
+        async with aiohttp.ClientSession() as session:
+            c = Client(server.url, session, ssl_context_for(server.kubeconfig_path))
+            assert "resourcepoolstatusrequests" in await _served_resources(c,
+                                                                           "resource.k8s.io")
+    finally:
+        await server.stop()
