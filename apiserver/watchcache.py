@@ -139,8 +139,12 @@ class WatchCache:
         self.ready.set()
 
     async def _run(self) -> None:
+        reload = False
         while True:
             try:
+                if reload:
+                    await self._reload()
+                    reload = False
                 stream = self.store.watch(ROOT, self.revision)
                 try:
                     async for event in stream:
@@ -155,11 +159,11 @@ class WatchCache:
                 # We fell behind the store: reload and make every watcher re-list,
                 # since the changes in between are lost to us.
                 log.warning("watch cache lost the store's watch; reloading", error=str(e))
-                await self._reload()
+                reload = True
             except Exception as e:  # noqa: BLE001 - keep serving; the store may recover
                 log.error("watch cache watch failed; reloading", error=repr(e))
                 await asyncio.sleep(0.5)
-                await self._reload()
+                reload = True
 
     async def _reload(self) -> None:
         await self._load()

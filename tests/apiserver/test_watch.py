@@ -172,3 +172,30 @@ async def test_send_initial_events_false_watches_from_now(client: Client) -> Non
         assert (event["type"], event["object"]["metadata"]["name"]) == ("ADDED", "new")
     finally:
         resp.close()
+
+
+async def test_cache_that_falls_behind_the_store_reloads_and_ends_watches(
+        client: Client, apiserver: APIServer, monkeypatch) -> None:
+    from draemu.store import WatchTooSlowError
+
+    assert apiserver.api is not None
+    cache = apiserver.api.storage.cache
+    rv = await _rv(client)
+    watcher = cache.watch("/registry/core/configmaps/", int(rv))
+    original = cache.store.watch
+    failed = False
+
+    def failing_once(prefix: str, revision: int):
+        nonlocal failed
+        if not failed:
+            failed = True
+            raise WatchTooSlowError("behind")
+        return original(prefix, revision)
+
+    monkeypatch.setattr(cache.store, "watch", failing_once)
+    cache._task.cancel()  # restart the feed so that it opens a new (failing) store watch
+    await asyncio.gather(cache._task, return_exceptions=True)
+    cache._task = asyncio.create_task(cache._run())
+    await client.post(CM, configmap("after-reload"))
+    assert (await asyncio.wait_for(watcher.queue.get(), 10)) is None  # told to re-list
+    assert (await client.get(f"{CM}/after-reload")).status == 200
