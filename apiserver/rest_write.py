@@ -126,6 +126,8 @@ async def create(scope: Scope, storage: Storage) -> web.Response:
     manager = managedfields.manager(scope)
     scope.check_type_meta(obj)
     obj = fieldvalidation.check(scope, obj, mode)
+    if _meta(obj).get("resourceVersion"):
+        raise bad_request("resourceVersion should not be set on objects to be created")
     _set_namespace(scope, _meta(obj))
     stored = await create_object(scope, storage, obj, dry_run=dry_run, manager=manager)
     return scope.respond(scope.out(stored), 201)

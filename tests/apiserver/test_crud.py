@@ -202,3 +202,11 @@ async def test_a_timestamp_that_is_no_time_is_400(client: Client) -> None:
     reply = await client.post("/api/v1/namespaces/default/events", event)
     assert reply.status == 400
     assert 'parsing time "yesterday"' in reply.json["message"]
+
+
+async def test_create_with_a_resource_version_is_400(client: Client) -> None:
+    body = configmap("with-rv")
+    body["metadata"]["resourceVersion"] = "7"
+    reply = await client.post(CM, body)
+    assert reply.status == 400
+    assert reply.json["message"] == "resourceVersion should not be set on objects to be created"
