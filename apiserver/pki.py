@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,6 +100,9 @@ def serving_sans(address: str) -> list[x509.GeneralName]:
                                      x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
                                      x509.IPAddress(ipaddress.ip_address("::1"))]
     extra: list[str] = [address] if address and address not in ("0.0.0.0", "::") else []
+    if address in ("0.0.0.0", "::"):
+        # Serving on every interface: clients may come by host name or address.
+        extra += _host_names()
     for item in extra:
         try:
             general: x509.GeneralName = x509.IPAddress(ipaddress.ip_address(item))
@@ -106,6 +110,15 @@ def serving_sans(address: str) -> list[x509.GeneralName]:
             general = x509.DNSName(item)
         if general not in names:
             names.append(general)
+    return names
+
+
+def _host_names() -> list[str]:
+    names = [socket.gethostname()]
+    try:
+        names += sorted({info[4][0] for info in socket.getaddrinfo(names[0], None)})
+    except OSError:
+        pass  # a host name that does not resolve: the name alone
     return names
 
 
