@@ -134,6 +134,7 @@ class WatchCache:
                 break
             start_after = result.items[-1].key
         self._buckets = buckets
+        self._encoded.clear()
         self._history.clear()
         self.revision = self.oldest = revision
         self.ready.set()
