@@ -555,21 +555,31 @@ class DynamicResources:
         if not pending:
             return
         deadline = time.monotonic() + self._binding_timeout
-        keys = [claim_key(c["metadata"]["namespace"], c["metadata"]["name"]) for c in pending]
         self._waiting += 1
         try:
-            await self._wait_until_bound(keys, deadline)
+            await self._wait_until_bound(pending, deadline)
         finally:
             self._waiting -= 1
 
-    async def _wait_until_bound(self, keys: list[str], deadline: float) -> None:
+    async def _wait_until_bound(self, written: list[dict], deadline: float) -> None:
+        """Waits on the claim informer. The results (what must be bound) come from the
+        claims as written; the device conditions from the informer's copies, which are
+        newer once they have any (the informer may still show the claim unallocated)."""
         async with self._claim_changed:
             while True:
                 done = True
-                for key in keys:
-                    claim = self._claims.get(key)
-                    if claim is None:
-                        raise _PreBindError(f"resourceclaim {key} was deleted")
+                for claim in written:
+                    meta = claim["metadata"]
+                    key = claim_key(meta["namespace"], meta["name"])
+                    # Not seen yet (a claim we just created) is not deleted: a reserved
+                    # claim cannot go away, its finalizer holds it until it is released.
+                    latest = self._claims.get(key) or claim
+                    if latest["metadata"].get("uid") != meta.get("uid") or \
+                            latest["metadata"].get("deletionTimestamp"):
+                        raise _PreBindError(f"resourceclaim {key} is being deleted")
+                    if (latest.get("status") or {}).get("devices"):
+                        claim = {**claim, "status": {**claim["status"],
+                                                     "devices": latest["status"]["devices"]}}
                     verdict = _binding_verdict(claim)
                     if verdict is not None:
                         raise _PreBindError(verdict)

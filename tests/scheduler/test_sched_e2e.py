@@ -283,3 +283,12 @@ async def test_binding_waits_for_the_device_binding_conditions(client, scheduler
          "lastTransitionTime": "2026-01-01T00:00:00Z"}]}]
     await client.update(R, "resourceclaims", c, subresource="status")
     assert await eventually(lambda: node_of(client, "p1")) == "n1"
+
+
+async def test_dra_failure_message_carries_the_allocator_explanation(client, scheduler):
+    await setup_gpus(client, {"n1": 2})
+    await client.create(R, "resourceclaims", claim("c1", model="H100"))
+    await client.create("v1", "pods", claim_pod("p1", "c1"))
+    message = await eventually(lambda: unschedulable_message(client, "p1"))
+    assert message.startswith("0/1 nodes are available: 1 cannot allocate all claims")
+    assert "claim default/c1, request gpu" in message
