@@ -40,7 +40,7 @@ class KubeletServer:
     async def start(self) -> None:
         app = web.Application()
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._logs)
-        app.router.add_get("/healthz", lambda _r: web.Response(text="ok"))
+        app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/pods", self._pods)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
@@ -51,6 +51,9 @@ class KubeletServer:
     async def stop(self) -> None:
         if self._runner:
             await self._runner.cleanup()
+
+    async def _healthz(self, _request: web.Request) -> web.Response:
+        return web.Response(text="ok")
 
     async def _pods(self, _request: web.Request) -> web.Response:
         return web.json_response({"kind": "PodList", "apiVersion": "v1", "metadata": {},
