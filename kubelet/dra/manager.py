@@ -207,13 +207,22 @@ class DRAManager:
         names = {pc_name: name for pc_name, name, _ in pod_claims(pod) if name}
         out: list[tuple[str, str, DeviceState]] = []
         namespace = pod["metadata"]["namespace"]
-        for ref in (container.get("resources") or {}).get("claims") or []:
+        refs = list((container.get("resources") or {}).get("claims") or [])
+        # Extended resources backed by DRA: the scheduler's claim, requests mapped per
+        # container (pod claim name "" in pod_claims).
+        extended = (pod.get("status") or {}).get("extendedResourceClaimStatus") or {}
+        for mapping in extended.get("requestMappings") or []:
+            if mapping.get("containerName") == container.get("name"):
+                refs.append({"name": "", "request": mapping.get("requestName"),
+                             "entry": mapping.get("resourceName")})
+        for ref in refs:
             claim_name = names.get(ref["name"])
             info = self.cache.claims.get(f"{namespace}/{claim_name}") if claim_name else None
             if info is None:
                 continue
             request = ref.get("request")
-            entry = f"claim:{ref['name']}" + (f"/{request}" if request else "")
+            entry = ref.get("entry") or f"claim:{ref['name']}" + (f"/{request}" if request
+                                                                  else "")
             for driver, devices in info.driver_state.items():
                 for device in devices:
                     if not request or not device.request_names or \

@@ -247,3 +247,19 @@ async def test_containers_get_only_the_devices_of_the_request_they_name(setup):
     assert manager.container_cdi_ids(p, small) == ["v.com/x=small", "v.com/x=all"]
     assert manager.container_cdi_ids(p, whole) == ["v.com/x=small", "v.com/x=big",
                                                    "v.com/x=all"]
+
+
+async def test_extended_resource_claim_devices_go_to_the_mapped_container(setup):
+    c = claim("p-extended-resources-xyz", "uid-e", owner_pod=True)
+    _plugin, manager = await setup(claims=[c])
+    p = {"metadata": {"name": "p", "namespace": "default", "uid": POD_UID},
+         "spec": {"containers": [{"name": "a"}, {"name": "b"}]},
+         "status": {"extendedResourceClaimStatus": {
+             "resourceClaimName": "p-extended-resources-xyz",
+             "requestMappings": [{"containerName": "b", "resourceName": "example.com/gpu",
+                                  "requestName": "gpu"}]}}}
+    await manager.prepare_resources(p)
+    a, b = p["spec"]["containers"]
+    assert manager.container_cdi_ids(p, a) == []
+    assert manager.container_cdi_ids(p, b) == ["k8s.gpu.example.com/gpu=uid-e"]
+    assert manager.container_devices(p, b)[0][0] == "example.com/gpu"
