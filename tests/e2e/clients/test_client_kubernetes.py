@@ -155,20 +155,18 @@ def test_server_side_apply_conflict_is_409_until_forced(resource: client.Resourc
     assert apply("second", "second", force=True).metadata.labels == {"owner": "second"}
 
 
-def test_list_pages_with_limit_and_continue(api_client: client.ApiClient,
-                                            resource: client.ResourceV1Api) -> None:
-    # A namespace of its own: remainingItemCount is only given for lists without selectors.
-    ns = "k8s-pages"
-    client.CoreV1Api(api_client).create_namespace(
-        client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
-    names = [f"claim-{i}" for i in range(5)]
+def test_list_pages_with_limit_and_continue(resource: client.ResourceV1Api) -> None:
+    # Cluster-scoped DeviceClasses, which no other test here creates: remainingItemCount is
+    # only given for lists without selectors, so the list must hold just these.
+    names = [f"k8s-page-{i}.example.com" for i in range(5)]
     for name in names:
-        resource.create_namespaced_resource_claim(ns, _typed_claim(name))
+        resource.create_device_class(client.V1DeviceClass(
+            metadata=client.V1ObjectMeta(name=name), spec=client.V1DeviceClassSpec()))
     seen: list[str] = []
     remaining: list[int | None] = []
     token = None
     while True:
-        page = resource.list_namespaced_resource_claim(ns, limit=2, _continue=token)
+        page = resource.list_device_class(limit=2, _continue=token)
         seen += [c.metadata.name for c in page.items]
         remaining.append(page.metadata.remaining_item_count)
         token = page.metadata._continue
