@@ -47,6 +47,26 @@ _SCALARS: dict[str, tuple[int, Callable[[Any], Any]]] = {
     "int64": (VARINT, lambda v: signed(v, 64)),
 }
 _ZERO = ("", 0, False)
+_BY_NUMBER = {name: {f[0]: f for f in table} for name, table in MESSAGES.items()}
+_KEEP, _INLINE, _OMIT_EMPTY, _OMIT_ZERO = range(4)
+
+
+def _rule(type_: str, flags: str) -> int:
+    """How Go's JSON encoder treats a field once decoded."""
+    if "i" in flags:
+        return _INLINE
+    if type_ in _SCALARS and "o" in flags and not {"r", "m", "p"} & set(flags):
+        return _OMIT_EMPTY  # a zero pointer, list or map entry is kept
+    if "z" in flags:
+        return _OMIT_ZERO
+    return _KEEP
+
+
+# Per message, in Go struct order: (number, JSON name, rule).
+_OUTPUT = {name: [(f[0], f[1], _rule(f[2], f[4])) for f in table]
+           for name, table in MESSAGES.items()}
+# Where a field error is: (message, JSON field name), spelled out only on error.
+Where = tuple[str, str]
 
 
 def message_name(group: str, version: str, kind: str) -> str | None:
@@ -129,15 +149,14 @@ def _message(buf: bytes, name: str) -> Any:
     special = _SPECIAL.get(name)
     if special is not None:
         return special(_plain(buf))
-    table = MESSAGES[name]
-    by_number = {f[0]: f for f in table}
+    by_number = _BY_NUMBER[name]
     values: dict[int, Any] = {}
     for number, wire_type, value in fields(buf):
         field = by_number.get(number)
         if field is None:
             continue  # unknown fields are skipped, as protobuf readers do
         _, json_name, type_, value_type, flags = field
-        where = f"{name}.{json_name}"
+        where = (name, json_name)
         if "m" in flags:
             key, item = _map_entry(value, wire_type, type_, value_type, where)
             values.setdefault(number, {})[key] = item
@@ -154,43 +173,42 @@ def _message(buf: bytes, name: str) -> Any:
                 values[number] = item
     if name in WRAPPERS:
         return values.get(1, [])
-    return _json_object(table, values)
+    return _json_object(name, values)
 
 
-def _json_object(table: tuple[tuple[int, str, str, str, str], ...], values: dict[int, Any]
-                 ) -> Obj:
+def _json_object(name: str, values: dict[int, Any]) -> Obj:
     out: Obj = {}
-    for number, json_name, type_, _, flags in table:
+    for number, json_name, rule in _OUTPUT[name]:
         if number not in values:
             continue
         value = values[number]
-        if "i" in flags:
+        if rule == _INLINE:
             out.update(value)
-        elif type_ in _SCALARS and not {"r", "m", "p"} & set(flags) and "o" in flags \
-                and value in _ZERO:
+        elif rule == _OMIT_EMPTY and value in _ZERO:
             continue  # Go's omitempty
-        elif "z" in flags and (value is None or value in _ZERO):
+        elif rule == _OMIT_ZERO and (value is None or value in _ZERO):
             continue  # Go's omitzero (a zero time is None here)
         else:
             out[json_name] = value
     return out
 
 
-def _single(value: int | bytes, wire_type: int, type_: str, where: str) -> Any:
+def _single(value: int | bytes, wire_type: int, type_: str, where: Where) -> Any:
     scalar = _SCALARS.get(type_)
     if scalar is not None:
         expected, convert = scalar
         if wire_type != expected:
-            raise ProtobufError(f"{where}: wire type {wire_type}, expected {expected} "
-                                f"for {type_}")
+            raise ProtobufError(f"{where[0]}.{where[1]}: wire type {wire_type}, expected "
+                                f"{expected} for {type_}")
         return convert(value)
     if wire_type != BYTES:
-        raise ProtobufError(f"{where}: wire type {wire_type}, expected 2 for a message")
+        raise ProtobufError(f"{where[0]}.{where[1]}: wire type {wire_type}, expected 2 for "
+                            "a message")
     assert isinstance(value, bytes)
     return _message(value, type_)
 
 
-def _repeated(value: int | bytes, wire_type: int, type_: str, where: str) -> list[Any]:
+def _repeated(value: int | bytes, wire_type: int, type_: str, where: Where) -> list[Any]:
     scalar = _SCALARS.get(type_)
     if scalar is not None and scalar[0] != BYTES and wire_type == BYTES:
         assert isinstance(value, bytes)
@@ -199,17 +217,18 @@ def _repeated(value: int | bytes, wire_type: int, type_: str, where: str) -> lis
 
 
 def _map_entry(value: int | bytes, wire_type: int, key_type: str, value_type: str,
-               where: str) -> tuple[Any, Any]:
+               where: Where) -> tuple[Any, Any]:
     if wire_type != BYTES:
-        raise ProtobufError(f"{where}: wire type {wire_type}, expected 2 for a map entry")
+        raise ProtobufError(f"{where[0]}.{where[1]}: wire type {wire_type}, expected 2 for "
+                            "a map entry")
     assert isinstance(value, bytes)
     key: Any = _zero(key_type)
     item: Any = _zero(value_type)
     for number, inner_type, inner in fields(value):
         if number == 1:
-            key = _single(inner, inner_type, key_type, f"{where} key")
+            key = _single(inner, inner_type, key_type, (where[0], f"{where[1]} key"))
         elif number == 2:
-            item = _single(inner, inner_type, value_type, f"{where}[{key}]")
+            item = _single(inner, inner_type, value_type, (where[0], f"{where[1]}[{key}]"))
     return key, item
 
 

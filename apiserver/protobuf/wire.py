@@ -34,7 +34,11 @@ def fields(buf: bytes) -> Iterator[tuple[int, int, int | bytes]]:
     int for varints and fixed-width values, bytes for length-delimited ones."""
     pos, end = 0, len(buf)
     while pos < end:
-        key, pos = read_varint(buf, pos)
+        key = buf[pos]
+        if key < 0x80:  # one-byte keys (fields 1-15) are nearly all of them
+            pos += 1
+        else:
+            key, pos = read_varint(buf, pos)
         number, wire_type = key >> 3, key & 7
         if not 0 < number <= _MAX_FIELD:
             raise WireError(f"illegal field number {number}")
@@ -48,7 +52,11 @@ def fields(buf: bytes) -> Iterator[tuple[int, int, int | bytes]]:
             yield number, wire_type, int.from_bytes(buf[pos:pos + size], "little")
             pos += size
         elif wire_type == BYTES:
-            size, pos = read_varint(buf, pos)
+            if pos < end and buf[pos] < 0x80:
+                size = buf[pos]
+                pos += 1
+            else:
+                size, pos = read_varint(buf, pos)
             if pos + size > end:
                 raise WireError(f"field {number} is longer than the data left "
                                 f"({size} > {end - pos} bytes)")
