@@ -77,3 +77,16 @@ def test_auth_whoami_is_an_empty_review(version: str) -> None:
     assert body(version, "whoami") == json.loads(
         '{"kind":"SelfSubjectReview","apiVersion":"authentication.k8s.io/v1",'
         '"metadata":{},"status":{"userInfo":{}}}')
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_auth_can_i_list_names_the_namespace(version: str) -> None:
+    assert body(version, "can-i-list") == json.loads(
+        '{"kind":"SelfSubjectRulesReview","apiVersion":"authorization.k8s.io/v1",'
+        '"metadata":{},"spec":{"namespace":"default"},"status":{"incomplete":false}}')
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_create_serviceaccount(version: str) -> None:
+    assert body(version, "serviceaccount") == {"kind": "ServiceAccount", "apiVersion": "v1",
+                                               "metadata": {"name": "pb-sa"}}
