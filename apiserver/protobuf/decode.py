@@ -93,7 +93,7 @@ def decode(body: bytes, group: str, version: str, kind: str) -> Obj:
         raise ProtobufError("empty data")
     if not body.startswith(MAGIC):
         raise ProtobufError("provided data does not appear to be a protobuf message, "
-                            f"expected prefix {list(MAGIC)}")
+                            f"expected prefix [{' '.join(str(b) for b in MAGIC)}]")
     if len(body) == len(MAGIC):
         raise ProtobufError("empty body")
     try:
@@ -109,8 +109,12 @@ def decode(body: bytes, group: str, version: str, kind: str) -> Obj:
         if envelope["contentType"] not in ("", PROTOBUF):
             raise ProtobufError(f'unsupported content type "{envelope["contentType"]}" in '
                                 "the protobuf envelope")
+        type_meta = (f'runtime.TypeMeta{{APIVersion:"{envelope["apiVersion"]}", '
+                     f'Kind:"{envelope["kind"]}"}}')
         if not env_kind:
-            raise ProtobufError("Object 'Kind' is missing in the protobuf envelope")
+            raise ProtobufError(f"Object 'Kind' is missing in '{type_meta}'")
+        if not env_version:
+            raise ProtobufError(f"Object 'apiVersion' is missing in '{type_meta}'")
         name = message_name(env_group, env_version, env_kind)
         if name is None:
             gv = f"{env_group}/{env_version}" if env_group else env_version

@@ -129,7 +129,7 @@ def test_extra_values_are_plain_lists() -> None:
 @pytest.mark.parametrize(("body", "message"), [
     (b"", "empty data"),
     (b'{"kind":"ConfigMap"}', "provided data does not appear to be a protobuf message, "
-                              "expected prefix [107, 56, 115, 0]"),
+                              "expected prefix [107 56 115 0]"),
     (MAGIC, "empty body"),
     (MAGIC + b"\x0a", "unable to decode the protobuf body: unexpected end of data inside a "
                       "varint"),
@@ -137,7 +137,10 @@ def test_extra_values_are_plain_lists() -> None:
                             "data left (5 > 2 bytes)"),
     (MAGIC + b"\x0f", "unable to decode the protobuf body: illegal wire type 7 in field 1"),
     (MAGIC + b"\x00", "unable to decode the protobuf body: illegal field number 0"),
-    (envelope(b"", "v1", ""), "Object 'Kind' is missing in the protobuf envelope"),
+    (envelope(b"", "v1", ""),
+     """Object 'Kind' is missing in 'runtime.TypeMeta{APIVersion:"v1", Kind:""}'"""),
+    (envelope(b"", "", "Pod"),
+     """Object 'apiVersion' is missing in 'runtime.TypeMeta{APIVersion:"", Kind:"Pod"}'"""),
     (envelope(b"", "v1", "Service"), 'no kind "Service" is registered for version "v1"'),
     (envelope(b"", "apps/v2", "Deployment"),
      'no kind "Deployment" is registered for version "apps/v2"'),
