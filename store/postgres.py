@@ -73,6 +73,7 @@ class PostgresStore(Store):
         self._url = url
         self._listener: asyncpg.Connection | None = None
         self._wake = asyncio.Event()
+        self._polled = asyncio.Condition()
         self._poller: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -142,6 +143,13 @@ class PostgresStore(Store):
         return new, prev
 
     async def _compact(self, revision: int) -> None:
+        # Publish what is to be compacted first, so that this process's watchers do not
+        # lose it (see _poll_once).
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(CLOSE_TIMEOUT), self._polled:
+                while self._hub.revision < revision:
+                    self._wake.set()
+                    await self._polled.wait()
         try:
             async with self._engine.begin() as conn:
                 # Row lock: processes compacting at the same time take turns.
@@ -197,11 +205,14 @@ class PostgresStore(Store):
             compacted = await self._meta(conn, "compact_revision")
         self._compacted = max(self._compacted, compacted)
         if compacted > after:
-            # This process fell behind a compaction: what it missed is gone, so its
-            # watchers cannot continue without a gap.
-            self._hub.restart(compacted, CompactedError(after, compacted))
+            # Compaction overtook this poller (it follows commits with a short delay):
+            # the rows up to the compacted revision may be gone, and watchers that
+            # needed them cannot continue without a gap.
+            self._hub.skip_to(compacted, CompactedError(after, compacted))
             rows = [row for row in rows if row[0] > compacted]
         self._hub.publish([queries.event_from_row(row) for row in rows])
+        async with self._polled:
+            self._polled.notify_all()
         return len(rows)
 
     async def _close(self) -> None:

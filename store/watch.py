@@ -26,10 +26,11 @@ HISTORY_PAGE = 500
 
 
 class _Subscriber:
-    __slots__ = ("prefix", "queue", "wakeup", "error")
+    __slots__ = ("prefix", "start", "queue", "wakeup", "error")
 
-    def __init__(self, prefix: str) -> None:
+    def __init__(self, prefix: str, start: int) -> None:
         self.prefix = prefix
+        self.start = start
         self.queue: deque[Event] = deque()
         self.wakeup = asyncio.Event()
         self.error: StoreError | None = None
@@ -51,8 +52,9 @@ class WatchHub:
     def __len__(self) -> int:
         return len(self._subscribers)
 
-    def subscribe(self, prefix: str) -> _Subscriber:
-        subscriber = _Subscriber(prefix)
+    def subscribe(self, prefix: str, start: int) -> _Subscriber:
+        """A queue for the events under `prefix` after `start`."""
+        subscriber = _Subscriber(prefix, start)
         self._subscribers.add(subscriber)
         return subscriber
 
@@ -83,16 +85,19 @@ class WatchHub:
                 subscriber.wakeup.set()
         self.revision = events[-1].revision
 
-    def restart(self, revision: int, error: StoreError) -> None:
-        """End every watcher with `error` and continue after `revision`: for a source
-        whose events up to `revision` are lost."""
-        for subscriber in self._subscribers:
-            subscriber.fail(error)
-        self._subscribers.clear()
+    def skip_to(self, revision: int, error: StoreError) -> None:
+        """Continue after `revision`, the events up to it being lost: end with `error`
+        every watcher that needed one of them."""
+        for subscriber in tuple(self._subscribers):
+            if subscriber.start < revision:
+                self._subscribers.discard(subscriber)
+                subscriber.fail(error)
         self.revision = revision
 
     def close(self) -> None:
-        self.restart(self.revision, StoreClosedError("the store was closed"))
+        for subscriber in self._subscribers:
+            subscriber.fail(StoreClosedError("the store was closed"))
+        self._subscribers.clear()
 
 
 class Watch:
@@ -106,7 +111,7 @@ class Watch:
     def __init__(self, hub: WatchHub, prefix: str, from_revision: int,
                  fetch: FetchHistory) -> None:
         self._hub = hub
-        self._subscriber = hub.subscribe(prefix)
+        self._subscriber = hub.subscribe(prefix, from_revision)
         self._prefix = prefix
         self._from = from_revision
         # History (from_revision, until] comes from the database, the rest from the queue.

@@ -377,3 +377,13 @@ async def test_concurrent_writes_to_one_key_behave_as_one_at_a_time(store: Store
     assert sum(isinstance(r, tuple) for r in results) == 1
     assert sum(isinstance(r, ConflictError) for r in results) == 4
     assert (await store.get("/registry/cm/ns/a")).version == 2
+
+
+async def test_compaction_does_not_end_live_watches(store: Store) -> None:
+    start = await store.current_revision()
+    watch = store.watch("/registry/", start)
+    for i in range(5):
+        await store.create(f"/registry/cm/ns/k{i}", b"v")
+    await store.compact(await store.current_revision())
+    assert [e.revision for e in await take(watch, 5)] == list(range(start + 1, start + 6))
+    await watch.aclose()
