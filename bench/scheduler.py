@@ -169,6 +169,12 @@ async def run_one(kubeconfig: str, server_pid: int, nodes: int, pods: int,
     bound = sum(1 for p in listed["items"] if (p.get("spec") or {}).get("nodeName"))
     claims = await client.list("resource.k8s.io/v1", "resourceclaims", NS)
     allocated = sum(1 for c in claims["items"] if (c.get("status") or {}).get("allocation"))
+    events = (await client.list("v1", "events", NS))["items"]
+    failures = sum(e.get("count", 1) for e in events if e.get("reason") == "FailedScheduling")
+    if failures:
+        reasons = {e.get("message", "")[:120] for e in events
+                   if e.get("reason") == "FailedScheduling"}
+        print(f"{failures} FailedScheduling events, e.g. {sorted(reasons)[:3]}", flush=True)
     devices = {(r["pool"], r["device"]) for c in claims["items"]
                for r in c["status"]["allocation"]["devices"]["results"]}
     await scheduler.stop()

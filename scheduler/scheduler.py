@@ -100,6 +100,9 @@ class Scheduler:
         # about them must not queue them again.
         self._bound_unseen: set[str] = set()
         self._gate_reports: dict[str, asyncio.TimerHandle] = {}
+        # What was last reported for a gated pod: reported once, not on every pod update
+        # (our own condition write is one).
+        self._gate_reported: dict[str, str] = {}
         self._binding_slots = asyncio.Semaphore(MAX_CONCURRENT_BINDINGS)
         self.scheduled = 0  # pods bound so far (for benchmarks and logs)
 
@@ -245,12 +248,13 @@ class Scheduler:
         if status.ok:
             self._cancel_gate_report(key)
             return ""
-        if key not in self._gate_reports:
+        if key not in self._gate_reports and self._gate_reported.get(key) != status.message:
             self._gate_reports[key] = asyncio.get_running_loop().call_later(
                 GATED_REPORT_DELAY, self._report_gated, key)
         return status.plugin
 
     def _cancel_gate_report(self, key: str) -> None:
+        self._gate_reported.pop(key, None)
         handle = self._gate_reports.pop(key, None)
         if handle is not None:
             handle.cancel()
@@ -261,7 +265,8 @@ class Scheduler:
         if pod is None or (pod.get("spec") or {}).get("nodeName"):
             return
         status = self.framework.run_pre_enqueue(pod)
-        if not status.ok:
+        if not status.ok and self._gate_reported.get(key) != status.message:
+            self._gate_reported[key] = status.message
             self._spawn(self._report_failure(pod, status.message, "Unschedulable"))
 
     # --- the scheduling cycle ----------------------------------------------------------
