@@ -23,6 +23,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	resourcev1alpha3 "k8s.io/api/resource/v1alpha3"
 	resourcev1beta1 "k8s.io/api/resource/v1beta1"
 	resourcev1beta2 "k8s.io/api/resource/v1beta2"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -263,6 +264,34 @@ func objects() map[string]runtime.Object {
 		"resourceclaim-v1beta2": &resourcev1beta2.ResourceClaim{ObjectMeta: meta("c"), Spec: resourcev1beta2.ResourceClaimSpec{
 			Devices: resourcev1beta2.DeviceClaim{Requests: []resourcev1beta2.DeviceRequest{{Name: "gpu",
 				Exactly: &resourcev1beta2.ExactDeviceRequest{DeviceClassName: "gpu.example.com", Count: 1}}}}}},
+		"deviceclass-v1beta1": &resourcev1beta1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: resourcev1beta1.DeviceClassSpec{
+			Selectors: []resourcev1beta1.DeviceSelector{{CEL: &resourcev1beta1.CELDeviceSelector{Expression: "true"}}},
+			Config: []resourcev1beta1.DeviceClassConfiguration{{DeviceConfiguration: resourcev1beta1.DeviceConfiguration{
+				Opaque: &resourcev1beta1.OpaqueDeviceConfiguration{Driver: "d", Parameters: gpuConfig}}}}}},
+		"resourceclaimtemplate-v1beta1": &resourcev1beta1.ResourceClaimTemplate{ObjectMeta: meta("t"), Spec: resourcev1beta1.ResourceClaimTemplateSpec{
+			Spec: resourcev1beta1.ResourceClaimSpec{Devices: resourcev1beta1.DeviceClaim{Requests: []resourcev1beta1.DeviceRequest{{
+				Name: "r", FirstAvailable: []resourcev1beta1.DeviceSubRequest{{Name: "a", DeviceClassName: "c", Count: 0}}}}}}}},
+		"deviceclass-v1beta2": &resourcev1beta2.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: resourcev1beta2.DeviceClassSpec{
+			ExtendedResourceName: ptr(""), Config: []resourcev1beta2.DeviceClassConfiguration{{DeviceConfiguration: resourcev1beta2.DeviceConfiguration{
+				Opaque: &resourcev1beta2.OpaqueDeviceConfiguration{Driver: "d", Parameters: runtime.RawExtension{Raw: []byte(`{}`)}}}}}}},
+		"devicetaintrule-v1beta2": &resourcev1beta2.DeviceTaintRule{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: resourcev1beta2.DeviceTaintRuleSpec{
+			DeviceSelector: &resourcev1beta2.DeviceTaintSelector{Device: ptr("gpu-0")},
+			Taint:          resourcev1beta2.DeviceTaint{Key: "k", Effect: resourcev1beta2.DeviceTaintEffectNoSchedule, TimeAdded: &created}}},
+		"resourceclaimtemplate-v1beta2": &resourcev1beta2.ResourceClaimTemplate{ObjectMeta: meta("t"), Spec: resourcev1beta2.ResourceClaimTemplateSpec{
+			Spec: resourcev1beta2.ResourceClaimSpec{Devices: resourcev1beta2.DeviceClaim{Requests: []resourcev1beta2.DeviceRequest{{
+				Name: "r", Exactly: &resourcev1beta2.ExactDeviceRequest{DeviceClassName: "c", AllocationMode: resourcev1beta2.DeviceAllocationModeAll}}}}}}},
+		"resourceslice-v1beta2": &resourcev1beta2.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Spec: resourcev1beta2.ResourceSliceSpec{
+			Driver: "nic.example.com", Pool: resourcev1beta2.ResourcePool{Name: "p", Generation: 7, ResourceSliceCount: 2},
+			NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+				Key: "rack", Operator: corev1.NodeSelectorOpExists}}}}},
+			Devices: []resourcev1beta2.Device{{Name: "nic-0", AllNodes: ptr(false),
+				Attributes: map[resourcev1beta2.QualifiedName]resourcev1beta2.DeviceAttribute{"speed": {StringValue: ptr("")}},
+				Capacity:   map[resourcev1beta2.QualifiedName]resourcev1beta2.DeviceCapacity{"bandwidth": {Value: resource.MustParse("100G")}}}}}},
+		"devicetaintrule-v1alpha3": &resourcev1alpha3.DeviceTaintRule{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: resourcev1alpha3.DeviceTaintRuleSpec{
+			DeviceSelector: &resourcev1alpha3.DeviceTaintSelector{Driver: ptr("d"), Pool: ptr("p")},
+			Taint:          resourcev1alpha3.DeviceTaint{Key: "k", Value: "v", Effect: resourcev1alpha3.DeviceTaintEffectNoExecute}}},
+		"resourcepoolstatusrequest-v1alpha3": &resourcev1alpha3.ResourcePoolStatusRequest{ObjectMeta: metav1.ObjectMeta{Name: "q"},
+			Spec: resourcev1alpha3.ResourcePoolStatusRequestSpec{Driver: "gpu.example.com", PoolName: ptr("node-1"), Limit: ptr[int32](0)}},
 	}
 }
 
@@ -274,7 +303,8 @@ func main() {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme,
 		coordv1.AddToScheme, eventsv1.AddToScheme, authzv1.AddToScheme, authnv1.AddToScheme, policyv1.AddToScheme,
-		autoscalingv1.AddToScheme, resourcev1.AddToScheme, resourcev1beta1.AddToScheme, resourcev1beta2.AddToScheme} {
+		autoscalingv1.AddToScheme, resourcev1.AddToScheme, resourcev1beta1.AddToScheme, resourcev1beta2.AddToScheme,
+		resourcev1alpha3.AddToScheme} {
 		if err := add(scheme); err != nil {
 			panic(err)
 		}
