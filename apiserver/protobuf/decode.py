@@ -256,7 +256,8 @@ def _number(fields_: dict[int, int | bytes], number: int, bits: int, what: str) 
     return signed(value, bits)
 
 
-def _time(fields_: dict[int, int | bytes], layout: str) -> str | None:
+def _time(fields_: dict[int, int | bytes], micro: bool) -> str | None:
+    """RFC 3339 in UTC as metav1.Time (seconds) or metav1.MicroTime (microseconds)."""
     seconds = _number(fields_, 1, 64, "Time.seconds")
     nanos = _number(fields_, 2, 32, "Time.nanos")
     if not fields_ or (seconds == _ZERO_TIME and nanos == 0):
@@ -266,7 +267,9 @@ def _time(fields_: dict[int, int | bytes], layout: str) -> str | None:
             seconds=seconds, microseconds=nanos // 1000)
     except OverflowError:
         raise ProtobufError(f"time out of range: {seconds} seconds") from None
-    return t.strftime(layout)
+    # Four-digit years always, as Go writes them (strftime drops leading zeros).
+    text = f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}"
+    return f"{text}.{t.microsecond:06d}Z" if micro else f"{text}Z"
 
 
 def _bytes_field(fields_: dict[int, int | bytes], what: str) -> bytes:
@@ -286,7 +289,7 @@ def _embedded_json(fields_: dict[int, int | bytes], what: str) -> Any:
         return None
     try:
         return json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as e:
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
         raise ProtobufError(f"{what} does not hold JSON: {e}") from None
 
 
@@ -297,8 +300,8 @@ def _int_or_string(fields_: dict[int, int | bytes]) -> int | str:
 
 
 _SPECIAL: dict[str, Callable[[dict[int, int | bytes]], Any]] = {
-    "meta.v1.Time": lambda f: _time(f, "%Y-%m-%dT%H:%M:%SZ"),
-    "meta.v1.MicroTime": lambda f: _time(f, "%Y-%m-%dT%H:%M:%S.%fZ"),
+    "meta.v1.Time": lambda f: _time(f, micro=False),
+    "meta.v1.MicroTime": lambda f: _time(f, micro=True),
     "meta.v1.FieldsV1": lambda f: _embedded_json(f, "FieldsV1"),
     "runtime.RawExtension": lambda f: _embedded_json(f, "RawExtension"),
     "api.resource.Quantity": lambda f: _string_field(f, "Quantity"),

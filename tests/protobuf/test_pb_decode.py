@@ -119,6 +119,23 @@ def test_empty_time_is_left_out_like_a_null() -> None:
     assert obj["metadata"] == {"name": "x"}
 
 
+def time_body(seconds: int) -> bytes:
+    stamp = tag(1, 0) + varint(seconds)
+    return envelope(length_delimited(1, length_delimited(1, b"x") + length_delimited(8, stamp)),
+                    "v1", "Namespace")
+
+
+def test_early_years_keep_four_digits() -> None:
+    year_5 = -62009366400  # 0005-01-01T00:00:00Z
+    assert decode(time_body(year_5), "", "", "")["metadata"]["creationTimestamp"] == \
+        "0005-01-01T00:00:00Z"
+
+
+def test_times_past_year_9999_are_refused() -> None:
+    with pytest.raises(ProtobufError, match="time out of range"):
+        decode(time_body(1 << 40), "", "", "")
+
+
 def test_extra_values_are_plain_lists() -> None:
     status = {"userInfo": {"username": "u", "extra": {"scopes": ["a", "b"]}}}
     raw = encode_message({"status": status}, "authentication.v1.SelfSubjectReview")
@@ -159,8 +176,9 @@ def test_malformed_bodies_raise_clear_errors(body: bytes, message: str) -> None:
     assert str(e.value) == message
 
 
-def test_raw_extension_must_hold_json() -> None:
-    opaque = length_delimited(1, b"drv") + length_delimited(2, length_delimited(1, b"{nope"))
+@pytest.mark.parametrize("parameters", [b"{nope", b"[" * 100_000])
+def test_raw_extension_must_hold_json(parameters: bytes) -> None:
+    opaque = length_delimited(1, b"drv") + length_delimited(2, length_delimited(1, parameters))
     config = length_delimited(1, length_delimited(1, opaque))  # DeviceClassConfiguration
     raw = length_delimited(2, length_delimited(2, config))
     with pytest.raises(ProtobufError, match="RawExtension does not hold JSON"):
