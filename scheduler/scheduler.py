@@ -36,9 +36,10 @@ log = get_logger("scheduler")
 
 SCHEDULER_NAME = "default-scheduler"
 # A pod held back by PreEnqueue (its claims do not exist yet) gets its reason written only
-# if it is still waiting after this long: usually the claim controller is faster, and
-# upstream writes nothing at all for such pods.
-GATED_REPORT_DELAY = 1.0
+# if it is still waiting after this long: usually the claim controller is faster (even
+# with a backlog of hundreds of new pods), and upstream writes nothing at all for such
+# pods.
+GATED_REPORT_DELAY = 5.0
 # Binding cycles running at once: more would only queue on the client's connection pool
 # (and time out there) without binding faster.
 MAX_CONCURRENT_BINDINGS = 32
@@ -78,7 +79,8 @@ class CycleResult:
 
 class Scheduler:
     def __init__(self, client: Client, gates: FeatureGates | None = None, *,
-                 initial_backoff: float = 1.0, max_backoff: float = 10.0) -> None:
+                 initial_backoff: float = 1.0, max_backoff: float = 10.0,
+                 gated_report_delay: float = GATED_REPORT_DELAY) -> None:
         self.client = client
         self.gates = gates or FeatureGates()
         self.inventory = Inventory(self.gates)
@@ -103,6 +105,7 @@ class Scheduler:
         # What was last reported for a gated pod: reported once, not on every pod update
         # (our own condition write is one).
         self._gate_reported: dict[str, str] = {}
+        self._gated_report_delay = gated_report_delay
         self._binding_slots = asyncio.Semaphore(MAX_CONCURRENT_BINDINGS)
         self.scheduled = 0  # pods bound so far (for benchmarks and logs)
 
@@ -250,7 +253,7 @@ class Scheduler:
             return ""
         if key not in self._gate_reports and self._gate_reported.get(key) != status.message:
             self._gate_reports[key] = asyncio.get_running_loop().call_later(
-                GATED_REPORT_DELAY, self._report_gated, key)
+                self._gated_report_delay, self._report_gated, key)
         return status.plugin
 
     def _cancel_gate_report(self, key: str) -> None:

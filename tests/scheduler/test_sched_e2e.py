@@ -27,7 +27,7 @@ async def client(apiserver) -> AsyncIterator[Client]:  # noqa: F811
 @pytest.fixture
 async def scheduler(apiserver) -> AsyncIterator[Scheduler]:  # noqa: F811
     c = Client.from_kubeconfig(str(apiserver.kubeconfig_path), user_agent="draemu-scheduler")
-    s = Scheduler(c, initial_backoff=0.05, max_backoff=0.2)
+    s = Scheduler(c, initial_backoff=0.05, max_backoff=0.2, gated_report_delay=0.2)
     await s.start()
     yield s
     await s.stop()
