@@ -1,8 +1,9 @@
 """Wire formats: request bodies in, JSON out, content negotiation, query parsing.
 
 Lenient where real clients need it (client-compat.md): no Content-Type means JSON,
-YAML is accepted, bool parameters parse like Go's `strconv.ParseBool`. Responses are
-compact JSON with `Content-Type: application/json` exactly (lightkube checks it).
+YAML is accepted, Kubernetes protobuf bodies (kubectl >= 1.32, client-go) are decoded to
+JSON by `draemu.apiserver.protobuf`, bool parameters parse like Go's `strconv.ParseBool`.
+Responses are compact JSON with `Content-Type: application/json` exactly (lightkube checks it).
 """
 
 from __future__ import annotations
