@@ -130,14 +130,19 @@ class DRAManager:
         plugin = self.plugins.get(driver)
         if plugin is None:
             raise DRAError(f"prepare dynamic resources: DRA driver {driver} is not registered")
-        v = plugin.version
-        request = v.NodePrepareResourcesRequest(claims=[
-            v.Claim(namespace=i.namespace, uid=i.claim_uid, name=i.claim_name) for i in infos])
-        try:
-            response = await plugin.client.node_prepare_resources(request,
-                                                                  timeout=self.call_timeout)
-        except grpc.aio.AioRpcError as err:
-            raise DRAError(f"NodePrepareResources: {_rpc_error(err)}") from err
+        while True:
+            v = plugin.version
+            request = v.NodePrepareResourcesRequest(claims=[
+                v.Claim(namespace=i.namespace, uid=i.claim_uid, name=i.claim_name)
+                for i in infos])
+            try:
+                response = await plugin.client.node_prepare_resources(
+                    request, timeout=self.call_timeout)
+                break
+            except grpc.aio.AioRpcError as err:
+                if err.code() == grpc.StatusCode.UNIMPLEMENTED and plugin.fall_back():
+                    continue
+                raise DRAError(f"NodePrepareResources: {_rpc_error(err)}") from err
         by_uid = {i.claim_uid: i for i in infos}
         for uid, result in response.claims.items():
             info = by_uid.get(uid)
@@ -181,14 +186,19 @@ class DRAManager:
         if plugin is None:
             raise DRAError(f"unprepare dynamic resources: DRA driver {driver} is not "
                            "registered")
-        v = plugin.version
-        request = v.NodeUnprepareResourcesRequest(claims=[
-            v.Claim(namespace=i.namespace, uid=i.claim_uid, name=i.claim_name) for i in infos])
-        try:
-            response = await plugin.client.node_unprepare_resources(request,
-                                                                    timeout=self.call_timeout)
-        except grpc.aio.AioRpcError as err:
-            raise DRAError(f"NodeUnprepareResources: {_rpc_error(err)}") from err
+        while True:
+            v = plugin.version
+            request = v.NodeUnprepareResourcesRequest(claims=[
+                v.Claim(namespace=i.namespace, uid=i.claim_uid, name=i.claim_name)
+                for i in infos])
+            try:
+                response = await plugin.client.node_unprepare_resources(
+                    request, timeout=self.call_timeout)
+                break
+            except grpc.aio.AioRpcError as err:
+                if err.code() == grpc.StatusCode.UNIMPLEMENTED and plugin.fall_back():
+                    continue
+                raise DRAError(f"NodeUnprepareResources: {_rpc_error(err)}") from err
         by_uid = {i.claim_uid: i for i in infos}
         for uid, result in response.claims.items():
             info = by_uid.get(uid)

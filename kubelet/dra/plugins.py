@@ -49,6 +49,19 @@ class PluginInstance:
     client: rpc.DRAClient
     registered_at: float = field(default_factory=time.monotonic)
     health_task: asyncio.Task[None] | None = None
+    # Other DRA versions the plugin advertised, in its order: used when the chosen one
+    # turns out not to be served (UNIMPLEMENTED).
+    fallbacks: list[dra.DRAVersion] = field(default_factory=list)
+
+    def fall_back(self) -> bool:
+        """Switch to the next advertised version; False when there is none."""
+        if not self.fallbacks:
+            return False
+        self.version = self.fallbacks.pop(0)
+        self.client = rpc.DRAClient(self.channel, self.version)
+        log.warning("DRA plugin does not serve its first advertised version, falling back",
+                    driver=self.driver, version=self.version.registration_name)
+        return True
 
 
 def choose_version(versions: list[str]) -> dra.DRAVersion:
@@ -97,8 +110,10 @@ class DRAPluginManager:
     async def register(self, name: str, endpoint: str, versions: list[str]) -> None:
         version = choose_version(list(versions))
         channel = grpc.aio.insecure_channel(rpc.unix_target(endpoint))
+        others = [dra.VERSIONS[v] for v in versions if v in dra.VERSIONS]
         instance = PluginInstance(name, endpoint, version, choose_health_version(list(versions)),
-                                  channel, rpc.DRAClient(channel, version))
+                                  channel, rpc.DRAClient(channel, version),
+                                  fallbacks=[v for v in others if v is not version])
         self.instances.setdefault(name, []).append(instance)
         wipe = self._wipes.pop(name, None)
         if wipe:

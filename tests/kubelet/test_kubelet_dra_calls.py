@@ -263,3 +263,20 @@ async def test_extended_resource_claim_devices_go_to_the_mapped_container(setup)
     assert manager.container_cdi_ids(p, a) == []
     assert manager.container_cdi_ids(p, b) == ["k8s.gpu.example.com/gpu=uid-e"]
     assert manager.container_devices(p, b)[0][0] == "example.com/gpu"
+
+
+async def test_a_plugin_not_serving_its_first_version_gets_the_next_one(tmp_path):
+    plugins = DRAPluginManager(ClaimsAPI(), "node-1", wipe_delay=3600)
+    beta_only = FakePlugin(dra.V1BETA1)
+    path = str(tmp_path / "dra.sock")
+    await beta_only.start(path)
+    try:
+        await plugins.register("gpu.example.com", path, ["v1.DRAPlugin", "v1beta1.DRAPlugin"])
+        manager = DRAManager(ClaimsAPI([claim("a", "uid-a")]), plugins,
+                             ClaimCache(tmp_path / "dra_manager_state"))
+        await manager.prepare_resources(pod(("x", "a")))
+        assert len(beta_only.prepare_requests) == 1
+        assert plugins.get("gpu.example.com").version is dra.V1BETA1
+    finally:
+        await plugins.stop()
+        await beta_only.stop()
