@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from draemu.cel import compile_expression
 from draemu.client import ApiError, Client, EventRecorder, Informer, key_of
 from draemu.features import FeatureGates
 from draemu.log import get_logger
@@ -127,6 +128,9 @@ class Scheduler:
         if self.gates.enabled("DRADeviceTaintRules") and await self._served("devicetaintrules"):
             self._watch_cluster_scoped("devicetaintrules", "DeviceTaintRule",
                                        self.dra.set_taint_rule, self.dra.remove_taint_rule)
+        # Building the CEL parser takes seconds the first time: pay it now, in a thread,
+        # rather than in the first pod's scheduling cycle.
+        await asyncio.to_thread(compile_expression, "true")
         for inf in self._informers.values():
             await inf.start()
         await asyncio.gather(*(inf.wait_synced(timeout) for inf in self._informers.values()))
