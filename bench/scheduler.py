@@ -102,13 +102,24 @@ TEMPLATE = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
                                        f'device.attributes["{DRIVER}"].model == "H100"'}}]}}]}}}}
 
 
-def pod(i: int) -> dict[str, Any]:
+def pod(i: int, direct: bool = False) -> dict[str, Any]:
+    source = {"resourceClaimName": claim_name(i)} if direct else \
+        {"resourceClaimTemplateName": "one-gpu"}
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": f"pod-{i:05d}", "namespace": NS},
             "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
                                      "resources": {"claims": [{"name": "gpu"}]}}],
-                     "resourceClaims": [{"name": "gpu",
-                                         "resourceClaimTemplateName": "one-gpu"}]}}
+                     "resourceClaims": [{"name": "gpu", **source}]}}
+
+
+def claim_name(i: int) -> str:
+    return f"pod-{i:05d}-gpu"
+
+
+def claim(i: int) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": claim_name(i), "namespace": NS},
+            "spec": TEMPLATE["spec"]["spec"]}
 
 
 async def _bounded(coros: list[Any], limit: int = 32) -> None:
@@ -128,7 +139,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 async def run_one(kubeconfig: str, server_pid: int, nodes: int, pods: int,
-                  profile: bool) -> dict[str, float]:
+                  profile: bool, direct: bool) -> dict[str, float]:
     from draemu.client import Client
     from draemu.scheduler import Scheduler
 
@@ -141,6 +152,9 @@ async def run_one(kubeconfig: str, server_pid: int, nodes: int, pods: int,
     await _bounded([client.create("resource.k8s.io/v1", "resourceslices", resource_slice(i))
                     for i in range(nodes)])
 
+    if direct:
+        await _bounded([client.create("resource.k8s.io/v1", "resourceclaims", claim(i), NS)
+                        for i in range(pods)])
     sched_client = Client.from_kubeconfig(kubeconfig, user_agent="draemu-scheduler")
     scheduler = Scheduler(sched_client)
     await scheduler.start()
@@ -149,7 +163,7 @@ async def run_one(kubeconfig: str, server_pid: int, nodes: int, pods: int,
         profiler.enable()
     start, cpu_start = time.perf_counter(), time.process_time()
     server_cpu_start = cpu_seconds(server_pid)
-    await _bounded([client.create("v1", "pods", pod(i), NS) for i in range(pods)])
+    await _bounded([client.create("v1", "pods", pod(i, direct), NS) for i in range(pods)])
     created = time.perf_counter() - start
     last, last_change = 0, time.perf_counter()
     while scheduler.scheduled < pods:
@@ -202,26 +216,22 @@ def cycle_only(nodes: int, pods: int, profile: bool) -> dict[str, float]:
     for i in range(nodes):
         sched.cache.set_node(node(i))
         sched.dra.set_slice(resource_slice(i))
-    claim_spec = TEMPLATE["spec"]["spec"]
     work = []
     for i in range(pods):
-        p = pod(i)
+        p = pod(i, direct=True)
         p["metadata"]["uid"] = f"pod-uid-{i}"
-        name = f"pod-{i:05d}-gpu"
-        p["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": name}]
-        claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-                 "metadata": {"name": name, "namespace": NS, "uid": f"claim-uid-{i}"},
-                 "spec": claim_spec}
-        sched.dra.set_claim(claim)
-        work.append((p, claim))
+        c = claim(i)
+        c["metadata"]["uid"] = f"claim-uid-{i}"
+        sched.dra.set_claim(c)
+        work.append((p, c))
     profiler = cProfile.Profile() if profile else None
     if profiler:
         profiler.enable()
     start = time.perf_counter()
-    for p, claim in work:
+    for p, c in work:
         result = sched.scheduling_cycle(p)
         assert result.node_name, result.message
-        sched.dra.set_claim(sched.dra.assumed_claim(claim["metadata"]["uid"]))
+        sched.dra.set_claim(sched.dra.assumed_claim(c["metadata"]["uid"]))
         sched.cache.add_pod({**p, "spec": {**p["spec"], "nodeName": result.node_name}})
     elapsed = time.perf_counter() - start
     if profiler:
@@ -242,6 +252,9 @@ def main() -> int:
                         help="cProfile the scheduler process while pods are scheduled")
     parser.add_argument("--profile-server", action="store_true",
                         help="cProfile the apiserver process while pods are scheduled")
+    parser.add_argument("--direct-claims", action="store_true",
+                        help="pods name claims created beforehand (no claim controller in "
+                        "the measured path) instead of using a template")
     parser.add_argument("--cycle-only", action="store_true",
                         help="measure the scheduling cycle alone, without apiserver and HTTP")
     args = parser.parse_args()
@@ -266,7 +279,8 @@ def main() -> int:
                     print("apiserver did not start", file=sys.stderr)
                     return 1
                 kubeconfig = parent.recv()
-                result = asyncio.run(run_one(kubeconfig, server.pid, n, pods, args.profile))
+                result = asyncio.run(run_one(kubeconfig, server.pid, n, pods, args.profile,
+                                             args.direct_claims))
                 parent.send("stop")
                 parent.poll(60)
             finally:

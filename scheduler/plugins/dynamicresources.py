@@ -61,6 +61,8 @@ RESOURCE_V1 = "resource.k8s.io/v1"
 FINALIZER = "resource.kubernetes.io/delete-protection"
 RESERVED_FOR_MAX = 256
 BINDING_TIMEOUT = 600.0
+CONFLICT_RETRIES = 8
+CONFLICT_BACKOFF = 0.01  # seconds, doubled per retry
 PRIORITIZED_LIST_MAX = 8  # the longest firstAvailable list; score = 8 - chosen index
 MAX_SCORE = 100
 UNAVAILABLE = "resourceclaim not available on the node"
@@ -482,7 +484,7 @@ class DynamicResources:
         meta = claim["metadata"]
         ns, name = meta["namespace"], meta["name"]
         fresh = claim
-        for _ in range(5):
+        for attempt in range(CONFLICT_RETRIES):
             status = fresh.get("status") or {}
             if any(r.get("uid") == pod_meta["uid"] for r in status.get("reservedFor") or []):
                 return fresh
@@ -517,6 +519,9 @@ class DynamicResources:
             except ApiError as e:
                 if e.code != 409:
                     raise _PreBindError(f"resourceclaim {ns}/{name}: {e.message}") from e
+                # Someone else wrote the claim meanwhile: back off a little, so that a
+                # writer racing with us (or a read cache behind the write) can settle.
+                await asyncio.sleep(CONFLICT_BACKOFF * 2 ** attempt)
                 try:
                     fresh = await self._client.get(RESOURCE_V1, "resourceclaims", name, ns)
                 except ApiError as get_error:
