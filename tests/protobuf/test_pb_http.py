@@ -129,3 +129,20 @@ async def test_protobuf_resource_claim_in_an_older_version(client: Client) -> No
     assert stored["spec"]["devices"]["requests"] == [
         {"name": "r", "exactly": {"deviceClassName": "gpu.example.com",
                                   "allocationMode": "ExactCount", "count": 2}}]
+
+
+async def test_protobuf_status_update_of_a_resource_claim(client: Client) -> None:
+    claims = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "c"},
+             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                 "deviceClassName": "gpu.example.com"}}]}}}
+    _, _, created = await client.call("POST", claims,
+                                      encode_object(claim, "resource.v1.ResourceClaim"))
+    allocation = {"devices": {"results": [{"request": "gpu", "driver": "gpu.example.com",
+                                           "pool": "node-1", "device": "gpu-0"}]}}
+    created["status"] = {"allocation": allocation}
+    status, _, updated = await client.call(
+        "PUT", f"{claims}/c/status", encode_object(created, "resource.v1.ResourceClaim"))
+    assert status == 200, updated
+    assert updated["status"]["allocation"] == allocation
