@@ -98,10 +98,13 @@ def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], mana
         other.fields -= changed
 
     owned_by_others: fieldpath.FieldSet = set().union(*(o.fields for o in others))
+    keep = owned_by_others | new_set
     # Outer paths first: removing a list item before its fields keeps its key readable.
+    # A map or list owned as a whole (the "." of an entry taken over from client-side
+    # apply) stays while the configuration still sets something inside it.
     for path in sorted(mine.fields - new_set, key=len):
-        if not _owned_at_or_below(path, owned_by_others) and not fieldpath.under(path, new_set):
-            typed.remove(merged, path, node, owned_by_others | new_set)
+        if not _owned_at_or_below(path, keep) and not fieldpath.under(path, new_set):
+            typed.remove(merged, path, node, keep)
 
     mine.fields = new_set
     mine.time = stamp

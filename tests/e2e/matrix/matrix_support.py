@@ -1,0 +1,26 @@
+"""The kubectl binaries of the matrix: every one on the machine (1.27 ... beside
+/usr/bin/kubectl) plus those named by DRAEMU_KUBECTL (1.35 in `make test`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from draemu.testing.apiserver import kubectl_binaries
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+BINARIES = kubectl_binaries()
+VERSIONS = sorted(BINARIES, key=_key)
+
+
+def at_least(version: str, oldest: str) -> bool:
+    return _key(version) >= _key(oldest)
+
+
+def write(folder: Path, name: str, text: str) -> str:
+    path = folder / name
+    path.write_text(text)
+    return str(path)
