@@ -292,3 +292,34 @@ async def test_dra_failure_message_carries_the_allocator_explanation(client, sch
     message = await eventually(lambda: unschedulable_message(client, "p1"))
     assert message.startswith("0/1 nodes are available: 1 cannot allocate all claims")
     assert "claim default/c1, request gpu" in message
+
+
+async def test_pods_from_a_template_are_scheduled_with_the_claim_controller(
+        apiserver, client, scheduler):  # noqa: F811
+    from draemu.controllers.manager import ControllerManager
+
+    controller_client = Client.from_kubeconfig(str(apiserver.kubeconfig_path))
+    controllers = ControllerManager(controller_client, enabled=["resourceclaim"])
+    await controllers.start()
+    try:
+        await setup_gpus(client, {"n1": 2, "n2": 2})
+        await client.create(R, "resourceclaimtemplates", {
+            "apiVersion": R, "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "one-gpu", "namespace": "default"},
+            "spec": {"spec": claim("unused")["spec"]}})
+        for i in range(4):
+            await client.create("v1", "pods", plain_pod(f"p{i}", claims=[
+                {"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]))
+
+        async def all_bound() -> list[str | None] | None:
+            nodes = [await node_of(client, f"p{i}") for i in range(4)]
+            return nodes if all(nodes) else None
+
+        assert sorted(await eventually(all_bound)) == ["n1", "n1", "n2", "n2"]
+        claims = (await client.list(R, "resourceclaims", "default"))["items"]
+        devices = {(r["pool"], r["device"]) for c in claims
+                   for r in c["status"]["allocation"]["devices"]["results"]}
+        assert len(devices) == 4
+    finally:
+        await controllers.stop()
+        await controller_client.close()
