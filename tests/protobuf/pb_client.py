@@ -35,10 +35,10 @@ class Client:
         self.ssl = tls_context(kubeconfig)
         self.session = session
 
-    async def call(self, method: str, path: str, body: bytes | dict[str, Any] | None = None
-                   ) -> tuple[int, str, Any]:
+    async def call(self, method: str, path: str, body: bytes | dict[str, Any] | None = None,
+                   accept: str = f"{PROTOBUF},application/json") -> tuple[int, str, Any]:
         """(status, response Content-Type, decoded JSON body); bytes go as protobuf."""
-        headers = {"Accept": f"{PROTOBUF},application/json"}
+        headers = {"Accept": accept}
         data = None
         if isinstance(body, bytes):
             headers["Content-Type"], data = PROTOBUF, body

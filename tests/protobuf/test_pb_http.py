@@ -52,6 +52,15 @@ async def test_protobuf_create_stores_what_json_create_stores(client: Client) ->
     assert stable(from_pb) == stable(from_json)
 
 
+async def test_a_protobuf_only_accept_is_answered_with_json(client: Client) -> None:
+    # client-go with only ContentType set asks this; it decodes JSON answers as well.
+    status, ctype, created = await client.call(
+        "POST", CM, encode_object(configmap("pb-only"), "core.v1.ConfigMap"),
+        accept="application/vnd.kubernetes.protobuf")
+    assert (status, ctype) == (201, "application/json")
+    assert created["metadata"]["name"] == "pb-only"
+
+
 async def test_protobuf_update(client: Client) -> None:
     _, _, created = await client.call("POST", CM, configmap("upd"))
     changed = {**created, "data": {"k": "changed"}}
