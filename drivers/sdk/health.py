@@ -29,6 +29,7 @@ class HealthReporter:
     def __init__(self) -> None:
         self._devices: dict[tuple[str, str], DeviceHealth] = {}
         self._changed = asyncio.Condition()
+        self._version = 0  # bumped on every change; streams compare, so none is missed
 
     async def set(self, pool_name: str, device_name: str, healthy: bool | None,
                   message: str = "", timeout_seconds: int = 0) -> None:
@@ -37,6 +38,7 @@ class HealthReporter:
             proto.HEALTHY if healthy else proto.UNHEALTHY)
         self._devices[(pool_name, device_name)] = DeviceHealth(
             pool_name, device_name, status, message, timeout_seconds, int(time.time()))
+        self._version += 1
         async with self._changed:
             self._changed.notify_all()
 
@@ -52,9 +54,10 @@ class HealthReporter:
 
     def watcher(self, version: proto.HealthVersion) -> Any:
         async def watch(_request: Any, _context: Any) -> AsyncIterator[Any]:
-            yield self._response(version)
             while True:
-                async with self._changed:
-                    await self._changed.wait()
+                sent = self._version
                 yield self._response(version)
+                async with self._changed:
+                    while self._version == sent:
+                        await self._changed.wait()
         return watch
