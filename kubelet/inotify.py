@@ -37,16 +37,20 @@ class DirectoryNotifier:
             return None
         return cls(libc, fd) if fd >= 0 else None
 
-    def watch(self, directory: Path) -> None:
+    def watch(self, directory: Path) -> bool:
+        """Watch `directory`; True when the watch is new."""
         path = str(directory)
         if path in self._watched:
-            return
-        if self._libc.inotify_add_watch(self._fd, os.fsencode(path), _MASK) >= 0:
-            self._watched.add(path)
+            return False
+        if self._libc.inotify_add_watch(self._fd, os.fsencode(path), _MASK) < 0:
+            return False
+        self._watched.add(path)
+        return True
 
-    def forget(self, directory: Path) -> None:
-        # The kernel drops the watch of a deleted directory by itself.
-        self._watched.discard(str(directory))
+    def retain(self, directories: set[str]) -> None:
+        """Forget directories that are gone (the kernel dropped their watches), so one
+        re-created under the same path is watched again."""
+        self._watched &= directories
 
     def _drain(self) -> None:
         try:

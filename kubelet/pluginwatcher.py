@@ -116,11 +116,16 @@ class PluginWatcher:
                 pass
 
     async def reconcile(self) -> None:
+        if self._notifier:
+            # Watch before scanning, so a socket created meanwhile is not missed; a
+            # directory first seen in this scan is watched after it, so scan once more.
+            self._notifier.watch(self.directory)
         subdirs: list[str] = []
         desired = scan_sockets(self.directory, subdirs)
         if self._notifier:
-            for d in subdirs:
-                self._notifier.watch(Path(d))
+            self._notifier.retain(set(subdirs))
+            if any([self._notifier.watch(Path(d)) for d in subdirs]):
+                self._notifier.changed.set()
         for path, plugin in list(self.registered.items()):
             if desired.get(path) != plugin.identity:
                 del self.registered[path]

@@ -78,6 +78,7 @@ class ResourceSliceController:
         self._owner: Obj | None = None
         self._wake = asyncio.Event()
         self._synced = asyncio.Event()
+        self._generation = 0  # of the desired resources; a pass syncs the one it started with
         self._task: asyncio.Task[None] | None = None
         self._informer = Informer(
             client, API, "resourceslices",
@@ -100,6 +101,7 @@ class ResourceSliceController:
 
     def update(self, resources: DriverResources) -> None:
         self._resources = resources
+        self._generation += 1
         self._synced.clear()
         self._wake.set()
 
@@ -111,6 +113,7 @@ class ResourceSliceController:
         while True:
             await self._wake.wait()
             self._wake.clear()
+            generation = self._generation
             try:
                 await self.sync()
             except asyncio.CancelledError:
@@ -125,7 +128,8 @@ class ResourceSliceController:
                 self._wake.set()
                 continue
             delay = 0.1
-            self._synced.set()
+            if generation == self._generation:
+                self._synced.set()
 
     async def _node_owner(self) -> Obj:
         if self._owner is None:

@@ -199,3 +199,17 @@ async def test_rolling_update_keeps_the_new_instance_when_the_old_one_leaves(
         assert manager.get("gpu.example.com").endpoint == str(new.dra_socket)
     finally:
         await new.stop()
+
+
+async def test_sockets_in_sub_directories_are_found(layout, kubelet_side):
+    manager, watcher = kubelet_side
+    sub = layout.registry_dir / "vendor"
+    sub.mkdir()
+    raw = RawPlugin(reg.PluginInfo(type="DRAPlugin", name="sub.example.com",
+                                   supported_versions=["v1.DRAPlugin"]))
+    await raw.start(sub / "sub.example.com-reg.sock")
+    try:
+        await watcher.reconcile()
+        assert manager.registered("sub.example.com")
+    finally:
+        await raw.stop()
