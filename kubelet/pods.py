@@ -219,7 +219,10 @@ class PodWorkers:
                                             f"Failed to prepare dynamic resources: {err}")
                 raise Retry from err
             state.prepared = True
-            state.ip = state.ip or (self._free_ips.pop(0) if self._free_ips else None)
+            if spec.get("hostNetwork"):
+                state.ip = self.host_ip
+            elif not state.ip and self._free_ips:
+                state.ip = self._free_ips.pop(0)
             state.stage = "init"
         if state.stage == "init":
             inits = spec.get("initContainers") or []
@@ -363,7 +366,7 @@ class PodWorkers:
 
     def _forget(self, key: str, state: PodState) -> None:
         self.states.pop(key, None)
-        if state.ip:
+        if state.ip and state.ip != self.host_ip:
             self._free_ips.append(state.ip)
         self.events.forget(state.uid)
 
