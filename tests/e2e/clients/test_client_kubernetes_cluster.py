@@ -1,0 +1,100 @@
+"""The official client (kubernetes 37, strict pydantic models: a missing required field
+or a wrong JSON type fails the call) reads what a running cluster wrote: Nodes and Leases
+from the kubelets, ResourceSlices from the driver, an allocated and reserved claim from
+the scheduler, a running pod's status and the Events about it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from kubernetes import client, config, watch
+
+from draemu.testing.process import draemu_up
+
+NS = "default"
+POD = {
+    "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "cluster-pod"},
+    "spec": {"containers": [{"name": "ctr", "image": "registry.example.com/cuda:latest",
+                             "resources": {"claims": [{"name": "gpu"}]}}],
+             "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu"}]},
+}
+TEMPLATE = {
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+    "metadata": {"name": "gpu"},
+    "spec": {"spec": {"devices": {"requests": [
+        {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}},
+}
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[client.ApiClient]:
+    with draemu_up(tmp_path_factory.mktemp("draemu"), "--preset", "example") as running:
+        api = config.new_client_from_config(str(running.kubeconfig))
+        yield api
+        api.close()
+
+
+@pytest.fixture(scope="module")
+def running_pod(api: client.ApiClient) -> client.V1Pod:
+    """A pod with a claim from a template, once it runs."""
+    core = client.CoreV1Api(api)
+    client.ResourceV1Api(api).create_namespaced_resource_claim_template(NS, TEMPLATE)
+    created = core.create_namespaced_pod(NS, POD)
+    w = watch.Watch()
+    for event in w.stream(core.list_namespaced_pod, NS, field_selector="metadata.name=cluster-pod",
+                          resource_version=created.metadata.resource_version,
+                          timeout_seconds=60):
+        if event["object"].status.phase == "Running":
+            w.stop()
+            return event["object"]
+    raise AssertionError("cluster-pod never ran")
+
+
+def test_nodes_and_their_leases(api: client.ApiClient) -> None:
+    nodes = client.CoreV1Api(api).list_node().items
+    assert sorted(n.metadata.name for n in nodes) == ["node-1", "node-2"]
+    info = nodes[0].status.node_info
+    assert info.kubelet_version == "v1.37.0" and info.boot_id
+    leases = client.CoordinationV1Api(api).list_namespaced_lease("kube-node-lease").items
+    assert sorted(lease.spec.holder_identity for lease in leases) == ["node-1", "node-2"]
+
+
+def test_resource_slices_and_device_class(api: client.ApiClient) -> None:
+    resource = client.ResourceV1Api(api)
+    slices = resource.list_resource_slice(field_selector="spec.nodeName=node-1").items
+    assert [s.spec.driver for s in slices] == ["gpu.example.com"]
+    assert slices[0].spec.pool.resource_slice_count == 1
+    assert len(slices[0].spec.devices) == 8
+    classes = resource.list_device_class().items
+    assert [c.metadata.name for c in classes] == ["gpu.example.com"]
+
+
+def test_allocated_claim_of_a_running_pod(api: client.ApiClient,
+                                          running_pod: client.V1Pod) -> None:
+    name = running_pod.status.resource_claim_statuses[0].resource_claim_name
+    claim = client.ResourceV1Api(api).read_namespaced_resource_claim(name, NS)
+    result = claim.status.allocation.devices.results[0]
+    assert (result.driver, result.pool) == ("gpu.example.com", running_pod.spec.node_name)
+    assert [r.name for r in claim.status.reserved_for] == ["cluster-pod"]
+    owner = claim.metadata.owner_references[0]
+    assert (owner.kind, owner.name, owner.controller) == ("Pod", "cluster-pod", True)
+
+
+def test_running_pod_status(running_pod: client.V1Pod) -> None:
+    status = running_pod.status
+    assert [c.name for c in status.container_statuses] == ["ctr"]
+    assert status.container_statuses[0].ready is True
+    assert status.container_statuses[0].restart_count == 0
+    conditions = {c.type: c.status for c in status.conditions}
+    assert conditions["Ready"] == "True" and conditions["PodScheduled"] == "True"
+
+
+def test_events_about_the_pod(api: client.ApiClient, running_pod: client.V1Pod) -> None:
+    # Through core/v1 only: events.k8s.io/v1 shows events recorded the legacy way (as
+    # kubelets do, upstream too) with `eventTime: null`, which this client's
+    # EventsV1Event model rejects.
+    selector = f"involvedObject.uid={running_pod.metadata.uid}"
+    events = client.CoreV1Api(api).list_namespaced_event(NS, field_selector=selector).items
+    assert {"Scheduled", "Started"} <= {e.reason for e in events}
+    assert all(e.involved_object.name == "cluster-pod" for e in events)
