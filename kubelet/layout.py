@@ -8,7 +8,7 @@
 
 Unix socket paths must stay under 108 bytes. When the root is too long for
 `<root>/plugins/<driver>/dra-<uid>.sock` to fit, the socket-bearing directories are
-addressed through a short alias: a symlink `/tmp/draemu-s/<10 hex of sha256(root)>`
+addressed through a short alias: a symlink `/tmp/draemu-<uid>/<10 hex of sha256(root)>`
 pointing at the root. Drivers and the kubelet both use the alias paths; the files
 live in the real root.
 """
@@ -21,7 +21,8 @@ from pathlib import Path
 
 # Room left for `/plugins/<driver name>/dra-<pod uid>.sock` with a long driver name.
 MAX_ROOT_FOR_SOCKETS = 30
-ALIAS_DIR = Path("/tmp/draemu-s")
+# Per user, so that another user can neither block nor redirect our aliases.
+ALIAS_DIR = Path(f"/tmp/draemu-{os.getuid()}")
 
 
 class NodeLayout:
@@ -62,7 +63,9 @@ class NodeLayout:
                   self.pods_dir):
             d.mkdir(parents=True, exist_ok=True, mode=0o755)
         if self.alias is not None:
-            ALIAS_DIR.mkdir(mode=0o755, exist_ok=True)
+            ALIAS_DIR.mkdir(mode=0o700, exist_ok=True)
+            if ALIAS_DIR.stat().st_uid != os.getuid() or ALIAS_DIR.is_symlink():
+                raise PermissionError(f"{ALIAS_DIR} is not a directory of this user")
             if not (self.alias.is_symlink() and self.alias.resolve() == self.root.resolve()):
                 tmp = self.alias.with_name(f".{self.alias.name}.{os.getpid()}")
                 tmp.unlink(missing_ok=True)
