@@ -4,11 +4,8 @@ The facts come from two files per API package of the k8s.io/api and k8s.io/apima
 Go modules: `generated.proto` (field numbers, wire types, message types) and the Go
 struct definitions beside it (the JSON name, `omitempty`, whether the Go field is a
 pointer, and whether its JSON is inlined into the parent). Only messages reachable from
-the kinds draemu accepts as request bodies are written.
-
-    go mod download -json k8s.io/api@v0.37.2 k8s.io/apimachinery@v0.37.2
-    python apiserver/protobuf/generate.py ~/go/pkg/mod/k8s.io/api@v0.37.2 \\
-        ~/go/pkg/mod/k8s.io/apimachinery@v0.37.2
+the kinds draemu accepts as request bodies are written. How to fetch the modules and run
+it: see README.md beside this file.
 """
 
 from __future__ import annotations
