@@ -102,3 +102,32 @@ async def test_partitionable_and_shareable_gpus_are_accepted_by_the_apiserver(cl
     shared = [d for s in items for d in s["spec"].get("devices") or [] if d["name"] == "gpu-2"]
     assert shared[0]["allowMultipleAllocations"] is True
     assert shared[0]["capacity"]["memory"]["requestPolicy"]["validRange"]["step"] == "1Gi"
+    # What the apiserver stored is what was sent: publishing again writes nothing.
+    versions = [s["metadata"]["resourceVersion"] for s in items]
+    await publish(controller, pool)
+    assert [s["metadata"]["resourceVersion"] for s in await slices(client)] == versions
+
+
+async def test_seed_preset_pools_are_stored_exactly_as_published(client):
+    from draemu.drivers.builtin import make_driver
+    from draemu.drivers.presets import load_preset
+
+    (node,) = [n for n in load_preset("seed").nodes if n.name == "gpu-node-01"]
+    await client.create("v1", "nodes", {"apiVersion": "v1", "kind": "Node",
+                                        "metadata": {"name": "gpu-node-01"}})
+    for spec in node.drivers:
+        driver = make_driver(spec, "gpu-node-01", "/nonexistent")
+        ctrl = ResourceSliceController(client, spec.name, "gpu-node-01")
+        await ctrl.start()
+        try:
+            ctrl.update(driver.resources())
+            await ctrl.wait_synced()
+            selector = f"spec.driver={spec.name}"
+            before = await client.list(API, "resourceslices", field_selector=selector)
+            ctrl.update(driver.resources())
+            await ctrl.wait_synced()
+            after = await client.list(API, "resourceslices", field_selector=selector)
+            assert [s["metadata"]["resourceVersion"] for s in after["items"]] == \
+                [s["metadata"]["resourceVersion"] for s in before["items"]]
+        finally:
+            await ctrl.stop()
