@@ -72,6 +72,18 @@ class Demo:
             raise DemoError(f"kubectl {' '.join(args)} failed:\n{text}")
         return stdout
 
+    async def pods_exist(self, selector: str, timeout: float = 30.0) -> None:
+        """Until a controller has created a pod with these labels (kubectl wait -l fails
+        while none exists)."""
+        async with Client.from_kubeconfig(self.kubeconfig, user_agent="draemu-demo") as c:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout
+            while not (await c.list("v1", "pods", "default", label_selector=selector)
+                       ).get("items"):
+                if loop.time() > deadline:
+                    raise DemoError(f"no pod with labels {selector} after {timeout:.0f} s")
+                await asyncio.sleep(0.1)
+
     async def devices(self, node: str) -> None:
         self.out(f"\n$ draemu devices --node {node}")
         async with Client.from_kubeconfig(self.kubeconfig, user_agent="draemu-demo") as c:
@@ -108,8 +120,9 @@ class Demo:
         self.say("The claim asks for memory >= 80 GiB and CUDA >= 11; a Job's pod uses it.")
         f = str(manifests() / "1-large-model-training.yaml")
         await self.run("apply", "-f", f)
+        await self.pods_exist("job-name=llm-training-80gb")
         await self.run("wait", "--for=condition=Ready", "pod", "-l", "job-name=llm-training-80gb",
-                 "--timeout=60s")
+                       "--timeout=60s")
         await self.run("get", "resourceclaim", "large-model-gpu-claim", "-o",
                  "custom-columns=CLAIM:.metadata.name,NODE:.status.allocation.nodeSelector"
                  ".nodeSelectorTerms[0].matchFields[0].values[0],DEVICE:.status.allocation"

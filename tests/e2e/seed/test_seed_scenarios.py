@@ -24,6 +24,11 @@ def get(seed: RunningDraemu, *args: str):
 
 
 def wait_ready(seed: RunningDraemu, *pods: str) -> None:
+    if "-l" in pods:  # the controller creates the pods: wait until one exists first
+        deadline = time.monotonic() + 30
+        while not seed.kubectl("get", *pods, "-o", "name").stdout.strip():
+            assert time.monotonic() < deadline, f"no pods for {pods}"
+            time.sleep(0.1)
     seed.kubectl("wait", "--for=condition=Ready", *pods, "--timeout=60s")
 
 
