@@ -18,6 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
     import signal
+    import sys
 
     from draemu.client import Client
     from draemu.features import FeatureGateError, FeatureGates
@@ -26,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         gates = FeatureGates.parse(args.feature_gates)
     except FeatureGateError as e:
-        print(f"error: {e}")
+        print(f"error: {e}", file=sys.stderr)
         return 2
 
     async def main() -> None:
