@@ -65,6 +65,15 @@ class ControllerManager:
             await c.start()
         log.info("controllers started", controllers=[c.name for c in self.controllers])
 
+    def metrics(self) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
+        """Controller metrics with kube-controller-manager's names, for /metrics."""
+        out: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
+        for c in self.controllers:
+            if isinstance(c, ResourceClaimController):
+                out["resourceclaim_controller_creates_total"] = {
+                    (("status", status),): float(n) for status, n in c.creates.items()}
+        return out
+
     async def stop(self) -> None:
         for c in self.controllers:
             await c.stop()

@@ -50,6 +50,8 @@ class ResourceClaimController(Controller):
     workers = 2
 
     def setup(self) -> None:
+        # resourceclaim_controller_creates_total{status="success"|"failure"}
+        self.creates: dict[str, int] = {"success": 0, "failure": 0}
         inf = self.ctx.informers
         self.pods = inf.informer("v1", "pods")
         self.claims = inf.informer(RESOURCE, "resourceclaims")
@@ -188,10 +190,12 @@ class ResourceClaimController(Controller):
         try:
             created = await self.client.create(RESOURCE, "resourceclaims", claim, namespace=ns)
         except ApiError as e:
+            self.creates["failure"] += 1
             await self.recorder.event(pod, "Warning", "FailedResourceClaimCreation",
                                       f"PodResourceClaim {pod_claim_name}: create "
                                       f"ResourceClaim: {e.message}")
             raise
+        self.creates["success"] += 1
         self.log.info("created claim", pod=key_of(pod), claim=name_of(created))
         return created
 

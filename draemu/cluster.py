@@ -105,6 +105,11 @@ class Cluster:
                 self.client("draemu-controller-manager"), o.feature_gates,
                 settings=o.controller_settings)
             await self.controllers.start()
+            # In one process, the apiserver's /metrics also shows the controllers'.
+            manager = self.controllers
+            for name in manager.metrics():
+                self.apiserver.api.metrics.gauges[name] = (
+                    lambda n=name: manager.metrics().get(n, {}))
         if o.scheduler:
             from draemu.scheduler import Scheduler
 
