@@ -120,6 +120,7 @@ async def test_pod_with_claim_is_allocated_reserved_and_bound(client, scheduler)
     await client.create(R, "resourceclaims", claim("c1"))
     created = await client.create("v1", "pods", claim_pod("p1", "c1"))
     assert await eventually(lambda: node_of(client, "p1")) == "n1"
+    assert (await pod_scheduled_condition(client, "p1"))["status"] == "True"
     c = await client.get(R, "resourceclaims", "c1", "default")
     assert c["metadata"]["finalizers"] == ["resource.kubernetes.io/delete-protection"]
     result = c["status"]["allocation"]["devices"]["results"][0]
