@@ -149,6 +149,15 @@ async def create_object(scope: Scope, storage: Storage, obj: Obj, *, dry_run: bo
     prefix = meta.get("generateName") or ""
     if not wanted_name and prefix:
         meta["name"] = generate_name(prefix)
+    if operation != "Apply":  # server-side apply has set managedFields itself
+        # On the decoded, defaulted object, before the strategy's admission-like
+        # additions (default tolerations, service account, priority), which upstream's
+        # field manager never sees either: nobody owns those. Status sent with a create
+        # is dropped for kinds with /status, so it is not owned either (upstream's
+        # reset fields). The copy shares `metadata`, where managedFields are written.
+        owned = obj if "status" not in strategy.subresources else {
+            k: v for k, v in obj.items() if k not in strategy.status_fields}
+        managedfields.track(scope, None, owned, manager, operation)
     ctx = scope.context(dry_run=dry_run, subresource="")
     # As upstream's BeforeCreate: uid, creationTimestamp and the name are set by now.
     strategy.prepare_for_create(obj, ctx)
@@ -161,8 +170,6 @@ async def create_object(scope: Scope, storage: Storage, obj: Obj, *, dry_run: bo
         raise _invalid(scope, obj, errors)
     check_namespace_accepts(scope, meta["name"])
     scope.warnings.extend(strategy.warnings(obj, ctx))
-    if operation != "Apply":  # server-side apply has set managedFields itself
-        managedfields.track(scope, None, obj, manager, operation)
     if dry_run:
         return obj
     for _ in range(_GENERATE_ATTEMPTS):
