@@ -153,6 +153,22 @@ def test_server_side_apply_takes_over_from_client_side_apply(
         '{"level":"2"}'
 
 
+def test_server_side_apply_takes_over_a_pod_from_client_side_apply(
+        version: str, kubectl_at: At, namespace_of: Namespaced, tmp_path: Path) -> None:
+    # What admission and the first status add to a new pod (service account, priority,
+    # tolerations, phase) is nobody's: re-applying after the takeover must not drop it.
+    k, ns = kubectl_at(version), namespace_of(version)
+    pod = write(tmp_path, "pod.yaml", POD.replace("gpu-pod", "ssa-pod").replace(
+        "resourceClaimTemplateName: gpu-template", "resourceClaimName: no-such-claim"))
+    k("apply", "-n", ns, "-f", pod)
+    applied = k.run("apply", "--server-side", "-n", ns, "-f", pod)
+    assert "failed to re-apply" not in applied.stderr
+    spec = json.loads(k("get", "pod", "ssa-pod", "-n", ns, "-o", "jsonpath={.spec}"))
+    assert spec["resourceClaims"] == [{"name": "gpu", "resourceClaimName": "no-such-claim"}]
+    assert spec["serviceAccountName"] == "default"
+    k("delete", "pod", "ssa-pod", "-n", ns, "--wait=false")
+
+
 def test_patch_merge_json_and_strategic(version: str, kubectl_at: At,
                                         namespace_of: Namespaced, tmp_path: Path) -> None:
     k, ns = kubectl_at(version), namespace_of(version)
