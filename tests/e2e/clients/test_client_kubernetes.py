@@ -204,3 +204,23 @@ def test_dynamic_client_lists_and_applies_claims(api_client: client.ApiClient) -
                            body={"metadata": {"labels": {"via": "dynamic"}}},
                            content_type="application/merge-patch+json")
     assert patched.to_dict()["metadata"]["labels"] == {"via": "dynamic"}
+
+
+def test_delete_collection_by_label(resource: client.ResourceV1Api) -> None:
+    for i in range(3):
+        resource.create_namespaced_resource_claim(NS, _typed_claim(f"k8s-bulk-{i}",
+                                                                   {"set": "k8s-bulk"}))
+    resource.create_namespaced_resource_claim(NS, _typed_claim("k8s-bulk-kept"))
+    resource.delete_collection_namespaced_resource_claim(NS, label_selector="set=k8s-bulk")
+    names = [c.metadata.name for c in resource.list_namespaced_resource_claim(NS).items]
+    assert "k8s-bulk-kept" in names
+    assert not [n for n in names if n.startswith("k8s-bulk-") and n != "k8s-bulk-kept"]
+
+
+def test_server_dry_run_create_stores_nothing(resource: client.ResourceV1Api) -> None:
+    would_be = resource.create_namespaced_resource_claim(NS, _typed_claim("k8s-dry"),
+                                                         dry_run="All")
+    assert would_be.spec.devices.requests[0].exactly.count == 1
+    with pytest.raises(ApiException) as e:
+        resource.read_namespaced_resource_claim("k8s-dry", NS)
+    assert e.value.status == 404

@@ -90,6 +90,13 @@ def test_running_pod_status(running_pod: client.V1Pod) -> None:
     assert conditions["Ready"] == "True" and conditions["PodScheduled"] == "True"
 
 
+def test_pod_log_shows_the_injected_devices(api: client.ApiClient,
+                                            running_pod: client.V1Pod) -> None:
+    # The client asks for JSON; the server answers text/plain, as upstream.
+    log = client.CoreV1Api(api).read_namespaced_pod_log("cluster-pod", NS, container="ctr")
+    assert 'DRA_RESOURCE_DRIVER_NAME="gpu.example.com"' in log
+
+
 def test_events_about_the_pod(api: client.ApiClient, running_pod: client.V1Pod) -> None:
     # Through core/v1 only: events.k8s.io/v1 shows events recorded the legacy way (as
     # kubelets do, upstream too) with `eventTime: null`, which this client's
