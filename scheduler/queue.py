@@ -230,15 +230,19 @@ class SchedulingQueue:
             return True  # unknown rejector: any event may help
         return any(event in self._events_by_plugin.get(p, ()) for p in rejectors)
 
-    def on_event(self, event: ClusterEvent,
-                 pod_filter: Callable[[QueuedPod], bool] | None = None) -> int:
-        """Moves the unschedulable pods that `event` may help; returns how many moved."""
-        for events in self._in_flight.values():
-            events.append(event)
+    def on_event(self, event: ClusterEvent, only: set[str] | None = None) -> int:
+        """Moves the unschedulable pods that `event` may help; returns how many moved.
+        `only` narrows the event to the pods it concerns (upstream's queueing hints), so
+        that, say, a new claim wakes the pod it was made for and not every waiting pod."""
+        for key, events in self._in_flight.items():
+            if only is None or key in only:
+                events.append(event)
+        keys = list(self._unschedulable) if only is None else \
+            [k for k in only if k in self._unschedulable]
         moved = 0
-        for key in list(self._unschedulable):
+        for key in keys:
             qp = self._pods[key]
-            if self._interested(qp.rejectors, event) and (pod_filter is None or pod_filter(qp)):
+            if self._interested(qp.rejectors, event):
                 self._push_backoff_or_active(qp)
                 moved += 1
         return moved

@@ -108,6 +108,9 @@ class Scheduler:
         self._gate_reported: dict[str, str] = {}
         self._gated_report_delay = gated_report_delay
         self._binding_slots = asyncio.Semaphore(MAX_CONCURRENT_BINDINGS)
+        # claim "namespace/name" -> pending pods naming it (spec or status), so that a claim
+        # event wakes only the pods it concerns.
+        self._claim_users: dict[str, set[str]] = {}
         self.scheduled = 0  # pods bound so far (for benchmarks and logs)
 
     # --- lifecycle ---------------------------------------------------------------------
@@ -119,8 +122,8 @@ class Scheduler:
         nodes.add_handler(self._on_node, lambda _old, new: self._on_node(new, "Update"),
                           self._on_node_delete)
         claims = self._informer(RESOURCE_V1, "resourceclaims")
-        claims.add_handler(lambda c: self._on_claim(c, "Add"),
-                           lambda _old, c: self._on_claim(c, "Update"), self._on_claim_delete)
+        claims.add_handler(lambda c: self._on_claim(None, c), self._on_claim,
+                           self._on_claim_delete)
         self._watch_cluster_scoped("deviceclasses", "DeviceClass",
                                    self.dra.set_class, self.dra.remove_class)
         self._watch_cluster_scoped("resourceslices", "ResourceSlice",
@@ -202,10 +205,12 @@ class Scheduler:
             if not self._terminal(pod):
                 self.cache.add_pod(pod)
         elif self._responsible(pod) and pod["metadata"]["uid"] not in self._bound_unseen:
+            self._index_claim_users(pod, add=True)
             self.queue.add(key_of(pod), pod, gated_by=self._gate(pod))
 
     def _on_pod_update(self, old: dict, pod: dict) -> None:
         key = key_of(pod)
+        self._index_claim_users(old, add=False)
         if (pod.get("spec") or {}).get("nodeName"):
             self.queue.delete(key)
             self._bound_unseen.discard(pod["metadata"]["uid"])
@@ -216,6 +221,7 @@ class Scheduler:
             else:
                 self.cache.add_pod(pod)
         elif self._responsible(pod) and pod["metadata"]["uid"] not in self._bound_unseen:
+            self._index_claim_users(pod, add=True)
             self.queue.update(key, pod, gated_by=self._gate(pod),
                               requeue=_without_volatile(old) != _without_volatile(pod))
         else:
@@ -223,6 +229,7 @@ class Scheduler:
             self._cancel_gate_report(key)
 
     def _on_pod_delete(self, pod: dict) -> None:
+        self._index_claim_users(pod, add=False)
         self.queue.delete(key_of(pod))
         self._cancel_gate_report(key_of(pod))
         self._bound_unseen.discard(pod["metadata"]["uid"])
@@ -238,13 +245,45 @@ class Scheduler:
     def _on_node_delete(self, node: dict) -> None:
         self.cache.remove_node(node["metadata"]["name"])
 
-    def _on_claim(self, claim: dict, action: str) -> None:
+    def _index_claim_users(self, pod: dict, *, add: bool) -> None:
+        ns, key = pod["metadata"].get("namespace", ""), key_of(pod)
+        names = {e["resourceClaimName"] for e in (pod.get("spec") or {}).get("resourceClaims")
+                 or [] if e.get("resourceClaimName")}
+        names |= {s["resourceClaimName"] for s in (pod.get("status") or {}).get(
+            "resourceClaimStatuses") or [] if s.get("resourceClaimName")}
+        for name in names:
+            users = self._claim_users.setdefault(f"{ns}/{name}", set())
+            if add:
+                users.add(key)
+            else:
+                users.discard(key)
+                if not users:
+                    del self._claim_users[f"{ns}/{name}"]
+
+    def _claim_event(self, old: dict | None, claim: dict | None, action: str) -> None:
+        """Upstream's queueing hint for claims: freed devices may help any pod; otherwise
+        only the pods that use the claim (named in their spec or status, or owning it)."""
+        event = ClusterEvent("ResourceClaim", action)
+        was = ((old or {}).get("status") or {}).get("allocation")
+        now = ((claim or {}).get("status") or {}).get("allocation")
+        if was and not now:
+            self.queue.on_event(event)
+            return
+        obj = claim or old or {}
+        meta = obj.get("metadata") or {}
+        ns = meta.get("namespace", "")
+        users = set(self._claim_users.get(f"{ns}/{meta.get('name')}", ()))
+        users |= {f"{ns}/{o.get('name')}" for o in meta.get("ownerReferences") or []
+                  if o.get("kind") == "Pod"}
+        self.queue.on_event(event, only=users)
+
+    def _on_claim(self, old: dict | None, claim: dict) -> None:
         self.dra.set_claim(claim)
-        self._event("ResourceClaim", action)
+        self._claim_event(old, claim, "Add" if old is None else "Update")
 
     def _on_claim_delete(self, claim: dict) -> None:
         self.dra.remove_claim(claim)
-        self._event("ResourceClaim", "Delete")
+        self._claim_event(claim, None, "Delete")
 
     # --- PreEnqueue gating ------------------------------------------------------------
 

@@ -120,3 +120,15 @@ async def test_close_wakes_a_waiting_pop():
     await asyncio.sleep(0)
     q.close()
     assert await asyncio.wait_for(waiter, 1) is None
+
+
+async def test_event_narrowed_to_some_pods_moves_only_those():
+    clock = Clock()
+    q = make_queue(clock)
+    for name in ("a", "b"):
+        q.add(f"ns/{name}", pod(name))
+        q.requeue_unschedulable(await pop(q), {"DynamicResources"})
+    clock.now += 60
+    assert q.on_event(SLICE_ADD, only={"ns/b"}) == 1
+    assert (await pop(q)).key == "ns/b"
+    assert q.stats()["unschedulable"] == 1
