@@ -273,7 +273,8 @@ class PodWorkers:
                 working_dir=container.get("workingDir"), cdi_devices=cdi_ids, edits=edits,
                 log_path=container_log_path(self.pods_dir, meta["namespace"], meta["name"],
                                             meta["uid"], container["name"], rec.restart_count),
-                restart_count=rec.restart_count)
+                restart_count=rec.restart_count,
+                annotations=dict(meta.get("annotations") or {}))
             handle = await self.runtime.start(config, init=rec.init)
         except (CDIError, EnvError, RuntimeError_) as err:
             rec.waiting_reason = "CreateContainerError" if not isinstance(err, EnvError) \

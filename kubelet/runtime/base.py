@@ -30,6 +30,7 @@ class ContainerConfig:
     edits: ContainerEdits
     log_path: Path
     restart_count: int = 0
+    annotations: dict[str, str] = field(default_factory=dict)  # the pod's
 
 
 @dataclass

@@ -110,3 +110,26 @@ def test_job_with_a_claim_template_runs_to_completion_and_frees_its_claims(clust
         claims = get(cluster, "resourceclaims")["items"]
     assert claims == []
     cluster.kubectl("delete", "-f", "-", "--wait=true", input=JOB_WITH_CLAIM)
+
+
+def test_fake_runtime_containers_can_end_by_annotation(tmp_path):
+    job = """\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: quick
+spec:
+  template:
+    metadata:
+      annotations:
+        draemu.io/fake-exit-after: "1s"
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: c
+        image: busybox
+"""
+    with draemu_up(tmp_path, "--preset", "example", "--nodes", "1") as fake:
+        fake.kubectl("apply", "-f", "-", input=job)
+        fake.kubectl("wait", "--for=condition=Complete", "job/quick", "--timeout=60s")
+        assert get(fake, "job", "quick")["status"]["succeeded"] == 1
