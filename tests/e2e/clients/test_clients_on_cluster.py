@@ -1,11 +1,17 @@
-"""The official client (kubernetes 37, strict pydantic models: a missing required field
-or a wrong JSON type fails the call) reads what a running cluster wrote: Nodes and Leases
-from the kubelets, ResourceSlices from the driver, an allocated and reserved claim from
-the scheduler, a running pod's status and the Events about it."""
+"""Python clients against a whole running cluster (`draemu up --preset example`).
+
+The official client (kubernetes 37, strict pydantic models: a missing required field or a
+wrong JSON type fails the call) reads what the cluster wrote: Nodes and Leases from the
+kubelets, ResourceSlices from the driver, an allocated and reserved claim from the
+scheduler, a running pod's status, its log and the Events about it. lightkube and kr8s
+run pods with claims the way their users do: create, wait for Ready, read the log,
+delete and wait for it to go."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from kubernetes import client, config, watch
@@ -28,18 +34,35 @@ TEMPLATE = {
 
 
 @pytest.fixture(scope="module")
-def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[client.ApiClient]:
+def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with draemu_up(tmp_path_factory.mktemp("draemu"), "--preset", "example") as running:
-        api = config.new_client_from_config(str(running.kubeconfig))
-        yield api
-        api.close()
+        yield running.kubeconfig
+
+
+@pytest.fixture(scope="module")
+def api(kubeconfig: Path) -> Iterator[client.ApiClient]:
+    api = config.new_client_from_config(str(kubeconfig))
+    yield api
+    api.close()
+
+
+def _pod(name: str) -> dict:
+    return {**POD, "metadata": {"name": name, "namespace": NS}}
+
+
+def _template(api: client.ApiClient) -> None:
+    """The claim template every pod here uses (created once)."""
+    resource = client.ResourceV1Api(api)
+    names = [t.metadata.name for t in resource.list_namespaced_resource_claim_template(NS).items]
+    if "gpu" not in names:
+        resource.create_namespaced_resource_claim_template(NS, TEMPLATE)
 
 
 @pytest.fixture(scope="module")
 def running_pod(api: client.ApiClient) -> client.V1Pod:
     """A pod with a claim from a template, once it runs."""
     core = client.CoreV1Api(api)
-    client.ResourceV1Api(api).create_namespaced_resource_claim_template(NS, TEMPLATE)
+    _template(api)
     created = core.create_namespaced_pod(NS, POD)
     w = watch.Watch()
     for event in w.stream(core.list_namespaced_pod, NS, field_selector="metadata.name=cluster-pod",
@@ -105,3 +128,47 @@ def test_events_about_the_pod(api: client.ApiClient, running_pod: client.V1Pod) 
     events = client.CoreV1Api(api).list_namespaced_event(NS, field_selector=selector).items
     assert {"Scheduled", "Started"} <= {e.reason for e in events}
     assert all(e.involved_object.name == "cluster-pod" for e in events)
+
+
+def test_lightkube_runs_a_pod_with_a_claim(api: client.ApiClient, kubeconfig: Path) -> None:
+    pytest.importorskip("lightkube", reason="lightkube is not installed (test extra)")
+    from lightkube import Client
+    from lightkube.config.kubeconfig import KubeConfig
+    from lightkube.resources.core_v1 import Pod
+
+    _template(api)
+    kube = Client(config=KubeConfig.from_file(kubeconfig))
+    try:
+        kube.create(Pod.from_dict(_pod("lightkube-pod")))
+        ready = kube.wait(Pod, "lightkube-pod", namespace=NS, for_conditions=["Ready"])
+        assert ready.status.resourceClaimStatuses[0].resourceClaimName
+        log = "".join(kube.log("lightkube-pod", namespace=NS))
+        assert 'DRA_RESOURCE_DRIVER_NAME="gpu.example.com"' in log
+        kube.delete(Pod, "lightkube-pod", namespace=NS)
+        # A graceful delete: the pod goes once its kubelet has stopped it.
+        for event, _ in kube.watch(Pod, namespace=NS, fields={"metadata.name": "lightkube-pod"},
+                                   resource_version=ready.metadata.resourceVersion,
+                                   server_timeout=60):
+            if event == "DELETED":
+                break
+    finally:
+        kube.close()
+
+
+async def test_kr8s_runs_a_pod_with_a_claim(api: client.ApiClient, kubeconfig: Path) -> None:
+    pytest.importorskip("kr8s", reason="kr8s is not installed (test extra)")
+    import kr8s.asyncio
+    from kr8s.asyncio.objects import Pod
+
+    _template(api)
+    with warnings.catch_warnings():  # kr8s 0.20 warns that it knows Kubernetes up to 1.35
+        warnings.simplefilter("ignore")
+        kube = await kr8s.asyncio.api(kubeconfig=str(kubeconfig))
+        assert await kube.whoami() == "kubernetes-admin"
+    pod = await Pod(_pod("kr8s-pod"), api=kube)
+    await pod.create()
+    await pod.wait("condition=Ready", timeout=60)
+    log = [line async for line in pod.logs()]
+    assert 'declare -x DRA_RESOURCE_DRIVER_NAME="gpu.example.com"' in log
+    await pod.delete()
+    await pod.wait("delete", timeout=60)
