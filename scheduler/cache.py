@@ -20,6 +20,7 @@ class Cache:
         self._infos: dict[str, NodeInfo] = {}
         self._ready: dict[str, NodeInfo] = {}  # only nodes whose Node object we have
         self._order: list[str] = []  # stable order for round-robin filtering
+        self._listed: list[NodeInfo] | None = None  # nodes() of the current node set
         self._pod_node: dict[str, str] = {}
         self._assumed: set[str] = set()
 
@@ -39,16 +40,21 @@ class Cache:
         if name not in self._ready:
             self._ready[name] = info
             self._order.append(name)
+            self._listed = None
 
     def remove_node(self, name: str) -> None:
         if self._ready.pop(name, None) is not None:
             self._order.remove(name)
+            self._listed = None
         info = self._infos.get(name)
         if info is not None and not info.pods:
             del self._infos[name]
 
     def nodes(self) -> list[NodeInfo]:
-        return [self._ready[n] for n in self._order]
+        """Every node, in a stable order (the list is shared: do not modify it)."""
+        if self._listed is None:
+            self._listed = [self._ready[n] for n in self._order]
+        return self._listed
 
     def node(self, name: str) -> NodeInfo | None:
         return self._ready.get(name)
