@@ -94,6 +94,3 @@ class Cache:
     def forget(self, pod: dict) -> None:
         if _uid(pod) in self._assumed:
             self.remove_pod(pod)
-
-    def is_assumed(self, pod: dict) -> bool:
-        return _uid(pod) in self._assumed

@@ -65,10 +65,6 @@ class Resource:
         for name, v in other.scalars.items():
             self.scalars[name] = max(self.scalars.get(name, 0), v)
 
-    def is_zero(self) -> bool:
-        return not (self.milli_cpu or self.memory or self.ephemeral_storage
-                    or any(self.scalars.values()))
-
 
 def _requests(container: dict) -> dict:
     return (container.get("resources") or {}).get("requests") or {}

@@ -70,9 +70,6 @@ class SchedulingQueue:
     def __len__(self) -> int:
         return len(self._pods)
 
-    def __contains__(self, key: str) -> bool:
-        return key in self._pods
-
     def stats(self) -> dict[str, int]:
         return {"active": len(self._active_keys), "backoff": len(self._backoff_keys),
                 "unschedulable": len(self._unschedulable), "in_flight": len(self._in_flight)}
