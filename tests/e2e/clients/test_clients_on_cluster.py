@@ -104,6 +104,18 @@ def test_allocated_claim_of_a_running_pod(api: client.ApiClient,
     assert (owner.kind, owner.name, owner.controller) == ("Pod", "cluster-pod", True)
 
 
+@pytest.mark.parametrize("api_class", ["ResourceV1beta1Api", "ResourceV1beta2Api"])
+def test_older_dra_versions_read_strictly(api: client.ApiClient, running_pod: client.V1Pod,
+                                          api_class: str) -> None:
+    # Tools built for 1.32/1.33 clusters still use the beta versions; the server converts.
+    older = getattr(client, api_class)(api)
+    slices = older.list_resource_slice(field_selector="spec.nodeName=node-1").items
+    assert [s.spec.driver for s in slices] == ["gpu.example.com"]
+    name = running_pod.status.resource_claim_statuses[0].resource_claim_name
+    claim = older.read_namespaced_resource_claim(name, NS)
+    assert claim.status.allocation.devices.results[0].pool == running_pod.spec.node_name
+
+
 def test_running_pod_status(running_pod: client.V1Pod) -> None:
     status = running_pod.status
     assert [c.name for c in status.container_statuses] == ["ctr"]
