@@ -7,6 +7,8 @@ Both servers run as separate processes on plain HTTP (`draemu apiserver --insecu
 
 - GET one ConfigMap: req/s, p50, p99 (32 concurrent clients)
 - CREATE ConfigMaps: req/s
+  (both driven by a small Go load generator built on the fly when `go` is on the PATH,
+  since a Python client saturates before the servers do; else by aiohttp)
 - LIST 10,000 ConfigMaps: p50
 - watch fan-out: 1,000 watchers, one write, p99 delivery latency
 - `draemu apiserver` start to /readyz, and its resident memory when idle
@@ -149,6 +151,100 @@ async def start_bare() -> Server:
 
 
 # Load -----------------------------------------------------------------------------------------
+GO_LOADGEN = r"""
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+func main() {
+	url := flag.String("url", "", "")
+	n := flag.Int("n", 10000, "")
+	c := flag.Int("c", 32, "")
+	body := flag.String("body", "", "POST this body (%d: the request number)")
+	flag.Parse()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConns: *c, MaxIdleConnsPerHost: *c}}
+	lat := make([]float64, *n)
+	var next int64 = -1
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := 0; w < *c; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(atomic.AddInt64(&next, 1))
+				if i >= *n {
+					return
+				}
+				method, reader := "GET", io.Reader(nil)
+				if *body != "" {
+					method, reader = "POST", bytes.NewBufferString(fmt.Sprintf(*body, i))
+				}
+				req, _ := http.NewRequest(method, *url, reader)
+				req.Header.Set("Content-Type", "application/json")
+				t := time.Now()
+				resp, err := client.Do(req)
+				if err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					os.Exit(1)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode >= 300 {
+					fmt.Fprintln(os.Stderr, "status", resp.StatusCode)
+					os.Exit(1)
+				}
+				lat[i] = time.Since(t).Seconds()
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start).Seconds()
+	sort.Float64s(lat)
+	json.NewEncoder(os.Stdout).Encode(map[string]float64{
+		"rate": float64(*n) / elapsed, "p50": lat[*n/2] * 1000, "p99": lat[*n*99/100] * 1000})
+}
+"""
+
+
+def build_go_loadgen(folder: Path) -> str | None:
+    """Compile the Go load generator (stdlib only, no network); None without `go`."""
+    import shutil
+
+    if shutil.which("go") is None:
+        return None
+    source = folder / "loadgen.go"
+    source.write_text(GO_LOADGEN)
+    binary = folder / "loadgen"
+    subprocess.run(["go", "build", "-o", str(binary), str(source)], check=True,
+                   cwd=folder, capture_output=True)
+    return str(binary)
+
+
+async def go_load(binary: str, url: str, n: int, body: str = "") -> dict[str, float]:
+    args = [binary, f"-url={url}", f"-n={n}", f"-c={CONCURRENCY}"]
+    if body:
+        args.append(f"-body={body}")
+    proc = await asyncio.create_subprocess_exec(*args, stdout=subprocess.PIPE,
+                                                stderr=subprocess.PIPE)
+    out, err = await proc.communicate()
+    if proc.returncode != 0:
+        raise RuntimeError(f"load generator failed: {err.decode()}")
+    return json.loads(out)
+
+
 def configmap(name: str) -> dict:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
             "data": {"key": "value", "other": "x" * 100}}
@@ -177,7 +273,11 @@ def pct(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, int(len(values) * p))] * 1000
 
 
-async def bench_create(url: str, n: int, prefix: str) -> float:
+async def bench_create(url: str, n: int, prefix: str, go: str | None = None) -> float:
+    if go:
+        body = json.dumps(configmap(f"{prefix}%d"))  # %d: the request number
+        return (await go_load(go, url + CM_PATH, n, body))["rate"]
+
     async def one(session: aiohttp.ClientSession, i: int) -> None:
         async with session.post(url + CM_PATH, json=configmap(f"{prefix}{i}")) as r:
             assert r.status == 201, await r.text()
@@ -187,7 +287,13 @@ async def bench_create(url: str, n: int, prefix: str) -> float:
     return rate
 
 
-async def bench_get(url: str, n: int) -> tuple[float, float, float]:
+async def bench_get(url: str, n: int, go: str | None = None) -> tuple[float, float, float]:
+    if go:
+        async with aiohttp.ClientSession() as s:
+            await s.post(url + CM_PATH, json=configmap("get-me"))
+        r = await go_load(go, url + CM_PATH + "/get-me", n)
+        return r["rate"], r["p50"], r["p99"]
+
     async def one(session: aiohttp.ClientSession, i: int) -> None:
         async with session.get(url + CM_PATH + "/get-me") as r:
             assert r.status == 200
@@ -239,7 +345,11 @@ async def bench_fanout(url: str, watchers: int, trigger: Callable[[], Awaitable[
 
 # Main ----------------------------------------------------------------------------------------
 async def main(quick: bool) -> None:
-    n_get = 2_000 if quick else 10_000
+    import tempfile
+
+    tmp = tempfile.TemporaryDirectory(prefix="draemu-bench-")
+    go = build_go_loadgen(Path(tmp.name))
+    n_get = (2_000 if quick else 10_000) * (4 if go else 1)
     n_create = 1_000 if quick else 5_000
     n_list = 10_000
     watchers = 200 if quick else 1_000
@@ -249,14 +359,14 @@ async def main(quick: bool) -> None:
     bare = await start_bare()
     rows: list[tuple[str, str, str, str]] = []
     try:
-        d_get = await bench_get(draemu.url, n_get)
-        b_get = await bench_get(bare.url, n_get)
+        d_get = await bench_get(draemu.url, n_get, go)
+        b_get = await bench_get(bare.url, n_get, go)
         rows.append(("GET one object (req/s)", f"{d_get[0]:,.0f}", f"{b_get[0]:,.0f}",
                      f"{d_get[0] / b_get[0]:.2f}"))
         rows.append(("GET p50 / p99 (ms)", f"{d_get[1]:.2f} / {d_get[2]:.2f}",
                      f"{b_get[1]:.2f} / {b_get[2]:.2f}", f"{b_get[1] / d_get[1]:.2f}"))
-        d_create = await bench_create(draemu.url, n_create, "c")
-        b_create = await bench_create(bare.url, n_create, "c")
+        d_create = await bench_create(draemu.url, n_create, "c", go)
+        b_create = await bench_create(bare.url, n_create, "c", go)
         rows.append(("CREATE (req/s)", f"{d_create:,.0f}", f"{b_create:,.0f}",
                      f"{d_create / b_create:.2f}"))
         await bench_create(draemu.url, n_list - n_create, "l")
@@ -281,6 +391,7 @@ async def main(quick: bool) -> None:
     finally:
         draemu.stop()
         bare.stop()
+        tmp.cleanup()
     width = max(len(r[0]) for r in rows) + 2
     print(f"{'':{width}}{'draemu':>18}{'bare aiohttp':>18}{'ratio':>8}")
     for name, d, b, ratio in rows:
@@ -288,7 +399,8 @@ async def main(quick: bool) -> None:
     print(f"\n`draemu apiserver` start to /readyz: {ready_s:.2f} s (goal <= 0.5 s)")
     print(f"idle resident memory: {idle_rss:.0f} MiB")
     print(f"(ratio: draemu / ceiling for rates, ceiling / draemu for times; {os.cpu_count()} "
-          "CPUs, server and load generator in separate processes)")
+          "CPUs, server and load generator in separate processes; GET/CREATE load from "
+          f"{'Go' if go else 'aiohttp'})")
 
 
 if __name__ == "__main__":
