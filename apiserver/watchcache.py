@@ -105,7 +105,6 @@ class WatchCache:
         self._encoded: dict[str, tuple[str, bytes]] = {}
         self._lines: OrderedDict[tuple[int, str, str], bytes] = OrderedDict()
         self._task: asyncio.Task[None] | None = None
-        self.ready = asyncio.Event()
 
     # Lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -137,7 +136,6 @@ class WatchCache:
         self._encoded.clear()
         self._history.clear()
         self.revision = self.oldest = revision
-        self.ready.set()
 
     async def _run(self) -> None:
         reload = False
@@ -281,10 +279,6 @@ class WatchCache:
             if len(self._lines) > EVENT_LINES:
                 self._lines.popitem(last=False)
         return line
-
-    def count(self, prefix: str) -> int:
-        bucket = self._buckets.get(bucket_of(prefix))
-        return len(bucket.objects) if bucket else 0
 
     # Watches ------------------------------------------------------------------------------
     def watch(self, prefix: str, after: int) -> Watcher:
