@@ -256,38 +256,34 @@ class API:
                               {})
         scope = Scope(request, info, resource, info.version, namespace, user,
                       negotiate(request.headers.get("Accept")), self.gates, self.lookup)
-        storage = self.storage
         if (resource.group, resource.name) in reviews.RESOURCES:
             return await reviews.create(scope, self.authorizer)
-        verb = info.verb
-        if sub in ("", *rest_write.WHOLE_OBJECT_SUBRESOURCES):
-            if verb == "get":
-                return await rest_read.get(scope, storage)
-            if verb == "update":
-                return await rest_write.update(scope, storage)
-            if verb == "patch":
-                return await patching.patch(scope, storage)
-            if not sub:
-                if verb == "list":
-                    return await rest_read.list_(scope, storage)
-                if verb == "watch":
-                    return await watch.watch(scope, storage)
-                if verb == "create":
-                    return await rest_write.create(scope, storage)
-                if verb == "delete":
-                    return await deletion.delete(scope, storage)
-                if verb == "deletecollection":
-                    return await deletion.delete_collection(scope, storage)
-        elif sub == "scale":
-            return await subresources.scale(scope, storage)
-        elif sub == "binding" and verb == "create":
-            return await subresources.binding(scope, storage)
-        elif sub == "eviction" and verb == "create":
-            return await subresources.eviction(scope, storage)
-        elif sub == "log" and verb == "get":
-            return await subresources.pod_log(scope, storage, self.log_providers)
-        raise StatusError(405, "MethodNotAllowed",
-                          "the server does not allow this method on the requested resource", {})
+        if sub == "log" and info.verb == "get":
+            return await subresources.pod_log(scope, self.storage, self.log_providers)
+        if not sub:
+            handler = _MAIN_VERBS.get(info.verb)
+        elif sub in rest_write.WHOLE_OBJECT_SUBRESOURCES:
+            handler = _WHOLE_OBJECT_VERBS.get(info.verb)
+        else:
+            handler = _CUSTOM_SUBRESOURCES.get((sub, info.verb))
+        if handler is None:
+            raise StatusError(405, "MethodNotAllowed", "the server does not allow this method "
+                              "on the requested resource", {})
+        return await handler(scope, self.storage)
+
+
+Verb = Callable[[Scope, Storage], Awaitable[web.StreamResponse]]
+_MAIN_VERBS: dict[str, Verb] = {
+    "get": rest_read.get, "list": rest_read.list_, "watch": watch.watch,
+    "create": rest_write.create, "update": rest_write.update, "patch": patching.patch,
+    "delete": deletion.delete, "deletecollection": deletion.delete_collection}
+# /status and /finalize carry the whole object through the generic update path.
+_WHOLE_OBJECT_VERBS: dict[str, Verb] = {
+    "get": rest_read.get, "update": rest_write.update, "patch": patching.patch}
+_CUSTOM_SUBRESOURCES: dict[tuple[str, str], Verb] = {
+    ("scale", "get"): subresources.scale, ("scale", "update"): subresources.scale,
+    ("scale", "patch"): subresources.scale, ("binding", "create"): subresources.binding,
+    ("eviction", "create"): subresources.eviction}
 
 
 def _resource_label(prefix: str) -> str:
