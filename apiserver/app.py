@@ -200,8 +200,9 @@ class API:
         if trimmed == "/version":
             return json_response(version_info())
         if trimmed == "/metrics":
-            return web.Response(text=self.metrics.render(),
-                                content_type="text/plain", charset="utf-8")
+            resp = web.Response(text=self.metrics.render())
+            resp.headers["Content-Type"] = "text/plain; version=0.0.4; charset=utf-8"
+            return resp
         if trimmed.startswith("/openapi/"):
             return openapi_serving.respond(request, trimmed, self.table)
         accept = negotiate(request.headers.get("Accept"))
