@@ -35,6 +35,9 @@ class NodeVersions:
     def version(self, node: str) -> tuple[int, int]:
         return self.global_version, self._node.get(node, 0)
 
+    def node_version(self, node: str) -> int:
+        return self._node.get(node, 0)
+
     def node_changed(self, node: str) -> None:
         self._node[node] = self._node.get(node, 0) + 1
 
@@ -102,8 +105,11 @@ class AllocationCache:
         self.misses = 0
 
     def get(self, signature: str, node: str, claims: tuple[str, ...]) -> Any | None:
+        # Called for every (pod, node) pair: the version check is inlined.
         entry = self._entries.get((signature, node))
-        if entry is None or entry.version != self._versions.version(node) or (
+        versions = self._versions
+        if entry is None or entry.version[0] != versions.global_version or \
+                entry.version[1] != versions.node_version(node) or (
                 entry.outcome.results is None and entry.claims != claims):
             self.misses += 1
             return None

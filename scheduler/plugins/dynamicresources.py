@@ -83,6 +83,7 @@ class _State:
     to_allocate: list[int]  # indices into claims of those needing an allocation
     selectors: list[tuple[str, dict]] = field(default_factory=list)  # allocated: name, selector
     results: dict[str, list[dict]] = field(default_factory=dict)  # node -> allocations
+    to_allocate_claims: list[dict] = field(default_factory=list)  # claims[i], i in to_allocate
     allocator: Allocator | None = None  # built once per attempt, used for every node
     signature: str = ""  # the claim specs to allocate ("" = do not use the cache)
     claim_ids: tuple[str, ...] = ()
@@ -303,6 +304,7 @@ class DynamicResources:
             if not status.ok:
                 return status, None
             st.to_allocate.append(i)
+        st.to_allocate_claims = [claims[i] for i in st.to_allocate]
         if st.to_allocate or st.extended:
             st.allocator = Allocator(self._inventory)
             own_in_flight = any(
@@ -327,13 +329,13 @@ class DynamicResources:
         for _, selector in st.selectors:
             if not selector_matches(selector, node.labels, node.name):
                 return Status.unschedulable(UNAVAILABLE, resolvable=False)
-        claims = [st.claims[i] for i in st.to_allocate]
+        claims = st.to_allocate_claims
         if st.extended:
             special, served = claim_for_node(pod, st.extended, self._extended_mapping,
                                              node.allocatable.scalars)
             if special is not None:
                 st.extended_claims[node.name] = (special, served)
-                claims.append(special)
+                claims = [*claims, special]
         if not claims or st.allocator is None:
             return SUCCESS
         outcome = self.cache.get(st.signature, node.name, st.claim_ids) \
