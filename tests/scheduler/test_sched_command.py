@@ -23,7 +23,7 @@ async def test_scheduler_command_binds_pods_and_stops_on_sigterm(apiserver):  # 
         p = pod("p1")
         del p["metadata"]["uid"]
         await client.create("v1", "pods", p)
-        deadline = asyncio.get_running_loop().time() + 30
+        deadline = asyncio.get_running_loop().time() + 60
         while not (await client.get("v1", "pods", "p1", "default"))["spec"].get("nodeName"):
             assert asyncio.get_running_loop().time() < deadline, "pod not bound"
             await asyncio.sleep(0.05)

@@ -34,7 +34,7 @@ async def scheduler(apiserver) -> AsyncIterator[Scheduler]:  # noqa: F811
     await c.close()
 
 
-async def eventually(probe: Callable[[], Awaitable[Any]], timeout: float = 15.0) -> Any:
+async def eventually(probe: Callable[[], Awaitable[Any]], timeout: float = 30.0) -> Any:
     """Polls `probe` until it returns something truthy."""
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
