@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from draemu.testing.apiserver import kubectl_binaries
 
@@ -11,6 +14,8 @@ from draemu.testing.apiserver import kubectl_binaries
 def _key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
 
+
+T = TypeVar("T")
 
 BINARIES = kubectl_binaries()
 VERSIONS = sorted(BINARIES, key=_key)
@@ -24,3 +29,13 @@ def write(folder: Path, name: str, text: str) -> str:
     path = folder / name
     path.write_text(text)
     return str(path)
+
+
+def eventually(check: Callable[[], T], timeout: float = 30.0, interval: float = 0.2) -> T:
+    """The first truthy result of `check` (its last result once `timeout` has passed)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result or time.monotonic() > deadline:
+            return result
+        time.sleep(interval)

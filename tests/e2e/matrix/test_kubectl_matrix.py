@@ -1,6 +1,6 @@
 """The same DRA scenario with every kubectl on the machine against one cluster with the
-example preset: get, create, apply (client-side and server-side), patch, wait, logs,
-delete --wait, explain and auth can-i."""
+example preset: get, create, apply (client-side and server-side), patch, wait, events,
+logs, delete --wait, explain and auth can-i."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from matrix_support import VERSIONS, write
+from matrix_support import VERSIONS, eventually, write
 
 from draemu.testing.apiserver import Kubectl
 
@@ -195,6 +195,9 @@ def test_pod_with_a_claim_waits_logs_and_deletes(version: str, kubectl_at: At,
     assert claim.startswith("gpu-pod-gpu-")
     state = k("get", "resourceclaim", claim, "-n", ns, "--no-headers")
     assert "allocated,reserved" in state
+    # Components record events on their own time: poll (kubectl cannot wait for one).
+    assert eventually(lambda: re.search(r"Normal\s+Scheduled\s+Pod/gpu-pod\s", k(
+        "events", "-n", ns, "--for", "pod/gpu-pod"))), "no Scheduled event"
     # The fake runtime logs the environment the driver's CDI spec gave the container.
     logs = k("logs", "-n", ns, "gpu-pod")
     assert 'DRA_RESOURCE_DRIVER_NAME="gpu.example.com"' in logs
