@@ -177,10 +177,14 @@ class APIServer:
         if self.api is not None:
             self.api.ready.clear()
         if self._cache is not None:
-            await self._cache.stop()  # ends every watch stream
+            self._cache.end_watches()  # watch streams would hold the shutdown up
         if self._runner is not None:
+            # Stops listening and lets in-flight requests finish (the cache still follows
+            # the store, so their reads and writes complete).
             await self._runner.cleanup()
             self._runner = None
+        if self._cache is not None:
+            await self._cache.stop()
         if self.store is not None and self._owns_store:
             await self.store.close()
         self.store = None

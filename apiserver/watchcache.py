@@ -115,6 +115,10 @@ class WatchCache:
         if self._task:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+        self.end_watches()
+
+    def end_watches(self) -> None:
+        """End every watch stream (shutdown): clients reconnect elsewhere or later."""
         for watchers in list(self._watchers.values()):
             for w in list(watchers):  # _end unregisters the watcher
                 self._end(w)

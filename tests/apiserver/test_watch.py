@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
-from apiclient import CM, Client, configmap, next_event
+import aiohttp
+from apiclient import CM, Client, configmap, next_event, ssl_context_for
 
 from draemu.apiserver import watchcache
 from draemu.apiserver.server import APIServer
+from draemu.testing.apiserver import start_apiserver
 
 
 async def _rv(client: Client) -> str:
@@ -199,3 +202,15 @@ async def test_cache_that_falls_behind_the_store_reloads_and_ends_watches(
     await client.post(CM, configmap("after-reload"))
     assert (await asyncio.wait_for(watcher.queue.get(), 10)) is None  # told to re-list
     assert (await client.get(f"{CM}/after-reload")).status == 200
+
+
+async def test_stopping_the_server_ends_open_watches_promptly(tmp_path) -> None:
+    server = await start_apiserver(tmp_path / "s")
+    async with aiohttp.ClientSession() as session:
+        c = Client(server.url, session, ssl_context_for(server.kubeconfig_path))
+        resp = await c.stream(f"{CM}?watch=true&resourceVersion={await _rv(c)}")
+        started = time.monotonic()
+        await server.stop()
+        assert time.monotonic() - started < 3  # well under the 5 s shutdown timeout
+        assert await asyncio.wait_for(resp.content.read(), 5) == b""
+        resp.close()
