@@ -193,6 +193,8 @@ def test_pod_with_a_claim_waits_logs_and_deletes(version: str, kubectl_at: At,
     claim = k("get", "pod", "gpu-pod", "-n", ns,
               "-o", "jsonpath={.status.resourceClaimStatuses[0].resourceClaimName}")
     assert claim.startswith("gpu-pod-gpu-")
+    k("wait", "-n", ns, "--for=jsonpath={.status.reservedFor[0].name}=gpu-pod",
+      f"resourceclaim/{claim}", "--timeout=30s")
     state = k("get", "resourceclaim", claim, "-n", ns, "--no-headers")
     assert "allocated,reserved" in state
     # Components record events on their own time: poll (kubectl cannot wait for one).
