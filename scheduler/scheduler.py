@@ -37,10 +37,10 @@ log = get_logger("scheduler")
 
 SCHEDULER_NAME = "default-scheduler"
 # A pod held back by PreEnqueue (its claims do not exist yet) gets its reason written only
-# if it is still waiting after this long: usually the claim controller is faster (even
-# with a backlog of hundreds of new pods), and upstream writes nothing at all for such
-# pods.
-GATED_REPORT_DELAY = 5.0
+# if it is still waiting after this long. Upstream writes nothing at all for such pods;
+# we do, for the case where no claim controller runs, but late enough that a burst of
+# new pods (the claim controller working through a backlog of seconds) costs no writes.
+GATED_REPORT_DELAY = 30.0
 # Binding cycles running at once: more would only queue on the client's connection pool
 # (and time out there) without binding faster.
 MAX_CONCURRENT_BINDINGS = 32
