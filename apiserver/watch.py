@@ -66,6 +66,7 @@ class _Stream:
         self.cache = cache
         self.resp = resp
         self.table = scope.accept.table
+        self.shared_lines = scope.storage_shape
         self.include = tables.include_object(scope.query.get("includeObject")) \
             if self.table else ""
         self.headers_sent = False
@@ -86,7 +87,7 @@ class _Stream:
         await self.resp.write(dumps({"type": type_, "object": obj}) + b"\n")
 
     async def send_change(self, type_: str, change: Change) -> None:
-        if not self.scope.storage_shape:
+        if not self.shared_lines:
             await self.send(type_, self.render(change.obj))
             return
         # Every watcher in the storage version writes the same line: encode it once.
@@ -101,6 +102,12 @@ class _Stream:
 
 
 def _event(change: Change, matches: Any) -> str | None:
+    """The event a change is for a watcher: objects entering or leaving its selection
+    arrive as ADDED or DELETED. `matches` is None when the watcher selects everything."""
+    if matches is None:
+        if change.type == "delete":
+            return "DELETED"
+        return "ADDED" if change.prev is None else "MODIFIED"
     new_match = matches(change.obj)
     if change.type == "delete":
         return "DELETED" if new_match else None
@@ -156,7 +163,8 @@ async def watch(scope: Scope, storage: Storage) -> web.StreamResponse:
             await stream.send("ADDED", stream.render(obj))
         if send_initial:
             await stream.bookmark(start, initial_end=True)
-        await _pump(stream, watcher, sel.matches, bookmarks, deadline, cache)
+        await _pump(stream, watcher, None if sel.everything else sel.matches, bookmarks,
+                    deadline, cache)
     except ConnectionResetError:
         pass  # the client went away
     finally:
