@@ -324,3 +324,20 @@ async def test_pods_from_a_template_are_scheduled_with_the_claim_controller(
     finally:
         await controllers.stop()
         await controller_client.close()
+
+
+async def test_freed_claim_makes_a_waiting_pod_schedulable(client, scheduler):
+    await setup_gpus(client, {"n1": 1})
+    for name in ("c1", "c2"):
+        await client.create(R, "resourceclaims", claim(name))
+    await client.create("v1", "pods", claim_pod("first", "c1"))
+    assert await eventually(lambda: node_of(client, "first")) == "n1"
+    await client.create("v1", "pods", claim_pod("second", "c2"))
+    assert "cannot allocate all claims" in await eventually(
+        lambda: unschedulable_message(client, "second"))
+    # What the resource-claim controller does once "first" is gone: deallocate c1.
+    await client.delete("v1", "pods", "first", "default", grace_period_seconds=0)
+    c1 = await client.get(R, "resourceclaims", "c1", "default")
+    c1["status"] = {}
+    await client.update(R, "resourceclaims", c1, subresource="status")
+    assert await eventually(lambda: node_of(client, "second")) == "n1"
