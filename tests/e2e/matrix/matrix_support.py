@@ -1,5 +1,5 @@
-"""The kubectl binaries of the matrix: every one on the machine (1.27 ... beside
-/usr/bin/kubectl) plus those named by DRAEMU_KUBECTL (1.35 in `make test`)."""
+"""Helpers of the kubectl matrix. Its versions: every kubectl on the machine (1.27 ...
+beside /usr/bin/kubectl) plus those named by DRAEMU_KUBECTL (1.35 in `make test`)."""
 
 from __future__ import annotations
 
@@ -15,14 +15,9 @@ def _key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
 
 
-T = TypeVar("T")
-
 BINARIES = kubectl_binaries()
 VERSIONS = sorted(BINARIES, key=_key)
-
-
-def at_least(version: str, oldest: str) -> bool:
-    return _key(version) >= _key(oldest)
+T = TypeVar("T")
 
 
 def write(folder: Path, name: str, text: str) -> str:
