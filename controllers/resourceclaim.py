@@ -4,7 +4,8 @@
   ResourceClaimTemplate (owned by the pod, annotated with the pod's claim name) and
   records it in `pod.status.resourceClaimStatuses`.
 - Removes pods that are done or gone from a claim's `status.reservedFor`.
-- Deallocates claims that nobody reserves any more and lifts the delete protection.
+- Deallocates claims when their last user goes (the transition from reserved to
+  unreserved) and lifts the delete protection.
 - Deletes generated claims whose pod will not run again.
 """
 
@@ -213,16 +214,35 @@ class ResourceClaimController(Controller):
                     valid.append(ref)
             else:
                 valid.append(ref)
-        if len(valid) != len(reserved):
+        if len(valid) < len(reserved):
+            # Deallocation follows the transition from "in use" to "unused" only: a claim
+            # that was never reserved (e.g. the scheduler has just added the finalizer and
+            # is about to write the allocation) must be left alone.
             claim = copy.deepcopy(claim)
             claim.setdefault("status", {})["reservedFor"] = valid
             if not valid:
                 del claim["status"]["reservedFor"]
+                if DELETE_PROTECTION in (meta(claim).get("finalizers") or []):
+                    claim["status"].pop("allocation", None)
+                    claim["status"].pop("devices", None)
             claim = await self.client.update(RESOURCE, "resourceclaims", claim,
                                              subresource="status")
-        if valid:
-            return
-        await self._release(claim)
+            if not valid:
+                self.log.info("deallocated claim", claim=key)
+            await self._lift_protection(claim)
+        elif meta(claim).get("deletionTimestamp"):
+            await self._lift_protection(claim)
+        if not valid:
+            await self._delete_if_pod_done(claim)
+
+    async def _lift_protection(self, claim: Obj) -> None:
+        """Remove the delete protection from a claim that is no longer allocated."""
+        finalizers = meta(claim).get("finalizers") or []
+        if DELETE_PROTECTION in finalizers and not (claim.get("status") or {}).get(
+                "allocation"):
+            claim = copy.deepcopy(claim)
+            claim["metadata"]["finalizers"] = [f for f in finalizers if f != DELETE_PROTECTION]
+            await self.client.update(RESOURCE, "resourceclaims", claim)
 
     async def _pod_still_needs(self, namespace: str, ref: Obj) -> bool:
         pod = self.pods.get(f"{namespace}/{ref.get('name')}")
@@ -236,21 +256,8 @@ class ResourceClaimController(Controller):
                 raise
         return uid_of(pod) == ref.get("uid") and not pod_is_done(pod)
 
-    async def _release(self, claim: Obj) -> None:
-        """A claim no pod reserves: deallocate it, lift the delete protection, and delete
-        it if it was generated for a pod that will not run again."""
-        if (claim.get("status") or {}).get("allocation"):
-            claim = copy.deepcopy(claim)
-            claim["status"].pop("allocation", None)
-            claim["status"].pop("devices", None)
-            claim = await self.client.update(RESOURCE, "resourceclaims", claim,
-                                             subresource="status")
-            self.log.info("deallocated claim", claim=key_of(claim))
-        finalizers = meta(claim).get("finalizers") or []
-        if DELETE_PROTECTION in finalizers:
-            claim = copy.deepcopy(claim)
-            claim["metadata"]["finalizers"] = [f for f in finalizers if f != DELETE_PROTECTION]
-            claim = await self.client.update(RESOURCE, "resourceclaims", claim)
+    async def _delete_if_pod_done(self, claim: Obj) -> None:
+        """An unreserved claim generated for a pod that will not run again is deleted."""
         pod_name, pod_uid = owning_pod(claim)
         if pod_name and not meta(claim).get("deletionTimestamp"):
             pod = self.pods.get(f"{namespace_of(claim)}/{pod_name}")

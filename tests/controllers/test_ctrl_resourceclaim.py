@@ -131,3 +131,22 @@ async def test_claim_reserved_by_a_running_pod_is_left_alone():
     inf.informer("", "resourceclaims").put(_claim("c", reserved=("p",)))
     await ctrl.reconcile("claim:ns/c")
     assert client.calls == []
+
+
+async def test_claim_the_scheduler_is_about_to_allocate_is_left_alone():
+    # PreBind adds the finalizer first, then writes allocation and reservedFor.
+    ctx, client, inf = context()
+    ctrl = ResourceClaimController(ctx)
+    inf.informer("", "resourceclaims").put(
+        _claim("c", allocated=False, finalizers=(DELETE_PROTECTION,)))
+    await ctrl.reconcile("claim:ns/c")
+    assert client.calls == []
+
+
+async def test_allocated_claim_that_was_never_reserved_stays_allocated():
+    ctx, client, inf = context()
+    ctrl = ResourceClaimController(ctx)
+    inf.informer("", "resourceclaims").put(
+        _claim("c", allocated=True, finalizers=(DELETE_PROTECTION,)))
+    await ctrl.reconcile("claim:ns/c")
+    assert client.calls == []
