@@ -35,9 +35,12 @@ from draemu.testing.process import RunningDraemu, draemu_up
 
 GO_DIR = Path(__file__).parent / "go"
 REPO = Path(__file__).resolve().parents[2]
-BIN = REPO / ".cache" / "go" / "bin"
+# build.sh's cache folder; DRAEMU_GO_CACHE moves it (e.g. to keep it across fresh clones).
+GO_CACHE = Path(os.environ.get("DRAEMU_GO_CACHE") or REPO / ".cache" / "go")
+BIN = GO_CACHE / "bin"
 EXAMPLE_DRIVER_VERSION = "v0.4.0"
-EXAMPLE_DEMOS = (REPO / ".cache" / "go" / "mod" / "sigs.k8s.io"
+# The demo manifests ship in the driver's module, as downloaded for the build.
+EXAMPLE_DEMOS = (GO_CACHE / "mod" / "sigs.k8s.io"
                  / f"dra-example-driver@{EXAMPLE_DRIVER_VERSION}" / "demo" / "examples")
 NODE = "n1"
 MINI = "mini.draemu.example.com"
