@@ -10,6 +10,7 @@ or DELETED, as upstream), and Table watches (column definitions on the first eve
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import time
 from typing import Any
@@ -30,8 +31,9 @@ Obj = dict[str, Any]
 # Upstream's --min-request-timeout: watches without timeoutSeconds last 30-60 minutes.
 MIN_REQUEST_TIMEOUT = 1800.0
 BOOKMARK_INTERVAL = 60.0
-# How often an idle stream checks that its client is still connected.
-LIVENESS_INTERVAL = 5.0
+# How often an idle stream checks that its client is still connected (a busy one finds
+# out when it writes).
+LIVENESS_INTERVAL = 30.0
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 
@@ -172,34 +174,66 @@ async def watch(scope: Scope, storage: Storage) -> web.StreamResponse:
     return resp
 
 
+_TICK: Any = object()  # a timer's wake-up call: check the deadline, bookmarks, the client
+
+
+class _Alarm:
+    """One timer per stream, re-armed for the nearest of its deadline, its next
+    bookmark and a liveness check; it wakes the stream through its queue, so waiting
+    for changes costs no timer per event."""
+
+    def __init__(self, queue: asyncio.Queue[Any]) -> None:
+        self.queue = queue
+        self.handle: asyncio.TimerHandle | None = None
+        self.missed = False
+
+    def arm(self, delay: float) -> None:
+        self.handle = asyncio.get_running_loop().call_later(max(delay, 0.0), self._ring)
+
+    def _ring(self) -> None:
+        try:
+            self.queue.put_nowait(_TICK)
+        except asyncio.QueueFull:
+            self.missed = True  # a busy stream: it looks at the clock on its next change
+
+    def cancel(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+
+
 async def _pump(stream: _Stream, watcher: Any, matches: Any, bookmarks: bool, deadline: float,
                 cache: Any) -> None:
-    next_bookmark = time.monotonic() + BOOKMARK_INTERVAL
+    next_bookmark = time.monotonic() + BOOKMARK_INTERVAL if bookmarks else math.inf
     request = stream.scope.request
     queue = watcher.queue
-    while True:
+    alarm = _Alarm(queue)
+
+    def rearm() -> None:
         now = time.monotonic()
-        if now >= deadline:
-            return
-        if queue.empty():
-            wait = min(deadline, next_bookmark if bookmarks else deadline,
-                       now + LIVENESS_INTERVAL) - now
-            try:
-                # asyncio.timeout, not wait_for: no task per event on a busy stream.
-                async with asyncio.timeout(max(wait, 0.001)):
-                    change = await queue.get()
-            except TimeoutError:
+        alarm.arm(min(deadline, next_bookmark, now + LIVENESS_INTERVAL) - now)
+
+    rearm()
+    try:
+        while True:
+            change = await queue.get()
+            if change is None:  # dropped: too slow, or the server is stopping
+                return
+            if change is _TICK or alarm.missed:
+                alarm.missed = False
+                now = time.monotonic()
+                if now >= deadline:
+                    return
                 transport = request.transport
                 if transport is None or transport.is_closing():
                     return
-                if bookmarks and time.monotonic() >= next_bookmark:
+                if now >= next_bookmark:
                     await stream.bookmark(cache.revision)
                     next_bookmark = time.monotonic() + BOOKMARK_INTERVAL
-                continue
-        else:
-            change = queue.get_nowait()
-        if change is None:  # dropped: too slow, or the server is stopping
-            return
-        type_ = _event(change, matches)
-        if type_ is not None:
-            await stream.send_change(type_, change)
+                rearm()
+                if change is _TICK:
+                    continue
+            type_ = _event(change, matches)
+            if type_ is not None:
+                await stream.send_change(type_, change)
+    finally:
+        alarm.cancel()

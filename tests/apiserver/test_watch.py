@@ -214,3 +214,33 @@ async def test_stopping_the_server_ends_open_watches_promptly(tmp_path) -> None:
         assert time.monotonic() - started < 4.5  # not the 5 s shutdown timeout
         assert await asyncio.wait_for(resp.content.read(), 5) == b""
         resp.close()
+
+
+async def test_idle_watch_with_bookmarks_gets_periodic_bookmarks(client: Client,
+                                                                 monkeypatch) -> None:
+    from draemu.apiserver import watch
+
+    monkeypatch.setattr(watch, "BOOKMARK_INTERVAL", 0.2)
+    rv = await _rv(client)
+    resp = await client.stream(f"{CM}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true")
+    try:
+        event = await next_event(resp)
+        assert event["type"] == "BOOKMARK"
+        assert event["object"]["kind"] == "ConfigMap"
+        assert int(event["object"]["metadata"]["resourceVersion"]) >= int(rv)
+    finally:
+        resp.close()
+
+
+async def test_busy_watch_still_ends_at_its_timeout(client: Client) -> None:
+    rv = await _rv(client)
+    resp = await client.stream(f"{CM}?watch=true&resourceVersion={rv}&timeoutSeconds=1")
+    try:
+        started = time.monotonic()
+        for i in range(3):
+            await client.post(CM, configmap(f"busy{i}"))
+        while await asyncio.wait_for(resp.content.readline(), 10):
+            pass
+        assert time.monotonic() - started < 8
+    finally:
+        resp.close()
