@@ -70,12 +70,11 @@ def go_bin() -> Path:
 
 
 @pytest.fixture(scope="module")
-def api_only(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningDraemu]:
-    # The program creates nodes without kubelets and claims it allocates by hand:
-    # controllers would act on them (node lifecycle, claim deallocation) and race its
-    # reads, so this cluster is the API alone.
-    with draemu_up(tmp_path_factory.mktemp("conformance"), "--preset", "empty",
-                   "--no-controllers", "--no-scheduler") as cluster:
+def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningDraemu]:
+    # The whole control plane runs, as in a real cluster: controllers see the nodes
+    # without kubelets and the hand-allocated claim the program creates, and must leave
+    # alone what upstream's leave alone.
+    with draemu_up(tmp_path_factory.mktemp("conformance"), "--preset", "empty") as cluster:
         yield cluster
 
 
@@ -85,14 +84,14 @@ def protobuf_decoder_missing() -> bool:
 
 @pytest.mark.parametrize("watch_list", [True, False], ids=["watchlist", "list-watch"])
 @pytest.mark.parametrize("content_type", [PROTOBUF, JSON], ids=["protobuf", "json"])
-def test_client_go_conformance_passes(go_bin: Path, api_only: RunningDraemu, watch_list: bool,
+def test_client_go_conformance_passes(go_bin: Path, control_plane: RunningDraemu, watch_list: bool,
                                       content_type: str) -> None:
     if content_type == PROTOBUF and protobuf_decoder_missing():
         pytest.skip("draemu does not decode protobuf request bodies yet "
                     "(apiserver/protobuf/ is not there)")
     env = {**os.environ, "KUBE_FEATURE_WatchListClient": str(watch_list).lower()}
     result = subprocess.run(
-        [str(go_bin / "conformance"), "--kubeconfig", str(api_only.kubeconfig),
+        [str(go_bin / "conformance"), "--kubeconfig", str(control_plane.kubeconfig),
          "--content-type", content_type, "--timeout", "60s"],
         capture_output=True, text=True, timeout=90, env=env, check=False)
     assert result.returncode == 0, f"{result.stdout}\n{result.stderr[-6000:]}"
