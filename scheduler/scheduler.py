@@ -94,7 +94,8 @@ class Scheduler:
             DefaultBinder(client)])
         self.queue = SchedulingQueue(self.framework.events_by_plugin(),
                                      initial_backoff=initial_backoff, max_backoff=max_backoff)
-        self.recorder = EventRecorder(client, SCHEDULER_NAME, socket.gethostname())
+        self.recorder = EventRecorder(client, SCHEDULER_NAME, socket.gethostname(),
+                                      api="events.k8s.io/v1")
         self._informers: dict[str, Informer] = {}
         self._loop_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -448,8 +449,9 @@ class Scheduler:
         await self.framework.run_post_bind(state, pod, node_name)
 
     async def _record(self, pod: dict, type_: str, reason: str, message: str) -> None:
+        action = "Binding" if reason == "Scheduled" else "Scheduling"
         try:
-            await self.recorder.event(pod, type_, reason, message)
+            await self.recorder.event(pod, type_, reason, message, action)
         except Exception as e:  # events are best effort; a lost one must not stop anything
             log.debug("event not recorded", reason=reason, error=repr(e))
 

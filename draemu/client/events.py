@@ -2,6 +2,10 @@
 
 Repeats of the same event (same object, type, reason and message) within ten minutes
 bump `count` and `lastTimestamp` of the first Event instead of creating new ones.
+
+Most components write core/v1 Events, as kube-controller-manager and the kubelet do;
+the scheduler writes events.k8s.io/v1 Events (`api="events.k8s.io/v1"`, with an
+`action` and an `eventTime`), as kube-scheduler does; repeats then count in `series`.
 """
 
 from __future__ import annotations
@@ -26,24 +30,32 @@ def now_micro() -> str:
 
 
 class EventRecorder:
-    def __init__(self, client: Client, component: str, host: str = "") -> None:
+    def __init__(self, client: Client, component: str, host: str = "", *,
+                 api: str = "v1") -> None:
         self.client = client
         self.component = component
         self.host = host
+        self.api = api
         self._seen: dict[tuple[str, ...], tuple[str, str, int, float]] = {}
 
-    async def event(self, obj: dict[str, Any], type_: str, reason: str, message: str) -> None:
+    async def event(self, obj: dict[str, Any], type_: str, reason: str, message: str,
+                    action: str = "") -> None:
         """Record an event; failures are logged, never raised (events are best effort)."""
         meta = obj.get("metadata") or {}
         namespace = meta.get("namespace") or "default"
         key = (meta.get("uid", ""), type_, reason, message)
         now = now_rfc3339()
+        v1events = self.api == "events.k8s.io/v1"
         try:
             seen = self._seen.get(key)
             if seen and time.monotonic() - seen[3] < _DEDUP_WINDOW:
                 name, ns, count, _ = seen
-                await self.client.patch("v1", "events", name, {
-                    "count": count + 1, "lastTimestamp": now}, namespace=ns)
+                if v1events:
+                    await self.client.patch(self.api, "events", name, {"series": {
+                        "count": count + 1, "lastObservedTime": now_micro()}}, namespace=ns)
+                else:
+                    await self.client.patch("v1", "events", name, {
+                        "count": count + 1, "lastTimestamp": now}, namespace=ns)
                 self._seen[key] = (name, ns, count + 1, time.monotonic())
                 return
             involved = {
@@ -54,6 +66,19 @@ class EventRecorder:
                 "apiVersion": obj.get("apiVersion", ""),
                 "resourceVersion": meta.get("resourceVersion", ""),
             }
+            if v1events:
+                created = await self.client.create(self.api, "events", {
+                    "apiVersion": self.api, "kind": "Event",
+                    "metadata": {"name": f"{meta.get('name', 'unknown')}.{time.time_ns():x}",
+                                 "namespace": namespace},
+                    "eventTime": now_micro(), "reportingController": self.component,
+                    "reportingInstance": f"{self.component}-{self.host}" if self.host
+                    else self.component,
+                    "action": action or reason, "reason": reason, "note": message,
+                    "type": type_, "regarding": {k: v for k, v in involved.items() if v},
+                }, namespace=namespace)
+                self._seen[key] = (created["metadata"]["name"], namespace, 1, time.monotonic())
+                return
             body = {
                 "apiVersion": "v1", "kind": "Event",
                 "metadata": {"name": f"{meta.get('name', 'unknown')}.{time.time_ns():x}",
