@@ -18,6 +18,7 @@ from draemu.controllers.nodelifecycle import NodeLifecycleController
 from draemu.controllers.replicaset import ReplicaSetController
 from draemu.controllers.resourceclaim import ResourceClaimController
 from draemu.controllers.resourcepoolstatus import ResourcePoolStatusController
+from draemu.controllers.serviceaccount import RootCACertPublisher, ServiceAccountController
 from draemu.features import FeatureGates
 from draemu.log import get_logger
 
@@ -31,6 +32,8 @@ SIMPLE: dict[str, type[Controller]] = {
     "replicaset": ReplicaSetController,
     "deployment": DeploymentController,
     "resourcepoolstatus": ResourcePoolStatusController,
+    "serviceaccount": ServiceAccountController,
+    "root-ca-cert-publisher": RootCACertPublisher,
 }
 DISCOVERING = {"garbagecollector": GarbageCollector, "namespace": NamespaceController}
 ALL = [*SIMPLE, *DISCOVERING]

@@ -55,8 +55,10 @@ def _bool(value: bool) -> str:
 
 class Client:
     def __init__(self, server: str, *, ssl_context: ssl.SSLContext | None = None,
-                 token: str | None = None, user_agent: str = "draemu") -> None:
+                 token: str | None = None, user_agent: str = "draemu",
+                 ca_pem: bytes | None = None) -> None:
         self.server = server.rstrip("/")
+        self.ca_pem = ca_pem  # the cluster CA, for components that publish it
         self._ssl = ssl_context
         self._headers = {"User-Agent": user_agent, "Accept": "application/json"}
         if token:
@@ -68,7 +70,7 @@ class Client:
                         user_agent: str = "draemu") -> Client:
         conn = config.load(path, context)
         return cls(conn.server, ssl_context=conn.ssl_context(), token=conn.token,
-                   user_agent=user_agent)
+                   user_agent=user_agent, ca_pem=conn.ca_data)
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:

@@ -144,3 +144,14 @@ async def test_node_that_stops_renewing_becomes_unknown_and_its_pods_are_evicted
         await eventually(evicted)
     except AssertionError:
         pytest.fail("pod with a 1 s toleration was not evicted from the unreachable node")
+
+
+async def test_every_namespace_gets_a_default_service_account_and_the_root_ca(cluster):
+    await cluster.create("v1", "namespaces", {"metadata": {"name": "fresh"}})
+
+    async def defaults():
+        sa = await cluster.get("v1", "serviceaccounts", "default", "fresh")
+        cm = await cluster.get("v1", "configmaps", "kube-root-ca.crt", "fresh")
+        return sa and cm["data"]["ca.crt"].startswith("-----BEGIN CERTIFICATE-----")
+    await eventually(defaults)
+    assert await cluster.get("v1", "serviceaccounts", "default", "default")
