@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -172,9 +173,8 @@ class Node:
                 "--kubelet-plugins-directory-path", self.dirs["KUBELET_PLUGINS_DIRECTORY_PATH"]]
 
 
-@pytest.fixture(scope="module")
-def node_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningDraemu]:
-    folder = tmp_path_factory.mktemp("drivers")
+@contextmanager
+def cluster_with_a_bare_node(folder: Path) -> Iterator[RunningDraemu]:
     preset = folder / "preset.yaml"
     preset.write_text(yaml.safe_dump({
         "apiVersion": "draemu.io/v1alpha1", "kind": "Preset",
@@ -183,6 +183,12 @@ def node_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningDr
         "nodes": [{"name": NODE}],
     }))
     with draemu_up(folder, "--preset", str(preset)) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def node_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningDraemu]:
+    with cluster_with_a_bare_node(tmp_path_factory.mktemp("drivers")) as cluster:
         yield cluster
 
 
@@ -279,19 +285,26 @@ def test_deleting_the_pod_unprepares_its_minidriver_claim(
 # --- the upstream example driver ---------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def example_driver(go_bin: Path, node_cluster: RunningDraemu) -> Iterator[DriverProcess]:
-    node = Node(node_cluster, NODE)
+@contextmanager
+def running_example_driver(go_bin: Path, cluster: RunningDraemu,
+                           *flags: str) -> Iterator[DriverProcess]:
+    node = Node(cluster, NODE)
     # As its Helm chart runs it: NODE_NAME from the downward API (the driver puts it in
     # the CDI spec), CDI specs where the runtime reads them.
     env = {**driver_env(), "NODE_NAME": NODE}
     driver = DriverProcess([str(go_bin / "dra-example-kubeletplugin"), *node.driver_flags(),
-                            "-v", "4"], env)
+                            "-v", "4", *flags], env)
     try:
         driver.wait_for_line(r"GRPC server started.*logger=\"registrar\"")
         yield driver
     finally:
         driver.stop()
+
+
+@pytest.fixture(scope="module")
+def example_driver(go_bin: Path, node_cluster: RunningDraemu) -> Iterator[DriverProcess]:
+    with running_example_driver(go_bin, node_cluster) as driver:
+        yield driver
 
 
 def klog_errors(driver: DriverProcess) -> list[str]:
@@ -347,3 +360,45 @@ def test_example_driver_applies_opaque_configs_per_request(
     assert f'declare -x GPU_DEVICE_{gpus["ts-gpu"]}_TIMESLICE_INTERVAL="Long"' in ts
     assert f'declare -x GPU_DEVICE_{gpus["sp-gpu"]}_PARTITION_COUNT="10"' in sp
     assert f'declare -x GPU_DEVICE_{gpus["sp-gpu"]}_SHARING_STRATEGY="SpacePartitioning"' in sp
+
+
+@pytest.fixture(scope="module")
+def partitioned_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningDraemu]:
+    with cluster_with_a_bare_node(tmp_path_factory.mktemp("partitions")) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def partitioning_example_driver(go_bin: Path, partitioned_cluster: RunningDraemu
+                                ) -> Iterator[DriverProcess]:
+    # Partitionable GPUs (a counters slice and a devices slice per pool) and device
+    # status written by the driver into claims with the node's credentials.
+    with running_example_driver(go_bin, partitioned_cluster, "--gpu-partitions", "2",
+                                "--gpu-device-status") as driver:
+        yield driver
+
+
+def test_example_driver_partitions_share_counters_and_report_device_status(
+        partitioning_example_driver: DriverProcess, partitioned_cluster: RunningDraemu) -> None:
+    published = slices_of(partitioned_cluster, GPU)
+    deadline = time.monotonic() + 30
+    while len(published) < 2 and time.monotonic() < deadline:
+        published = slices_of(partitioned_cluster, GPU)
+    assert sorted(bool(s["spec"].get("sharedCounters")) for s in published) == [False, True]
+    name = "partitionable-devices"
+    run_demo(partitioned_cluster, name)
+    claim = claim_of(partitioned_cluster, name, "pod0")
+    allocated = [r["device"] for r in claim["status"]["allocation"]["devices"]["results"]]
+    assert len(allocated) == 2
+    deadline = time.monotonic() + 30
+    while len(claim["status"].get("devices", [])) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+        claim = claim_of(partitioned_cluster, name, "pod0")
+    assert sorted(d["device"] for d in claim["status"]["devices"]) == sorted(allocated)
+    assert all(d["data"]["model"] == {"string": "LATEST-GPU-MODEL"}
+               for d in claim["status"]["devices"])
+    logs = partitioned_cluster.kubectl("logs", "-n", name, "pod0").stdout
+    for device in allocated:
+        n = device.removeprefix("gpu-").upper().replace("-", "_")
+        assert f'declare -x GPU_DEVICE_{n}="{device}"' in logs
+    assert not klog_errors(partitioning_example_driver), partitioning_example_driver.output()

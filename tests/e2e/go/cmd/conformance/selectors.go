@@ -131,3 +131,48 @@ func (s *suite) filteredSliceInformer() error {
 	}
 	return nil
 }
+
+// paginatedList reads the run's claims two at a time, as client-go's pager does: every
+// page but the last carries a continue token, and the pages together are the full list
+// at one resourceVersion.
+func (s *suite) paginatedList() error {
+	client := s.cs.ResourceV1().ResourceClaims(s.ns)
+	for i := range 3 {
+		if _, err := client.Create(s.ctx, s.claim(fmt.Sprintf("page-%d", i)), metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	full, err := client.List(s.ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	var want []string
+	for _, c := range full.Items {
+		want = append(want, c.Name)
+	}
+	var got []string
+	opts := metav1.ListOptions{Limit: 2}
+	for pages := 1; ; pages++ {
+		page, err := client.List(s.ctx, opts)
+		if err != nil {
+			return fmt.Errorf("page %d: %w", pages, err)
+		}
+		if len(page.Items) > 2 {
+			return fmt.Errorf("page %d has %d items, limit was 2", pages, len(page.Items))
+		}
+		for _, c := range page.Items {
+			got = append(got, c.Name)
+		}
+		if page.Continue == "" {
+			break
+		}
+		if pages > len(want) {
+			return fmt.Errorf("more pages than items: the continue token does not advance")
+		}
+		opts.Continue = page.Continue
+	}
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("pages gave %v, one list gave %v", got, want)
+	}
+	return nil
+}

@@ -54,6 +54,7 @@ func (s *suite) runAll() {
 	s.check("informers: field-selected ResourceSlice informer", s.filteredSliceInformer)
 	s.check("field selector: pods by spec.nodeName", s.podsByNodeName)
 	s.check("field selector: slices by spec.nodeName and spec.driver", s.slicesBySelectors)
+	s.check("list: limit and continue page through a collection", s.paginatedList)
 	s.check("resourceslice: create round-trips every field", s.sliceRoundTrip)
 	s.check("resourceslice: update and delete with preconditions", s.sliceUpdateDelete)
 	s.check("update: typed update bumps resourceVersion", s.typedUpdate)
