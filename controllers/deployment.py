@@ -20,7 +20,7 @@ from draemu.api.meta import (
 )
 from draemu.client import ApiError, key_of
 from draemu.controllers.base import Controller
-from draemu.controllers.selectors import matches
+from draemu.controllers.replicaset import matches
 
 Obj = dict[str, Any]
 HASH_LABEL = "pod-template-hash"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from draemu.api.labels import matches as _matches
 from draemu.api.meta import (
     controller_of,
     get_condition,
@@ -21,7 +22,6 @@ from draemu.api.meta import (
 )
 from draemu.client import ApiError, key_of
 from draemu.controllers.base import Controller
-from draemu.controllers.selectors import matches
 
 Obj = dict[str, Any]
 
@@ -205,3 +205,8 @@ class ReplicaSetController(Controller):
         return None
 
 
+
+
+def matches(selector: Obj | None, labels: dict[str, str] | None) -> bool:
+    """A workload without a selector selects nothing."""
+    return selector is not None and _matches(selector, labels)

@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from draemu.api.errors import FieldError, Path, forbidden, invalid, required
+from draemu.api.labels import is_empty, matches
 from draemu.apiserver.registry.core.common import label_value, qualified_name
 from draemu.apiserver.registry.meta import validate_labels
 
 Obj = dict[str, Any]
+__all__ = ["convertible", "is_empty", "matches", "validate_label_selector"]
 
 
 def validate_label_selector(selector: Obj | None, path: Path) -> list[FieldError]:
@@ -38,29 +40,3 @@ def convertible(selector: Obj | None) -> bool:
     """Whether the selector converts to a labels.Selector (LabelSelectorAsSelector):
     a malformed one gives "invalid label selector" and matches nothing."""
     return selector is None or not validate_label_selector(selector, Path("selector"))
-
-
-def is_empty(selector: Obj | None) -> bool:
-    return not selector or not (selector.get("matchLabels") or selector.get("matchExpressions"))
-
-
-def matches(selector: Obj | None, labels: dict[str, str] | None) -> bool:
-    """Whether `labels` satisfy the selector; an empty selector matches everything."""
-    labels = labels or {}
-    if not selector:
-        return True
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for req in selector.get("matchExpressions") or []:
-        key, operator, values = req.get("key"), req.get("operator"), req.get("values") or []
-        present = key in labels
-        if operator == "In" and not (present and labels[key] in values):
-            return False
-        if operator == "NotIn" and present and labels[key] in values:
-            return False
-        if operator == "Exists" and not present:
-            return False
-        if operator == "DoesNotExist" and present:
-            return False
-    return True
