@@ -50,6 +50,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="do not run the controllers")
 
 
+def _self_command() -> str:
+    """How the user can run draemu again: `draemu` when that is on PATH, else the path
+    of the script that is running (e.g. .venv/bin/draemu without an activated venv)."""
+    import os
+    import shutil
+    import sys
+
+    here = os.path.realpath(sys.argv[0])
+    on_path = shutil.which("draemu")
+    if on_path and os.path.realpath(on_path) == here:
+        return "draemu"
+    return os.path.relpath(sys.argv[0]) if os.path.basename(here) == "draemu" else "draemu"
+
+
 def run(args: argparse.Namespace) -> int:
     import asyncio
     import ipaddress
@@ -122,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
             print("  kubectl get nodes")
             print("  kubectl get deviceclasses,resourceslices")
             if args.preset == "seed":
-                print("  draemu demo seed")
+                print(f"  {_self_command()} demo seed")
             print("Press Ctrl-C to stop.", flush=True)
             await wait_for_signal()
             print("stopping...", file=sys.stderr, flush=True)
