@@ -6,6 +6,8 @@
 # ignores, so a second run only checks that everything is up to date.
 set -euo pipefail
 
+# Go's own installer puts it in /usr/local/go; a non-login shell may lack it on PATH.
+command -v go >/dev/null || PATH="/usr/local/go/bin:$PATH"
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${DRAEMU_GO_CACHE:-$(cd "$here/../../.." && pwd)/.cache/go}
 export GOMODCACHE="$cache/mod" GOCACHE="$cache/build" GOBIN="$cache/bin" GOPATH="$cache/path"
@@ -14,9 +16,10 @@ export GOMODCACHE="$cache/mod" GOCACHE="$cache/build" GOBIN="$cache/bin" GOPATH=
 export GOFLAGS=-mod=mod GOTOOLCHAIN=local
 mkdir -p "$GOBIN"
 
-cd "$here"
-go install ./cmd/...
-# The upstream example driver, built from its released module with the dependency
-# versions its own go.mod pins (the exampledriver module requires nothing else).
-cd "$here/exampledriver"
-go install tool
+# The upstream example driver is built from its released module with the dependency
+# versions its own go.mod pins (the exampledriver module requires nothing else). Both
+# builds run at once: on a cold cache one downloads while the other compiles.
+(cd "$here/exampledriver" && go install tool) &
+example=$!
+(cd "$here" && go install ./cmd/...)
+wait "$example"

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -15,14 +14,12 @@ import (
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 )
 
-// driver implements kubeletplugin.DRAPlugin for a fixed set of devices.
+// driver implements kubeletplugin.DRAPlugin for a fixed set of devices. The helper
+// serializes prepare and unprepare calls (its default), so it needs no lock.
 type driver struct {
 	name, node string
 	devices    []string
 	cdi        cdiWriter
-
-	mu       sync.Mutex
-	prepared map[types.UID][]kubeletplugin.Device
 }
 
 func deviceNames(n int) []string {
@@ -48,17 +45,11 @@ func (d *driver) resources() resourceslice.DriverResources {
 
 func (d *driver) PrepareResourceClaims(_ context.Context, claims []*resourceapi.ResourceClaim) (
 	map[types.UID]kubeletplugin.PrepareResult, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.prepared == nil {
-		d.prepared = map[types.UID][]kubeletplugin.Device{}
-	}
 	results := make(map[types.UID]kubeletplugin.PrepareResult, len(claims))
 	for _, claim := range claims {
 		devices, err := d.prepare(claim)
 		results[claim.UID] = kubeletplugin.PrepareResult{Devices: devices, Err: err}
 		if err == nil {
-			d.prepared[claim.UID] = devices
 			var names []string
 			for _, dev := range devices {
 				names = append(names, dev.DeviceName)
@@ -113,14 +104,11 @@ func envName(device string) string {
 
 func (d *driver) UnprepareResourceClaims(_ context.Context, claims []kubeletplugin.NamespacedObject) (
 	map[types.UID]error, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	results := make(map[types.UID]error, len(claims))
 	for _, claim := range claims {
 		err := d.cdi.remove(claim.UID)
 		results[claim.UID] = err
 		if err == nil {
-			delete(d.prepared, claim.UID)
 			fmt.Printf("unprepared %s %s\n", claim.UID, claim.NamespacedName)
 		}
 	}
