@@ -1,10 +1,10 @@
 """The scheduling framework: statuses, cycle state, the plugin protocol and the runner.
 
 Shaped after kube-scheduler's framework: a plugin implements only the extension points
-it needs (`pre_filter`, `filter`, `score`, `reserve`, `unreserve`, `pre_bind`, `bind`,
-`post_bind`); the framework finds them by attribute. The scheduling cycle (PreFilter to
-Reserve) is synchronous and CPU-bound; the binding cycle (PreBind to PostBind) talks to
-the apiserver and is asynchronous.
+it needs (`pre_filter`, `filter`, `post_filter`, `score`, `reserve`, `unreserve`,
+`pre_bind`, `bind`, `post_bind`); the framework finds them by attribute. The scheduling
+cycle (PreFilter to Reserve) is synchronous and CPU-bound; PostFilter (when no node fits)
+and the binding cycle (PreBind to PostBind) talk to the apiserver and are asynchronous.
 """
 
 from __future__ import annotations
@@ -109,6 +109,7 @@ class Framework:
         self._pre_enqueue = [p for p in plugins if hasattr(p, "pre_enqueue")]
         self._pre_filter = [p for p in plugins if hasattr(p, "pre_filter")]
         self._filter = [p for p in plugins if hasattr(p, "filter")]
+        self._post_filter = [p for p in plugins if hasattr(p, "post_filter")]
         self._score = [p for p in plugins if hasattr(p, "score")]
         self._reserve = [p for p in plugins if hasattr(p, "reserve")]
         self._pre_bind = [p for p in plugins if hasattr(p, "pre_bind")]
@@ -155,6 +156,25 @@ class Framework:
                 return status
         return SUCCESS
 
+    async def run_post_filter(self, state: CycleState, pod: dict,
+                              statuses: dict[str, Status]) -> Status:
+        """No node fits: plugins may change the cluster so that a later attempt fits (DRA
+        deallocates a claim). As upstream, the first success or unresolvable verdict ends the
+        run; otherwise the reasons of all plugins are joined. A plugin with nothing to do for
+        the pod answers Skip and adds no reason."""
+        reasons: list[str] = []
+        rejector = ""
+        for plugin in self._post_filter:
+            status = await _guarded(plugin.post_filter(state, pod, statuses))
+            if status.code == Code.SKIP:
+                continue
+            if status.ok or status.code in (Code.ERROR, Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
+                status.plugin = plugin.name
+                return status
+            reasons.extend(status.reasons)
+            rejector = rejector or plugin.name
+        return Status(Code.UNSCHEDULABLE, reasons, rejector)
+
     def run_score(self, state: CycleState, pod: dict, nodes: list[NodeInfo]) -> dict[str, int]:
         """Sum of each plugin's scores, normalised by the plugin to 0..100 across nodes."""
         totals = {n.name: 0 for n in nodes}
@@ -182,12 +202,20 @@ class Framework:
                 return status
         return SUCCESS
 
-    def run_unreserve(self, state: CycleState, pod: dict, node_name: str) -> None:
+    def run_unreserve(self, state: CycleState, pod: dict, node_name: str
+                      ) -> list[Awaitable[None]]:
+        """Undoes Reserve at once in memory. A plugin that also has API writes to undo (DRA
+        takes the pod out of `reservedFor`) returns them as an awaitable; the caller awaits
+        them (binding cycle) or runs them in the background (scheduling cycle)."""
+        pending: list[Awaitable[None]] = []
         # Reverse order, like upstream, so that later plugins undo first.
         for plugin in reversed(self._reserve):
             unreserve = getattr(plugin, "unreserve", None)
             if unreserve is not None:
-                unreserve(state, pod, node_name)
+                writes = unreserve(state, pod, node_name)
+                if writes is not None:
+                    pending.append(writes)
+        return pending
 
     async def run_pre_bind(self, state: CycleState, pod: dict, node_name: str) -> Status:
         for plugin in self._pre_bind:

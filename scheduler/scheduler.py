@@ -25,7 +25,11 @@ from draemu.scheduler.fiterror import NO_NODES, fit_error_message
 from draemu.scheduler.framework import ClusterEvent, Code, CycleState, Framework, Status
 from draemu.scheduler.nodeinfo import NodeInfo
 from draemu.scheduler.plugins.defaultbinder import DefaultBinder
-from draemu.scheduler.plugins.dynamicresources import RESOURCE_V1, DynamicResources
+from draemu.scheduler.plugins.dynamicresources import (
+    FILTER_TIMEOUT,
+    RESOURCE_V1,
+    DynamicResources,
+)
 from draemu.scheduler.plugins.nodeaffinity import NodeAffinity
 from draemu.scheduler.plugins.nodename import NodeName
 from draemu.scheduler.plugins.noderesources import NodeResourcesFit
@@ -76,17 +80,23 @@ class CycleResult:
     message: str = ""  # why not
     rejectors: set[str] = field(default_factory=set)  # plugins whose events may help
     error: bool = False  # an error, not a verdict: retry after backoff
+    # Filter found no node: each rejected node's status, for PostFilter (None otherwise).
+    filtered: dict[str, Status] | None = None
 
 
 class Scheduler:
     def __init__(self, client: Client, gates: FeatureGates | None = None, *,
                  initial_backoff: float = 1.0, max_backoff: float = 10.0,
-                 gated_report_delay: float = GATED_REPORT_DELAY) -> None:
+                 gated_report_delay: float = GATED_REPORT_DELAY,
+                 dra_filter_timeout: float = FILTER_TIMEOUT) -> None:
         self.client = client
         self.gates = gates or FeatureGates()
         self.inventory = Inventory(self.gates)
         self.cache = Cache()
-        self.dra = DynamicResources(client, self.gates, self.inventory)
+        # dra_filter_timeout: seconds the allocator may spend on one node (gate
+        # DRASchedulerFilterTimeout); 0 disables the limit, as kube-scheduler's filterTimeout.
+        self.dra = DynamicResources(client, self.gates, self.inventory,
+                                    filter_timeout=dra_filter_timeout)
         self.framework = Framework([
             # Upstream's default profile order: cheap node checks first, DRA last.
             NodeUnschedulable(), NodeName(), TaintToleration(), NodeAffinity(),
@@ -342,6 +352,9 @@ class Scheduler:
             self.queue.requeue_gated(qp, gated_by)
             return
         result = self.scheduling_cycle(pod)
+        if result.filtered is not None:
+            self._spawn(self._post_filter(qp, pod, result))
+            return
         if result.node_name is None:
             self._fail(qp, pod, result.message, rejectors=result.rejectors, error=result.error)
             return
@@ -374,18 +387,34 @@ class Scheduler:
         if not feasible:
             return CycleResult(
                 state, rejectors={s.plugin for s in statuses.values()} | state.restricted_by,
-                message=fit_error_message(num_nodes, node_statuses=statuses, absent=absent))
+                message=fit_error_message(num_nodes, node_statuses=statuses, absent=absent),
+                filtered=statuses)
         node_name = self._select_host(state, pod, feasible)
         self.cache.assume(pod, node_name)
         status = self.framework.run_reserve(state, pod, node_name)
         if not status.ok:
-            self.framework.run_unreserve(state, pod, node_name)
+            for writes in self.framework.run_unreserve(state, pod, node_name):
+                self._spawn(writes)
             self.cache.forget(pod)
             if status.code == Code.ERROR:
                 return CycleResult(state, error=True, message=f'running Reserve plugin '
                                    f'"{status.plugin}": {status.message}')
             return CycleResult(state, rejectors={status.plugin}, message=status.message)
         return CycleResult(state, node_name=node_name)
+
+    async def _post_filter(self, qp: QueuedPod, pod: dict, result: CycleResult) -> None:
+        """No node fits: PostFilter may free something (a claim allocated where the pod
+        cannot go); its verdict is appended to the fit error, as upstream's FitError does.
+        An event it causes (the deallocation) arrives while the pod is in flight, so the
+        queue retries the pod at once."""
+        status = await self.framework.run_post_filter(result.state, pod, result.filtered or {})
+        message = result.message
+        if status.message:
+            message += f" {status.message}."
+        if status.code == Code.ERROR:
+            log.warning("PostFilter failed", pod=qp.key, plugin=status.plugin,
+                        error=status.message)
+        self._fail(qp, pod, message, rejectors=result.rejectors)
 
     def _find_feasible(self, state: CycleState, pod: dict, nodes: list[NodeInfo]
                        ) -> tuple[list[NodeInfo], dict[str, Status], Status | None]:
@@ -433,7 +462,9 @@ class Scheduler:
                 status = await self.framework.run_bind(state, pod, node_name)
                 message = status.message
         if not status.ok:
-            self.framework.run_unreserve(state, pod, node_name)
+            # The pod goes back to the queue only once its claims no longer name it, so
+            # that the retry can go to another node.
+            await asyncio.gather(*self.framework.run_unreserve(state, pod, node_name))
             self.cache.forget(pod)
             self._fail(qp, pod, message, error=True)
             return

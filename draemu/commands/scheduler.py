@@ -13,6 +13,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--context", help="kubeconfig context (default: the current one)")
     parser.add_argument("--feature-gates", default="", metavar="A=true,B=false",
                         help="feature gates, as kube-scheduler takes them")
+    parser.add_argument("--dra-filter-timeout", type=float, default=None, metavar="SECONDS",
+                        help="longest time the DRA allocator may spend on one node (default "
+                             "10; 0 = no limit; gate DRASchedulerFilterTimeout)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,7 +36,9 @@ def run(args: argparse.Namespace) -> int:
     async def main() -> None:
         client = Client.from_kubeconfig(args.kubeconfig, args.context,
                                         user_agent="draemu-scheduler")
-        scheduler = Scheduler(client, gates)
+        options = {} if args.dra_filter_timeout is None else {
+            "dra_filter_timeout": args.dra_filter_timeout}
+        scheduler = Scheduler(client, gates, **options)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -39,6 +39,13 @@ from draemu.scheduler.dra.state import AllocatedState, StateView, Usage
 from draemu.scheduler.dra.taints import describe, untolerated
 
 _LIMIT = object()  # "this branch would exceed 32 devices in a claim"
+# Upstream's Filter status when the allocation ran out of time (DRASchedulerFilterTimeout).
+TIMED_OUT = "timed out trying to allocate devices"
+
+
+class _TimedOut(AllocError):
+    def __init__(self) -> None:
+        super().__init__(f"filter operation aborted: {TIMED_OUT}", node_local=True)
 
 
 @dataclass(eq=False)
@@ -59,6 +66,7 @@ class AllocationOutcome:
     error: str | None
     _explain: Any = field(repr=False, default=None)
     _explanation: Explanation | None = field(repr=False, default=None)
+    timed_out: bool = False  # the search ran out of its `timeout`
 
     @property
     def allocated(self) -> bool:
@@ -110,7 +118,8 @@ class Allocator:
         except AllocError as e:
             message = e.message
             return AllocationOutcome(node_name, None, e.node_local, message,
-                                     lambda: explain(search, message, allocated=False))
+                                     lambda: explain(search, message, allocated=False),
+                                     timed_out=isinstance(e, _TimedOut))
         except MALFORMED as e:
             # Objects an apiserver validated never get here; hand-written input might.
             malformed = f"malformed input: {type(e).__name__}: {e}"
@@ -280,8 +289,7 @@ class _Search:
 
     def _devices(self, ci: int, ri: int, spec: Spec, k: int, start: int) -> Any:
         if self.deadline is not None and time.monotonic() > self.deadline:
-            raise AllocError("filter operation aborted: timed out trying to allocate devices",
-                             node_local=True)
+            raise _TimedOut()
         claim = self.claims[ci]
         if spec.mode == "All":
             needed = len(spec.all_devices or [])

@@ -7,17 +7,22 @@
   their `allocation.nodeSelector`; unallocated ones need existing DeviceClasses and must
   not be in the middle of being allocated for another pod.
 - Filter: per node, allocated claims must be usable there and the allocator must find
-  devices for the others (results are kept per node for Reserve, and reused across pods
-  with the same claim specs while the node is unchanged: see `allocationcache`).
+  devices for the others, within the filter timeout (results are kept per node for
+  Reserve, and reused across pods with the same claim specs while the node is unchanged:
+  see `allocationcache`).
+- PostFilter (no node fits): deallocates one allocated claim that is unavailable (wrong
+  node, binding failed or timed out) and reserved by nobody else, or else deletes a
+  leftover extended-resource claim, so that the next attempt can allocate afresh.
 - Score: for `firstAvailable` requests, earlier subrequests score higher.
 - Reserve: the chosen allocations become *in flight*: the allocator counts their devices
-  as taken, so concurrent pods never get the same device. Unreserve drops them.
+  as taken, so concurrent pods never get the same device. Unreserve drops them, takes the
+  pod out of `reservedFor` and deletes an extended-resource claim PreBind created.
 - PreBind: writes the finalizer, `status.allocation` and `status.reservedFor` (retrying
   on conflicts) and waits for binding conditions.
 
 Claims written here stay in flight until the claim informer shows their allocation.
-If binding fails after PreBind, the claim stays allocated and reserved for the pod, so
-the next attempt binds the pod to the same node (the claim's node selector says so).
+If binding fails after PreBind, Unreserve takes the pod out of `reservedFor`; the claim
+stays allocated, and if the pod fits nowhere else PostFilter deallocates it.
 """
 
 from __future__ import annotations
@@ -25,8 +30,9 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import random
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -48,6 +54,7 @@ from draemu.scheduler.nodeinfo import NodeInfo
 from draemu.scheduler.nodeselector import selector_matches
 from draemu.scheduler.plugins.allocationcache import AllocationCache, NodeVersions
 from draemu.scheduler.plugins.extendedresources import (
+    CLAIM_ANNOTATION,
     ResourceRequest,
     claim_for_node,
     class_mapping,
@@ -61,12 +68,16 @@ RESOURCE_V1 = "resource.k8s.io/v1"
 FINALIZER = "resource.kubernetes.io/delete-protection"
 RESERVED_FOR_MAX = 256
 BINDING_TIMEOUT = 600.0
+FILTER_TIMEOUT = 10.0  # kube-scheduler's default DRA filterTimeout
 CONFLICT_RETRIES = 8
 CONFLICT_BACKOFF = 0.01  # seconds, doubled per retry
 PRIORITIZED_LIST_MAX = 8  # the longest firstAvailable list; score = 8 - chosen index
 MAX_SCORE = 100
 UNAVAILABLE = "resourceclaim not available on the node"
 CANNOT_ALLOCATE = "cannot allocate all claims"
+TIMED_OUT = "timed out trying to allocate devices"
+DEALLOCATED = "deallocation of ResourceClaim completed"
+DELETED = "deletion of ResourceClaim completed"
 
 
 def claim_key(namespace: str, name: str) -> str:
@@ -81,7 +92,14 @@ def _now() -> str:
 class _State:
     claims: list[dict]  # the pod's claims, in pod order (one per needed entry)
     to_allocate: list[int]  # indices into claims of those needing an allocation
-    selectors: list[tuple[str, dict]] = field(default_factory=list)  # allocated: name, selector
+    selectors: list[tuple[int, dict]] = field(default_factory=list)  # allocated: index, selector
+    # Allocated claims unusable on any node: binding failed or timed out.
+    not_ready: list[int] = field(default_factory=list)
+    # Allocated claims some node turned down (Filter), for PostFilter to deallocate.
+    unavailable: set[int] = field(default_factory=set)
+    # The extended-resource claim of an earlier attempt (named in the pod status), if any.
+    extended_claim: int | None = None
+    created_extended: dict | None = None  # the extended-resource claim PreBind created
     results: dict[str, list[dict]] = field(default_factory=dict)  # node -> allocations
     to_allocate_claims: list[dict] = field(default_factory=list)  # claims[i], i in to_allocate
     allocator: Allocator | None = None  # built once per attempt, used for every node
@@ -98,11 +116,15 @@ class DynamicResources:
     weight = 1
 
     def __init__(self, client: Client, gates: FeatureGates, inventory: Inventory,
-                 binding_timeout: float = BINDING_TIMEOUT) -> None:
+                 binding_timeout: float = BINDING_TIMEOUT,
+                 filter_timeout: float = FILTER_TIMEOUT) -> None:
         self._client = client
         self._gates = gates
         self._inventory = inventory
         self._binding_timeout = binding_timeout
+        # None: allocate without a time limit (gate off, or a timeout of zero).
+        self._filter_timeout = filter_timeout if filter_timeout > 0 and gates.enabled(
+            "DRASchedulerFilterTimeout") else None
         self._claims: dict[str, dict] = {}
         self._classes: dict[str, dict] = {}
         self._extended_mapping: dict[str, str] = {}  # extended resource -> DeviceClass
@@ -271,6 +293,36 @@ class DynamicResources:
                         resolvable=False)
         return SUCCESS
 
+    def _leftover_extended_claim(self, pod: dict) -> dict | None:
+        """The extended-resource claim the pod status names, if it still exists for it."""
+        meta = pod["metadata"]
+        name = ((pod.get("status") or {}).get("extendedResourceClaimStatus") or {}).get(
+            "resourceClaimName")
+        claim = self._claims.get(claim_key(meta["namespace"], name)) if name else None
+        if claim is None:
+            return None
+        cmeta = claim["metadata"]
+        ours = (cmeta.get("annotations") or {}).get(CLAIM_ANNOTATION) == "true" and any(
+            o.get("uid") == meta["uid"] and o.get("controller")
+            for o in cmeta.get("ownerReferences") or [])
+        return claim if ours and not cmeta.get("deletionTimestamp") else None
+
+    def _ready_for_binding(self, claim: dict) -> bool:
+        """False when a binding failure condition is true, or when the binding conditions
+        are still not all true after the binding timeout (counted from allocation)."""
+        if _binding_verdict(claim) is not None:
+            return False
+        if _binding_done(claim):
+            return True
+        stamp = claim["status"]["allocation"].get("allocationTimestamp")
+        if not stamp:
+            return True
+        try:
+            allocated = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        except ValueError:
+            return True
+        return (datetime.now(UTC) - allocated).total_seconds() <= self._binding_timeout
+
     def pre_enqueue(self, pod: dict) -> Status:
         """A pod whose claims do not all exist yet is not tried at all (no attempt counted)."""
         if not (pod.get("spec") or {}).get("resourceClaims"):
@@ -287,6 +339,14 @@ class DynamicResources:
             return status, None
         pod_uid = pod["metadata"]["uid"]
         st = _State(claims=claims, to_allocate=[], extended=extended)
+        leftover = self._leftover_extended_claim(pod) if extended else None
+        if leftover is not None:
+            # An earlier attempt created the pod's extended-resource claim: it is one of the
+            # pod's claims now (PostFilter deletes it if it keeps the pod from fitting).
+            st.extended_claim = len(claims)
+            claims.append(leftover)
+            st.extended = []
+        binding_gates = self._binding_conditions_enabled()
         for i, claim in enumerate(claims):
             claim_status = claim.get("status") or {}
             allocation = claim_status.get("allocation")
@@ -298,7 +358,9 @@ class DynamicResources:
                         f"resourceclaim {claim['metadata']['name']} is already reserved for "
                         f"{RESERVED_FOR_MAX} consumers, the maximum", resolvable=False), None
                 if allocation.get("nodeSelector"):
-                    st.selectors.append((claim["metadata"]["name"], allocation["nodeSelector"]))
+                    st.selectors.append((i, allocation["nodeSelector"]))
+                if binding_gates and not self._ready_for_binding(claim):
+                    st.not_ready.append(i)
                 continue
             status = self._check_unallocated(claim, pod_uid)
             if not status.ok:
@@ -314,7 +376,7 @@ class DynamicResources:
             if not own_in_flight:
                 st.signature = json.dumps(
                     [claims[i].get("spec") for i in st.to_allocate] +
-                    [[r.request_name, r.resource, r.count] for r in extended],
+                    [[r.request_name, r.resource, r.count] for r in st.extended],
                     sort_keys=True, separators=(",", ":"))
                 st.claim_ids = tuple(claim_key(claims[i]["metadata"]["namespace"],
                                                claims[i]["metadata"]["name"])
@@ -326,9 +388,12 @@ class DynamicResources:
 
     def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
         st: _State = state.read(self.name)
-        for _, selector in st.selectors:
-            if not selector_matches(selector, node.labels, node.name):
-                return Status.unschedulable(UNAVAILABLE, resolvable=False)
+        # Allocated claims not usable here; as upstream, they are remembered for PostFilter
+        # only if the allocation of the other claims succeeds on this node.
+        unavailable = [i for i, selector in st.selectors
+                       if not selector_matches(selector, node.labels, node.name)]
+        if st.not_ready:
+            unavailable += st.not_ready
         claims = st.to_allocate_claims
         if st.extended:
             special, served = claim_for_node(pod, st.extended, self._extended_mapping,
@@ -337,20 +402,103 @@ class DynamicResources:
                 st.extended_claims[node.name] = (special, served)
                 claims = [*claims, special]
         if not claims or st.allocator is None:
-            return SUCCESS
+            return self._unavailable(st, unavailable) if unavailable else SUCCESS
         outcome = self.cache.get(st.signature, node.name, st.claim_ids) \
             if st.signature else None
         if outcome is None:
             in_flight = self._in_flight.for_node(node.name, pod["metadata"]["uid"])
-            outcome = st.allocator.allocate(node.node, claims, in_flight=in_flight)
-            if st.signature and not (outcome.error and not outcome.unsatisfiable):
+            outcome = st.allocator.allocate(node.node, claims, in_flight=in_flight,
+                                            timeout=self._filter_timeout)
+            if st.signature and not outcome.timed_out and \
+                    not (outcome.error and not outcome.unsatisfiable):
                 self.cache.put(st.signature, node.name, st.claim_ids, outcome)
+        if outcome.timed_out:
+            return Status.unschedulable(TIMED_OUT, resolvable=False)
         if outcome.error and not outcome.unsatisfiable:
             return Status.error(outcome.error)
         if outcome.results is None:
             return Status.unschedulable(_summary(outcome), resolvable=False)
+        if unavailable:
+            return self._unavailable(st, unavailable)
         st.results[node.name] = outcome.results
         return SUCCESS
+
+    @staticmethod
+    def _unavailable(st: _State, claims: list[int]) -> Status:
+        st.unavailable.update(claims)
+        return Status.unschedulable(UNAVAILABLE, resolvable=False)
+
+    # --- PostFilter --------------------------------------------------------------------
+
+    async def post_filter(self, state: CycleState, pod: dict,
+                          statuses: dict[str, Status]) -> Status:
+        """No node fits. Deallocates one unavailable claim that nobody else uses, picked at
+        random as upstream does (no better heuristic); otherwise deletes a leftover
+        extended-resource claim. Each is a single write; the claim event that follows
+        retries the pod."""
+        st: _State | None = state.read(self.name)
+        if st is None:
+            return Status(Code.SKIP)  # the pod has no claims (PreFilter skipped)
+        if not st.claims and not st.extended:
+            return Status.unschedulable("no new claims to deallocate")
+        pod_uid = pod["metadata"]["uid"]
+        candidates = list(st.unavailable)
+        random.shuffle(candidates)
+        for i in candidates:
+            if i == st.extended_claim:
+                break
+            claim = st.claims[i]
+            reserved = (claim.get("status") or {}).get("reservedFor") or []
+            if not reserved or (len(reserved) == 1 and reserved[0].get("uid") == pod_uid):
+                await self._deallocate(claim)
+                return Status.unschedulable(DEALLOCATED)
+        if st.extended_claim is not None:
+            await self._delete_claim(st.claims[st.extended_claim])
+            return Status.unschedulable(DELETED)
+        return Status.unschedulable("still not schedulable")
+
+    async def _deallocate(self, claim: dict) -> None:
+        """Clears allocation, reservations and device status in one status update (based on
+        the claim as this attempt saw it: a concurrent change makes it a conflict)."""
+        status = {k: v for k, v in (claim.get("status") or {}).items()
+                  if k not in ("allocation", "reservedFor", "devices")}
+        meta = claim["metadata"]
+        log.info("deallocating claim", claim=claim_key(meta["namespace"], meta["name"]))
+        await self._client.update(RESOURCE_V1, "resourceclaims", {**claim, "status": status},
+                                  subresource="status")
+
+    async def _delete_claim(self, claim: dict) -> None:
+        """Deletes a claim the scheduler created, removing our finalizer first (nobody else
+        would), retrying on conflicts."""
+        meta = claim["metadata"]
+        ns, name = meta["namespace"], meta["name"]
+        fresh = claim
+        for attempt in range(CONFLICT_RETRIES):
+            finalizers = fresh["metadata"].get("finalizers") or []
+            if FINALIZER not in finalizers:
+                break
+            kept = [f for f in finalizers if f != FINALIZER]
+            try:
+                await self._client.update(RESOURCE_V1, "resourceclaims", {
+                    **fresh, "metadata": {**fresh["metadata"], "finalizers": kept}})
+                break
+            except ApiError as e:
+                if e.code == 404:
+                    return
+                if e.code != 409 or attempt == CONFLICT_RETRIES - 1:
+                    raise
+            try:
+                fresh = await self._client.get(RESOURCE_V1, "resourceclaims", name, ns)
+            except ApiError as e:
+                if e.code == 404:
+                    return
+                raise
+        try:
+            await self._client.delete(RESOURCE_V1, "resourceclaims", name, ns,
+                                      preconditions={"uid": meta.get("uid")})
+        except ApiError as e:
+            if e.code != 404:
+                raise
 
     def skip_score(self, state: CycleState, pod: dict) -> bool:
         """Only prioritized lists (firstAvailable) make nodes differ."""
@@ -416,16 +564,52 @@ class DynamicResources:
         self._in_flight.add(key, claim, pod_uid)
         self._versions.allocation_changed(allocation)
 
-    def unreserve(self, state: CycleState, pod: dict, node_name: str) -> None:
+    def unreserve(self, state: CycleState, pod: dict, node_name: str
+                  ) -> Awaitable[None] | None:
+        """Drops this pod's in-flight allocations at once; returns the API writes that undo
+        PreBind (None if there are none): the pod leaves `reservedFor`, and the
+        extended-resource claim, which exists only for this pod, is deleted."""
         st: _State | None = state.read(self.name)
         if st is None:
-            return
+            return None
         pod_uid = pod["metadata"]["uid"]
         keys = [c["metadata"].get("uid", "") for c in st.claims] + [_extended_key(pod_uid)]
+        if st.created_extended is not None:
+            keys.append(st.created_extended["metadata"].get("uid", ""))
         for key in keys:
             flying = self._in_flight.get(key)
             if flying is not None and flying.pod_uid == pod_uid:
                 self._land(key)
+        reserved = [c for i, c in enumerate(st.claims) if i != st.extended_claim and
+                    (c.get("status") or {}).get("allocation") and
+                    any(r.get("uid") == pod_uid for r in c["status"].get("reservedFor") or [])]
+        extended = st.created_extended if st.created_extended is not None else \
+            st.claims[st.extended_claim] if st.extended_claim is not None else None
+        if not reserved and extended is None:
+            return None
+        return self._unreserve_writes(reserved, extended, pod["metadata"])
+
+    async def _unreserve_writes(self, reserved: list[dict], extended: dict | None,
+                                pod_meta: dict) -> None:
+        for claim in reserved:
+            meta = claim["metadata"]
+            # A strategic merge patch removes just this entry, whatever the claim's latest
+            # version holds; the uid makes sure it is still the same claim.
+            patch = {"metadata": {"uid": meta.get("uid")}, "status": {"reservedFor": [
+                {"$patch": "delete", "uid": pod_meta["uid"]}]}}
+            try:
+                await self._client.patch(RESOURCE_V1, "resourceclaims", meta["name"], patch,
+                                         patch_type="strategic", namespace=meta["namespace"],
+                                         subresource="status")
+            except ApiError as e:  # the next attempt of the pod tries again
+                log.warning("could not remove pod from reservedFor", claim=meta["name"],
+                            pod=pod_meta["name"], error=e.message)
+        if extended is not None:
+            try:
+                await self._delete_claim(extended)
+            except ApiError as e:
+                log.warning("could not delete extended resource claim",
+                            claim=extended["metadata"]["name"], error=e.message)
 
     # --- PreBind -----------------------------------------------------------------------
 
@@ -436,21 +620,23 @@ class DynamicResources:
         pod_meta = pod["metadata"]
         written: list[dict] = []
         try:
-            for claim in st.claims:
+            for i, claim in enumerate(st.claims):
                 flying = self._in_flight.get(claim["metadata"].get("uid", ""))
                 allocation = flying.claim["status"]["allocation"] \
                     if flying and flying.pod_uid == pod_meta["uid"] else None
-                written.append(await self._reserve_claim(claim, pod_meta, allocation))
+                # Kept in the state, so that Unreserve sees what was written.
+                st.claims[i] = await self._reserve_claim(claim, pod_meta, allocation)
+                written.append(st.claims[i])
             if node_name in st.extended_claims:
                 written.append(await self._create_extended_claim(
-                    pod, st.extended_claims[node_name][1]))
+                    pod, st, st.extended_claims[node_name][1]))
             await self._wait_for_binding_conditions(written)
         except _PreBindError as e:
-            await self._release(written, pod_meta["uid"])
-            return Status.error(str(e))
+            return Status.error(str(e))  # the scheduler runs Unreserve
         return SUCCESS
 
-    async def _create_extended_claim(self, pod: dict, served: list[ResourceRequest]) -> dict:
+    async def _create_extended_claim(self, pod: dict, st: _State,
+                                     served: list[ResourceRequest]) -> dict:
         """Creates the claim for DRA-backed extended resources, allocated and reserved, and
         records it in the pod status."""
         pod_meta = pod["metadata"]
@@ -465,6 +651,7 @@ class DynamicResources:
                                                 pod_meta["namespace"])
         except ApiError as e:
             raise _PreBindError(f"create extended resource claim: {e.message}") from e
+        st.created_extended = created
         # From here on the informer's copy of the claim keeps its devices taken.
         self._in_flight.rekey(_extended_key(pod_meta["uid"]), created["metadata"]["uid"])
         written = await self._reserve_claim(created, pod_meta, allocation)
@@ -530,25 +717,6 @@ class DynamicResources:
                     raise _PreBindError(
                         f"resourceclaim {ns}/{name}: {get_error.message}") from get_error
         raise _PreBindError(f"resourceclaim {ns}/{name}: too many conflicts")
-
-    async def _release(self, claims: list[dict], pod_uid: str) -> None:
-        """Takes the pod out of reservedFor again after a failed PreBind."""
-        for claim in claims:
-            meta = claim["metadata"]
-            reserved = (claim.get("status") or {}).get("reservedFor") or []
-            remaining = [r for r in reserved if r.get("uid") != pod_uid]
-            if len(remaining) == len(reserved):
-                continue
-            patch = [{"op": "test", "path": "/metadata/resourceVersion",
-                      "value": meta["resourceVersion"]},
-                     {"op": "replace", "path": "/status/reservedFor", "value": remaining}]
-            try:
-                await self._client.patch(RESOURCE_V1, "resourceclaims", meta["name"], patch,
-                                         patch_type="json", namespace=meta["namespace"],
-                                         subresource="status")
-            except ApiError as e:
-                log.warning("could not remove pod from reservedFor", claim=meta["name"],
-                            error=e.message)
 
     def _binding_conditions_enabled(self) -> bool:
         return self._gates.enabled("DRADeviceBindingConditions") and \

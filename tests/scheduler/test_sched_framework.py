@@ -66,3 +66,32 @@ async def test_exception_in_prebind_becomes_an_error_status_of_the_plugin():
     assert status.code == Code.ERROR
     assert status.plugin == "TimingOut"
     assert status.message == "TimeoutError: apiserver too slow"
+
+
+class Verdict:
+    """A PostFilter plugin answering a fixed status."""
+
+    def __init__(self, name: str, status: Status) -> None:
+        self.name = name
+        self._status = status
+
+    def events(self):
+        return []
+
+    async def post_filter(self, state, p, statuses):
+        return Status(self._status.code, list(self._status.reasons))
+
+
+async def test_postfilter_joins_the_reasons_of_plugins_that_could_not_help():
+    fw = Framework([Verdict("A", Status.unschedulable("a")), Verdict("S", Status(Code.SKIP)),
+                    Verdict("B", Status.unschedulable("b"))])
+    status = await fw.run_post_filter(CycleState(), pod("p"), {})
+    assert (status.code, status.message, status.plugin) == (Code.UNSCHEDULABLE, "a, b", "A")
+
+
+async def test_postfilter_stops_at_an_unresolvable_verdict():
+    fw = Framework([Verdict("A", Status.unschedulable("a", resolvable=False)),
+                    Verdict("B", Status.unschedulable("b"))])
+    status = await fw.run_post_filter(CycleState(), pod("p"), {})
+    assert (status.code, status.message, status.plugin) == (
+        Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "a", "A")

@@ -173,6 +173,7 @@ def test_timeout_rules_out_the_node(inv: Inventory) -> None:
     outcome = Allocator(inv).allocate(NODE, [claim()], timeout=-1)
     assert outcome.unsatisfiable
     assert outcome.error == "filter operation aborted: timed out trying to allocate devices"
+    assert outcome.timed_out
 
 
 def test_incomplete_pool_is_explained(inv: Inventory) -> None:
