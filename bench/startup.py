@@ -1,0 +1,176 @@
+"""Start-up time and idle memory of `draemu apiserver` and `draemu up --preset seed`.
+
+    .venv/bin/python bench/startup.py [--runs N]
+
+Each run spawns a fresh process (plain HTTP, in-memory store, free port) and measures:
+
+- `draemu apiserver`: seconds from spawn to the first 200 from /readyz;
+- `draemu up --preset seed`: seconds from spawn to /readyz, and to "draemu is ready"
+  (printed once every node's ResourceSlices are published and its drivers registered);
+- resident memory (VmRSS of the process and its children) after the process has idled
+  for a moment once ready.
+
+Prints the median of the runs (and the spread), since a single start-up is noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DRAEMU = [sys.executable, "-m", "draemu.cli"]
+IDLE_SECONDS = 2.0
+URL_LINE = re.compile(r"(?:API server:)\s+http://([\d.]+):(\d+)")
+
+
+def rss_kib(pid: int) -> int:
+    """VmRSS of `pid` plus that of its descendants (drivers may run as children)."""
+    total = 0
+    pending = [pid]
+    while pending:
+        p = pending.pop()
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+            for task in Path(f"/proc/{p}/task").iterdir():
+                children = (task / "children").read_text().split()
+                pending.extend(int(c) for c in children)
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total
+
+
+def ready(host: str, port: int) -> bool:
+    conn = http.client.HTTPConnection(host, port, timeout=1)
+    try:
+        conn.request("GET", "/readyz")
+        return conn.getresponse().status == 200
+    except OSError:
+        return False
+    finally:
+        conn.close()
+
+
+class Run:
+    """One spawned draemu process; its stdout lines are timestamped as they arrive."""
+
+    def __init__(self, args: list[str]) -> None:
+        self.t0 = time.perf_counter()
+        self.proc = subprocess.Popen(DRAEMU + args, cwd=ROOT, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True)
+        self.lines: list[tuple[float, str]] = []
+        self.changed = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            with self.changed:
+                self.lines.append((time.perf_counter() - self.t0, line))
+                self.changed.notify_all()
+
+    def wait_line(self, pattern: re.Pattern[str], timeout: float = 60) -> tuple[float, str]:
+        deadline = time.monotonic() + timeout
+        with self.changed:
+            while True:
+                for at, line in self.lines:
+                    if pattern.search(line):
+                        return at, line
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"draemu exited or timed out: {self.lines}")
+                self.changed.wait(0.05)
+
+    def wait_ready(self, host: str, port: int, timeout: float = 60) -> float:
+        deadline = time.monotonic() + timeout
+        while not ready(host, port):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("draemu exited or timed out before /readyz")
+            time.sleep(0.002)
+        return time.perf_counter() - self.t0
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def port_of(run: Run) -> tuple[str, int]:
+    _, line = run.wait_line(URL_LINE)
+    match = URL_LINE.search(line)
+    assert match is not None
+    return match.group(1), int(match.group(2))
+
+
+def apiserver_once() -> dict[str, float]:
+    # The port is only known once printed, which is after the server listens; so a
+    # fixed free port is chosen by binding and releasing it first.
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    run = Run(["apiserver", "--in-memory", "--insecure-http", "--port", str(port)])
+    try:
+        ready_s = run.wait_ready("127.0.0.1", port)
+        time.sleep(IDLE_SECONDS)
+        return {"ready": ready_s, "rss": rss_kib(run.proc.pid) / 1024}
+    finally:
+        run.stop()
+
+
+def up_once() -> dict[str, float]:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    run = Run(["up", "--in-memory", "--insecure-http", "--port", str(port),
+               "--preset", "seed"])
+    try:
+        ready_s = run.wait_ready("127.0.0.1", port)
+        slices_s, _ = run.wait_line(re.compile(r"draemu is ready"))
+        time.sleep(IDLE_SECONDS)
+        return {"ready": ready_s, "slices": slices_s, "rss": rss_kib(run.proc.pid) / 1024}
+    finally:
+        run.stop()
+
+
+def summary(label: str, values: list[float], unit: str, goal: str) -> str:
+    med = statistics.median(values)
+    return (f"{label:<44} {med:7.3f} {unit}  (min {min(values):.3f}, max {max(values):.3f})"
+            f"  goal {goal}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5, help="runs of each (default: 5)")
+    args = parser.parse_args()
+    api = [apiserver_once() for _ in range(args.runs)]
+    up = [up_once() for _ in range(args.runs)]
+    print(f"median of {args.runs} runs, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
+    print(summary("draemu apiserver: spawn to /readyz", [r["ready"] for r in api], "s",
+                  "<= 0.5 s"))
+    print(summary("draemu apiserver: idle RSS", [r["rss"] for r in api], "MiB", "-"))
+    print(summary("draemu up --preset seed: spawn to /readyz", [r["ready"] for r in up], "s",
+                  "<= 0.5 s"))
+    print(summary("draemu up --preset seed: spawn to slices", [r["slices"] for r in up], "s",
+                  "<= 1.5 s"))
+    print(summary("draemu up --preset seed: idle RSS", [r["rss"] for r in up], "MiB",
+                  "<= 120 MiB"))
+
+
+if __name__ == "__main__":
+    main()
