@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
-from sqlalchemy import make_url, text
+from sqlalchemy import inspect, make_url, text
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
@@ -259,6 +260,23 @@ def _kv(key: str, row: Any) -> KeyValue | None:
     return KeyValue(key, bytes(row[4]), row[2], row[0], row[3])
 
 
+class _SchemaConnection:
+    """The schema module's view of a SQLAlchemy connection."""
+
+    dialect = "postgresql"
+
+    def __init__(self, conn: AsyncConnection) -> None:
+        self._conn = conn
+
+    async def table_names(self) -> set[str]:
+        return set(await self._conn.run_sync(lambda sync: inspect(sync).get_table_names()))
+
+    async def execute(self, sql: str, params: dict[str, Any] | None = None
+                      ) -> Sequence[Sequence[Any]]:
+        result = await self._conn.execute(text(sql), params or {})
+        return result.all() if result.returns_rows else []
+
+
 def _describe(error: BaseException) -> str:
     if isinstance(error, DBAPIError) and error.orig is not None:
         return str(error.orig)
@@ -275,7 +293,7 @@ async def open_postgres(url: str, *, max_value_bytes: int, compaction_interval: 
                                  pool_size=10, max_overflow=20)
     try:
         async with engine.begin() as conn:
-            await ensure_schema(conn, foreign_tables_allowed=True)
+            await ensure_schema(_SchemaConnection(conn), foreign_tables_allowed=True)
         async with engine.connect() as conn:
             revision = await PostgresStore._meta(conn, "revision")
             compacted = await PostgresStore._meta(conn, "compact_revision")

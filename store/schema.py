@@ -11,8 +11,8 @@ row lock orders writers.
 
 from __future__ import annotations
 
-from sqlalchemy import inspect, text
-from sqlalchemy.ext.asyncio import AsyncConnection
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from draemu.store.errors import StoreError
 
@@ -52,17 +52,29 @@ _INDEX_DDL = "CREATE INDEX IF NOT EXISTS draemu_kv_name_id ON draemu_kv (name, i
 _PG_SCHEMA_LOCK = 0x647261656D75
 
 
-async def ensure_schema(conn: AsyncConnection, *, foreign_tables_allowed: bool) -> None:
+class SchemaConnection(Protocol):
+    """What creating and checking the schema needs of a backend's connection (SQLite's
+    goes straight to aiosqlite, so that opening it does not import SQLAlchemy)."""
+
+    dialect: str
+
+    async def table_names(self) -> set[str]: ...
+
+    async def execute(self, sql: str, params: dict[str, Any] | None = None
+                      ) -> Sequence[Sequence[Any]]: ...
+
+
+async def ensure_schema(conn: SchemaConnection, *, foreign_tables_allowed: bool) -> None:
     """Create the tables in an empty database, or check that an existing one is ours.
 
     A SQLite file is the store's alone, so other tables there mean the file belongs to
     something else; a PostgreSQL database may be shared, so only our tables are checked.
     Runs inside the caller's transaction.
     """
-    dialect = conn.dialect.name
+    dialect = conn.dialect
     if dialect == "postgresql":
-        await conn.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": _PG_SCHEMA_LOCK})
-    names = set(await conn.run_sync(lambda sync: inspect(sync).get_table_names()))
+        await conn.execute("SELECT pg_advisory_xact_lock(:id)", {"id": _PG_SCHEMA_LOCK})
+    names = await conn.table_names()
     ours = names & set(TABLES)
     if not ours:
         if names and not foreign_tables_allowed:
@@ -73,19 +85,18 @@ async def ensure_schema(conn: AsyncConnection, *, foreign_tables_allowed: bool) 
     if "draemu_meta" not in ours:
         raise StoreError("the database holds an incomplete draemu store (no draemu_meta "
                          "table); restore it from a backup or start with a new one")
-    row = (await conn.execute(text(
-        "SELECT value FROM draemu_meta WHERE name = 'schema_version'"))).first()
-    if row is None:
+    rows = await conn.execute("SELECT value FROM draemu_meta WHERE name = 'schema_version'")
+    if not rows:
         raise StoreError("the database holds a draemu store without a schema version")
-    if row[0] > SCHEMA_VERSION:
-        raise StoreError(f"the store was written by a newer draemu (schema version {row[0]}); "
+    if rows[0][0] > SCHEMA_VERSION:
+        raise StoreError(f"the store was written by a newer draemu (schema version {rows[0][0]}); "
                          f"this draemu reads schema version {SCHEMA_VERSION} at most")
 
 
-async def _create(conn: AsyncConnection, dialect: str) -> None:
-    await conn.execute(text(_KV_DDL[dialect]))
-    await conn.execute(text(_META_DDL[dialect]))
-    await conn.execute(text(_INDEX_DDL))
-    await conn.execute(text("INSERT INTO draemu_meta (name, value) VALUES "
-                            "('schema_version', :v), ('compact_revision', 0), ('revision', 0)"),
+async def _create(conn: SchemaConnection, dialect: str) -> None:
+    await conn.execute(_KV_DDL[dialect])
+    await conn.execute(_META_DDL[dialect])
+    await conn.execute(_INDEX_DDL)
+    await conn.execute("INSERT INTO draemu_meta (name, value) VALUES "
+                       "('schema_version', :v), ('compact_revision', 0), ('revision', 0)",
                        {"v": SCHEMA_VERSION})
