@@ -17,6 +17,7 @@ from draemu.apiserver import (
     deletion,
     discovery,
     health,
+    nodeauthz,
     openapi_serving,
     patching,
     rest_read,
@@ -34,7 +35,15 @@ from draemu.apiserver.auth import (
     Authorizer,
     UserInfo,
 )
-from draemu.apiserver.codec import json_response, negotiate, parse_bool, status_response
+from draemu.apiserver.codec import (
+    decode,
+    json_response,
+    negotiate,
+    parse_bool,
+    read_body,
+    status_response,
+)
+from draemu.apiserver.kubeletclient import KubeletClient
 from draemu.apiserver.metrics import Metrics
 from draemu.apiserver.requestinfo import RequestInfo, parse
 from draemu.apiserver.resources import ResourceTable
@@ -66,6 +75,8 @@ class API:
     insecure: bool
     server_address: str
     log_providers: subresources.LogProviders = field(default_factory=subresources.LogProviders)
+    # Reaches kubelets in their own process (pods/log); None without TLS credentials.
+    kubelet_client: KubeletClient | None = None
     metrics: Metrics = field(default_factory=Metrics)
     max_readonly: int = 400
     max_mutating: int = 200
@@ -187,11 +198,21 @@ class API:
             " at the cluster scope"
         subject = f'{qualified} "{attrs.name}" is forbidden' if attrs.name else \
             f"{qualified} is forbidden"
+        because = f": {decision.reason}" if decision.reason else ""
         raise forbidden_error(
             f'{subject}: User "{user}" cannot {attrs.verb} resource "{what}" in API group '
-            f'"{attrs.group}"{where}',
+            f'"{attrs.group}"{where}{because}',
             {"name": attrs.name, **({"group": attrs.group} if attrs.group else {}),
              "kind": attrs.resource})
+
+    async def _node_restriction(self, request: web.Request, attrs: Attributes) -> None:
+        """NodeRestriction: on create it reads the object (the handler reads it again from
+        the request's cached body)."""
+        obj = None
+        if nodeauthz.needs_body(attrs):
+            decoded = decode(await read_body(request), request.headers.get("Content-Type"))
+            obj = decoded if isinstance(decoded, dict) else None
+        nodeauthz.admit(attrs, self.lookup, obj)
 
     async def _non_resource(self, request: web.Request, path: str) -> web.StreamResponse:
         trimmed = path.rstrip("/") or "/"
@@ -241,8 +262,12 @@ class API:
         if resource is None:
             raise StatusError(404, "NotFound", _NOT_FOUND, {})
         namespace = info.namespace if resource.namespaced else ""
-        self._authorize(Attributes(user, info.verb, info.group, info.version, info.resource,
-                                   info.subresource, namespace, info.name, info.path), info)
+        attrs = Attributes(user, info.verb, info.group, info.version, info.resource,
+                           info.subresource, namespace, info.name, info.path,
+                           request.query.get("fieldSelector", ""))
+        self._authorize(attrs, info)
+        if attrs.user.node_name is not None:
+            await self._node_restriction(request, attrs)
         sub = info.subresource
         if sub and sub not in discovery.subresources_of(resource):
             raise StatusError(404, "NotFound", _NOT_FOUND, {})
@@ -260,7 +285,8 @@ class API:
         if (resource.group, resource.name) in reviews.RESOURCES:
             return await reviews.create(scope, self.authorizer)
         if sub == "log" and info.verb == "get":
-            return await subresources.pod_log(scope, self.storage, self.log_providers)
+            return await subresources.pod_log(scope, self.storage, self.log_providers,
+                                              self.kubelet_client)
         if not sub:
             handler = _MAIN_VERBS.get(info.verb)
         elif sub in rest_write.WHOLE_OBJECT_SUBRESOURCES:

@@ -3,8 +3,8 @@
 Identities follow kube-apiserver: a client certificate's CN is the user and its O
 entries the groups; a token file is kube's CSV (`token,user,uid,"group1,group2"`).
 Every authenticated user is also in `system:authenticated`. Nodes authenticate as
-`system:node:<name>` in `system:nodes`, which `UserInfo.node_name` recognises so that
-a node authorizer can restrict them later.
+`system:node:<name>` in `system:nodes`, which `UserInfo.node_name` recognises; the
+node authorizer (nodeauthz.py) says what they may do.
 """
 
 from __future__ import annotations
@@ -132,6 +132,8 @@ class Attributes:
     namespace: str = ""
     name: str = ""
     path: str = ""
+    # The request's fieldSelector: the node authorizer lets nodes list only their own.
+    field_selector: str = ""
 
     @property
     def resource_request(self) -> bool:
@@ -148,10 +150,28 @@ class Authorizer(Protocol):
     def authorize(self, attrs: Attributes) -> Decision: ...
 
 
+class UnionAuthorizer:
+    """The first authorizer that allows decides; otherwise the reasons of those that
+    gave one are joined, as kube-apiserver's union authorizer does."""
+
+    def __init__(self, *authorizers: Authorizer) -> None:
+        self.authorizers = authorizers
+
+    def authorize(self, attrs: Attributes) -> Decision:
+        reasons = []
+        for authorizer in self.authorizers:
+            decision = authorizer.authorize(attrs)
+            if decision.allowed:
+                return decision
+            if decision.reason:
+                reasons.append(decision.reason)
+        return Decision(False, ", ".join(reasons))
+
+
 class DefaultAuthorizer:
-    """system:masters may do anything; nodes too for now (a node authorizer restricts
-    them in a later step); public paths are open to everyone; anyone authenticated may
-    review itself (SelfSubjectAccessReview / SelfSubjectReview) and read discovery."""
+    """system:masters may do anything; public paths are open to everyone; anyone
+    authenticated may review itself (SelfSubjectAccessReview / SelfSubjectReview) and
+    read discovery. Nodes get more from the node authorizer."""
 
     _SELF_REVIEWS = frozenset({"selfsubjectaccessreviews", "selfsubjectreviews",
                                "selfsubjectrulesreviews"})
@@ -160,8 +180,6 @@ class DefaultAuthorizer:
         user = attrs.user
         if MASTERS in user.groups:
             return Decision(True, "system:masters")
-        if user.node_name is not None:
-            return Decision(True, "node")
         if not attrs.resource_request:
             if attrs.path in PUBLIC_PATHS:
                 return Decision(True, "public")

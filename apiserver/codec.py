@@ -17,7 +17,6 @@ import yaml
 from aiohttp import web
 
 from draemu.api.errors import StatusError, bad_request
-from draemu.apiserver.protobuf import ProtobufError, decode_body
 
 JSON = "application/json"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
@@ -80,7 +79,14 @@ def _unsupported(ctype: str, accepted: list[str]) -> StatusError:
 BODY_TYPES = [JSON, "application/yaml", PROTOBUF]
 
 
+_BODY_KEY = web.RequestKey("body", bytes)
+
+
 async def read_body(request: web.Request) -> bytes:
+    """The request body, read once (admission may look at it before the handler)."""
+    cached = request.get(_BODY_KEY)
+    if cached is not None:
+        return cached
     if request.content_length is not None and request.content_length > MAX_BODY:
         raise too_large()
     data = bytearray()
@@ -88,7 +94,8 @@ async def read_body(request: web.Request) -> bytes:
         data += chunk
         if len(data) > MAX_BODY:
             raise too_large()
-    return bytes(data)
+    request[_BODY_KEY] = body = bytes(data)
+    return body
 
 
 def too_large() -> StatusError:
@@ -132,7 +139,11 @@ def decode(raw: bytes, content_type: str | None, accepted: list[str] | None = No
 
 def _decode_protobuf(raw: bytes) -> Any:
     """kubectl >= 1.32 and client-go send built-in kinds as protobuf; the envelope names
-    the kind, which the handlers then check against the URL as for JSON bodies."""
+    the kind, which the handlers then check against the URL as for JSON bodies.
+    Imported here: its schemas cost a tenth of the apiserver's start-up, and most clients
+    never send protobuf."""
+    from draemu.apiserver.protobuf import ProtobufError, decode_body
+
     try:
         return decode_body(raw)
     except ProtobufError as e:

@@ -103,13 +103,20 @@ def serving_sans(address: str) -> list[x509.GeneralName]:
     if address in ("0.0.0.0", "::"):
         # Serving on every interface: clients may come by host name or address.
         extra += _host_names()
-    for item in extra:
-        try:
-            general: x509.GeneralName = x509.IPAddress(ipaddress.ip_address(item))
-        except ValueError:
-            general = x509.DNSName(item)
+    for general in host_names(extra):
         if general not in names:
             names.append(general)
+    return names
+
+
+def host_names(hosts: list[str]) -> list[x509.GeneralName]:
+    """Subject alternative names for host names and IP addresses."""
+    names: list[x509.GeneralName] = []
+    for item in hosts:
+        try:
+            names.append(x509.IPAddress(ipaddress.ip_address(item)))
+        except ValueError:
+            names.append(x509.DNSName(item))
     return names
 
 
@@ -125,6 +132,13 @@ def _host_names() -> list[str]:
 def make_serving_cert(ca: KeyPair, address: str) -> KeyPair:
     return _sign(ca, _name("draemu-apiserver"), ExtendedKeyUsageOID.SERVER_AUTH,
                  serving_sans(address), _VALIDITY)
+
+
+def make_kubelet_serving_cert(ca: KeyPair, node: str, hosts: list[str]) -> KeyPair:
+    """A kubelet's serving certificate as the kubernetes.io/kubelet-serving signer issues
+    it: CN `system:node:NAME`, O `system:nodes`, the node's addresses as SANs."""
+    return _sign(ca, _name(f"system:node:{node}", ["system:nodes"]),
+                 ExtendedKeyUsageOID.SERVER_AUTH, host_names(hosts), _CLIENT_VALIDITY)
 
 
 def make_client_cert(ca: KeyPair, user: str, groups: list[str] | tuple[str, ...]) -> KeyPair:
@@ -167,6 +181,8 @@ class PKI:
     ca: KeyPair
     serving: KeyPair
     admin: KeyPair
+    # The identity the apiserver shows kubelets (pods/log), named as kubeadm names it.
+    kubelet_client: KeyPair
 
     @property
     def ca_path(self) -> Path:
@@ -180,6 +196,14 @@ class PKI:
     def serving_key_path(self) -> Path:
         return self.directory / "apiserver.key"
 
+    @property
+    def kubelet_client_cert_path(self) -> Path:
+        return self.directory / "apiserver-kubelet-client.crt"
+
+    @property
+    def kubelet_client_key_path(self) -> Path:
+        return self.directory / "apiserver-kubelet-client.key"
+
 
 def ensure_pki(directory: Path, address: str) -> PKI:
     """Load the certificates kept in `directory`, making what is missing. The serving
@@ -189,7 +213,7 @@ def ensure_pki(directory: Path, address: str) -> PKI:
     if ca is None:
         ca = make_ca()
         _save(directory, "ca", ca)
-        for stale in ("apiserver", "admin"):
+        for stale in ("apiserver", "admin", "apiserver-kubelet-client"):
             for suffix in (".crt", ".key"):
                 (directory / f"{stale}{suffix}").unlink(missing_ok=True)
     serving = _load(directory, "apiserver")
@@ -201,4 +225,9 @@ def ensure_pki(directory: Path, address: str) -> PKI:
     if admin is None:
         admin = make_client_cert(ca, "kubernetes-admin", ["system:masters"])
         _save(directory, "admin", admin)
-    return PKI(directory, ca, serving, admin)
+    kubelet_client = _load(directory, "apiserver-kubelet-client")
+    if kubelet_client is None:
+        kubelet_client = make_client_cert(ca, "kube-apiserver-kubelet-client",
+                                          ["system:masters"])
+        _save(directory, "apiserver-kubelet-client", kubelet_client)
+    return PKI(directory, ca, serving, admin, kubelet_client)

@@ -21,8 +21,15 @@ from aiohttp import web
 from draemu import kubeconfig
 from draemu.apiserver import pki, reviews
 from draemu.apiserver.app import API
-from draemu.apiserver.auth import Authenticator, Authorizer, DefaultAuthorizer, load_token_file
+from draemu.apiserver.auth import (
+    Authenticator,
+    DefaultAuthorizer,
+    UnionAuthorizer,
+    load_token_file,
+)
 from draemu.apiserver.bootstrap import ensure_system_namespaces
+from draemu.apiserver.kubeletclient import KubeletClient
+from draemu.apiserver.nodeauthz import NodeAuthorizer
 from draemu.apiserver.registry import discover
 from draemu.apiserver.resources import ResourceTable
 from draemu.apiserver.storage import Storage
@@ -146,17 +153,22 @@ class APIServer:
         served = {(s.group, s.resource) for s in strategies}
         strategies += [s for s in reviews.STRATEGIES if (s.group, s.resource) not in served]
         table = ResourceTable(strategies, opts.feature_gates)
-        authorizer: Authorizer = DefaultAuthorizer()
         ssl_context = None
+        kubelet_client = None
         if not opts.insecure_http:
             self.pki = await asyncio.to_thread(pki.ensure_pki, self.data_dir / "pki",
                                                opts.address)
             ssl_context = _ssl_context(self.pki)
-        self.api = API(table, storage, opts.feature_gates, Authenticator(tokens), authorizer,
+            kubelet_client = KubeletClient(self.pki)
+        self.api = API(table, storage, opts.feature_gates, Authenticator(tokens),
+                       DefaultAuthorizer(),
                        opts.insecure_http, f"{opts.address}:{opts.port}",
-                       log_providers=self.log_providers,
+                       log_providers=self.log_providers, kubelet_client=kubelet_client,
                        max_readonly=opts.max_requests_inflight,
                        max_mutating=opts.max_mutating_requests_inflight)
+        # The node authorizer reads related objects (a pod's node...) from the watch cache.
+        self.api.authorizer = UnionAuthorizer(NodeAuthorizer(self.api.lookup),
+                                              DefaultAuthorizer())
         await ensure_system_namespaces(table, storage, opts.feature_gates)
         self._runner = web.AppRunner(self.api.build(), access_log=None,
                                      shutdown_timeout=SHUTDOWN_TIMEOUT)
@@ -185,6 +197,8 @@ class APIServer:
             self._runner = None
         if self._cache is not None:
             await self._cache.stop()
+        if self.api is not None and self.api.kubelet_client is not None:
+            await self.api.kubelet_client.close()
         if self.store is not None and self._owns_store:
             await self.store.close()
         self.store = None

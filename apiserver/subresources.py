@@ -22,6 +22,7 @@ from draemu.apiserver.codec import (
     read_body,
 )
 from draemu.apiserver.deletion import delete_one
+from draemu.apiserver.kubeletclient import LOG_PARAMETERS, KubeletClient
 from draemu.apiserver.patching import PATCH_TYPES, apply_patch
 from draemu.apiserver.rest_write import body_object, run_update
 from draemu.apiserver.scope import Scope
@@ -225,8 +226,10 @@ def _container(pod: Obj, name: str, wanted: str) -> str:
                       f"[{' '.join(names)}]")
 
 
-async def pod_log(scope: Scope, storage: Storage, providers: LogProviders
-                  ) -> web.StreamResponse:
+async def pod_log(scope: Scope, storage: Storage, providers: LogProviders,
+                  kubelets: KubeletClient | None = None) -> web.StreamResponse:
+    """In-process kubelets answer through their log provider; a kubelet in its own
+    process through its HTTPS API, which the apiserver proxies as kube-apiserver does."""
     pod = await storage.get(scope.resource, scope.namespace, scope.name)
     if pod is None:
         raise not_found_error("pods", "", scope.name)
@@ -243,7 +246,19 @@ async def pod_log(scope: Scope, storage: Storage, providers: LogProviders
     if not node:
         raise bad_request(f"pod {scope.name} does not have a host assigned")
     provider = providers.get(node)
-    if provider is None:
+    if provider is not None:
+        chunks = provider.pod_log(scope.namespace, scope.name,
+                                  pod["metadata"].get("uid", ""), options)
+    elif kubelets is not None:
+        node_obj = scope.lookup("nodes", "", "", node)
+        if node_obj is None:
+            raise not_found_error("nodes", "", node)
+        forwarded = {k: q[k] for k in LOG_PARAMETERS if q.get(k)}
+        chunks = await kubelets.container_logs(
+            node_obj, scope.namespace, scope.name, options.container, forwarded,
+            verify=not parse_bool(q.get("insecureSkipTLSVerifyBackend"),
+                                  "insecureSkipTLSVerifyBackend"))
+    else:
         raise StatusError(503, "ServiceUnavailable",
                           f'no log provider for node "{node}": the node\'s kubelet is not '
                           "connected to this apiserver")
@@ -252,8 +267,7 @@ async def pod_log(scope: Scope, storage: Storage, providers: LogProviders
     resp.enable_chunked_encoding()
     await resp.prepare(scope.request)
     try:
-        async for chunk in provider.pod_log(scope.namespace, scope.name,
-                                            pod["metadata"].get("uid", ""), options):
+        async for chunk in chunks:
             await resp.write(chunk)
     except ConnectionResetError:
         pass

@@ -22,6 +22,7 @@ from draemu.kubelet.pods import PodWorkers
 from draemu.kubelet.proto import pluginregistration as reg
 from draemu.kubelet.runtime import make_runtime
 from draemu.kubelet.server import KubeletServer, LogProvider
+from draemu.kubelet.servingcert import ServingTLS
 from draemu.log import get_logger
 
 log = get_logger("kubelet")
@@ -43,6 +44,8 @@ class KubeletOptions:
     # the apiserver reads logs through `Kubelet.log_provider`).
     address: str = "127.0.0.1"
     port: int | None = None
+    # HTTPS for that API (see kubelet/servingcert.py); None: plain HTTP.
+    tls: ServingTLS | None = None
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
     # Extra CDI spec directories, lowest priority first; the node's own `cdi/` comes last.
     cdi_dirs: list[Path] = field(default_factory=list)
@@ -74,7 +77,7 @@ class Kubelet:
                                      interval=options.plugin_scan_interval)
         self.server = None if options.port is None else KubeletServer(
             self.layout.pods_dir, self._find_pod, self._running, self._list_pods,
-            options.address, options.port)
+            options.address, options.port, options.tls)
         self.log_provider = LogProvider(self.layout.pods_dir, self._running)
         self.node: NodeAgent | None = None
         self.pods: PodWorkers | None = None

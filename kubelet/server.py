@@ -7,6 +7,11 @@ kube-apiserver forwards for `pods/log` (follow, previous, timestamps, tailLines,
 sinceSeconds, sinceTime, limitBytes), plus `/healthz` and `/pods`. The port is
 published in the Node's `status.daemonEndpoints.kubeletEndpoint.Port` and the address
 as its InternalIP, as on a real node.
+
+With TLS (`ServingTLS`, how `draemu kubelet` runs it) callers must present a client
+certificate from the cluster CA, and only `system:masters` (the apiserver's
+kube-apiserver-kubelet-client identity) may call: a real kubelet asks the apiserver
+(SubjectAccessReview on nodes/proxy), which grants that to the same group by default.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ from typing import Any
 from aiohttp import web
 
 from draemu.api.errors import bad_request
+from draemu.apiserver.auth import MASTERS, user_from_peercert
 from draemu.kubelet.logs import LogOptions, pick_log_file, pod_log_dir, stream_log
+from draemu.kubelet.servingcert import ServingTLS
 
 
 def _int(value: str | None) -> int | None:
@@ -28,23 +35,26 @@ def _int(value: str | None) -> int | None:
 class KubeletServer:
     def __init__(self, pods_dir: Path, find_pod: Callable[[str, str], dict[str, Any] | None],
                  running: Callable[[str, str, str], bool], list_pods: Callable[[], list[Any]],
-                 address: str = "127.0.0.1", port: int = 0) -> None:
+                 address: str = "127.0.0.1", port: int = 0, tls: ServingTLS | None = None
+                 ) -> None:
         self.pods_dir = pods_dir
         self.find_pod = find_pod
         self.running = running
         self.list_pods = list_pods
         self.address = address
         self.port = port
+        self.tls = tls
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
-        app = web.Application()
+        app = web.Application(middlewares=[_authorize] if self.tls else [])
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._logs)
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/pods", self._pods)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.address, self.port)
+        site = web.TCPSite(self._runner, self.address, self.port,
+                           ssl_context=self.tls.ssl_context() if self.tls else None)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
 
@@ -81,6 +91,20 @@ class KubeletServer:
             await response.write(chunk)
         await response.write_eof()
         return response
+
+
+@web.middleware
+async def _authorize(request: web.Request, handler: Callable[[web.Request], Any]
+                     ) -> web.StreamResponse:
+    ssl_object = request.transport.get_extra_info("ssl_object") if request.transport else None
+    user = user_from_peercert(ssl_object.getpeercert()) if ssl_object else None
+    if user is None:
+        return web.Response(status=401, text="Unauthorized")
+    if MASTERS not in user.groups:
+        # The kubelet's wording (subresource "proxy" covers /containerLogs and /pods).
+        return web.Response(status=403, text=f"Forbidden (user={user.name}, verb=get, "
+                            "resource=nodes, subresource=proxy)")
+    return await handler(request)
 
 
 def _missing_log(name: str, container: str, previous: bool) -> str:

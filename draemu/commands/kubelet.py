@@ -2,14 +2,20 @@
 
 It registers the Node, renews its Lease, watches `<root>/plugins_registry` for DRA
 plugins (built-in ones from a preset with `--preset`, or any external plugin binary) and
-runs the pods bound to the node. Its kubelet API (container logs) listens on
-`--address`/`--port`.
+runs the pods bound to the node. Its kubelet API (container logs, which the apiserver
+proxies for `kubectl logs`) listens with HTTPS on `--address`/`--port`; its serving
+certificate is signed by the cluster CA found in `--data-dir` (else self-signed, or
+given with `--tls-cert-file`), and it trusts client certificates of the kubeconfig's CA.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from draemu.kubelet.servingcert import ServingTLS
 
 HELP = "run one emulated kubelet (and optionally its preset drivers) against an apiserver"
 
@@ -19,8 +25,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kubeconfig", metavar="FILE",
                         help="credentials to use (default: $KUBECONFIG or ~/.kube/config); "
                         "see 'draemu kubeconfig --node NAME' for the node's own")
+    parser.add_argument("--data-dir", metavar="DIR",
+                        help="the cluster's data directory (default: as draemu up): its CA "
+                        "signs the kubelet's serving certificate")
     parser.add_argument("--root-dir", metavar="DIR",
-                        help="the kubelet directory (default: <draemu data dir>/nodes/NAME)")
+                        help="the kubelet directory (default: <data dir>/nodes/NAME)")
+    parser.add_argument("--tls-cert-file", metavar="FILE",
+                        help="serving certificate of the kubelet API (with "
+                        "--tls-private-key-file) instead of one made at start")
+    parser.add_argument("--tls-private-key-file", metavar="FILE")
+    parser.add_argument("--client-ca-file", metavar="FILE",
+                        help="CA of the client certificates the kubelet API accepts "
+                        "(default: the kubeconfig's cluster CA)")
     parser.add_argument("--runtime", choices=["fake", "process"], default="fake",
                         help="fake (default: nothing runs) or process (runs the commands)")
     parser.add_argument("--preset", metavar="NAME|FILE",
@@ -38,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
     import sys
 
-    from draemu.client import Client, ConfigError
+    from draemu.client import Client, ConfigError, config
     from draemu.cluster import default_data_dir
     from draemu.commands._common import serve
     from draemu.drivers.builtin import start_builtin_driver
@@ -58,14 +74,16 @@ def run(args: argparse.Namespace) -> int:
                 return 2
             drivers = specs[args.node].drivers
             labels = {**specs[args.node].labels, **labels}
+        data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
+        root = Path(args.root_dir) if args.root_dir else data_dir / "nodes" / args.node
+        tls = _serving_tls(args, config.load(args.kubeconfig).ca_data, data_dir, root)
         client = Client.from_kubeconfig(args.kubeconfig)
-    except (FeatureGateError, PresetError, ConfigError, ValueError) as e:
+    except (FeatureGateError, PresetError, ConfigError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    root = Path(args.root_dir) if args.root_dir else default_data_dir() / "nodes" / args.node
     kubelet = Kubelet(client, KubeletOptions(
         node_name=args.node, root_dir=root, runtime=args.runtime, labels=labels,
-        address=args.address, port=args.port, feature_gates=gates))
+        address=args.address, port=args.port, tls=tls, feature_gates=gates))
     plugins = []
 
     async def start() -> None:
@@ -89,3 +107,27 @@ def run(args: argparse.Namespace) -> int:
 
     asyncio.run(serve(start, stop))
     return 0
+
+
+def _serving_tls(args: argparse.Namespace, kubeconfig_ca: bytes | None, data_dir: Path,
+                 root: Path) -> ServingTLS | None:
+    """The kubelet API's TLS; None (plain HTTP) only when no CA is known to check callers
+    against (an apiserver serving plain HTTP has no client certificate to show)."""
+    from draemu.kubelet.servingcert import (
+        ServingTLS,
+        cluster_ca,
+        issue_serving_tls,
+        write_client_ca,
+    )
+
+    client_ca = Path(args.client_ca_file).read_bytes() if args.client_ca_file else kubeconfig_ca
+    if client_ca is None:
+        return None
+    directory = root / "pki"
+    if args.tls_cert_file or args.tls_private_key_file:
+        if not (args.tls_cert_file and args.tls_private_key_file):
+            raise ValueError("--tls-cert-file and --tls-private-key-file go together")
+        return ServingTLS(Path(args.tls_cert_file), Path(args.tls_private_key_file),
+                          write_client_ca(directory, client_ca))
+    hosts = [args.address, args.node, "localhost"]
+    return issue_serving_tls(directory, args.node, hosts, client_ca, cluster_ca(data_dir))

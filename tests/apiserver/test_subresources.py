@@ -81,11 +81,12 @@ async def test_scale_reads_and_writes_replicas(client: Client) -> None:
     assert (await client.get(f"{DEPLOYMENTS}/web")).json["spec"]["replicas"] == 1
 
 
-async def test_pod_log_without_a_provider_is_503(client: Client) -> None:
+async def test_pod_log_on_a_node_that_does_not_exist_is_not_found(client: Client) -> None:
+    # Without an in-process provider the apiserver proxies to the Node's kubelet.
     await client.post(PODS, pod("l1", node="far"))
     reply = await client.get(f"{PODS}/l1/log")
-    assert reply.status == 503
-    assert 'no log provider for node "far"' in reply.json["message"]
+    assert reply.status == 404
+    assert reply.json["message"] == 'nodes "far" not found'
 
 
 class _Provider:

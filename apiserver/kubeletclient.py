@@ -1,0 +1,142 @@
+"""The apiserver's client of kubelets in their own process: `pods/log` is proxied to
+`GET https://<node address>:<kubelet port>/containerLogs/<ns>/<pod>/<container>`, as
+kube-apiserver does it.
+
+The apiserver shows its kube-apiserver-kubelet-client certificate (O=system:masters)
+and verifies the kubelet's serving certificate against the cluster CA (as with
+`--kubelet-certificate-authority`), unless the caller asked to skip that
+(`insecureSkipTLSVerifyBackend`). The address is the first of the Node's InternalIP,
+ExternalIP, Hostname (kubeadm's `--kubelet-preferred-address-types`: a kubelet alone on
+a host publishes the address its API listens on as InternalIP).
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import aiohttp
+
+from draemu.api.errors import StatusError, bad_request
+from draemu.apiserver.pki import PKI
+
+PREFERRED_ADDRESS_TYPES = ("InternalIP", "ExternalIP", "Hostname")
+DEFAULT_KUBELET_PORT = 10250
+# Query parameters of pods/log that the kubelet's /containerLogs understands.
+LOG_PARAMETERS = ("follow", "previous", "timestamps", "tailLines", "sinceSeconds",
+                  "sinceTime", "limitBytes")
+_MAX_ERROR_BODY = 50000
+_CONNECT_TIMEOUT = 10.0
+
+
+def kubelet_endpoint(node: dict[str, Any]) -> tuple[str, int]:
+    """The address and port of a Node's kubelet API."""
+    status = node.get("status") or {}
+    by_type: dict[str, str] = {}
+    for item in status.get("addresses") or []:
+        by_type.setdefault(item.get("type", ""), item.get("address", ""))
+    address = next((by_type[t] for t in PREFERRED_ADDRESS_TYPES if by_type.get(t)), "")
+    if not address:
+        name = (node.get("metadata") or {}).get("name", "")
+        raise bad_request(f'node "{name}" has no address of the preferred types '
+                          f'[{" ".join(PREFERRED_ADDRESS_TYPES)}]')
+    endpoint = (status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}
+    return address, int(endpoint.get("Port") or DEFAULT_KUBELET_PORT)
+
+
+class KubeletClient:
+    def __init__(self, pki: PKI) -> None:
+        self._verified = self._context(pki, verify=True)
+        self._unverified = self._context(pki, verify=False)
+        self._sessions: dict[bool, aiohttp.ClientSession] = {}
+
+    @staticmethod
+    def _context(pki: PKI, verify: bool) -> ssl.SSLContext:
+        if verify:
+            ctx = ssl.create_default_context(cadata=pki.ca.cert_pem.decode())
+        else:
+            ctx = ssl.create_default_context()
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        ctx.load_cert_chain(pki.kubelet_client_cert_path, pki.kubelet_client_key_path)
+        return ctx
+
+    def _session(self, verify: bool) -> aiohttp.ClientSession:
+        session = self._sessions.get(verify)
+        if session is None or session.closed:
+            connector = aiohttp.TCPConnector(
+                ssl=self._verified if verify else self._unverified)
+            session = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(
+                total=None, sock_connect=_CONNECT_TIMEOUT))
+            self._sessions[verify] = session
+        return session
+
+    async def container_logs(self, node: dict[str, Any], namespace: str, pod: str,
+                             container: str, query: dict[str, str], verify: bool = True
+                             ) -> AsyncIterator[bytes]:
+        """Open the kubelet's log stream; errors before the first byte are StatusErrors
+        worded as kube-apiserver words them."""
+        address, port = kubelet_endpoint(node)
+        host = f"[{address}]" if ":" in address else address
+        path = "/".join(quote(p, safe="") for p in (namespace, pod, container))
+        url = f"https://{host}:{port}/containerLogs/{path}"
+        if query:
+            url += "?" + urlencode(query)
+        try:
+            resp = await self._session(verify).get(url)
+        except aiohttp.ClientConnectorCertificateError as e:
+            raise _unreachable(url, "tls: failed to verify certificate: x509: "
+                               f"{e.certificate_error.args[-1]}") from e
+        except aiohttp.ClientConnectorError as e:
+            # Go's wording of the errno ("connection refused"), not asyncio's message.
+            errno = e.os_error.errno
+            reason = os.strerror(errno).lower() if errno else str(e.os_error)
+            raise _unreachable(url, f"dial tcp {address}:{port}: connect: {reason}") from e
+        except aiohttp.ClientError as e:
+            raise _unreachable(url, str(e)) from e
+        if not 200 <= resp.status <= 206:
+            async with resp:
+                body = (await resp.content.read(_MAX_ERROR_BODY)).decode(errors="replace")
+            raise _kubelet_error(resp.status, body, pod)
+        return _stream(resp)
+
+    async def close(self) -> None:
+        for session in self._sessions.values():
+            await session.close()
+        self._sessions.clear()
+
+
+def _unreachable(url: str, detail: str) -> StatusError:
+    # kube-apiserver answers transport errors as a bare 500 with Go's url.Error text.
+    return StatusError(500, "", f'Get "{url}": {detail}')
+
+
+async def _stream(resp: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
+    async with resp:
+        async for chunk in resp.content.iter_any():
+            yield chunk
+
+
+_GENERIC = {404: ("NotFound", "the server could not find the requested resource"),
+            401: ("Unauthorized", "the server has asked for the client to provide credentials"),
+            403: ("Forbidden", "the server does not allow access to the requested resource")}
+
+
+def _kubelet_error(code: int, body: str, pod: str) -> StatusError:
+    """A kubelet's error answer as kube-apiserver relays it (its generic response
+    checker): 400 and 500 carry the kubelet's text; others a generic message, the text
+    as the cause."""
+    if code == 400:
+        return bad_request(body)
+    if code == 500:
+        return StatusError(500, "InternalError", f"Internal error occurred: {body}",
+                           {"causes": [{"message": body}]})
+    reason, message = _GENERIC.get(code, (
+        "", f"the server responded with the status code {code} but did not return more "
+        "information"))
+    return StatusError(code, reason, f"{message} ( pods/log {pod})",
+                       {"name": pod, "kind": "pods/log",
+                        "causes": [{"reason": "UnexpectedServerResponse", "message": body}]})

@@ -1,0 +1,267 @@
+"""What kubelets (and drivers running with node credentials) may do: Kubernetes' Node
+authorizer and NodeRestriction admission, simplified.
+
+A node identity (`system:node:<name>` in `system:nodes`) may read and write its own
+Node, its Lease, the pods bound to it, Events, the ResourceSlices of its node, and the
+ResourceClaims its pods use (and, since drivers here run with node credentials, their
+status). Upstream's object graph is replaced by lookups in the watch cache: an object is
+related to a node when the node can be read off the object (a pod's spec.nodeName, a
+slice's spec.nodeName, a claim reserved for a pod bound to the node or allocated to
+devices of the node). Secrets, ConfigMaps, volumes and service account tokens are not
+served to nodes at all (no pod here mounts them).
+
+`NodeAuthorizer` decides from the request alone, as upstream's authorizer does;
+`admit` is the part of NodeRestriction that needs the object in the request body (on
+create) or the stored object, and words its refusals as that admission plugin does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from draemu.api.errors import StatusError, forbidden_error
+from draemu.apiserver.auth import Attributes, Decision
+from draemu.apiserver.selectors import parse_field_selector
+
+Obj = dict[str, Any]
+# (resource, group, namespace, name) -> the object in the watch cache, or None.
+Lookup = Callable[[str, str, str, str], Any]
+
+NODE_LEASE_NAMESPACE = "kube-node-lease"
+RESOURCE_GROUP = "resource.k8s.io"
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+
+_READ = frozenset({"get", "list", "watch"})
+# Resources a node reaches uniformly (upstream's static node rules), by (resource, group).
+_STATIC_RULES: dict[tuple[str, str], frozenset[str]] = {
+    ("events", ""): frozenset({"create", "update", "patch"}),
+    ("events", "events.k8s.io"): frozenset({"create", "update", "patch"}),
+    ("services", ""): _READ,
+    ("endpoints", ""): _READ,
+    ("runtimeclasses", "node.k8s.io"): _READ,
+    ("csidrivers", "storage.k8s.io"): _READ,
+    ("tokenreviews", "authentication.k8s.io"): frozenset({"create"}),
+    ("subjectaccessreviews", "authorization.k8s.io"): frozenset({"create"}),
+}
+
+
+def _no(reason: str = "") -> Decision:
+    return Decision(False, reason)
+
+
+_YES = Decision(True, "node")
+
+
+def _selected(attrs: Attributes, *fields: str) -> str | None:
+    selector = parse_field_selector(attrs.field_selector)
+    for field in fields:
+        value = selector.exact(field)
+        if value is not None:
+            return value
+    return None
+
+
+def _node_of_pod(pod: Obj | None) -> str:
+    return ((pod or {}).get("spec") or {}).get("nodeName") or ""
+
+
+def claim_on_node(claim: Obj, namespace: str, node: str, lookup: Lookup) -> bool:
+    """A claim is a node's business when it is reserved for a pod bound to the node, or
+    allocated to devices that only this node has."""
+    status = claim.get("status") or {}
+    for ref in status.get("reservedFor") or []:
+        if ref.get("resource") == "pods" and not ref.get("apiGroup"):
+            pod = lookup("pods", "", namespace, ref.get("name", ""))
+            if _node_of_pod(pod) == node:
+                return True
+    selector = (status.get("allocation") or {}).get("nodeSelector") or {}
+    for term in selector.get("nodeSelectorTerms") or []:
+        for field in term.get("matchFields") or []:
+            if field.get("key") == "metadata.name" and field.get("operator") == "In" \
+                    and node in (field.get("values") or []):
+                return True
+    return False
+
+
+class NodeAuthorizer:
+    """Allows node identities what kubelets need; no opinion on everyone else."""
+
+    def __init__(self, lookup: Lookup) -> None:
+        self.lookup = lookup
+
+    def authorize(self, attrs: Attributes) -> Decision:
+        node = attrs.user.node_name
+        if node is None:
+            return _no()
+        if not node:
+            return _no(f'unknown node for user "{attrs.user.name}"')
+        if attrs.resource_request:
+            check = self._SUBDIVIDED.get((attrs.resource, attrs.group))
+            if check is not None:
+                return check(self, node, attrs)
+            if attrs.verb in _STATIC_RULES.get((attrs.resource, attrs.group), ()) \
+                    and not attrs.subresource:
+                return _YES
+        return _no()
+
+    def _unrelated(self, node: str) -> Decision:
+        return _no(f"no relationship found between node '{node}' and this object")
+
+    def _nodes(self, node: str, attrs: Attributes) -> Decision:
+        verb = attrs.verb
+        if not attrs.subresource:
+            if verb in ("create", "update", "patch"):
+                return _YES  # admit() holds a node to its own Node
+            if verb in _READ:
+                if attrs.name == node:
+                    return _YES
+                if not attrs.name:
+                    return _no(f"node '{node}' cannot read all nodes, only its own Node object")
+                return _no(f"node '{node}' cannot read '{attrs.name}', only its own Node "
+                           "object")
+        elif attrs.subresource == "status" and verb in ("update", "patch"):
+            return _YES
+        return _no()
+
+    def _leases(self, node: str, attrs: Attributes) -> Decision:
+        if attrs.verb not in ("get", "create", "update", "patch", "delete"):
+            return _no("can only get, create, update, patch, or delete a node lease")
+        if attrs.namespace != NODE_LEASE_NAMESPACE:
+            return _no(f'can only access leases in the "{NODE_LEASE_NAMESPACE}" system '
+                       "namespace")
+        if attrs.verb != "create" and attrs.name != node:
+            return _no("can only access node lease with the same name as the requesting node")
+        return _YES
+
+    def _pods(self, node: str, attrs: Attributes) -> Decision:
+        verb, sub = attrs.verb, attrs.subresource
+        if not sub:
+            if verb == "get":
+                return self._pod_related(node, attrs)
+            if verb in ("list", "watch"):
+                if _selected(attrs, "spec.nodeName") == node:
+                    return _YES
+                if attrs.name:
+                    return self._pod_related(node, attrs)
+                return _no("can only list/watch pods with spec.nodeName field selector")
+            if verb in ("create", "delete"):
+                return _YES  # admit() limits these to the node's own (mirror) pods
+        elif (sub == "status" and verb in ("update", "patch")) or \
+                (sub == "eviction" and verb == "create"):
+            return _YES
+        return _no()
+
+    def _pod_related(self, node: str, attrs: Attributes) -> Decision:
+        pod = self.lookup("pods", "", attrs.namespace, attrs.name)
+        return _YES if pod is not None and _node_of_pod(pod) == node \
+            else self._unrelated(node)
+
+    def _resource_slices(self, node: str, attrs: Attributes) -> Decision:
+        if attrs.subresource:
+            return _no("cannot authorize ResourceSlice subresources")
+        verb = attrs.verb
+        if verb == "create":
+            return _YES  # admit() checks spec.nodeName in the body
+        if verb in ("get", "update", "patch", "delete"):
+            found = self.lookup("resourceslices", RESOURCE_GROUP, "", attrs.name)
+            if found is not None and (found.get("spec") or {}).get("nodeName") == node:
+                return _YES
+            return self._unrelated(node)
+        if verb in ("list", "watch", "deletecollection"):
+            if _selected(attrs, "spec.nodeName", "nodeName") == node:
+                return _YES
+            return _no("can only list/watch/deletecollection resourceslices with nodeName "
+                       "field selector")
+        return _no("only the following verbs are allowed for a ResourceSlice: get, watch, "
+                   "list, create, update, patch, delete, deletecollection")
+
+    def _resource_claims(self, node: str, attrs: Attributes) -> Decision:
+        # Upstream allows `get` only; drivers here run with node credentials and write
+        # the device status of the claims they prepared.
+        status_write = attrs.subresource == "status" and attrs.verb in ("update", "patch")
+        if not status_write:
+            if attrs.verb != "get":
+                return _no("can only get individual resources of this type")
+            if attrs.subresource:
+                return _no("cannot get subresource")
+        if not attrs.name:
+            return _no("No Object name found")
+        claim = self.lookup("resourceclaims", RESOURCE_GROUP, attrs.namespace, attrs.name)
+        if claim is not None and claim_on_node(claim, attrs.namespace, node, self.lookup):
+            return _YES
+        return self._unrelated(node)
+
+    _SUBDIVIDED: dict[tuple[str, str], Callable[[NodeAuthorizer, str, Attributes], Decision]] = {
+        ("nodes", ""): _nodes,
+        ("leases", "coordination.k8s.io"): _leases,
+        ("pods", ""): _pods,
+        ("resourceslices", RESOURCE_GROUP): _resource_slices,
+        ("resourceclaims", RESOURCE_GROUP): _resource_claims,
+    }
+
+
+# NodeRestriction ---------------------------------------------------------------------------
+def needs_body(attrs: Attributes) -> bool:
+    """Whether `admit` must see the request's object (creates it checks)."""
+    return attrs.user.node_name is not None and attrs.verb == "create" and \
+        not attrs.subresource and (attrs.resource, attrs.group) in _CREATE_CHECKED
+
+
+_CREATE_CHECKED = frozenset({("nodes", ""), ("pods", ""), ("leases", "coordination.k8s.io"),
+                             ("resourceslices", RESOURCE_GROUP)})
+
+
+def admit(attrs: Attributes, lookup: Lookup, obj: Obj | None) -> None:
+    """Refuse (403) what an authorized node request may still not do to these objects.
+    `obj` is the request's object on create."""
+    node = attrs.user.node_name
+    if not node:
+        return
+    name = attrs.name or ((obj or {}).get("metadata") or {}).get("name", "")
+    key = (attrs.resource, attrs.group)
+    message = ""
+    if key == ("nodes", "") and name != node:
+        message = f'node "{node}" is not allowed to modify node "{name}"'
+    elif key == ("pods", ""):
+        message = _admit_pod(node, attrs, lookup, obj)
+    elif key == ("leases", "coordination.k8s.io") and name != node:
+        message = "can only access node lease with the same name as the requesting node"
+    elif key == ("resourceslices", RESOURCE_GROUP) and attrs.verb == "create" and \
+            ((obj or {}).get("spec") or {}).get("nodeName") != node:
+        message = "can only create ResourceSlice with the same NodeName as the requesting node"
+    if message:
+        raise _forbidden(attrs, name, message)
+
+
+def _admit_pod(node: str, attrs: Attributes, lookup: Lookup, obj: Obj | None) -> str:
+    verb, sub = attrs.verb, attrs.subresource
+    if verb == "create" and not sub:
+        annotations = ((obj or {}).get("metadata") or {}).get("annotations") or {}
+        if MIRROR_POD_ANNOTATION not in annotations:
+            return (f'pod does not have "{MIRROR_POD_ANNOTATION}" annotation, node "{node}" '
+                    "can only create mirror pods")
+        if _node_of_pod(obj) != node:
+            return f'node "{node}" can only create pods with spec.nodeName set to itself'
+        return ""
+    existing = lookup("pods", "", attrs.namespace, attrs.name)
+    if existing is None:
+        return ""  # the handler answers NotFound
+    if _node_of_pod(existing) == node:
+        return ""
+    if verb == "delete" and not sub:
+        return f'node "{node}" can only delete pods with spec.nodeName set to itself'
+    if sub == "status":
+        return f'node "{node}" can only update pod status for pods with spec.nodeName set ' \
+            "to itself"
+    if sub == "eviction":
+        return f"node {node} can only evict pods with spec.nodeName set to itself"
+    return ""
+
+
+def _forbidden(attrs: Attributes, name: str, message: str) -> StatusError:
+    qualified = f"{attrs.resource}.{attrs.group}" if attrs.group else attrs.resource
+    details: dict[str, Any] = {"name": name, "kind": attrs.resource}
+    if attrs.group:
+        details["group"] = attrs.group
+    return forbidden_error(f'{qualified} "{name}" is forbidden: {message}', details)
