@@ -48,6 +48,7 @@ from draemu.apiserver.metrics import Metrics
 from draemu.apiserver.requestinfo import RequestInfo, parse
 from draemu.apiserver.resources import ResourceTable
 from draemu.apiserver.scope import Scope
+from draemu.apiserver.selectors import parse_field_selector
 from draemu.apiserver.storage import Storage
 from draemu.features import FeatureGates
 from draemu.log import get_logger
@@ -262,9 +263,11 @@ class API:
         if resource is None:
             raise StatusError(404, "NotFound", _NOT_FOUND, {})
         namespace = info.namespace if resource.namespaced else ""
+        field_selector = request.query.get("fieldSelector", "")
         attrs = Attributes(user, info.verb, info.group, info.version, info.resource,
-                           info.subresource, namespace, info.name, info.path,
-                           request.query.get("fieldSelector", ""))
+                           info.subresource, namespace,
+                           info.name or _selected_name(info.verb, field_selector), info.path,
+                           field_selector)
         self._authorize(attrs, info)
         if attrs.user.node_name is not None:
             await self._node_restriction(request, attrs)
@@ -317,6 +320,17 @@ def _resource_label(prefix: str) -> str:
     """`/registry/apps/deployments/` -> `deployments.apps`; the core group is bare."""
     _, _, group, resource, _ = prefix.split("/", 4)
     return resource if group == "core" else f"{resource}.{group}"
+
+
+def _selected_name(verb: str, field_selector: str) -> str:
+    """A list or watch pinned to one name by `metadata.name=` is authorized as a request
+    for that object, as kube-apiserver's request info resolver does."""
+    if verb not in ("list", "watch") or not field_selector:
+        return ""
+    try:
+        return parse_field_selector(field_selector).exact("metadata.name") or ""
+    except StatusError:
+        return ""  # the handler answers the malformed selector
 
 
 def _health_path(path: str) -> bool:

@@ -204,3 +204,9 @@ async def test_system_masters_keep_full_access(client: Client) -> None:
                                MERGE)).status == 200
     assert (await client.post(CM, configmap("c"))).status == 201
     assert (await client.get(SLICES)).status == 200
+
+
+async def test_a_node_watches_its_own_node_by_a_name_field_selector(n1: Client) -> None:
+    await n1.post(NODES, node("n1"))
+    listed = await n1.get(f"{NODES}?fieldSelector=metadata.name%3Dn1")
+    assert [n["metadata"]["name"] for n in listed.json["items"]] == ["n1"]
