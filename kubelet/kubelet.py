@@ -16,7 +16,7 @@ from draemu.kubelet.dra.manager import DRAManager
 from draemu.kubelet.dra.plugins import SLICE_WIPE_DELAY, DRAPluginManager, wipe_slices
 from draemu.kubelet.events import EventRecorder
 from draemu.kubelet.layout import NodeLayout
-from draemu.kubelet.node import NodeAgent, NodeConfig
+from draemu.kubelet.node import NodeAgent, NodeConfig, reachable_address
 from draemu.kubelet.pluginwatcher import PluginWatcher
 from draemu.kubelet.pods import PodWorkers
 from draemu.kubelet.proto import pluginregistration as reg
@@ -94,7 +94,8 @@ class Kubelet:
                          internal_ip=o.internal_ip, pod_cidr=o.pod_cidr)
         if self.server is not None:
             await self.server.start()
-            cfg.internal_ip, cfg.kubelet_port = o.address, self.server.port
+            cfg.internal_ip = reachable_address(o.address)
+            cfg.kubelet_port = self.server.port
         if o.capacity:
             cfg.capacity = dict(o.capacity)
         self.node = NodeAgent(self.client, cfg, status_interval=o.node_status_report_interval,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import platform
+import socket
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -52,6 +53,22 @@ class NodeConfig:
             self.internal_ip = f"172.18.{digest[0]}.{digest[1] % 253 + 2}"
         if not self.pod_cidr:
             self.pod_cidr = f"10.{digest[2] % 200 + 40}.{digest[3]}.0/24"
+
+
+def reachable_address(bind: str) -> str:
+    """The address to publish as InternalIP for a kubelet API bound to `bind`: the bind
+    address itself, or for a wildcard the address this host reaches others from (the
+    apiserver dials it, so it must be real, unlike the synthetic in-process ones)."""
+    if bind not in ("0.0.0.0", "::", ""):
+        return bind
+    family = socket.AF_INET6 if bind == "::" else socket.AF_INET
+    probe = "2001:db8::1" if family == socket.AF_INET6 else "192.0.2.1"
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM) as s:
+            s.connect((probe, 9))  # UDP connect sends nothing; it only picks a route
+            return str(s.getsockname()[0])
+    except OSError:
+        return "::1" if family == socket.AF_INET6 else "127.0.0.1"
 
 
 def _arch() -> str:

@@ -113,6 +113,7 @@ def _serving_tls(args: argparse.Namespace, kubeconfig_ca: bytes | None, data_dir
                  root: Path) -> ServingTLS | None:
     """The kubelet API's TLS; None (plain HTTP) only when no CA is known to check callers
     against (an apiserver serving plain HTTP has no client certificate to show)."""
+    from draemu.kubelet.node import reachable_address
     from draemu.kubelet.servingcert import (
         ServingTLS,
         cluster_ca,
@@ -129,5 +130,5 @@ def _serving_tls(args: argparse.Namespace, kubeconfig_ca: bytes | None, data_dir
             raise ValueError("--tls-cert-file and --tls-private-key-file go together")
         return ServingTLS(Path(args.tls_cert_file), Path(args.tls_private_key_file),
                           write_client_ca(directory, client_ca))
-    hosts = [args.address, args.node, "localhost"]
+    hosts = [reachable_address(args.address), args.node, "localhost"]
     return issue_serving_tls(directory, args.node, hosts, client_ca, cluster_ca(data_dir))

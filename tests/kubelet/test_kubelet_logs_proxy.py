@@ -23,7 +23,9 @@ SCRIPT = "echo line-1; echo line-2; echo line-3; sleep 1; echo line-4"
 class StandaloneKubelet:
     """`draemu kubelet` as a child process with the node's own credentials."""
 
-    def __init__(self, apiserver, tmp_path: Path, node: str, data_dir: Path | None) -> None:
+    def __init__(self, apiserver, tmp_path: Path, node: str, data_dir: Path | None,
+                 address: str = "127.0.0.1") -> None:
+        self.address = address
         self.apiserver = apiserver
         self.tmp_path = tmp_path
         self.node = node
@@ -35,7 +37,8 @@ class StandaloneKubelet:
         self.apiserver.write_kubeconfig(kubeconfig, user=f"system:node:{self.node}",
                                         groups=["system:nodes"])
         argv = ["kubelet", "--node", self.node, "--kubeconfig", str(kubeconfig),
-                "--root-dir", str(self.tmp_path / self.node), "--runtime", "process"]
+                "--root-dir", str(self.tmp_path / self.node), "--runtime", "process",
+                "--address", self.address]
         if self.data_dir is not None:
             argv += ["--data-dir", str(self.data_dir)]
         self.proc = await asyncio.create_subprocess_exec(
@@ -157,6 +160,26 @@ async def test_a_kubelet_certificate_outside_the_cluster_ca_is_refused_unless_sk
             code, out, _ = await kubectl(apiserver, "logs", "p2",
                                          "--insecure-skip-tls-verify-backend")
             return code == 0 and out == "hi\n"
+
+        await eventually(logged, timeout=30)
+    finally:
+        await kubelet.stop()
+
+
+async def test_a_kubelet_on_every_interface_publishes_an_address_the_apiserver_reaches(
+        apiserver, admin, tmp_path):
+    kubelet = StandaloneKubelet(apiserver, tmp_path, "far-3", apiserver.data_dir, "0.0.0.0")
+    await kubelet.start()
+    try:
+        node = await admin.get("v1", "nodes", "far-3")
+        internal = [a["address"] for a in node["status"]["addresses"]
+                    if a["type"] == "InternalIP"]
+        assert internal and internal[0] != "0.0.0.0"
+        await run_pod(admin, "p3", "far-3", "echo everywhere; sleep 3600")
+
+        async def logged():
+            code, out, _ = await kubectl(apiserver, "logs", "p3")
+            return code == 0 and out == "everywhere\n"
 
         await eventually(logged, timeout=30)
     finally:
