@@ -90,6 +90,12 @@ class API:
             return None
         return self.storage.cache.get(r.key(namespace, name))
 
+    def lookup_namespace(self, resource: str, group: str, namespace: str) -> list[Any]:
+        r = self.table.by_group_resource(group, resource)
+        if r is None:
+            return []
+        return [obj for _key, obj in self.storage.cache.list(r.key(namespace, ""))]
+
     # Middlewares -----------------------------------------------------------------------------
     @web.middleware
     async def errors(self, request: web.Request, handler: Handler) -> web.StreamResponse:

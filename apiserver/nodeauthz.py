@@ -7,8 +7,8 @@ ResourceClaims its pods use (and, since drivers here run with node credentials, 
 status). Upstream's object graph is replaced by lookups in the watch cache: an object is
 related to a node when the node can be read off the object (a pod's spec.nodeName, a
 slice's spec.nodeName, a claim reserved for a pod bound to the node or allocated to
-devices of the node). Secrets, ConfigMaps, volumes and service account tokens are not
-served to nodes at all (no pod here mounts them).
+devices of the node, a Secret or ConfigMap that a pod bound to the node refers to).
+Volumes and service account tokens are not served to nodes (no pod here mounts them).
 
 `NodeAuthorizer` decides from the request alone, as upstream's authorizer does;
 `admit` is the part of NodeRestriction that needs the object in the request body (on
@@ -27,6 +27,8 @@ from draemu.apiserver.selectors import parse_field_selector
 Obj = dict[str, Any]
 # (resource, group, namespace, name) -> the object in the watch cache, or None.
 Lookup = Callable[[str, str, str, str], Any]
+# (resource, group, namespace) -> every object of the namespace in the watch cache.
+NamespaceLookup = Callable[[str, str, str], list[Obj]]
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 RESOURCE_GROUP = "resource.k8s.io"
@@ -84,11 +86,40 @@ def claim_on_node(claim: Obj, namespace: str, node: str, lookup: Lookup) -> bool
     return False
 
 
+def _containers(spec: Obj) -> list[Obj]:
+    return [*(spec.get("initContainers") or []), *(spec.get("containers") or []),
+            *(spec.get("ephemeralContainers") or [])]
+
+
+def referenced(pod: Obj, kind: str) -> set[str]:
+    """Names of the ConfigMaps (`kind` "configMap") or Secrets ("secret") a pod uses in
+    its environment, volumes and (Secrets) image pull secrets."""
+    spec = pod.get("spec") or {}
+    names: set[str] = set()
+    for container in _containers(spec):
+        for source in container.get("envFrom") or []:
+            names.add((source.get(f"{kind}Ref") or {}).get("name", ""))
+        for item in container.get("env") or []:
+            names.add(((item.get("valueFrom") or {}).get(f"{kind}KeyRef") or {})
+                      .get("name", ""))
+    volume_key, name_key = ("configMap", "name") if kind == "configMap" else \
+        ("secret", "secretName")
+    for volume in spec.get("volumes") or []:
+        names.add((volume.get(volume_key) or {}).get(name_key, ""))
+        for source in (volume.get("projected") or {}).get("sources") or []:
+            names.add((source.get(kind) or {}).get("name", ""))
+    if kind == "secret":
+        names.update(ref.get("name", "") for ref in spec.get("imagePullSecrets") or [])
+    names.discard("")
+    return names
+
+
 class NodeAuthorizer:
     """Allows node identities what kubelets need; no opinion on everyone else."""
 
-    def __init__(self, lookup: Lookup) -> None:
+    def __init__(self, lookup: Lookup, in_namespace: NamespaceLookup) -> None:
         self.lookup = lookup
+        self.in_namespace = in_namespace
 
     def authorize(self, attrs: Attributes) -> Decision:
         node = attrs.user.node_name
@@ -192,12 +223,30 @@ class NodeAuthorizer:
             return _YES
         return self._unrelated(node)
 
+    def _referenced_by_pods(self, node: str, attrs: Attributes) -> Decision:
+        """Secrets and ConfigMaps: single objects that a pod bound to the node uses."""
+        if attrs.verb not in _READ:
+            return _no("can only read resources of this type")
+        if attrs.subresource:
+            return _no("cannot read subresource")
+        if not attrs.namespace:
+            return _no("can only read namespaced object of this type")
+        if not attrs.name:
+            return _no("No Object name found")
+        kind = "configMap" if attrs.resource == "configmaps" else "secret"
+        for pod in self.in_namespace("pods", "", attrs.namespace):
+            if _node_of_pod(pod) == node and attrs.name in referenced(pod, kind):
+                return _YES
+        return self._unrelated(node)
+
     _SUBDIVIDED: dict[tuple[str, str], Callable[[NodeAuthorizer, str, Attributes], Decision]] = {
         ("nodes", ""): _nodes,
         ("leases", "coordination.k8s.io"): _leases,
         ("pods", ""): _pods,
         ("resourceslices", RESOURCE_GROUP): _resource_slices,
         ("resourceclaims", RESOURCE_GROUP): _resource_claims,
+        ("configmaps", ""): _referenced_by_pods,
+        ("secrets", ""): _referenced_by_pods,
     }
 
 

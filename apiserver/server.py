@@ -167,8 +167,8 @@ class APIServer:
                        max_readonly=opts.max_requests_inflight,
                        max_mutating=opts.max_mutating_requests_inflight)
         # The node authorizer reads related objects (a pod's node...) from the watch cache.
-        self.api.authorizer = UnionAuthorizer(NodeAuthorizer(self.api.lookup),
-                                              DefaultAuthorizer())
+        self.api.authorizer = UnionAuthorizer(
+            NodeAuthorizer(self.api.lookup, self.api.lookup_namespace), DefaultAuthorizer())
         await ensure_system_namespaces(table, storage, opts.feature_gates)
         self._runner = web.AppRunner(self.api.build(), access_log=None,
                                      shutdown_timeout=SHUTDOWN_TIMEOUT)

@@ -186,7 +186,11 @@ async def test_a_node_writes_the_status_of_claims_reserved_for_its_pods(
 async def test_a_node_may_not_touch_other_kinds(n1: Client) -> None:
     forbidden(await n1.post(CM, configmap("c")),
               'configmaps is forbidden: User "system:node:n1" cannot create resource '
-              '"configmaps" in API group "" in the namespace "default"')
+              '"configmaps" in API group "" in the namespace "default": can only read '
+              "resources of this type")
+    forbidden(await n1.get("/apis/apps/v1/deployments"),
+              'deployments.apps is forbidden: User "system:node:n1" cannot list resource '
+              '"deployments" in API group "apps" at the cluster scope')
 
 
 async def test_a_node_records_events(n1: Client) -> None:
@@ -210,3 +214,16 @@ async def test_a_node_watches_its_own_node_by_a_name_field_selector(n1: Client) 
     await n1.post(NODES, node("n1"))
     listed = await n1.get(f"{NODES}?fieldSelector=metadata.name%3Dn1")
     assert [n["metadata"]["name"] for n in listed.json["items"]] == ["n1"]
+
+
+async def test_a_node_reads_only_the_configmaps_its_pods_use(
+        n1: Client, client: Client) -> None:
+    await client.post(CM, configmap("used", a="1"))
+    await client.post(CM, configmap("unused", a="1"))
+    await client.post(PODS, pod("mine", node="n1", containers=[{
+        "name": "c", "image": "busybox", "envFrom": [{"configMapRef": {"name": "used"}}]}]))
+    assert (await n1.get(f"{CM}/used")).status == 200
+    forbidden(await n1.get(f"{CM}/unused"),
+              'configmaps "unused" is forbidden: User "system:node:n1" cannot get resource '
+              '"configmaps" in API group "" in the namespace "default": no relationship found '
+              "between node 'n1' and this object")
