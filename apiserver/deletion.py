@@ -4,7 +4,6 @@ finalizers for the garbage collector, as upstream does."""
 
 from __future__ import annotations
 
-import copy
 import datetime
 from typing import Any
 
@@ -12,6 +11,7 @@ from aiohttp import web
 
 from draemu.api.errors import StatusError, bad_request, conflict, not_found_error
 from draemu.apiserver.codec import decode, format_time, now, parse_int, read_body
+from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.rest_read import list_objects, selection
 from draemu.apiserver.rest_write import pending_finalizers
 from draemu.apiserver.scope import Scope
@@ -132,7 +132,7 @@ async def delete_one(scope: Scope, storage: Storage, namespace: str, name: str, 
         meta = obj["metadata"]
         grace = _grace_seconds(scope, opts, obj)
         finalizers = _finalizers(opts, meta.get("finalizers") or [])
-        marked = copy.deepcopy(obj)
+        marked = clone(obj)
         marked["metadata"]["finalizers"] = finalizers
         if not finalizers:
             marked["metadata"].pop("finalizers", None)
@@ -157,10 +157,9 @@ async def _mark(scope: Scope, storage: Storage, namespace: str, name: str, opts:
     """Set deletionTimestamp (or shorten a pending grace period) and the finalizers."""
     marked: dict[str, Obj] = {}
 
-    async def fn(obj: Obj) -> Obj:
+    async def fn(obj: Obj, before: Obj) -> Obj:
         _check_preconditions(scope, opts, obj)
         meta = obj["metadata"]
-        before = copy.deepcopy(obj)
         finalizers = _finalizers(opts, meta.get("finalizers") or [])
         if finalizers:
             meta["finalizers"] = finalizers

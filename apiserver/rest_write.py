@@ -8,7 +8,6 @@ managers → dry run or store.
 
 from __future__ import annotations
 
-import copy
 import secrets
 import uuid
 from collections.abc import Awaitable, Callable
@@ -28,6 +27,7 @@ from draemu.api.errors import (
 )
 from draemu.apiserver import fieldvalidation, managedfields
 from draemu.apiserver.codec import decode, format_time, now, read_body
+from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.meta import validate_object_meta, validate_object_meta_update
 from draemu.apiserver.scope import Scope
 from draemu.apiserver.storage import MODIFIED, Storage, Unchanged
@@ -218,7 +218,7 @@ def prepare_update(scope: Scope, new: Obj, old: Obj, *, dry_run: bool, manager: 
     if not meta.get("resourceVersion"):
         meta["resourceVersion"] = old_meta.get("resourceVersion")
     if "managedFields" not in meta and "managedFields" in old_meta:
-        meta["managedFields"] = copy.deepcopy(old_meta["managedFields"])
+        meta["managedFields"] = clone(old_meta["managedFields"])
     sub = scope.subresource
     whole_object_sub = sub in WHOLE_OBJECT_SUBRESOURCES
     if whole_object_sub:
@@ -226,7 +226,7 @@ def prepare_update(scope: Scope, new: Obj, old: Obj, *, dry_run: bool, manager: 
         # ResetObjectMetaForStatus).
         for name in ("labels", "annotations", "finalizers", "ownerReferences"):
             if name in old_meta:
-                meta[name] = copy.deepcopy(old_meta[name])
+                meta[name] = clone(old_meta[name])
             else:
                 meta.pop(name, None)
         strategy.prepare_for_subresource_update(sub, new, old, ctx)
@@ -283,8 +283,8 @@ async def run_update(scope: Scope, storage: Storage, propose: Mutation, *, dry_r
     # would have been stored, "delete" one whose last finalizer just went.
     outcome: dict[str, Obj] = {}
 
-    async def fn(old: Obj) -> Obj:
-        new = await propose(copy.deepcopy(old))
+    async def fn(private: Obj, old: Obj) -> Obj:
+        new = await propose(private)
         try:
             prepared = prepare_update(scope, new, old, dry_run=dry_run, manager=manager,
                                       operation=operation)
@@ -331,7 +331,7 @@ async def update(scope: Scope, storage: Storage) -> web.Response:
 
     async def propose(old: Obj) -> Obj:
         check_resource_version(scope, proposed_rv, old)
-        return copy.deepcopy(new_storage)
+        return clone(new_storage)
 
     result = await run_update(scope, storage, propose, dry_run=dry_run, manager=manager,
                               pinned=bool(proposed_rv))

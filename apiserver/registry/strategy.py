@@ -21,11 +21,11 @@ Shape of the contract, after upstream's `rest.RESTCreateStrategy` and friends:
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from draemu.api.errors import FieldError
+from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.meta import name_is_dns_subdomain
 from draemu.features import FeatureGates
 
@@ -130,7 +130,7 @@ class Strategy:
         if "status" in self.subresources:
             for name in self.status_fields:
                 if name in old:
-                    new[name] = copy.deepcopy(old[name])
+                    new[name] = clone(old[name])
                 else:
                     new.pop(name, None)
 
@@ -140,7 +140,7 @@ class Strategy:
         for name, value in old.items():
             if name in ("metadata", "apiVersion", "kind") or name in self.status_fields:
                 continue
-            new[name] = copy.deepcopy(value)
+            new[name] = clone(value)
         for name in list(new):
             if name not in old and name not in self.status_fields and name not in (
                     "metadata", "apiVersion", "kind"):

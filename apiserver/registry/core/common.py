@@ -6,7 +6,6 @@ same purpose; printing helpers render cells the way the upstream server printers
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -22,6 +21,7 @@ from draemu.api.names import (
     regex_error,
 )
 from draemu.api.quantity import QUANTITY_ERROR, Quantity, QuantityError
+from draemu.apiserver.jsoncopy import clone
 
 Obj = dict[str, Any]
 
@@ -103,7 +103,7 @@ def check_quantities(values: Iterable[Any], kind: str, version: str) -> None:
 def copy_or_drop(target: Obj, source: Obj, key: str) -> None:
     """Make `target[key]` what it is in `source`, absent included."""
     if key in source:
-        target[key] = copy.deepcopy(source[key])
+        target[key] = clone(source[key])
     else:
         target.pop(key, None)
 

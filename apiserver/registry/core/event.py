@@ -4,10 +4,10 @@ by the legacy rules (plus strict ones for events.k8s.io writes) and printed alik
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from draemu.api.errors import FieldError, Path, invalid, required
+from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.core.common import dns_subdomain, immutable, qualified_name, since
 from draemu.apiserver.registry.meta import name_is_anything
 from draemu.apiserver.registry.strategy import Column, Context, Obj, Strategy
@@ -43,7 +43,7 @@ EVENTS_V1_ALWAYS = {"eventTime": None, "regarding": {}, "deprecatedSource": {},
 def _fill(obj: Obj, always: Obj) -> Obj:
     for name, value in always.items():
         if obj.get(name) is None:
-            obj[name] = copy.deepcopy(value)
+            obj[name] = clone(value)
     return obj
 
 
@@ -55,7 +55,7 @@ def normalize_core(obj: Obj) -> None:
 def _set_if_present(out: Obj, name: str, value: Any) -> None:
     # `omitempty` fields: absent when empty.
     if value not in (None, "", 0, {}, []):
-        out[name] = copy.deepcopy(value)
+        out[name] = clone(value)
 
 
 def to_core(obj: Obj) -> Obj:
@@ -63,7 +63,7 @@ def to_core(obj: Obj) -> Obj:
     out: Obj = {"apiVersion": "v1", "kind": "Event"}
     for name in SHARED:
         if name in obj:
-            out[name] = copy.deepcopy(obj[name])
+            out[name] = clone(obj[name])
     for new, old in RENAMED.items():
         _set_if_present(out, old, obj.get(new))
     return _fill(out, CORE_ALWAYS)
@@ -74,7 +74,7 @@ def from_core(obj: Obj) -> Obj:
     out: Obj = {"apiVersion": "events.k8s.io/v1", "kind": "Event"}
     for name in SHARED:
         if name in obj:
-            out[name] = copy.deepcopy(obj[name])
+            out[name] = clone(obj[name])
     for new, old in RENAMED.items():
         _set_if_present(out, new, obj.get(old))
     return _fill(out, EVENTS_V1_ALWAYS)

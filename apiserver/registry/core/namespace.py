@@ -4,10 +4,10 @@ deletion starts, then Terminating."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from draemu.api.errors import FieldError, Path, invalid
+from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.core.common import copy_or_drop
 from draemu.apiserver.registry.meta import name_is_dns_label, validate_finalizer_name
 from draemu.apiserver.registry.strategy import AGE, Column, Context, Obj, Strategy
@@ -53,7 +53,7 @@ class NamespaceStrategy(Strategy):
     def prepare_for_update(self, new: Obj, old: Obj, ctx: Context) -> None:
         super().prepare_for_update(new, old, ctx)
         # Finalizers change only through /finalize.
-        new["spec"] = copy.deepcopy(old.get("spec") or {})
+        new["spec"] = clone(old.get("spec") or {})
         _ensure_name_label(new)
 
     def prepare_for_subresource_update(self, subresource: str, new: Obj, old: Obj,

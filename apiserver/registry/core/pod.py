@@ -5,7 +5,6 @@ subresources are served by the apiserver's subresource handlers.)"""
 
 from __future__ import annotations
 
-import copy
 import ipaddress
 import json
 from datetime import UTC, datetime
@@ -19,6 +18,7 @@ from draemu.api.errors import (
     invalid,
     required,
 )
+from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.core.common import (
     MAX_INT32,
     check_quantities,
@@ -115,7 +115,7 @@ class PodStrategy(Strategy):
         if refs is None:
             new_meta.pop("ownerReferences", None)
         else:
-            new_meta["ownerReferences"] = copy.deepcopy(refs)
+            new_meta["ownerReferences"] = clone(refs)
 
     def obsolete_field_errors(self, obj: Obj, version: str) -> list[FieldError]:
         return obsolete_claim_source_errors(obj.get("spec") or {}, Path("spec"))
@@ -250,7 +250,7 @@ def validate_pod_spec_update(new: Obj, old: Obj, path: Path) -> list[FieldError]
     elif old_deadline is not None:
         errs.append(invalid(deadline_path, None, "must not update from a positive integer to "
                             "nil value"))
-    munged = copy.deepcopy(new)
+    munged = clone(new)
     for key in ("containers", "initContainers"):
         for ctr, old_ctr in zip(munged.get(key) or [], old.get(key) or [], strict=True):
             ctr["image"] = old_ctr.get("image")

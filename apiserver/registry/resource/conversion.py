@@ -15,10 +15,10 @@ v1alpha3, except `firstAvailable`, whose absence would change a claim's meaning.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from draemu.api.errors import StatusError, forbidden, internal_error, invalid_object
+from draemu.apiserver.jsoncopy import clone
 
 from . import walk
 from .fields import lst, obj
@@ -36,7 +36,7 @@ _ALPHA_ATTRIBUTE_FORMS = ("int", "bool", "string", "version")
 
 
 def to_storage(kind: str, o: Obj, version: str) -> Obj:
-    out = copy.deepcopy(o)
+    out = clone(o)
     if version == "v1beta1":
         _beta1_to_v1(kind, out)
     elif version == "v1alpha3" and kind in ALPHA_131_KINDS:
@@ -47,7 +47,7 @@ def to_storage(kind: str, o: Obj, version: str) -> Obj:
 
 
 def from_storage(kind: str, o: Obj, version: str) -> Obj:
-    out = copy.deepcopy(o)
+    out = clone(o)
     if version == "v1beta1":
         _v1_to_beta1(kind, out)
     elif version == "v1alpha3" and kind in ALPHA_131_KINDS:
