@@ -1,6 +1,11 @@
 """Start-up time and idle memory of `draemu apiserver` and `draemu up --preset seed`.
 
-    .venv/bin/python bench/startup.py [--runs N]
+    .venv/bin/python bench/startup.py [--runs N] [--no-bytecode-cache]
+
+Python's bytecode cache is on, as for an installed draemu: compiled modules go to a
+temporary PYTHONPYCACHEPREFIX (warmed by one uncounted run), so the source tree is left
+alone even where PYTHONDONTWRITEBYTECODE is set. `--no-bytecode-cache` compiles every
+module from source on every start instead (what PYTHONDONTWRITEBYTECODE=1 costs).
 
 Each run spawns a fresh process (plain HTTP, in-memory store, free port) and measures:
 
@@ -22,6 +27,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -61,13 +67,16 @@ def ready(host: str, port: int) -> bool:
         conn.close()
 
 
+ENV = dict(os.environ)
+
+
 class Run:
     """One spawned draemu process; its stdout lines are timestamped as they arrive."""
 
     def __init__(self, args: list[str]) -> None:
         self.t0 = time.perf_counter()
         self.proc = subprocess.Popen(DRAEMU + args, cwd=ROOT, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True)
+                                     stderr=subprocess.DEVNULL, text=True, env=ENV)
         self.lines: list[tuple[float, str]] = []
         self.changed = threading.Condition()
         threading.Thread(target=self._read, daemon=True).start()
@@ -157,10 +166,26 @@ def summary(label: str, values: list[float], unit: str, goal: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="runs of each (default: 5)")
+    parser.add_argument("--no-bytecode-cache", action="store_true",
+                        help="compile every module from source on every start")
     args = parser.parse_args()
-    api = [apiserver_once() for _ in range(args.runs)]
-    up = [up_once() for _ in range(args.runs)]
-    print(f"median of {args.runs} runs, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
+
+    with tempfile.TemporaryDirectory(prefix="draemu-bench-pycache-") as pycache:
+        if args.no_bytecode_cache:
+            ENV["PYTHONDONTWRITEBYTECODE"] = "1"
+        else:
+            ENV.pop("PYTHONDONTWRITEBYTECODE", None)
+            ENV["PYTHONPYCACHEPREFIX"] = pycache
+            up_once()  # writes the bytecode of everything `draemu up` imports
+        measure(args.runs, args.no_bytecode_cache)
+
+
+def measure(runs: int, no_bytecode_cache: bool) -> None:
+    api = [apiserver_once() for _ in range(runs)]
+    up = [up_once() for _ in range(runs)]
+    cache = "off" if no_bytecode_cache else "on"
+    print(f"median of {runs} runs, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
+          f"bytecode cache {cache}")
     print(summary("draemu apiserver: spawn to /readyz", [r["ready"] for r in api], "s",
                   "<= 0.5 s"))
     print(summary("draemu apiserver: idle RSS", [r["rss"] for r in api], "MiB", "-"))
