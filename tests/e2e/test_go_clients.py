@@ -239,7 +239,9 @@ def pod_claim_manifest(namespace: str, pod: str, device_class: str) -> str:
 def claim_of(cluster: RunningDraemu, namespace: str, pod: str) -> dict[str, Any]:
     pod_obj = json.loads(cluster.kubectl("get", "pod", "-n", namespace, pod, "-o",
                                          "json").stdout)
-    name = pod_obj["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
+    [pod_claim] = pod_obj["spec"]["resourceClaims"]
+    name = pod_claim.get("resourceClaimName") or (
+        pod_obj["status"]["resourceClaimStatuses"][0]["resourceClaimName"])
     claim: dict[str, Any] = json.loads(cluster.kubectl("get", "resourceclaim", "-n", namespace,
                                                        name, "-o", "json").stdout)
     return claim
@@ -288,6 +290,14 @@ def test_deleting_the_pod_unprepares_its_minidriver_claim(
 @contextmanager
 def running_example_driver(go_bin: Path, cluster: RunningDraemu,
                            *flags: str) -> Iterator[DriverProcess]:
+    driver = start_example_driver(go_bin, cluster, *flags)
+    try:
+        yield driver
+    finally:
+        driver.stop()
+
+
+def start_example_driver(go_bin: Path, cluster: RunningDraemu, *flags: str) -> DriverProcess:
     node = Node(cluster, NODE)
     # As its Helm chart runs it: NODE_NAME from the downward API (the driver puts it in
     # the CDI spec), CDI specs where the runtime reads them.
@@ -296,9 +306,10 @@ def running_example_driver(go_bin: Path, cluster: RunningDraemu,
                             "-v", "4", *flags], env)
     try:
         driver.wait_for_line(r"GRPC server started.*logger=\"registrar\"")
-        yield driver
-    finally:
+    except AssertionError:
         driver.stop()
+        raise
+    return driver
 
 
 @pytest.fixture(scope="module")
@@ -402,3 +413,43 @@ def test_example_driver_partitions_share_counters_and_report_device_status(
         n = device.removeprefix("gpu-").upper().replace("-", "_")
         assert f'declare -x GPU_DEVICE_{n}="{device}"' in logs
     assert not klog_errors(partitioning_example_driver), partitioning_example_driver.output()
+
+
+def wait_for_registration(cluster: RunningDraemu, socket_name: str, timeout: float = 30) -> None:
+    """Until the node's kubelet logs that it registered the DRA socket `socket_name`."""
+    log = cluster.kubeconfig.parent / "draemu.log"
+    deadline = time.monotonic() + timeout
+    while not any(socket_name in line and "DRA plugin registered" in line
+                  for line in log.read_text().splitlines()):
+        assert time.monotonic() < deadline, f"{socket_name} was not registered in {timeout}s"
+        time.sleep(0.1)
+
+
+def test_example_driver_rolling_update_hands_claims_to_the_new_instance(
+        go_bin: Path, tmp_path: Path) -> None:
+    # As the Helm chart's DaemonSet updates it: each instance names its sockets after its
+    # pod UID; the new one starts before the old one stops, and takes over every call.
+    old_uid = "00000000-0000-4000-8000-000000000001"
+    new_uid = "00000000-0000-4000-8000-000000000002"
+    with cluster_with_a_bare_node(tmp_path) as cluster:
+        old = start_example_driver(go_bin, cluster, "--pod-uid", old_uid)
+        new = None
+        try:
+            run_demo(cluster, "basic-shared-claim-across-pods")
+            shared = claim_of(cluster, "basic-shared-claim-across-pods", "pod0")
+            new = start_example_driver(go_bin, cluster, "--pod-uid", new_uid)
+            wait_for_registration(cluster, f"dra-{new_uid}.sock")
+            old.stop()
+            run_demo(cluster, "basic-resourceclaimtemplate")
+            fresh = claim_of(cluster, "basic-resourceclaimtemplate", "pod0")
+            new.wait_for_line(rf'"Preparing claim".*uid="{fresh["metadata"]["uid"]}"')
+            # A claim the old instance prepared is unprepared by the new one.
+            cluster.kubectl("delete", "pods", "--all", "-n", "basic-shared-claim-across-pods",
+                            "--wait", "--timeout=60s")
+            new.wait_for_line(r'"UnprepareResourceClaims is called"')
+            assert not any(shared["metadata"]["uid"] in line for line in new.stderr
+                           if "Preparing claim" in line)
+        finally:
+            old.stop()
+            if new is not None:
+                new.stop()
