@@ -283,7 +283,10 @@ class API:
         if resource.namespaced and not namespace and info.verb not in ("list", "watch"):
             raise StatusError(404, "NotFound", _NOT_FOUND, {})
         named = {"update", "patch", "delete", "get"}
+        # A /watch/ path makes the verb "watch" whatever the method (as upstream's request
+        # info), but only GET is served there: a POST must not open a stream.
         if not sub and (info.verb not in resource.strategy.verbs
+                        or (info.verb == "watch" and request.method != "GET")
                         or (info.verb in named and not info.name)
                         or (info.verb == "create" and info.name)):
             raise StatusError(405, "MethodNotAllowed",

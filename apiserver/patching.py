@@ -64,7 +64,8 @@ def _check_precondition(scope: Scope, patched: Obj, old: Obj) -> None:
 
 def _patch_pins_rv(patch: Any) -> bool:
     if isinstance(patch, dict):
-        return bool((patch.get("metadata") or {}).get("resourceVersion"))
+        meta = patch.get("metadata")
+        return isinstance(meta, dict) and bool(meta.get("resourceVersion"))
     if isinstance(patch, list):
         return any(isinstance(op, dict) and op.get("path") == "/metadata/resourceVersion"
                    for op in patch)
