@@ -139,7 +139,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 async def run_one(kubeconfig: str, server_pid: int, nodes: int, pods: int,
-                  profile: bool, direct: bool) -> dict[str, float]:
+                  profile: bool, direct: bool, timeline: bool = False) -> dict[str, float]:
     from draemu.client import Client
     from draemu.scheduler import Scheduler
 
@@ -166,8 +166,15 @@ async def run_one(kubeconfig: str, server_pid: int, nodes: int, pods: int,
     await _bounded([client.create("v1", "pods", pod(i, direct), NS) for i in range(pods)])
     created = time.perf_counter() - start
     last, last_change = 0, time.perf_counter()
+    next_report = 0.0
     while scheduler.scheduled < pods:
         await asyncio.sleep(0.05)
+        now = time.perf_counter() - start
+        if timeline and now >= next_report:
+            next_report = now + 1.0
+            print(f"  t={now:5.1f}s bound={scheduler.scheduled:5d} "
+                  f"queue={scheduler.queue.stats()} bindings={len(scheduler._tasks)}",
+                  flush=True)
         if scheduler.scheduled != last:
             last, last_change = scheduler.scheduled, time.perf_counter()
         elif time.perf_counter() - last_change > STALL_SECONDS:
@@ -255,6 +262,8 @@ def main() -> int:
     parser.add_argument("--direct-claims", action="store_true",
                         help="pods name claims created beforehand (no claim controller in "
                         "the measured path) instead of using a template")
+    parser.add_argument("--timeline", action="store_true",
+                        help="print progress and the scheduler's queue every second")
     parser.add_argument("--cycle-only", action="store_true",
                         help="measure the scheduling cycle alone, without apiserver and HTTP")
     args = parser.parse_args()
@@ -280,7 +289,7 @@ def main() -> int:
                     return 1
                 kubeconfig = parent.recv()
                 result = asyncio.run(run_one(kubeconfig, server.pid, n, pods, args.profile,
-                                             args.direct_claims))
+                                             args.direct_claims, args.timeline))
                 parent.send("stop")
                 parent.poll(60)
             finally:

@@ -22,10 +22,10 @@ def fit_error_message(num_all_nodes: int, *, pre_filter: str = "",
     statuses = node_statuses or {}
     reasons: Counter[str] = Counter()
     for status in statuses.values():
-        reasons.update(status.reasons)
+        reasons.update(status.resolved())
     missing = num_all_nodes - len(statuses)
     if absent is not None and missing > 0:
-        for reason in absent.reasons:
+        for reason in absent.resolved():
             reasons[reason] += missing
     histogram = sorted(f"{count} {reason}" for reason, count in reasons.items())
     if histogram:

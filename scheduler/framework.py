@@ -10,7 +10,7 @@ and the binding cycle (PreBind to PostBind) talk to the apiserver and are asynch
 from __future__ import annotations
 
 import enum
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -33,6 +33,9 @@ class Status:
     code: Code = Code.SUCCESS
     reasons: list[str] = field(default_factory=list)
     plugin: str = ""
+    # A reason too costly to compute for every rejected node (the allocator's explanation):
+    # it replaces `reasons` when first asked for, i.e. only if the pod fits no node.
+    detail: Callable[[], str] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def unschedulable(cls, *reasons: str, resolvable: bool = True) -> Status:
@@ -51,9 +54,16 @@ class Status:
     def rejected(self) -> bool:
         return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
 
+    def resolved(self) -> list[str]:
+        """The reasons, with the deferred one computed (once)."""
+        if self.detail is not None:
+            self.reasons = [self.detail()]
+            self.detail = None
+        return self.reasons
+
     @property
     def message(self) -> str:
-        return ", ".join(self.reasons)
+        return ", ".join(self.resolved())
 
 
 SUCCESS = Status()

@@ -9,6 +9,7 @@ itself sets the pod's PodScheduled condition), a `FailedScheduling` event and a
 from __future__ import annotations
 
 import asyncio
+import gc
 import random
 import socket
 from dataclasses import dataclass, field
@@ -148,6 +149,11 @@ class Scheduler:
         for inf in self._informers.values():
             await inf.start()
         await asyncio.gather(*(inf.wait_synced(timeout) for inf in self._informers.values()))
+        # The informers' caches (nodes, slices, claims, pods) live as long as the scheduler;
+        # the cyclic GC scanning them again and again cost a quarter of the scheduler's CPU
+        # at 500 nodes. Frozen objects are left out of collections until stop().
+        gc.collect()
+        gc.freeze()
         self._loop_task = asyncio.create_task(self._run(), name="scheduler-loop")
         log.info("scheduler started", nodes=len(self.cache), pending=len(self.queue))
 
@@ -160,6 +166,7 @@ class Scheduler:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await asyncio.gather(*(inf.stop() for inf in self._informers.values()))
+        gc.unfreeze()  # what was frozen may become garbage now
 
     def _informer(self, api_version: str, resource: str) -> Informer:
         inf = Informer(self.client, api_version, resource)

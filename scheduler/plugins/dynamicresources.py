@@ -417,7 +417,8 @@ class DynamicResources:
         if outcome.error and not outcome.unsatisfiable:
             return Status.error(outcome.error)
         if outcome.results is None:
-            return Status.unschedulable(_summary(outcome), resolvable=False)
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [CANNOT_ALLOCATE],
+                          detail=lambda: _summary(outcome))
         if unavailable:
             return self._unavailable(st, unavailable)
         st.results[node.name] = outcome.results

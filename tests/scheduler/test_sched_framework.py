@@ -95,3 +95,16 @@ async def test_postfilter_stops_at_an_unresolvable_verdict():
     status = await fw.run_post_filter(CycleState(), pod("p"), {})
     assert (status.code, status.message, status.plugin) == (
         Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "a", "A")
+
+
+def test_deferred_reason_is_computed_once_and_only_when_asked_for():
+    calls = []
+
+    def explain() -> str:
+        calls.append(1)
+        return "cannot allocate all claims: no device left"
+
+    status = Status(Code.UNSCHEDULABLE, ["cannot allocate all claims"], detail=explain)
+    assert calls == []
+    assert status.message == status.message == "cannot allocate all claims: no device left"
+    assert calls == [1]
