@@ -149,7 +149,16 @@ async def delete_one(scope: Scope, storage: Storage, namespace: str, name: str, 
             return gone, True
         if _is_namespace(scope) and meta.get("deletionTimestamp"):
             raise conflict("namespaces", "", name, _NAMESPACE_TERMINATING)
-        return await _mark(scope, storage, namespace, name, opts, grace, dry_run), False
+        try:
+            return await _mark(scope, storage, namespace, name, opts, grace, dry_run), False
+        except _DeleteNow:
+            continue  # the last finalizer went meanwhile: delete at once instead
+
+
+class _DeleteNow(Exception):
+    """The latest object has no pending finalizers and no grace: marking it would leave
+    it for ever, so the caller deletes it instead (upstream decides on the latest object
+    inside its retrying update, too)."""
 
 
 async def _mark(scope: Scope, storage: Storage, namespace: str, name: str, opts: Obj,
@@ -165,6 +174,8 @@ async def _mark(scope: Scope, storage: Storage, namespace: str, name: str, opts:
             meta["finalizers"] = finalizers
         else:
             meta.pop("finalizers", None)
+        if grace == 0 and not pending_finalizers(scope, obj):
+            raise _DeleteNow()
         deadline = now() + datetime.timedelta(seconds=grace)
         current = meta.get("deletionGracePeriodSeconds")
         if not meta.get("deletionTimestamp"):
