@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -67,8 +67,9 @@ class KubeletClient:
     def _session(self, verify: bool) -> aiohttp.ClientSession:
         session = self._sessions.get(verify)
         if session is None or session.closed:
+            # No connection limit: every follow holds one for as long as it lasts.
             connector = aiohttp.TCPConnector(
-                ssl=self._verified if verify else self._unverified)
+                ssl=self._verified if verify else self._unverified, limit=0)
             session = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(
                 total=None, sock_connect=_CONNECT_TIMEOUT))
             self._sessions[verify] = session
@@ -76,7 +77,7 @@ class KubeletClient:
 
     async def container_logs(self, node: dict[str, Any], namespace: str, pod: str,
                              container: str, query: dict[str, str], verify: bool = True
-                             ) -> AsyncIterator[bytes]:
+                             ) -> AsyncGenerator[bytes, None]:
         """Open the kubelet's log stream; errors before the first byte are StatusErrors
         worded as kube-apiserver words them."""
         address, port = kubelet_endpoint(node)
@@ -114,7 +115,7 @@ def _unreachable(url: str, detail: str) -> StatusError:
     return StatusError(500, "", f'Get "{url}": {detail}')
 
 
-async def _stream(resp: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
+async def _stream(resp: aiohttp.ClientResponse) -> AsyncGenerator[bytes, None]:
     async with resp:
         async for chunk in resp.content.iter_any():
             yield chunk

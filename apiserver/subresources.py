@@ -3,8 +3,9 @@ replicasets). `/status` and namespaces/finalize go through the generic update pa
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -188,7 +189,7 @@ class LogProvider(Protocol):
     """What serves the logs of the pods on one node (the node's kubelet)."""
 
     def pod_log(self, namespace: str, pod: str, uid: str, options: LogOptions
-                ) -> AsyncIterator[bytes]: ...
+                ) -> AsyncGenerator[bytes, None]: ...
 
 
 class LogProviders:
@@ -266,9 +267,12 @@ async def pod_log(scope: Scope, storage: Storage, providers: LogProviders,
     resp.headers["Content-Type"] = "text/plain"
     resp.enable_chunked_encoding()
     await resp.prepare(scope.request)
-    try:
-        async for chunk in chunks:
-            await resp.write(chunk)
-    except ConnectionResetError:
-        pass
+    # Closing the stream when the client goes away ends a follow at once (and with it the
+    # connection to a kubelet).
+    async with contextlib.aclosing(chunks):
+        try:
+            async for chunk in chunks:
+                await resp.write(chunk)
+        except ConnectionResetError:
+            pass
     return resp

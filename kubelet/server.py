@@ -16,7 +16,7 @@ kube-apiserver-kubelet-client identity) may call: a real kubelet asks the apiser
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +121,7 @@ class LogProvider:
         self.running = running
 
     async def pod_log(self, namespace: str, pod: str, uid: str,
-                      options: Any) -> AsyncIterator[bytes]:
+                      options: Any) -> AsyncGenerator[bytes, None]:
         opts = LogOptions(follow=options.follow, previous=options.previous,
                           timestamps=options.timestamps, tail_lines=options.tail_lines,
                           since_seconds=options.since_seconds,
