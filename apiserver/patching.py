@@ -15,7 +15,6 @@ from draemu.api.errors import StatusError, bad_request, conflict
 from draemu.apiserver import fieldvalidation, managedfields
 from draemu.apiserver import patch as patch_library
 from draemu.apiserver.codec import decode, media_type, read_body
-from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.rest_write import create_object, run_update, to_storage
 from draemu.apiserver.scope import Scope
 from draemu.apiserver.storage import MODIFIED, Storage
@@ -123,7 +122,7 @@ async def patch(scope: Scope, storage: Storage) -> web.Response:
             return scope.respond(scope.out(created), 201)
 
     async def propose(old: Obj) -> Obj:
-        current = clone(scope.out(old))
+        current = scope.out(old)  # the patch functions leave their input alone
         if is_apply:
             patched = _ssa(scope, current, body, manager, force)
         else:

@@ -9,12 +9,12 @@ The applier's `Apply` entry in `managedFields` then holds exactly the applied fi
 
 from __future__ import annotations
 
-import copy
 import json
 from dataclasses import dataclass
 from typing import Any
 
 from draemu.api.errors import StatusError, bad_request
+from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.patch import fieldpath, managed, typed
 from draemu.apiserver.patch.fieldpath import Path
 from draemu.openapi.schemas.node import SchemaNode
@@ -86,7 +86,7 @@ def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], mana
 
     new_set = typed.applied_set(applied, node)
     # A deep copy: merge shares untouched subtrees, and removal below works in place.
-    merged = typed.merge(copy.deepcopy(base), applied, node)
+    merged = typed.merge(clone(base), applied, node)
     changed = typed.compare(base, merged, node).modified
     conflicts = [Conflict(other, path) for other in others
                  for path in sorted(other.fields & changed)]
@@ -134,7 +134,7 @@ def _last_applied(obj: dict[str, Any]) -> str | None:
 def _set_last_applied(obj: dict[str, Any], applied: dict[str, Any]) -> None:
     """kubectl's server-side apply keeps the client-side annotation in step, so that a
     later client-side apply computes its patch from what was last applied."""
-    config = copy.deepcopy(applied)
+    config = clone(applied)
     annotations = (config.get("metadata") or {}).get("annotations")
     if annotations is not None:
         annotations.pop(LAST_APPLIED, None)

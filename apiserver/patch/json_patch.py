@@ -7,13 +7,13 @@ does not apply (a failed `test`, a missing path) a 422 that leaves the object un
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import jsonpatch
 import jsonpointer
 
 from draemu.api.errors import StatusError, bad_request
+from draemu.apiserver.jsoncopy import clone
 
 MAX_OPERATIONS = 10000
 _OPS = ("add", "remove", "replace", "move", "copy", "test")
@@ -22,7 +22,7 @@ _OPS = ("add", "remove", "replace", "move", "copy", "test")
 def apply_json_patch(obj: dict[str, Any], ops: Any) -> dict[str, Any]:
     """`obj` patched by the operations `ops`; `obj` itself is not changed."""
     _check_document(ops)
-    doc: Any = copy.deepcopy(obj)
+    doc: Any = clone(obj)
     for op in ops:
         try:
             doc = jsonpatch.JsonPatch([op]).apply(doc, in_place=True)

@@ -3,10 +3,10 @@ deletes, everything else (lists included) replaces."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from draemu.api.errors import bad_request
+from draemu.apiserver.jsoncopy import clone
 
 
 def apply_merge_patch(obj: dict[str, Any], patch: Any) -> dict[str, Any]:
@@ -14,7 +14,7 @@ def apply_merge_patch(obj: dict[str, Any], patch: Any) -> dict[str, Any]:
     if not isinstance(patch, dict):
         # Upstream's merge patch library rejects a non-object document outright.
         raise bad_request("Invalid JSON Patch")
-    out = copy.deepcopy(obj)
+    out = clone(obj)
     _merge_into(out, patch)
     return out
 
@@ -28,4 +28,4 @@ def _merge_into(target: dict[str, Any], patch: dict[str, Any]) -> None:
                 target[key] = {}
             _merge_into(target[key], value)
         else:
-            target[key] = copy.deepcopy(value)
+            target[key] = clone(value)

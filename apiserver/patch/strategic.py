@@ -17,10 +17,10 @@ Lists without the merge strategy are replaced, even when their schema declares
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from draemu.api.errors import StatusError, bad_request
+from draemu.apiserver.jsoncopy import clone
 from draemu.openapi.schemas.node import SchemaNode
 
 PATCH = "$patch"
@@ -43,7 +43,7 @@ def apply_strategic_merge_patch(obj: dict[str, Any], patch: Any,
     (`draemu.openapi.schemas.patch_meta(...)`); `obj` itself is not changed."""
     if not isinstance(patch, dict):
         raise bad_request(BAD_JSON_DOC)
-    return _merge_map(copy.deepcopy(obj), patch, schema)
+    return _merge_map(clone(obj), patch, schema)
 
 
 def _unprocessable(message: str) -> StatusError:

@@ -16,9 +16,9 @@ kind, metadata.name, uid, resourceVersion, managedFields, ...) are never tracked
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
+from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.patch import fieldpath
 from draemu.apiserver.patch.fieldpath import FieldSet, Path
 from draemu.openapi.schemas.node import LIST, MAP, STRUCT, SchemaNode
@@ -228,7 +228,7 @@ def merge(live: Any, config: Any, node: SchemaNode) -> Any:
                             lambda old, new: merge(old, new, items))
     if kind == SET and isinstance(live, list):
         return _merge_items(live, config, fieldpath.value, lambda old, new: old)
-    return copy.deepcopy(config)
+    return clone(config)
 
 
 def _merge_items(live: list[Any], config: list[Any], key: Any, combine: Any) -> list[Any]:
@@ -266,7 +266,7 @@ def _merge_items(live: list[Any], config: list[Any], key: Any, combine: Any) -> 
         if right < len(config):
             k = applied_keys[right]
             before = live_by_key.get(k, MISSING)
-            out.append(copy.deepcopy(config[right]) if before is MISSING
+            out.append(clone(config[right]) if before is MISSING
                        else combine(before, config[right]))
             done.add(k)
             right += 1
