@@ -119,6 +119,13 @@ def decode(raw: bytes, content_type: str | None, accepted: list[str] | None = No
         return _decode_protobuf(raw)
     if not raw.strip():
         raise bad_request("the body of the request was empty")
+    try:
+        return _within_max_depth(raw, _decode_text(raw, ctype))
+    except RecursionError:
+        raise _too_deep() from None
+
+
+def _decode_text(raw: bytes, ctype: str) -> Any:
     if ctype.endswith("yaml"):
         try:
             return yaml.safe_load(raw)
@@ -135,6 +142,30 @@ def decode(raw: bytes, content_type: str | None, accepted: list[str] | None = No
         if isinstance(value, (dict, list)):
             return value
         raise bad_request(f"couldn't get version/kind; json parse error: {e}") from None
+
+
+# Go's decoder stops at 10000 levels; Python's recursive code (copies, validation,
+# encoding) would hit its recursion limit long before, so bodies nest at most this deep.
+MAX_DEPTH = 100
+
+
+def _too_deep() -> StatusError:
+    return bad_request(f"couldn't get version/kind; json parse error: exceeded max depth "
+                       f"(objects and arrays may nest at most {MAX_DEPTH} levels deep)")
+
+
+def _within_max_depth(raw: bytes, value: Any) -> Any:
+    # Counting brackets is C-fast and bounds the depth from above: most bodies skip the walk.
+    if raw.count(b"{") + raw.count(b"[") + raw.count(b"\n") <= MAX_DEPTH:
+        return value
+    level: list[Any] = [value]
+    for _ in range(MAX_DEPTH + 1):
+        level = [child for node in level
+                 for child in (node.values() if isinstance(node, dict) else node)
+                 if isinstance(child, (dict, list))]
+        if not level:
+            return value
+    raise _too_deep()
 
 
 def _decode_protobuf(raw: bytes) -> Any:

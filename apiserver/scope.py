@@ -135,5 +135,10 @@ class Scope:
         obj["kind"] = self.resource.kind
 
 
+# Control characters (an unknown field named "\x1f") may not appear in a header; Go's
+# net/http writes them as spaces, and aiohttp would drop the connection instead.
+_CONTROL = {c: " " for c in [*range(0x20), 0x7F]}
+
+
 def _escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')
+    return text.replace("\\", "\\\\").replace('"', '\\"').translate(_CONTROL)

@@ -31,3 +31,21 @@ def test_post_to_a_watch_path_is_method_not_allowed(http: httpx.Client) -> None:
                       headers={"Content-Type": "application/json"})
     assert_status_answer(reply)
     assert reply.status_code == 405
+
+
+def test_deeply_nested_body_is_a_bad_request(http: httpx.Client) -> None:
+    depth = 5000
+    reply = http.post(CONFIGMAPS, content=b"[" * depth + b"]" * depth,
+                      headers={"Content-Type": "application/json"})
+    status = assert_status_answer(reply)
+    assert reply.status_code == 400
+    assert "exceeded max depth" in status["message"]
+
+
+def test_unknown_field_with_a_control_character_warns_without_dropping_the_connection(
+        http: httpx.Client) -> None:
+    _configmap(http, "ctl-field")
+    reply = http.patch(f"{CONFIGMAPS}/ctl-field", content=json.dumps({"\x1f": False}),
+                       headers={"Content-Type": "application/merge-patch+json"})
+    assert reply.status_code == 200
+    assert 'unknown field' in reply.headers["Warning"]
