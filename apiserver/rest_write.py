@@ -329,10 +329,14 @@ async def update(scope: Scope, storage: Storage) -> web.Response:
     proposed_rv = str(meta.get("resourceVersion") or "")
     new_storage = to_storage(scope, body)
 
+    pinned = bool(proposed_rv)
+
     async def propose(old: Obj) -> Obj:
         check_resource_version(scope, proposed_rv, old)
-        return clone(new_storage)
+        # A pinned update is tried once (a conflict is the client's to resolve), so the
+        # body itself can be changed; otherwise each retry starts from a fresh copy.
+        return new_storage if pinned else clone(new_storage)
 
     result = await run_update(scope, storage, propose, dry_run=dry_run, manager=manager,
-                              pinned=bool(proposed_rv))
+                              pinned=pinned)
     return scope.respond(scope.out(result))
