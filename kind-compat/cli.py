@@ -67,6 +67,9 @@ def create_cluster(args: argparse.Namespace) -> int:
         except OSError as e:
             raise KindError(f"failed to create cluster: error reading file: open "
                             f"{args.config}: {e.strerror.lower()}") from None
+        except UnicodeDecodeError:
+            raise KindError("failed to create cluster: could not determine kind / apiVersion "
+                            "for config: yaml: invalid leading UTF-8 octet") from None
     try:
         cluster = kconfig.parse(raw, args.name) if raw else kconfig.KindCluster(
             name=args.name or kconfig.DEFAULT_NAME)

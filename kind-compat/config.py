@@ -10,6 +10,8 @@ from typing import Any
 
 import yaml
 
+from draemu.api.yamlerror import one_line
+
 API_VERSION = "kind.x-k8s.io/v1alpha4"
 DEFAULT_NAME = "kind"
 DEFAULT_IMAGE = "kindest/node:v1.33.1"
@@ -96,7 +98,8 @@ def parse(raw: str, name: str | None = None) -> KindCluster:
         doc = yaml.safe_load(raw) or {}
         tree = yaml.compose(raw)
     except yaml.YAMLError as e:
-        raise ConfigError(f"could not determine kind / apiVersion for config: {e}") from None
+        raise ConfigError(f"could not determine kind / apiVersion for config: "
+                          f"yaml: {one_line(e)}") from None
     if not isinstance(doc, dict):
         raise ConfigError("could not determine kind / apiVersion for config: not a mapping")
     api_version, kind = doc.get("apiVersion", ""), doc.get("kind", "")

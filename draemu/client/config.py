@@ -4,6 +4,7 @@ context into connection settings."""
 from __future__ import annotations
 
 import base64
+import binascii
 import os
 import ssl
 import tempfile
@@ -12,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from draemu.api.yamlerror import one_line
 
 
 class ConfigError(Exception):
@@ -30,6 +33,12 @@ class Connection:
     def ssl_context(self) -> ssl.SSLContext | None:
         if not self.server.startswith("https://"):
             return None
+        try:
+            return self._ssl_context()
+        except (ssl.SSLError, ValueError) as e:  # UnicodeDecodeError is a ValueError
+            raise ConfigError(f"kubeconfig certificates or key are not usable: {e}") from None
+
+    def _ssl_context(self) -> ssl.SSLContext:
         # With a cluster CA, the system's CA bundle is never loaded (that takes ~0.1 s).
         if self.ca_data and not self.insecure_skip_tls_verify:
             ctx = ssl.create_default_context(cadata=self.ca_data.decode())
@@ -59,22 +68,38 @@ def default_paths() -> list[Path]:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except OSError as e:
         raise ConfigError(f"cannot read kubeconfig {path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"kubeconfig {path} is not UTF-8 text") from None
     except yaml.YAMLError as e:
-        raise ConfigError(f"kubeconfig {path} is not valid YAML: {e}") from None
+        raise ConfigError(f"kubeconfig {path} is not valid YAML: {one_line(e)}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"kubeconfig {path} is not a mapping")
     return data
 
 
+def _entries(doc: dict[str, Any], section: str, path: Path) -> list[dict[str, Any]]:
+    items = doc.get(section) or []
+    if not isinstance(items, list) or not all(
+            isinstance(i, dict) and isinstance(i.get(section[:-1]) or {}, dict) for i in items):
+        raise ConfigError(f"kubeconfig {path}: {section} must be a list of "
+                          f"{{name: ..., {section[:-1]}: {{...}}}} entries")
+    return items
+
+
 def _file_or_data(entry: dict[str, Any], name: str, base: Path) -> bytes | None:
     data = entry.get(f"{name}-data")
     if data:
-        return base64.b64decode(data)
+        try:
+            return base64.b64decode(data, validate=True)
+        except (binascii.Error, TypeError, ValueError):
+            raise ConfigError(f"{name}-data is not valid base64") from None
     path = entry.get(name)
     if path:
+        if not isinstance(path, str):
+            raise ConfigError(f"{name} must be a file name, not {path!r}")
         full = Path(path) if os.path.isabs(path) else base / path
         try:
             return full.read_bytes()
@@ -97,27 +122,31 @@ def load(path: str | Path | None = None, context: str | None = None) -> Connecti
         doc = _read(p)
         current = current or doc.get("current-context")
         for section in merged:
-            for item in doc.get(section) or []:
+            for item in _entries(doc, section, p):
                 name = item.get("name")
-                if name is not None and name not in merged[section]:
+                if isinstance(name, str) and name not in merged[section]:
                     body = item.get(section[:-1]) or {}
                     merged[section][name] = (body, p.parent)
     context = context or current
-    if not context:
+    if not context or not isinstance(context, str):
         raise ConfigError("kubeconfig has no current-context; pass a context")
     if context not in merged["contexts"]:
         raise ConfigError(f'context "{context}" does not exist in the kubeconfig')
     ctx, _ = merged["contexts"][context]
     cluster_name, user_name = ctx.get("cluster"), ctx.get("user")
-    if cluster_name not in merged["clusters"]:
+    if not isinstance(cluster_name, str) or cluster_name not in merged["clusters"]:
         raise ConfigError(f'cluster "{cluster_name}" of context "{context}" does not exist')
     cluster, cbase = merged["clusters"][cluster_name]
-    user, ubase = merged["users"].get(user_name, ({}, cbase))
+    user, ubase = merged["users"].get(user_name, ({}, cbase)) \
+        if isinstance(user_name, str) else ({}, cbase)
     token = user.get("token")
     if not token and user.get("tokenFile"):
-        token = Path(user["tokenFile"]).read_text().strip()
+        try:
+            token = Path(user["tokenFile"]).read_text().strip()
+        except (OSError, TypeError, UnicodeDecodeError) as e:
+            raise ConfigError(f"cannot read tokenFile {user['tokenFile']!r}: {e}") from None
     server = cluster.get("server")
-    if not server:
+    if not isinstance(server, str) or not server:
         raise ConfigError(f'cluster "{cluster_name}" has no server')
     return Connection(
         server=server.rstrip("/"),

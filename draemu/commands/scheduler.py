@@ -23,19 +23,19 @@ def run(args: argparse.Namespace) -> int:
     import signal
     import sys
 
-    from draemu.client import Client
+    from draemu.client import Client, ConfigError
     from draemu.features import FeatureGateError, FeatureGates
     from draemu.scheduler import Scheduler
 
     try:
         gates = FeatureGates.parse(args.feature_gates)
-    except FeatureGateError as e:
+        client = Client.from_kubeconfig(args.kubeconfig, args.context,
+                                        user_agent="draemu-scheduler")
+    except (FeatureGateError, ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
     async def main() -> None:
-        client = Client.from_kubeconfig(args.kubeconfig, args.context,
-                                        user_agent="draemu-scheduler")
         options = {} if args.dra_filter_timeout is None else {
             "dra_filter_timeout": args.dra_filter_timeout}
         scheduler = Scheduler(client, gates, **options)

@@ -73,12 +73,19 @@ def run(args: argparse.Namespace) -> int:
     from draemu.client.config import ConfigError, default_paths, merge_into
     from draemu.cluster import Cluster, ClusterOptions, default_data_dir
     from draemu.commands._common import wait_for_signal
+    from draemu.drivers.presets import PresetError, load_preset
     from draemu.features import FeatureGateError, FeatureGates
 
     try:
         gates = FeatureGates.parse(args.feature_gates)
     except FeatureGateError as e:
         print(f"error: --feature-gates: {e}", file=sys.stderr)
+        return 2
+    try:
+        # Read the preset before anything starts: a mistake in it is a usage error.
+        load_preset(args.preset, args.nodes)
+    except PresetError as e:
+        print(f"error: --preset: {e}", file=sys.stderr)
         return 2
     if args.insecure_http:
         try:

@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from draemu.api.yamlerror import one_line
+
 HERE = Path(__file__).parent
 KINDS = {"Preset"}
 
@@ -62,39 +64,85 @@ def preset_path(name_or_path: str | Path) -> Path:
     return builtin
 
 
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise PresetError(f"cannot read preset {path}: {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise PresetError(f"{path}: not UTF-8 text") from None
+    except yaml.YAMLError as err:
+        raise PresetError(f"{path}: not valid YAML: {one_line(err)}") from None
+    if not isinstance(data, dict) or data.get("kind") not in KINDS:
+        raise PresetError(f"{path}: kind must be Preset")
+    return data
+
+
+def _list_of_mappings(value: Any, where: str) -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(e, dict) for e in value):
+        raise PresetError(f"{where} must be a list of mappings")
+    return value
+
+
+def _node_names(entry: dict[str, Any], nodes: int | None, where: str) -> list[str]:
+    name = entry.get("name")
+    if not isinstance(name, str) or not name:
+        raise PresetError(f"{where}.name must be a non-empty string")
+    if "count" not in entry:
+        return [name]
+    count = nodes if nodes is not None else entry["count"]
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise PresetError(f"{where}.count must be a whole number, not {count!r}")
+    try:
+        return [name.format(i=i) for i in range(1, count + 1)]
+    except (KeyError, IndexError, ValueError) as err:
+        raise PresetError(f"{where}.name {name!r}: only {{i}} may be templated ({err})") \
+            from None
+
+
+def _drivers(entry: dict[str, Any], where: str) -> list[DriverSpec]:
+    out = []
+    for j, d in enumerate(_list_of_mappings(entry.get("drivers"), f"{where}.drivers")):
+        if not isinstance(d.get("name"), str) or not isinstance(d.get("type"), str):
+            raise PresetError(f"{where}.drivers[{j}] needs a name and a type (strings)")
+        out.append(DriverSpec(d["name"], d["type"],
+                              {k: v for k, v in d.items() if k not in ("name", "type")}))
+    return out
+
+
 def load_preset(name_or_path: str | Path, nodes: int | None = None) -> Preset:
     path = preset_path(name_or_path)
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as err:
-        raise PresetError(f"{path}: {err}") from err
-    if data.get("kind") not in KINDS:
-        raise PresetError(f"{path}: kind must be Preset")
-    entries = data.get("nodes") or []
+    data = _read(path)
+    entries = _list_of_mappings(data.get("nodes"), f"{path}: nodes")
     templated = [e for e in entries if "count" in e]
     if nodes is not None and not templated:
         raise PresetError(f"preset {path.stem} has no node template to scale with --nodes")
     out: list[NodeSpec] = []
-    for entry in entries:
-        if "count" in entry:
-            count = nodes if nodes is not None else int(entry["count"])
-            names = [entry["name"].format(i=i) for i in range(1, count + 1)]
-        else:
-            names = [entry["name"]]
-        for name in names:
+    for index, entry in enumerate(entries):
+        where = f"{path}: nodes[{index}]"
+        for key, kind in (("labels", dict), ("taints", list), ("capacity", dict)):
+            if entry.get(key) is not None and not isinstance(entry[key], kind):
+                raise PresetError(f"{where}.{key} must be a {kind.__name__}")
+        for name in _node_names(entry, nodes, where):
+            # Each node gets its own driver specs: no config dict is shared by nodes.
             out.append(NodeSpec(
                 name=name, labels=dict(entry.get("labels") or {}),
                 taints=list(entry.get("taints") or []), capacity=entry.get("capacity"),
-                drivers=[DriverSpec(d["name"], d["type"],
-                                    {k: v for k, v in d.items() if k not in ("name", "type")})
-                         for d in entry.get("drivers") or []]))
+                drivers=_drivers(entry, where)))
     seen: set[str] = set()
     for node in out:
         if node.name in seen:
             raise PresetError(f"{path}: node {node.name} is listed twice")
         seen.add(node.name)
+    classes = _list_of_mappings(data.get("deviceClasses"), f"{path}: deviceClasses")
+    for index, entry in enumerate(classes):
+        if not isinstance(entry.get("name"), str) or not isinstance(entry.get("driver"), str):
+            raise PresetError(f"{path}: deviceClasses[{index}] needs a name and a driver "
+                              "(strings)")
     return Preset(name=path.stem, description=str(data.get("description", "")),
-                  device_classes=list(data.get("deviceClasses") or []), nodes=out)
+                  device_classes=list(classes), nodes=out)
 
 
 def device_class_object(entry: dict[str, Any]) -> dict[str, Any]:

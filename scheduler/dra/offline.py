@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from draemu.api.yamlerror import one_line
 from draemu.features import FeatureGates
 from draemu.scheduler.dra.allocator import AllocationOutcome, Allocator
 from draemu.scheduler.dra.features import Features
@@ -44,7 +45,7 @@ def parse_documents(text: str, source: str) -> list[dict[str, Any]]:
         try:
             docs = [json.loads(text)]
         except ValueError:
-            raise InputError(f"{source}: not valid YAML or JSON: {e}") from None
+            raise InputError(f"{source}: not valid YAML or JSON: {one_line(e)}") from None
     out: list[dict[str, Any]] = []
     _flatten(docs, source, out)
     return out
