@@ -40,4 +40,9 @@ def track(scope: Scope, old: Obj | None, new: Obj, manager_name: str, operation:
     served_old = strategy.from_storage(old, version) if old is not None else None
     update_managed_fields(served_old, served_new, manager_name, operation, scope.api_version,
                           stamp, subresource=scope.subresource)
-    new["metadata"]["managedFields"] = served_new["metadata"]["managedFields"]
+    # An object with no tracked fields (a body that sets nothing) carries no entries.
+    entries = served_new["metadata"].get("managedFields")
+    if entries is None:
+        new["metadata"].pop("managedFields", None)
+    else:
+        new["metadata"]["managedFields"] = entries

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 from aiohttp import web
 
+from draemu.api.errors import bad_request
 from draemu.apiserver.auth import Attributes, Authorizer, UserInfo
 from draemu.apiserver.registry.strategy import Strategy
 from draemu.apiserver.rest_write import body_object
@@ -49,7 +50,12 @@ RESOURCES = {(s.group, s.resource) for s in STRATEGIES}
 
 
 def _answer(scope: Scope, body: Obj, status: Obj) -> web.Response:
-    meta = dict(body.get("metadata") or {})
+    given = body.get("metadata") or {}
+    if not isinstance(given, dict):
+        raise bad_request(f"{scope.resource.kind} in version \"{scope.version}\" cannot be "
+                          f"handled as a {scope.resource.kind}: json: cannot unmarshal "
+                          f"metadata into an object")
+    meta = dict(given)
     meta["creationTimestamp"] = None
     out: Obj = {"kind": scope.resource.kind, "apiVersion": scope.api_version,
                 "metadata": meta}

@@ -91,6 +91,10 @@ def _with_subresource(scope: Scope, subresource: str) -> Scope:
 # pods/eviction --------------------------------------------------------------------------
 async def eviction(scope: Scope, storage: Storage) -> web.Response:
     body = await body_object(scope)
+    for field in ("metadata", "deleteOptions"):
+        if not isinstance(body.get(field) or {}, dict):
+            raise bad_request(f'Eviction in version "v1" cannot be handled as a Eviction: '
+                              f"json: cannot unmarshal {field} into an object")
     if (body.get("metadata") or {}).get("name") not in (None, "", scope.name):
         raise bad_request("name in URL does not match name in Eviction object")
     opts = body.get("deleteOptions") or {}

@@ -49,3 +49,47 @@ def test_unknown_field_with_a_control_character_warns_without_dropping_the_conne
                        headers={"Content-Type": "application/merge-patch+json"})
     assert reply.status_code == 200
     assert 'unknown field' in reply.headers["Warning"]
+
+
+def test_pod_with_spec_of_the_wrong_type_is_a_bad_request(http: httpx.Client) -> None:
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": "x"}
+    reply = http.post("/api/v1/namespaces/default/pods", json=body)
+    assert_status_answer(reply)
+    assert reply.status_code == 400
+
+
+def test_deployment_with_template_of_the_wrong_type_is_a_bad_request(
+        http: httpx.Client) -> None:
+    body = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"template": True}}
+    reply = http.post("/apis/apps/v1/namespaces/default/deployments", json=body)
+    assert_status_answer(reply)
+    assert reply.status_code == 400
+
+
+def test_eviction_with_metadata_of_the_wrong_type_is_a_bad_request(http: httpx.Client) -> None:
+    reply = http.post("/api/v1/namespaces/default/pods/p/eviction",
+                      json={"apiVersion": "policy/v1", "kind": "Eviction", "metadata": 1.5})
+    status = assert_status_answer(reply)
+    assert reply.status_code == 400
+    assert "metadata" in status["message"]
+
+
+def test_self_subject_review_with_metadata_string_is_a_bad_request(http: httpx.Client) -> None:
+    reply = http.post("/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                      json={"apiVersion": "authentication.k8s.io/v1",
+                            "kind": "SelfSubjectReview", "metadata": "x"})
+    assert_status_answer(reply)
+    assert reply.status_code == 400
+
+
+def test_invalid_create_in_a_non_storage_version_reaches_validation(
+        http: httpx.Client) -> None:
+    # A body whose only field is dropped tracks no managed fields: that once was a
+    # KeyError (500) before validation could name the missing fields.
+    reply = http.post("/apis/resource.k8s.io/v1alpha3/devicetaintrules",
+                      params={"dryRun": "All"},
+                      json={"metadata": {"name": "empty"}, "spec": {"$retainKeys": [1]}})
+    status = assert_status_answer(reply)
+    assert reply.status_code == 422
+    assert "spec.taint.effect: Required value" in status["message"]

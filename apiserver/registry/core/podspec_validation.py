@@ -182,11 +182,13 @@ def validate_pod_resource_claims(claims: list[Obj], path: Path) -> list[FieldErr
     return errs
 
 
-def obsolete_claim_source_errors(spec: Obj, path: Path) -> list[FieldError]:
+def obsolete_claim_source_errors(spec: Any, path: Path) -> list[FieldError]:
     """`spec.resourceClaims[i].source.{resourceClaimName,resourceClaimTemplateName}` was
-    the 1.26-1.30 shape; say which field replaced the one that was used."""
+    the 1.26-1.30 shape; say which field replaced the one that was used. Runs before the
+    body's types are checked, so `spec` may be anything."""
     errs: list[FieldError] = []
-    for i, claim in enumerate(spec.get("resourceClaims") or []):
+    claims = spec.get("resourceClaims") if isinstance(spec, dict) else None
+    for i, claim in enumerate(claims if isinstance(claims, list) else []):
         source = claim.get("source") if isinstance(claim, dict) else None
         if not isinstance(source, dict):
             continue

@@ -31,6 +31,10 @@ def validate_pod_template(template: Obj, path: Path) -> list[FieldError]:
 
 def obsolete_template_field_errors(obj: Obj) -> list[FieldError]:
     """Obsolete pod-spec fields in `spec.template` (see Strategy.obsolete_field_errors)."""
-    template = (obj.get("spec") or {}).get("template") or {}
-    return obsolete_claim_source_errors(template.get("spec") or {},
+    # Runs before the body's types are checked: any part may be of the wrong type.
+    spec = obj.get("spec")
+    template = spec.get("template") if isinstance(spec, dict) else None
+    if not isinstance(template, dict):
+        return []
+    return obsolete_claim_source_errors(template.get("spec"),
                                         Path("spec").child("template", "spec"))
