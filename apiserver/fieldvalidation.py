@@ -44,6 +44,7 @@ def check(scope: Scope, obj: Obj, mode: str) -> Obj:
     if type_error:
         raise StatusError(400, "BadRequest", f'{kind} in version "{version}" cannot be handled '
                           f"as a {kind}: {type_error}")
+    schemas.drop_nulls(group, version, kind, obj)
     timestamps.normalize(group, version, kind, obj)
     unknown = schemas.unknown_fields(group, version, kind, obj)
     if not unknown:

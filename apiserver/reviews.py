@@ -50,12 +50,7 @@ RESOURCES = {(s.group, s.resource) for s in STRATEGIES}
 
 
 def _answer(scope: Scope, body: Obj, status: Obj) -> web.Response:
-    given = body.get("metadata") or {}
-    if not isinstance(given, dict):
-        raise bad_request(f"{scope.resource.kind} in version \"{scope.version}\" cannot be "
-                          f"handled as a {scope.resource.kind}: json: cannot unmarshal "
-                          f"metadata into an object")
-    meta = dict(given)
+    meta = dict(body.get("metadata") or {})
     meta["creationTimestamp"] = None
     out: Obj = {"kind": scope.resource.kind, "apiVersion": scope.api_version,
                 "metadata": meta}
@@ -104,9 +99,23 @@ def _rules(user: UserInfo, authorizer: Authorizer) -> Obj:
 async def create(scope: Scope, authorizer: Authorizer) -> web.Response:
     body = await body_object(scope)
     scope.check_type_meta(body)
+    _check_types(scope, body)
     spec = body.get("spec") or {}
     if scope.resource.name == "selfsubjectreviews":
         return _answer(scope, body, {"userInfo": scope.user.to_json()})
     if scope.resource.name == "selfsubjectrulesreviews":
         return _answer(scope, body, _rules(scope.user, authorizer))
     return _answer(scope, body, _access(scope.user, spec, authorizer))
+
+
+def _check_types(scope: Scope, body: Obj) -> None:
+    """Reviews are not stored, but their bodies decode like any other: wrong JSON types
+    are a 400 with Go's wording, before any field is read."""
+    from draemu.openapi import schemas
+
+    group, version, kind = scope.resource.group, scope.version, scope.resource.kind
+    if schemas.has_kind(group, version, kind):
+        error = schemas.type_error(group, version, kind, body)
+        if error:
+            raise bad_request(f'{kind} in version "{version}" cannot be handled as a {kind}: '
+                              f"{error}")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from draemu.openapi.schemas.fields import (
+    drop_null_fields,
     duplicate_fields,
     find_unknown,
     first_type_error,
@@ -126,6 +127,11 @@ def type_error(group: str, version: str, kind: str, obj: Any) -> str | None:
     replicas of type int32`); kube-apiserver answers 400 `<Kind> in version "<v>" cannot
     be handled as a <Kind>: <that text>`. None when every value fits."""
     return first_type_error(patch_meta(group, version, kind), obj, kind)
+
+
+def drop_nulls(group: str, version: str, kind: str, obj: Any) -> None:
+    """Remove `null` struct fields from `obj` in place, as Go's decoder reads them."""
+    drop_null_fields(patch_meta(group, version, kind), obj)
 
 
 def strict_decoding_errors(group: str, version: str, kind: str,

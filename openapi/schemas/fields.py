@@ -63,6 +63,28 @@ def prune_unknown(node: SchemaNode, value: Any) -> Any:
     return value
 
 
+def drop_null_fields(node: SchemaNode, value: Any) -> None:
+    """Remove, in place, the struct fields that are `null`: Go decodes them to zero
+    values that are then omitted, so `"spec": null` is a Pod without a spec, not a
+    `None` for defaulting to trip over. Map values and list items are left alone."""
+    if node.is_open:
+        return
+    shape = node.shape
+    if isinstance(value, dict) and shape in (STRUCT, MAP):
+        for key in [k for k, sub in value.items() if sub is None and shape == STRUCT]:
+            del value[key]
+        for key, sub in value.items():
+            if isinstance(sub, (dict, list)):
+                child = node.field(key)
+                if child is not None:
+                    drop_null_fields(child, sub)
+    elif isinstance(value, list) and shape == LIST:
+        items = node.items()
+        for sub in value:
+            if isinstance(sub, (dict, list)):
+                drop_null_fields(items, sub)
+
+
 def first_type_error(node: SchemaNode, value: Any, kind: str) -> str | None:
     """The first value whose JSON type does not fit the schema, worded as Go's JSON
     decoder words it (kube-apiserver returns it in a 400):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import httpx
+import pytest
 from robustkit import assert_status_answer
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
@@ -93,3 +94,32 @@ def test_invalid_create_in_a_non_storage_version_reaches_validation(
     status = assert_status_answer(reply)
     assert reply.status_code == 422
     assert "spec.taint.effect: Required value" in status["message"]
+
+
+@pytest.mark.parametrize(("path", "body"), [
+    ("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                            "metadata": {"name": "null-spec"}, "spec": None}),
+    ("/apis/batch/v1/namespaces/default/jobs",
+     {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "null-template"},
+      "spec": {"template": None}}),
+])
+def test_null_struct_fields_read_as_absent(http: httpx.Client, path: str, body: dict) -> None:
+    # Go decodes `null` to a zero value: the object is as if the field were not sent.
+    reply = http.post(path, json=body, params={"dryRun": "All"})
+    assert reply.status_code < 500, reply.text
+    if body["kind"] == "Namespace":
+        assert reply.status_code == 201
+    else:
+        status = assert_status_answer(reply)
+        assert reply.status_code == 422
+        assert "spec.template.spec.containers: Required value" in status["message"]
+
+
+def test_access_review_with_spec_of_the_wrong_type_is_a_bad_request(
+        http: httpx.Client) -> None:
+    reply = http.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                      json={"apiVersion": "authorization.k8s.io/v1",
+                            "kind": "SelfSubjectAccessReview", "spec": "x"})
+    status = assert_status_answer(reply)
+    assert reply.status_code == 400
+    assert "cannot unmarshal string" in status["message"]
