@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +28,12 @@ _FALSE = {"0", "f", "F", "FALSE", "false", "False"}
 
 
 def dumps(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+    try:
+        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        # A lone surrogate ("\\ud800" in a request body, echoed in a message) has no
+        # UTF-8 form: send it escaped, as it came.
+        return json.dumps(obj, separators=(",", ":")).encode()
 
 
 def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None
@@ -120,9 +126,27 @@ def decode(raw: bytes, content_type: str | None, accepted: list[str] | None = No
     if not raw.strip():
         raise bad_request("the body of the request was empty")
     try:
-        return _within_max_depth(raw, _decode_text(raw, ctype))
+        value = _within_max_depth(raw, _decode_text(raw, ctype))
     except RecursionError:
         raise _too_deep() from None
+    return _without_lone_surrogates(value) if _SURROGATE_ESCAPE.search(raw) else value
+
+
+# `\ud800` without its pair decodes to a str that cannot be encoded (stored, echoed);
+# Go's decoder turns it into U+FFFD, and so do we. Paired escapes decode to one code point.
+_SURROGATE_ESCAPE = re.compile(rb"\\[uU][dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_lone_surrogates(v) for v in value]
+    return value
 
 
 def _decode_text(raw: bytes, ctype: str) -> Any:

@@ -160,6 +160,7 @@ async def scale(scope: Scope, storage: Storage) -> web.Response:
     async def propose(obj: Obj) -> Obj:
         current = scale_of(obj)
         wanted = body if not ctype else apply_patch(scope, ctype, copy.deepcopy(current), body)
+        _check_scale_types(wanted)
         rv = str((wanted.get("metadata") or {}).get("resourceVersion") or "")
         if rv and rv != obj["metadata"]["resourceVersion"]:
             raise conflict(scope.resource.name, scope.resource.group, scope.name, MODIFIED)
@@ -280,3 +281,14 @@ async def pod_log(scope: Scope, storage: Storage, providers: LogProviders,
         except ConnectionResetError:
             pass
     return resp
+
+
+def _check_scale_types(scale: Any) -> None:
+    """A Scale decodes like any object: wrong JSON types are a 400 in Go's words."""
+    from draemu.openapi import schemas
+
+    error = schemas.type_error("autoscaling", "v1", "Scale", scale) \
+        if isinstance(scale, dict) else "json: cannot unmarshal array into Go value of type " \
+        "v1.Scale"
+    if error:
+        raise bad_request(f'Scale in version "v1" cannot be handled as a Scale: {error}')

@@ -123,3 +123,33 @@ def test_access_review_with_spec_of_the_wrong_type_is_a_bad_request(
     status = assert_status_answer(reply)
     assert reply.status_code == 400
     assert "cannot unmarshal string" in status["message"]
+
+
+def test_lone_surrogate_escape_is_stored_as_the_replacement_character(
+        http: httpx.Client) -> None:
+    body = (b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"surrogate",'
+            b'"annotations":{"a":"\\ud800x"}}}')
+    reply = http.post(CONFIGMAPS, content=body, headers={"Content-Type": "application/json"})
+    assert reply.status_code == 201, reply.text
+    assert reply.json()["metadata"]["annotations"] == {"a": "\ufffdx"}
+
+
+def test_lone_surrogate_in_a_mismatched_kind_gets_a_status(http: httpx.Client) -> None:
+    reply = http.post(CONFIGMAPS, content=b'{"kind":"\\udc00"}',
+                      headers={"Content-Type": "application/json"})
+    status = assert_status_answer(reply)
+    assert reply.status_code == 400
+    assert "does not match the expected kind" in status["message"]
+
+
+def test_scale_with_metadata_of_the_wrong_type_is_a_bad_request(http: httpx.Client) -> None:
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "sc"},
+                  "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
+                      "metadata": {"labels": {"a": "b"}},
+                      "spec": {"containers": [{"name": "c", "image": "i"}]}}}}
+    deployments = "/apis/apps/v1/namespaces/default/deployments"
+    assert http.post(deployments, json=deployment).status_code == 201
+    reply = http.put(f"{deployments}/sc/scale", json={"metadata": True, "spec": {"replicas": 2}})
+    status = assert_status_answer(reply)
+    assert reply.status_code == 400
+    assert "Scale" in status["message"]

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from robustkit import assert_status_answer
 
-FUZZ = settings(derandomize=True, deadline=None, database=None, max_examples=100,
+FUZZ = settings(derandomize=True, deadline=None, database=None, max_examples=300,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 NAMESPACE = "default"
 NAME = "fz"
@@ -58,6 +58,12 @@ SEEDS: dict[str, dict[str, Any]] = {
                                                   "parameters": {"a": 1}}}]}}},
     "resourceclaimtemplates": {"spec": {"spec": {"devices": {"requests": [
         {"name": "r", "exactly": {"deviceClassName": "c"}}]}}}},
+    "deployments": {"spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
+        "metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c",
+                                                                     "image": "i"}]}}}},
+    "jobs": {"spec": {"template": {"spec": {"restartPolicy": "Never",
+                                            "containers": [{"name": "c", "image": "i"}]}}}},
+    "devicetaintrules": {"spec": {"taint": {"key": "example.com/k", "effect": "NoSchedule"}}},
     "resourceslices": {"spec": {"driver": "d.example.com", "nodeName": "n",
                                 "pool": {"name": "p", "generation": 1,
                                          "resourceSliceCount": 1},
@@ -72,9 +78,10 @@ BODY_TYPES = ["application/json", "application/yaml", "application/vnd.kubernete
 
 
 def _targets(client: httpx.Client) -> list[Target]:
-    versions = ["/api/v1"] + [f"/apis/resource.k8s.io/{v['version']}"
+    groups = {"resource.k8s.io", "apps", "batch"}
+    versions = ["/api/v1"] + [f"/apis/{g['name']}/{v['version']}"
                               for g in client.get("/apis").json()["groups"]
-                              if g["name"] == "resource.k8s.io" for v in g["versions"]]
+                              if g["name"] in groups for v in g["versions"]]
     found = []
     for gv in versions:
         for r in client.get(gv).json()["resources"]:
@@ -93,12 +100,14 @@ def seed_object(target: Target, name: str = NAME) -> dict[str, Any]:
 def targets(http: httpx.Client) -> list[Target]:
     found = _targets(http)
     assert {t.group_version for t in found} >= {"/api/v1", "/apis/resource.k8s.io/v1"}
+    created: set[str] = set()
     for target in found:
-        # One object per kind to update and patch, created in the storage version (the
-        # seeds have its shape); every version serves it.
-        if target.group_version in ("/api/v1", "/apis/resource.k8s.io/v1"):
-            reply = http.post(target.collection, json=seed_object(target))
-            assert reply.status_code == 201, reply.text
+        # One object per kind to update and patch, created in the first version whose
+        # shape the seed has; every version serves it.
+        if target.resource not in created:
+            if http.post(target.collection, json=seed_object(target)).status_code == 201:
+                created.add(target.resource)
+    assert created == set(SEEDS)
     return found
 
 
@@ -167,6 +176,26 @@ def test_malformed_writes_get_a_status_and_change_nothing(
     before = _snapshot(http, target)
     reply = http.request(method, path, content=body, params={"dryRun": "All"},
                          headers={"Content-Type": ctype} if ctype else {})
+    _check(http, reply, target, before)
+
+
+SUBRESOURCE_WRITES = [("pods", "eviction", "POST"), ("pods", "binding", "POST"),
+                      ("deployments", "scale", "PUT"), ("resourceclaims", "status", "PUT"),
+                      ("pods", "status", "PUT"), ("jobs", "status", "PUT")]
+
+
+@given(data=st.data())
+@FUZZ
+def test_malformed_subresource_writes_get_a_status_and_change_nothing(
+        http: httpx.Client, targets: list[Target], data: st.DataObject) -> None:
+    resource, subresource, method = data.draw(st.sampled_from(SUBRESOURCE_WRITES))
+    target = next(t for t in targets if t.resource == resource)
+    body = data.draw(mutated(seed_object(target)) | junk | raw_bodies.map(lambda b: b))
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    before = _snapshot(http, target)
+    reply = http.request(method, f"{target.collection}/{NAME}/{subresource}",
+                         content=content, params={"dryRun": "All"},
+                         headers={"Content-Type": "application/json"})
     _check(http, reply, target, before)
 
 
