@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp import web
 
 import draemu
-from draemu.api.errors import StatusError, forbidden_error
+from draemu.api.errors import StatusError, forbidden_error, not_found_error
 from draemu.apiserver import (
     deletion,
     discovery,
@@ -52,6 +52,7 @@ from draemu.apiserver.selectors import parse_field_selector
 from draemu.apiserver.storage import Storage
 from draemu.features import FeatureGates
 from draemu.log import get_logger
+from draemu.store.errors import InvalidKeyError
 
 log = get_logger("apiserver")
 
@@ -114,6 +115,12 @@ class API:
             code = e.status
             return status_response(StatusError(e.status, e.reason.replace(" ", ""), e.text or
                                                e.reason))
+        except InvalidKeyError:
+            # A name no object can have (a NUL in the URL): as upstream, nothing is there.
+            info = request[INFO_KEY]
+            error = not_found_error(info.resource, info.group, info.name)
+            code = error.code
+            return status_response(error)
         except (ConnectionResetError, asyncio.CancelledError):
             code = 499
             raise

@@ -153,3 +153,12 @@ def test_scale_with_metadata_of_the_wrong_type_is_a_bad_request(http: httpx.Clie
     status = assert_status_answer(reply)
     assert reply.status_code == 400
     assert "Scale" in status["message"]
+
+
+@pytest.mark.parametrize("method", ["DELETE", "PUT", "PATCH"])
+def test_a_name_with_a_nul_character_is_not_found(http: httpx.Client, method: str) -> None:
+    ctype = "application/merge-patch+json" if method == "PATCH" else "application/json"
+    reply = http.request(method, f"{CONFIGMAPS}/%00", content=b'{"data":{}}',
+                         headers={"Content-Type": ctype})
+    assert_status_answer(reply)
+    assert reply.status_code == 404, reply.text
