@@ -35,6 +35,7 @@ from draemu.scheduler.plugins.nodeaffinity import NodeAffinity
 from draemu.scheduler.plugins.nodename import NodeName
 from draemu.scheduler.plugins.noderesources import NodeResourcesFit
 from draemu.scheduler.plugins.nodeunschedulable import NodeUnschedulable
+from draemu.scheduler.plugins.schedulinggates import SchedulingGates
 from draemu.scheduler.plugins.tainttoleration import TaintToleration
 from draemu.scheduler.queue import QueuedPod, SchedulingQueue
 
@@ -100,7 +101,7 @@ class Scheduler:
                                     filter_timeout=dra_filter_timeout)
         self.framework = Framework([
             # Upstream's default profile order: cheap node checks first, DRA last.
-            NodeUnschedulable(), NodeName(), TaintToleration(), NodeAffinity(),
+            SchedulingGates(), NodeUnschedulable(), NodeName(), TaintToleration(), NodeAffinity(),
             NodeResourcesFit(self.dra.backs_extended_resource), self.dra,
             DefaultBinder(client)])
         self.queue = SchedulingQueue(self.framework.events_by_plugin(),
@@ -312,6 +313,11 @@ class Scheduler:
         if status.ok:
             self._cancel_gate_report(key)
             return ""
+        if status.plugin == SchedulingGates.name:
+            # Scheduling gates are the user's choice, already shown by the apiserver's
+            # SchedulingGated condition: nothing to report.
+            self._cancel_gate_report(key)
+            return status.plugin
         if key not in self._gate_reports and self._gate_reported.get(key) != status.message:
             self._gate_reports[key] = asyncio.get_running_loop().call_later(
                 self._gated_report_delay, self._report_gated, key)

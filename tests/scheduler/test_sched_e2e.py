@@ -341,3 +341,20 @@ async def test_freed_claim_makes_a_waiting_pod_schedulable(client, scheduler):
     c1["status"] = {}
     await client.update(R, "resourceclaims", c1, subresource="status")
     assert await eventually(lambda: node_of(client, "second")) == "n1"
+
+
+async def test_pod_with_scheduling_gates_waits_until_they_are_removed(client, scheduler):
+    await client.create("v1", "nodes", node("n1"))
+    await client.create("v1", "pods", plain_pod("gated", spec={
+        "schedulingGates": [{"name": "example.com/a"}, {"name": "example.com/b"}]}))
+    await client.create("v1", "pods", plain_pod("free"))
+    assert await eventually(lambda: node_of(client, "free")) == "n1"
+    # Tried after the gated pod, bound, and the gated one left alone, with the condition
+    # the apiserver gave it.
+    assert await node_of(client, "gated") is None
+    condition = await pod_scheduled_condition(client, "gated")
+    assert (condition["status"], condition["reason"]) == ("False", "SchedulingGated")
+    gated = await get_pod(client, "gated")
+    gated["spec"]["schedulingGates"] = []
+    await client.update("v1", "pods", gated)
+    assert await eventually(lambda: node_of(client, "gated")) == "n1"

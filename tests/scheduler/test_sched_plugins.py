@@ -161,3 +161,13 @@ def test_least_allocated_prefers_emptier_nodes():
     busy.add_pod(pod("other", cpu="3", memory="6Gi"))
     empty = NodeInfo(node("empty"))
     assert plugin.score(CycleState(), p, empty) > plugin.score(CycleState(), p, busy)
+
+
+def test_scheduling_gates_are_named_in_the_pre_enqueue_verdict():
+    from draemu.scheduler.plugins.schedulinggates import SchedulingGates
+
+    p = pod("p", spec={"schedulingGates": [{"name": "example.com/a"}, {"name": "b"}]})
+    status = SchedulingGates().pre_enqueue(p)
+    assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert status.message == "waiting for scheduling gates: [example.com/a b]"
+    assert SchedulingGates().pre_enqueue(pod("q")).ok
