@@ -126,40 +126,51 @@ class DRAManager:
                     info.prepared = True
             self.cache.save()
 
-    async def _prepare_with(self, driver: str, infos: list[ClaimInfo]) -> None:
+    async def _call(self, driver: str, method: str, infos: list[ClaimInfo]) -> tuple[Any, Any]:
+        """Call NodePrepareResources or NodeUnprepareResources ("Prepare"/"Unprepare") for
+        `infos` on one driver, falling back to an older service version when the plugin
+        answers UNIMPLEMENTED; check that every claim got a result without an error.
+        Returns (version module, response)."""
+        rpc = f"Node{method}Resources"
         plugin = self.plugins.get(driver)
         if plugin is None:
-            raise DRAError(f"prepare dynamic resources: DRA driver {driver} is not registered")
+            raise DRAError(f"{method.lower()} dynamic resources: DRA driver {driver} is not "
+                           "registered")
         while True:
             v = plugin.version
-            request = v.NodePrepareResourcesRequest(claims=[
+            request = getattr(v, f"{rpc}Request")(claims=[
                 v.Claim(namespace=i.namespace, uid=i.claim_uid, name=i.claim_name)
                 for i in infos])
+            call = getattr(plugin.client, f"node_{method.lower()}_resources")
             try:
-                response = await plugin.client.node_prepare_resources(
-                    request, timeout=self.call_timeout)
+                response = await call(request, timeout=self.call_timeout)
                 break
             except grpc.aio.AioRpcError as err:
                 if err.code() == grpc.StatusCode.UNIMPLEMENTED and plugin.fall_back():
                     continue
-                raise DRAError(f"NodePrepareResources: {_rpc_error(err)}") from err
+                raise DRAError(f"{rpc}: {_rpc_error(err)}") from err
         by_uid = {i.claim_uid: i for i in infos}
         for uid, result in response.claims.items():
             info = by_uid.get(uid)
             if info is None:
-                raise DRAError(f"NodePrepareResources returned result for unknown claim UID "
-                               f"{uid}")
+                raise DRAError(f"{rpc} returned result for unknown claim UID {uid}")
             if result.error:
-                raise DRAError(f"NodePrepareResources failed for ResourceClaim "
-                               f"{info.claim_name}: {result.error}")
-            info.driver_state[driver] = [
+                raise DRAError(f"{rpc} failed for ResourceClaim {info.claim_name}: "
+                               f"{result.error}")
+        missing = len(infos) - len(response.claims)
+        if missing > 0:
+            raise DRAError(f"{rpc} skipped {missing} ResourceClaims")
+        return v, response
+
+    async def _prepare_with(self, driver: str, infos: list[ClaimInfo]) -> None:
+        v, response = await self._call(driver, "Prepare", infos)
+        by_uid = {i.claim_uid: i for i in infos}
+        for uid, result in response.claims.items():
+            by_uid[uid].driver_state[driver] = [
                 DeviceState(d.pool_name, d.device_name, list(d.request_names),
                             list(d.cdi_device_ids),
                             d.share_id if v.has_share_id and d.HasField("share_id") else None)
                 for d in result.devices]
-        missing = len(infos) - len(response.claims)
-        if missing > 0:
-            raise DRAError(f"NodePrepareResources skipped {missing} ResourceClaims")
 
     async def unprepare_resources(self, pod_uid: str) -> None:
         async with self.lock:
@@ -182,35 +193,7 @@ class DRAManager:
             self.cache.save()
 
     async def _unprepare_with(self, driver: str, infos: list[ClaimInfo]) -> None:
-        plugin = self.plugins.get(driver)
-        if plugin is None:
-            raise DRAError(f"unprepare dynamic resources: DRA driver {driver} is not "
-                           "registered")
-        while True:
-            v = plugin.version
-            request = v.NodeUnprepareResourcesRequest(claims=[
-                v.Claim(namespace=i.namespace, uid=i.claim_uid, name=i.claim_name)
-                for i in infos])
-            try:
-                response = await plugin.client.node_unprepare_resources(
-                    request, timeout=self.call_timeout)
-                break
-            except grpc.aio.AioRpcError as err:
-                if err.code() == grpc.StatusCode.UNIMPLEMENTED and plugin.fall_back():
-                    continue
-                raise DRAError(f"NodeUnprepareResources: {_rpc_error(err)}") from err
-        by_uid = {i.claim_uid: i for i in infos}
-        for uid, result in response.claims.items():
-            info = by_uid.get(uid)
-            if info is None:
-                raise DRAError(f"NodeUnprepareResources returned result for unknown claim "
-                               f"UID {uid}")
-            if result.error:
-                raise DRAError(f"NodeUnprepareResources failed for ResourceClaim "
-                               f"{info.claim_name}: {result.error}")
-        missing = len(infos) - len(response.claims)
-        if missing > 0:
-            raise DRAError(f"NodeUnprepareResources skipped {missing} ResourceClaims")
+        await self._call(driver, "Unprepare", infos)
 
     def container_devices(self, pod: Obj, container: Obj) -> list[tuple[str, str, DeviceState]]:
         """(status entry name, driver, device) for each device a container gets, in order."""
