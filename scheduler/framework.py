@@ -179,7 +179,8 @@ class Framework:
             if status.code == Code.SKIP:
                 continue
             if status.ok or status.code in (Code.ERROR, Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
-                status.plugin = plugin.name
+                if status is not SUCCESS:
+                    status.plugin = plugin.name
                 return status
             reasons.extend(status.reasons)
             rejector = rejector or plugin.name
@@ -242,7 +243,8 @@ class Framework:
             status = await _guarded(plugin.bind(state, pod, node_name))
             if status.code == Code.SKIP:
                 continue
-            status.plugin = plugin.name
+            if status is not SUCCESS:  # the shared constant keeps plugin ""
+                status.plugin = plugin.name
             return status
         return Status.error("no bind plugin bound the pod")
 

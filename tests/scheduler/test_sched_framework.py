@@ -108,3 +108,19 @@ def test_deferred_reason_is_computed_once_and_only_when_asked_for():
     assert calls == []
     assert status.message == status.message == "cannot allocate all claims: no device left"
     assert calls == [1]
+
+
+async def test_successful_bind_leaves_the_shared_success_status_untouched():
+    from draemu.scheduler.framework import SUCCESS
+
+    class Binder:
+        name = "Binder"
+
+        def events(self):
+            return []
+
+        async def bind(self, state, p, node_name):
+            return SUCCESS
+
+    status = await Framework([Binder()]).run_bind(CycleState(), pod("p"), "n")
+    assert status.ok and SUCCESS.plugin == ""
