@@ -12,6 +12,8 @@ Both servers run as separate processes on plain HTTP (`draemu apiserver --insecu
 - LIST 10,000 ConfigMaps: p50
 - watch fan-out: 1,000 watchers, one write, p99 delivery latency
 - `draemu apiserver` start to /readyz, and its resident memory when idle
+- the apiserver's CPU time per pod lifecycle as a scheduler and a kubelet drive it
+  (create, strategic-merge-patch of status, binding, get, status update)
 
 The bare handler answers the same bodies from a dict (GET, CREATE, LIST) and fans a
 line out to 1,000 streams, which is what aiohttp alone can do on this machine.
@@ -95,6 +97,10 @@ class Server:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
         return 0.0
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -344,6 +350,45 @@ async def bench_fanout(url: str, watchers: int, trigger: Callable[[], Awaitable[
 
 
 # Main ----------------------------------------------------------------------------------------
+POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {"app": "bench"}},
+       "spec": {"containers": [{"name": "c", "image": "busybox", "command": ["sleep", "1d"],
+                                "resources": {"claims": [{"name": "gpu"}],
+                                              "requests": {"cpu": "100m"}}}],
+                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu"}]}}
+
+
+async def bench_pod_cpu(server: Server, n: int) -> float:
+    """The server's CPU milliseconds per pod lifecycle (five writes and reads)."""
+    pods = server.url + "/api/v1/namespaces/default/pods"
+    smp = {"Content-Type": "application/strategic-merge-patch+json"}
+    plain = {"Content-Type": "application/json"}
+    unschedulable = {"status": {"conditions": [{"type": "PodScheduled", "status": "False",
+                                                "reason": "Unschedulable"}]}}
+
+    async def one(session: aiohttp.ClientSession, i: int) -> None:
+        name = f"pod-{i}"
+        pod = {**POD, "metadata": {**POD["metadata"], "name": name}}
+        for method, url, body, headers in (
+                ("POST", pods, pod, None),
+                ("PATCH", f"{pods}/{name}/status", unschedulable, smp),
+                ("POST", f"{pods}/{name}/binding",
+                 {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
+                  "target": {"kind": "Node", "name": "node-1"}}, None)):
+            async with session.request(method, url, data=json.dumps(body),
+                                       headers=headers or plain) as r:
+                assert r.status < 300, await r.text()
+        async with session.get(f"{pods}/{name}") as r:
+            current = await r.json()
+        current["status"]["phase"] = "Running"
+        async with session.put(f"{pods}/{name}/status", json=current) as r:
+            assert r.status == 200, await r.text()
+
+    await load(n // 10, one)  # warm-up: first-use imports and caches
+    before = server.cpu_seconds()
+    await load(n, lambda s, i: one(s, n + i))
+    return (server.cpu_seconds() - before) / n * 1000
+
+
 async def main(quick: bool) -> None:
     import tempfile
 
@@ -359,6 +404,7 @@ async def main(quick: bool) -> None:
     bare = await start_bare()
     rows: list[tuple[str, str, str, str]] = []
     try:
+        pod_cpu = await bench_pod_cpu(draemu, 200 if quick else 1_000)
         d_get = await bench_get(draemu.url, n_get, go)
         b_get = await bench_get(bare.url, n_get, go)
         rows.append(("GET one object (req/s)", f"{d_get[0]:,.0f}", f"{b_get[0]:,.0f}",
@@ -398,6 +444,8 @@ async def main(quick: bool) -> None:
         print(f"{name:{width}}{d:>18}{b:>18}{ratio:>8}")
     print(f"\n`draemu apiserver` start to /readyz: {ready_s:.2f} s (goal <= 0.5 s)")
     print(f"idle resident memory: {idle_rss:.0f} MiB")
+    print(f"apiserver CPU per pod lifecycle (create, status patch, binding, get, status "
+          f"update): {pod_cpu:.2f} ms")
     print(f"(ratio: draemu / ceiling for rates, ceiling / draemu for times; {os.cpu_count()} "
           "CPUs, server and load generator in separate processes; GET/CREATE load from "
           f"{'Go' if go else 'aiohttp'})")
