@@ -10,8 +10,6 @@ from draemu.cli import main
 from draemu.client import Client
 from draemu.scheduler.dra.why import explain_pod
 
-pytest_plugins = ["draemu.testing.apiserver"]
-
 V1 = "resource.k8s.io/v1"
 DRIVER = "gpu.example.com"
 
