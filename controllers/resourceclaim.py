@@ -61,8 +61,11 @@ class ResourceClaimController(Controller):
         self.templates = inf.informer(RESOURCE, "resourceclaimtemplates")
         self.pods.add_handler(on_add=self._pod_changed, on_update=lambda _o, n:
                               self._pod_changed(n), on_delete=self._pod_changed)
+        # Generated claims by (owning pod uid, pod claim name) -> claim key, so finding a
+        # pod's claim does not scan every claim.
+        self.generated: dict[tuple[str, str], str] = {}
         self.claims.add_handler(on_add=self._claim_changed, on_update=lambda _o, n:
-                                self._claim_changed(n), on_delete=self._claim_changed)
+                                self._claim_changed(n), on_delete=self._claim_deleted)
         self.templates.add_handler(on_add=self._template_added)
 
     def primary(self) -> Any:
@@ -91,7 +94,22 @@ class ResourceClaimController(Controller):
         for name in self._claim_names(pod):
             self.queue.add(f"claim:{namespace_of(pod)}/{name}")
 
+    @staticmethod
+    def _generated_key(claim: Obj) -> tuple[str, str] | None:
+        uid = owning_pod(claim)[1]
+        name = (meta(claim).get("annotations") or {}).get(POD_CLAIM_NAME)
+        return (uid, name) if uid and name else None
+
     def _claim_changed(self, claim: Obj) -> None:
+        gen = self._generated_key(claim)
+        if gen is not None:
+            self.generated[gen] = key_of(claim)
+        self.queue.add("claim:" + key_of(claim))
+
+    def _claim_deleted(self, claim: Obj) -> None:
+        gen = self._generated_key(claim)
+        if gen is not None and self.generated.get(gen) == key_of(claim):
+            del self.generated[gen]
         self.queue.add("claim:" + key_of(claim))
 
     def _template_added(self, template: Obj) -> None:
@@ -147,13 +165,11 @@ class ResourceClaimController(Controller):
                                     namespace=namespace_of(pod), subresource="status")
 
     def _find_generated(self, pod: Obj, pod_claim_name: str) -> Obj | None:
-        for claim in self.claims.list():
-            if namespace_of(claim) != namespace_of(pod):
-                continue
-            if owning_pod(claim)[1] == uid_of(pod) and (meta(claim).get(
-                    "annotations") or {}).get(POD_CLAIM_NAME) == pod_claim_name:
-                return claim
-        return None
+        key = self.generated.get((uid_of(pod), pod_claim_name))
+        claim = self.claims.get(key) if key else None
+        if claim is None or namespace_of(claim) != namespace_of(pod):
+            return None
+        return claim
 
     async def _create_claim(self, pod: Obj, pod_claim_name: str,
                             template_name: str) -> Obj | None:
