@@ -60,6 +60,14 @@ def _serve(data_dir: str, pipe: Any, profile: bool) -> None:
             profiler.disable()
             print("--- apiserver process ---")
             pstats.Stats(profiler).sort_stats("tottime").print_stats(30)
+            if os.environ.get("DRAEMU_BENCH_PROFILE_FILE"):
+                profiler.dump_stats(os.environ["DRAEMU_BENCH_PROFILE_FILE"])
+            print("--- requests served ---")
+            for labels, count in sorted(server.api.metrics.requests.items(),
+                                        key=lambda kv: -kv[1]):
+                d = dict(labels)
+                print(f"{count:8d}  {d['verb']:6s} {d['resource']}"
+                      f"{'/' + d['subresource'] if d['subresource'] else ''} {d['code']}")
         pipe.send("stopped")
 
     asyncio.run(main())
