@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import secrets
 import ssl
 import time
 from dataclasses import dataclass, field
@@ -22,9 +23,12 @@ from draemu import kubeconfig
 from draemu.apiserver import pki, reviews
 from draemu.apiserver.app import API
 from draemu.apiserver.auth import (
+    AUTHENTICATED,
+    MASTERS,
     Authenticator,
     DefaultAuthorizer,
     UnionAuthorizer,
+    UserInfo,
     load_token_file,
 )
 from draemu.apiserver.bootstrap import ensure_system_namespaces
@@ -35,12 +39,16 @@ from draemu.apiserver.resources import ResourceTable
 from draemu.apiserver.storage import Storage
 from draemu.apiserver.subresources import LogProviders
 from draemu.apiserver.watchcache import WatchCache
+from draemu.client import Client
 from draemu.features import FeatureGates
 from draemu.log import get_logger
 
 log = get_logger("apiserver")
 
 SHUTDOWN_TIMEOUT = 5.0
+# The identity of in-process components on the loopback socket, as kube-apiserver's
+# loopback client.
+LOOPBACK_USER = "system:apiserver"
 
 
 @dataclass
@@ -85,6 +93,10 @@ class APIServer:
         self._runner: web.AppRunner | None = None
         self._cache: WatchCache | None = None
         self.api: API | None = None
+        # An abstract unix socket (Linux) for components in this process: plain HTTP
+        # with a per-identity random token, so they skip TLS on both ends.
+        self.loopback_path = ""
+        self._loopback_tokens: dict[tuple[str, tuple[str, ...]], str] = {}
 
     # Addresses and credentials ---------------------------------------------------------------
     @property
@@ -122,6 +134,23 @@ class APIServer:
                                       client_cert_pem=pair.cert_pem,
                                       client_key_pem=pair.key_pem, namespace=namespace)
         return kubeconfig.write(path, config)
+
+    def loopback_client(self, user_agent: str, user: str = LOOPBACK_USER,
+                        groups: list[str] | tuple[str, ...] = (MASTERS,)) -> Client:
+        """A client for a component in this process, as `user` in `groups`, over the
+        loopback socket (no TLS, no network). Its token exists only in this process's
+        memory and dies with it."""
+        if self.api is None or not self.loopback_path:
+            raise RuntimeError("the apiserver is not started")
+        identity = (user, tuple(groups))
+        token = self._loopback_tokens.get(identity)
+        if token is None:
+            token = self._loopback_tokens[identity] = secrets.token_urlsafe(32)
+            all_groups = tuple(groups) if AUTHENTICATED in groups else (*groups, AUTHENTICATED)
+            self.api.authenticator.tokens[token] = UserInfo(user, groups=all_groups)
+        return Client("http://localhost", token=token, user_agent=user_agent,
+                      unix_socket=self.loopback_path,
+                      ca_pem=self.pki.ca.cert_pem if self.pki is not None else None)
 
     # Lifecycle ---------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -180,6 +209,9 @@ class APIServer:
         assert server is not None and server.sockets
         self.port = server.sockets[0].getsockname()[1]
         self.api.server_address = f"{opts.address}:{self.port}"
+        # A leading NUL makes the name abstract: nothing on disk, gone with the process.
+        self.loopback_path = f"\0draemu-apiserver-{secrets.token_hex(8)}"
+        await web.UnixSite(self._runner, self.loopback_path).start()
         self.write_kubeconfig(self.kubeconfig_path)
         self.api.ready.set()
 

@@ -38,7 +38,6 @@ def _serve(data_dir: str, pipe: Any, profile: bool) -> None:
     until told to stop on the pipe; then prints its profile, if asked to profile."""
     from draemu import log
     from draemu.apiserver.server import APIServer, APIServerOptions
-    from draemu.client import Client
     from draemu.controllers.manager import ControllerManager
 
     log.configure("console", "warning")
@@ -47,8 +46,8 @@ def _serve(data_dir: str, pipe: Any, profile: bool) -> None:
         server = APIServer(APIServerOptions(data_dir=Path(data_dir),
                                             store_url="sqlite://:memory:"))
         await server.start()
-        client = Client.from_kubeconfig(str(server.kubeconfig_path),
-                                        user_agent="draemu-bench-controllers")
+        # In one process with the apiserver, as `draemu up` runs them.
+        client = server.loopback_client("draemu-bench-controllers")
         controllers = ControllerManager(client, enabled=["resourceclaim"])
         await controllers.start()
         pipe.send(str(server.kubeconfig_path))

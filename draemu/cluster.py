@@ -78,7 +78,8 @@ class Cluster:
         return Path(self.apiserver.kubeconfig_path)
 
     def client(self, user_agent: str) -> Client:
-        client = Client.from_kubeconfig(self.kubeconfig_path, user_agent=user_agent)
+        """A client for a control-plane component in this process (loopback socket)."""
+        client = self.apiserver.loopback_client(user_agent)
         self._clients.append(client)
         return client
 

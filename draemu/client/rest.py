@@ -56,8 +56,10 @@ def _bool(value: bool) -> str:
 class Client:
     def __init__(self, server: str, *, ssl_context: ssl.SSLContext | None = None,
                  token: str | None = None, user_agent: str = "draemu",
-                 ca_pem: bytes | None = None) -> None:
+                 ca_pem: bytes | None = None, unix_socket: str | None = None) -> None:
         self.server = server.rstrip("/")
+        # Set for a component in the apiserver's own process (APIServer.loopback_client).
+        self._unix_socket = unix_socket
         self.ca_pem = ca_pem  # the cluster CA, for components that publish it
         self._ssl = ssl_context
         self._headers = {"User-Agent": user_agent, "Accept": "application/json"}
@@ -74,7 +76,9 @@ class Client:
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(ssl=self._ssl if self._ssl else False, limit=64)
+            connector: aiohttp.BaseConnector = (
+                aiohttp.UnixConnector(path=self._unix_socket, limit=64) if self._unix_socket
+                else aiohttp.TCPConnector(ssl=self._ssl if self._ssl else False, limit=64))
             self._session = aiohttp.ClientSession(
                 connector=connector, headers=self._headers,
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=10))
