@@ -16,16 +16,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from json.encoder import encode_basestring
 from typing import Any
 
 Path = tuple[str, ...]
 FieldSet = set[Path]
 
 _KIND_ORDER = {"f": 0, "v": 1, "k": 2, "i": 3}
+# One encoder for every call: json.dumps with options builds a new one each time.
+_COMPACT = json.JSONEncoder(separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
 
 def compact(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    return _COMPACT.encode(value)
 
 
 def field(name: str) -> str:
@@ -33,10 +36,17 @@ def field(name: str) -> str:
 
 
 def key(values: dict[str, Any]) -> str:
+    # List-map keys are nearly always strings: their JSON is that of each string, which
+    # `encode_basestring` (what the encoder calls for them) gives without the encoder.
+    if all(type(k) is str and type(v) is str for k, v in values.items()):
+        return "k:{" + ",".join([f"{encode_basestring(k)}:{encode_basestring(values[k])}"
+                                 for k in sorted(values)]) + "}"
     return f"k:{compact(values)}"
 
 
 def value(item: Any) -> str:
+    if type(item) is str:
+        return f"v:{encode_basestring(item)}"
     return f"v:{compact(item)}"
 
 
@@ -45,18 +55,33 @@ def to_fields_v1(members: Iterable[Path]) -> dict[str, Any]:
     for path in members:
         node = root
         for element in path:
-            node = node.setdefault(element, {})
-        node["."] = {}
+            sub = node.get(element)
+            if sub is None:
+                sub = node[element] = {}
+            node = sub
+        node["."] = True
     return _finish(root)
 
 
 def _finish(node: dict[str, Any]) -> dict[str, Any]:
-    children = {k: _finish(v) for k, v in node.items() if k != "."}
-    if not children:
+    """The FieldsV1 of a tree built by `to_fields_v1` (`node` is consumed): "." first,
+    then fields, values, keys and indexes, each sorted."""
+    member = node.pop(".", False)
+    if not node:
         return {}
-    ordered = {".": {}} if "." in node else {}
-    for k in sorted(children, key=lambda e: (_KIND_ORDER.get(e[:1], 9), e)):
-        ordered[k] = children[k]
+    out: dict[str, Any] = {".": {}} if member else {}
+    for element in _ordered(node):
+        out[element] = _finish(node[element])
+    return out
+
+
+def _ordered(elements: Iterable[str]) -> list[str]:
+    ordered = sorted(elements)
+    kind = ordered[0][:2]
+    # Elements of one kind (the usual case: a node holds fields, or keys, or values)
+    # sort as strings; mixed kinds sort by kind first.
+    if ordered[-1][:2] != kind or kind not in ("f:", "v:", "k:", "i:"):
+        ordered.sort(key=lambda e: (_KIND_ORDER.get(e[:1], 9), e))
     return ordered
 
 
@@ -77,6 +102,47 @@ def _collect(node: dict[str, Any], prefix: Path, out: FieldSet) -> None:
             out.add(path)
         elif isinstance(sub, dict):
             _collect(sub, path, out)
+
+
+def has_members(fields: Any) -> bool:
+    """Whether `from_fields_v1(fields)` is not empty, without building it."""
+    if not isinstance(fields, dict):
+        return False
+    for element, sub in fields.items():
+        if element == "." or not sub or has_members(sub):
+            return True
+    return False
+
+
+def owns(fields: Any, path: Path) -> bool:
+    """Whether `path` is in `from_fields_v1(fields)`, without building it."""
+    if not path:
+        return isinstance(fields, dict) and "." in fields
+    sub = _subtree(fields, path)
+    return sub is not _ABSENT and (not sub or (isinstance(sub, dict) and "." in sub))
+
+
+def owns_under(fields: Any, prefix: Path) -> bool:
+    """Whether `from_fields_v1(fields)` holds `prefix` or a path below it."""
+    if not prefix:
+        return has_members(fields)
+    sub = _subtree(fields, prefix)
+    return sub is not _ABSENT and (not sub or has_members(sub))
+
+
+_ABSENT: Any = object()
+
+
+def _subtree(fields: Any, path: Path) -> Any:
+    """The FieldsV1 node at `path`, or _ABSENT (`from_fields_v1` descends dicts only)."""
+    node = fields
+    for element in path:
+        if not isinstance(node, dict) or element == ".":
+            return _ABSENT
+        node = node.get(element, _ABSENT)
+        if node is _ABSENT:
+            return _ABSENT
+    return node
 
 
 def path_string(path: Path) -> str:

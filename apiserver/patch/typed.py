@@ -56,14 +56,89 @@ def ignored(prefix: Path, name: str) -> bool:
 
 def item_key(node: SchemaNode, item: Any) -> str:
     """The `k:{...}` element of a list-map item (`node` is the list's node)."""
-    items = node.items()
-    values = {}
-    if isinstance(item, dict):
-        for name in node.list_map_keys:
-            value = item.get(name, items.default_of(name))
-            if value is not None:
-                values[name] = value
-    return fieldpath.key(values)
+    return _info(node).item_key(item)
+
+
+class _Info:
+    """What walks ask of a schema node, computed once: the shape of a dict or a list
+    value there, its children, its items and list-map keys."""
+
+    __slots__ = ("_declared", "_fields", "_items", "_keys", "_other", "dict_kind", "embedded",
+                 "list_kind", "node", "required")
+
+    def __init__(self, node: SchemaNode) -> None:
+        self.node = node
+        granular = node.is_open or (node.shape in (STRUCT, MAP) and node.map_type != "atomic")
+        self.dict_kind = GRANULAR if granular else ATOMIC
+        self.list_kind = ATOMIC
+        if not node.is_open and node.shape == LIST:
+            if node.list_type == "map" and node.list_map_keys:
+                self.list_kind = LIST_MAP
+            elif node.list_type == "set":
+                self.list_kind = SET
+        self.required = frozenset(node.required)
+        self.embedded = node.embedded
+        # Declared struct fields have nodes of their own; every other name shares one
+        # (a map's values, or the open node), so the caches never grow with the data.
+        self._declared = node.properties if node.shape == STRUCT else {}
+        self._fields: dict[str, tuple[_Info, bool]] = {}
+        self._other: _Info | None = None
+        self._items: _Info | None = None
+        self._keys: tuple[tuple[str, Any], ...] | None = None
+
+    def kind(self, value: Any) -> str:
+        """`shape(self.node, value)`."""
+        if isinstance(value, dict):
+            return self.dict_kind
+        if isinstance(value, list):
+            return self.list_kind
+        return ATOMIC
+
+    def child(self, name: str) -> tuple[_Info, bool]:
+        """The node of field `name` and whether creating the field is a change of its
+        own. Embedded structs and required fields exist (empty) in every object upstream,
+        so only what is set inside them is."""
+        found = self._fields.get(name)
+        if found is not None:
+            return found
+        if name in self._declared:
+            sub = _info(child(self.node, name))
+            found = self._fields[name] = (sub, not (sub.embedded or name in self.required))
+            return found
+        if self._other is None:
+            self._other = _info(child(self.node, name))
+        return self._other, not (self._other.embedded or name in self.required)
+
+    def items(self) -> _Info:
+        if self._items is None:
+            self._items = _info(self.node.items())
+        return self._items
+
+    def item_key(self, item: Any) -> str:
+        if self._keys is None:
+            items = self.node.items()
+            self._keys = tuple((k, items.default_of(k)) for k in self.node.list_map_keys)
+        values = {}
+        if isinstance(item, dict):
+            for name, default in self._keys:
+                value = item.get(name, default)
+                if value is not None:
+                    values[name] = value
+        return fieldpath.key(values)
+
+
+_INFOS: dict[SchemaNode, _Info] = {}
+# Far more than the nodes of every built-in kind: only schema reloads (CRDs) add more.
+_MAX_INFOS = 20000
+
+
+def _info(node: SchemaNode) -> _Info:
+    info = _INFOS.get(node)
+    if info is None:
+        if len(_INFOS) >= _MAX_INFOS:
+            _INFOS.clear()
+        info = _INFOS[node] = _Info(node)
+    return info
 
 
 def typing_errors(config: Any, node: SchemaNode, path: str = "") -> list[str]:
@@ -145,37 +220,61 @@ class Changes:
 
 def compare(old: Any, new: Any, node: SchemaNode) -> Changes:
     changes = Changes()
-    _compare(old, new, node, (), changes, member=False)
+    if old is MISSING or new is MISSING:
+        _compare_missing(old, new, _info(node), (), changes, False, IGNORED_TOP)
+    elif old != new:
+        _compare(old, new, _info(node), (), changes, IGNORED_TOP)
     return changes
 
 
-def _compare(old: Any, new: Any, node: SchemaNode, prefix: Path, changes: Changes,
-             member: bool) -> None:
-    if old is MISSING and new is MISSING:
-        return
-    if old is MISSING:
-        _everything(new, node, prefix, changes.added, member)
-        return
-    if new is MISSING:
+_NOTHING: frozenset[str] = frozenset()
+
+
+def _skipped(prefix: Path, name: str) -> frozenset[str]:
+    """The bookkeeping fields below field `name` of the value at `prefix` (see `ignored`)."""
+    return IGNORED_META if not prefix and name == "metadata" else _NOTHING
+
+
+def _compare_missing(old: Any, new: Any, info: _Info, prefix: Path, changes: Changes,
+                     member: bool, skip: frozenset[str]) -> None:
+    if old is MISSING and new is not MISSING:
+        _everything(new, info, prefix, changes.added, member, skip)
+    elif new is MISSING and old is not MISSING:
         changes.removed.add(prefix)
-        return
-    if old == new:  # equal subtrees (compared in C) have nothing to report
-        return
-    kind = shape(node, new)
-    if kind != shape(node, old):
+
+
+def _compare(old: Any, new: Any, info: _Info, prefix: Path, changes: Changes,
+             skip: frozenset[str]) -> None:
+    """The changes between two present, unequal values; `skip` are the names of the
+    value's bookkeeping fields."""
+    kind = info.kind(new)
+    if kind != info.kind(old):
         kind = ATOMIC
     if kind == GRANULAR:
-        for name in {**old, **new}:
-            if not ignored(prefix, name):
-                _compare(old.get(name, MISSING), new.get(name, MISSING), child(node, name),
-                         (*prefix, fieldpath.field(name)), changes, _member(node, name))
+        for name, sub in new.items():
+            if name in skip:
+                continue
+            before = old.get(name, MISSING)
+            if before is MISSING:
+                sub_info, member = info.child(name)
+                _everything(sub, sub_info, (*prefix, f"f:{name}"), changes.added, member,
+                            _skipped(prefix, name))
+            elif before != sub:
+                _compare_field(before, sub, info, prefix, name, changes)
+        for name in old:
+            if name not in new and name not in skip:
+                changes.removed.add((*prefix, f"f:{name}"))
     elif kind == LIST_MAP:
-        items = node.items()
-        before = {item_key(node, i): i for i in old}
-        after = {item_key(node, i): i for i in new}
-        for k in {**before, **after}:
-            _compare(before.get(k, MISSING), after.get(k, MISSING), items, (*prefix, k),
-                     changes, True)
+        items = info.items()
+        before = {info.item_key(i): i for i in old}
+        after = {info.item_key(i): i for i in new}
+        for k, item in after.items():
+            was = before.get(k, MISSING)
+            if was is MISSING:
+                _everything(item, items, (*prefix, k), changes.added, True, _NOTHING)
+            elif was != item:
+                _compare(was, item, items, (*prefix, k), changes, _NOTHING)
+        changes.removed.update((*prefix, k) for k in before if k not in after)
     elif kind == SET:
         before_set = {fieldpath.value(i) for i in old}
         after_set = {fieldpath.value(i) for i in new}
@@ -185,27 +284,37 @@ def _compare(old: Any, new: Any, node: SchemaNode, prefix: Path, changes: Change
         changes.modified.add(prefix)
 
 
-def _member(parent: SchemaNode, name: str) -> bool:
-    """Whether creating this field is a change of its own. Embedded structs and required
-    fields exist (empty) in every object upstream, so only what is set inside them is."""
-    return not (child(parent, name).embedded or name in parent.required)
+def _compare_field(old: Any, new: Any, info: _Info, prefix: Path, name: str,
+                   changes: Changes) -> None:
+    """Field `name` of a granular value, present and unequal on both sides."""
+    path = (*prefix, f"f:{name}")
+    if not isinstance(new, (dict, list)) or not isinstance(old, (dict, list)):
+        changes.modified.add(path)  # a scalar on either side: the field is atomic
+        return
+    _compare(old, new, info.child(name)[0], path, changes, _skipped(prefix, name))
 
 
-def _everything(value: Any, node: SchemaNode, prefix: Path, out: FieldSet,
-                member: bool) -> None:
-    """Every field of a value that appears as a whole (the value itself included)."""
-    kind = shape(node, value)
+def _everything(value: Any, info: _Info, prefix: Path, out: FieldSet, member: bool,
+                skip: frozenset[str]) -> None:
+    """Every field of a value that appears as a whole (the value itself included);
+    `member` says whether the value is a change of its own (see `_Info.child`)."""
+    kind = info.kind(value)
     if prefix and (member or kind == ATOMIC):
         out.add(prefix)
     if kind == GRANULAR:
         for name, sub in value.items():
-            if not ignored(prefix, name):
-                _everything(sub, child(node, name), (*prefix, fieldpath.field(name)), out,
-                            _member(node, name))
+            if name in skip:
+                continue
+            path = (*prefix, f"f:{name}")
+            if isinstance(sub, (dict, list)):
+                sub_info, sub_member = info.child(name)
+                _everything(sub, sub_info, path, out, sub_member, _skipped(prefix, name))
+            else:
+                out.add(path)  # a scalar is atomic: owned whatever its schema
     elif kind == LIST_MAP:
-        items = node.items()
+        items = info.items()
         for item in value:
-            _everything(item, items, (*prefix, item_key(node, item)), out, True)
+            _everything(item, items, (*prefix, info.item_key(item)), out, True, _NOTHING)
     elif kind == SET:
         out.update((*prefix, fieldpath.value(item)) for item in value)
 
