@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from draemu.api import jsonfast
 from draemu.api.errors import StatusError, bad_request
 
 JSON = "application/json"
@@ -29,7 +30,7 @@ _FALSE = {"0", "f", "F", "FALSE", "false", "False"}
 
 def dumps(obj: Any) -> bytes:
     try:
-        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+        return jsonfast.dumps(obj)
     except UnicodeEncodeError:
         # A lone surrogate ("\\ud800" in a request body, echoed in a message) has no
         # UTF-8 form: send it escaped, as it came.
@@ -122,7 +123,10 @@ def decode(raw: bytes, content_type: str | None, accepted: list[str] | None = No
     if ctype not in accepted:
         raise _unsupported(ctype, accepted)
     if ctype == PROTOBUF:
-        return _decode_protobuf(raw)
+        value = _decode_protobuf(raw)
+        # Its embedded JSON (RawExtension) was read by the json module.
+        jsonfast.note_non_finite(value)
+        return value
     if not raw.strip():
         raise bad_request("the body of the request was empty")
     try:
@@ -152,20 +156,26 @@ def _without_lone_surrogates(value: Any) -> Any:
 def _decode_text(raw: bytes, ctype: str) -> Any:
     if ctype.endswith("yaml"):
         try:
-            return yaml.safe_load(raw)
+            return _from_yaml(raw)
         except yaml.YAMLError as e:
             raise bad_request(f"error converting YAML to JSON: {e}") from None
     try:
-        return json.loads(raw)
+        return jsonfast.loads(raw)
     except (ValueError, UnicodeDecodeError) as e:
         # Clients sometimes send YAML with a JSON type; YAML is a superset of JSON.
         try:
-            value = yaml.safe_load(raw)
+            value = _from_yaml(raw)
         except yaml.YAMLError:
             raise bad_request(f"couldn't get version/kind; json parse error: {e}") from None
         if isinstance(value, (dict, list)):
             return value
         raise bad_request(f"couldn't get version/kind; json parse error: {e}") from None
+
+
+def _from_yaml(raw: bytes) -> Any:
+    value = yaml.safe_load(raw)
+    jsonfast.note_non_finite(value)  # .nan, .inf
+    return value
 
 
 # Go's decoder stops at 10000 levels; Python's recursive code (copies, validation,

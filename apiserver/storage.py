@@ -9,10 +9,10 @@ client always reads its own writes and those of other apiservers on the same sto
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from draemu.api import jsonfast
 from draemu.api.errors import StatusError, already_exists, conflict, not_found_error
 from draemu.apiserver.resources import Resource
 from draemu.apiserver.watchcache import WatchCache, decode
@@ -29,7 +29,7 @@ def encode(obj: Obj) -> bytes:
     if "resourceVersion" in meta:
         obj = dict(obj)
         obj["metadata"] = {k: v for k, v in meta.items() if k != "resourceVersion"}
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+    return jsonfast.dumps(obj)
 
 
 class Unchanged(Exception):

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import json
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from draemu.api import jsonfast
 from draemu.apiserver.codec import dumps
 from draemu.log import get_logger
 from draemu.store.errors import CompactedError, StoreClosedError, WatchTooSlowError
@@ -30,7 +30,7 @@ EVENT_LINES = 512  # serialized watch event lines kept for the watchers still to
 
 
 def decode(value: bytes, revision: int) -> Obj:
-    obj = json.loads(value)
+    obj = jsonfast.loads(value)
     obj.setdefault("metadata", {})["resourceVersion"] = str(revision)
     return obj
 

@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 import aiohttp
 
+from draemu.api import jsonfast
 from draemu.client import config
 
 PATCH_TYPES = {
@@ -115,7 +116,7 @@ class Client:
         status, _, body = await self.request(method, path, params=params, json=json_body,
                                              data=data, headers=headers)
         try:
-            decoded = _json.loads(body) if body else {}
+            decoded = jsonfast.loads(body) if body else {}
         except ValueError:
             decoded = {"message": body.decode(errors="replace")}
         if status >= 400:
@@ -187,7 +188,7 @@ class Client:
             if resp.status >= 400:
                 body = await resp.read()
                 try:
-                    decoded = _json.loads(body)
+                    decoded = jsonfast.loads(body)
                 except ValueError:
                     decoded = {"message": body.decode(errors="replace")}
                 raise ApiError(resp.status, decoded)
@@ -197,9 +198,9 @@ class Client:
                 while b"\n" in buffer:
                     line, buffer = buffer.split(b"\n", 1)
                     if line.strip():
-                        yield _json.loads(line)
+                        yield jsonfast.loads(line)
             if buffer.strip():
-                yield _json.loads(buffer)
+                yield jsonfast.loads(buffer)
 
     async def create(self, api_version: str, resource: str, obj: dict[str, Any],
                      namespace: str | None = None, subresource: str | None = None,
