@@ -51,6 +51,38 @@ def value(item: Any) -> str:
 
 
 def to_fields_v1(members: Iterable[Path]) -> dict[str, Any]:
+    ordered = sorted(members)
+    fields = _build_in_order(ordered)
+    return fields if fields is not None else _finish(_tree(ordered))
+
+
+def _build_in_order(ordered: list[Path]) -> dict[str, Any] | None:
+    """The FieldsV1 of sorted paths, built in one pass; None when two siblings are of
+    different kinds (their order is then not that of strings)."""
+    root: dict[str, Any] = {}
+    for path in ordered:
+        node, created = root, False
+        for element in path:
+            sub = node.get(element)
+            if sub is None:
+                if created:
+                    pass  # a node made for this path: its first child
+                elif node:
+                    last = next(reversed(node))
+                    if last != "." and last[:2] != element[:2]:
+                        return None
+                elif node is not root:
+                    node["."] = {}  # a member with members below it: "." comes first
+                sub = node[element] = {}
+                created = True
+            node = sub
+    if ordered and not ordered[0] and root:
+        return {".": {}, **root}  # the empty path: the root itself is a member
+    return root
+
+
+def _tree(members: Iterable[Path]) -> dict[str, Any]:
+    """Paths as nested dicts, "." marking members, for `_finish`."""
     root: dict[str, Any] = {}
     for path in members:
         node = root
@@ -60,7 +92,7 @@ def to_fields_v1(members: Iterable[Path]) -> dict[str, Any]:
                 sub = node[element] = {}
             node = sub
         node["."] = True
-    return _finish(root)
+    return root
 
 
 def _finish(node: dict[str, Any]) -> dict[str, Any]:
@@ -71,7 +103,8 @@ def _finish(node: dict[str, Any]) -> dict[str, Any]:
         return {}
     out: dict[str, Any] = {".": {}} if member else {}
     for element in _ordered(node):
-        out[element] = _finish(node[element])
+        sub = node[element]
+        out[element] = {} if len(sub) == 1 and "." in sub else _finish(sub)  # a leaf
     return out
 
 
@@ -114,30 +147,42 @@ def has_members(fields: Any) -> bool:
     return False
 
 
-def owns(fields: Any, path: Path) -> bool:
-    """Whether `path` is in `from_fields_v1(fields)`, without building it."""
-    if not path:
-        return isinstance(fields, dict) and "." in fields
-    sub = _subtree(fields, path)
-    return sub is not _ABSENT and (not sub or (isinstance(sub, dict) and "." in sub))
+def owns_any(fields: Any, paths: Iterable[Path]) -> bool:
+    """Whether `from_fields_v1(fields)` holds one of `paths`, without building it."""
+    if not isinstance(fields, dict):
+        return False
+    for path in paths:
+        if not path:
+            if "." in fields:
+                return True
+            continue
+        sub = _subtree(fields, path)
+        if sub is not _ABSENT and (not sub or (isinstance(sub, dict) and "." in sub)):
+            return True
+    return False
 
 
-def owns_under(fields: Any, prefix: Path) -> bool:
-    """Whether `from_fields_v1(fields)` holds `prefix` or a path below it."""
-    if not prefix:
-        return has_members(fields)
-    sub = _subtree(fields, prefix)
-    return sub is not _ABSENT and (not sub or has_members(sub))
+def owns_any_under(fields: Any, prefixes: Iterable[Path]) -> bool:
+    """Whether `from_fields_v1(fields)` holds a path at or below one of `prefixes`."""
+    for prefix in prefixes:
+        if not prefix:
+            if has_members(fields):
+                return True
+            continue
+        sub = _subtree(fields, prefix)
+        if sub is not _ABSENT and (not sub or has_members(sub)):
+            return True
+    return False
 
 
 _ABSENT: Any = object()
 
 
-def _subtree(fields: Any, path: Path) -> Any:
+def _subtree(fields: dict[str, Any], path: Path) -> Any:
     """The FieldsV1 node at `path`, or _ABSENT (`from_fields_v1` descends dicts only)."""
-    node = fields
+    node: Any = fields
     for element in path:
-        if not isinstance(node, dict) or element == ".":
+        if type(node) is not dict or element == ".":
             return _ABSENT
         node = node.get(element, _ABSENT)
         if node is _ABSENT:

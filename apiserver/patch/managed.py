@@ -10,7 +10,6 @@ subresource, as kube-apiserver sorts it.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
 from typing import Any
 
 from draemu.apiserver.patch import fieldpath
@@ -27,22 +26,71 @@ MAX_UPDATE_MANAGERS = 10
 ANCIENT = "ancient-changes"
 
 
-@dataclass
 class Entry:
-    manager: str
-    operation: str
-    api_version: str
-    time: str
-    fields: FieldSet = field(default_factory=set)
-    subresource: str = ""
-    # The stored fieldsV1 and the set it decoded to: re-encoding is skipped while the
-    # fields stay the same (most entries of most writes).
-    stored: tuple[dict[str, Any], FieldSet] | None = None
+    """One manager's entry. Its field set is decoded from the stored `fieldsV1` only
+    when a write touches the entry (most writes touch one or two of several), and an
+    entry whose fields end up as stored keeps its stored `fieldsV1` as is."""
+
+    __slots__ = ("_fields", "_stored_set", "api_version", "manager", "operation", "stored",
+                 "subresource", "time")
+
+    def __init__(self, manager: str, operation: str, api_version: str, time: str,
+                 fields: FieldSet | None = None, subresource: str = "",
+                 stored: dict[str, Any] | None = None) -> None:
+        self.manager = manager
+        self.operation = operation
+        self.api_version = api_version
+        self.time = time
+        self.subresource = subresource
+        # The stored fieldsV1, and the set it decodes to once decoded; `_fields` is None
+        # until then.
+        self.stored = stored
+        self._stored_set: FieldSet | None = None
+        if fields is None and stored is None:
+            fields = set()
+        self._fields = fields
+
+    @property
+    def fields(self) -> FieldSet:
+        if self._fields is None:
+            self._stored_set = fieldpath.from_fields_v1(self.stored)
+            self._fields = set(self._stored_set)
+        return self._fields
+
+    @fields.setter
+    def fields(self, value: FieldSet) -> None:
+        self._fields = value
 
     @property
     def identity(self) -> tuple[str, str, str, str]:
         version = "" if self.operation == APPLY else self.api_version
         return (self.manager, self.operation, version, self.subresource)
+
+    def has_fields(self) -> bool:
+        if self._fields is None:
+            return fieldpath.has_members(self.stored)
+        return bool(self._fields)
+
+    def release(self, owned: FieldSet, removed: FieldSet) -> None:
+        """Give up the fields in `owned` and every field at or below one in `removed`."""
+        if self._fields is None and not self._holds_any(owned, removed):
+            return
+        if removed:
+            self.fields = {p for p in self.fields
+                           if p not in owned and not fieldpath.under(p, removed)}
+        else:
+            self.fields = self.fields - owned
+
+    def _holds_any(self, owned: FieldSet, removed: FieldSet) -> bool:
+        """Whether the stored fields hold a path of `owned`, or one at or below a path of
+        `removed` (read from the stored FieldsV1 without decoding it)."""
+        return (fieldpath.owns_any(self.stored, owned)
+                or fieldpath.owns_any_under(self.stored, removed))
+
+    def detach(self) -> None:
+        """Forget the stored form: the entry is encoded from its fields."""
+        self._fields = self.fields  # decoded while the stored form is still there
+        self.stored = self._stored_set = None
 
     def encode(self) -> dict[str, Any]:
         out: dict[str, Any] = {"manager": self.manager, "operation": self.operation,
@@ -50,10 +98,11 @@ class Entry:
         if self.time:
             out["time"] = self.time
         out["fieldsType"] = "FieldsV1"
-        if self.stored is not None and self.stored[1] == self.fields:
-            out["fieldsV1"] = self.stored[0]
+        if self._fields is None or (self.stored is not None
+                                    and self._stored_set == self._fields):
+            out["fieldsV1"] = self.stored
         else:
-            out["fieldsV1"] = fieldpath.to_fields_v1(self.fields)
+            out["fieldsV1"] = fieldpath.to_fields_v1(self._fields)
         if self.subresource:
             out["subresource"] = self.subresource
         return out
@@ -69,16 +118,14 @@ def decode(obj: dict[str, Any] | None) -> list[Entry]:
     for item in raw:
         if not isinstance(item, dict) or not item.get("manager"):
             continue  # `[{}]` is how users wipe managedFields
-        fields = fieldpath.from_fields_v1(item.get("fieldsV1"))
         entries.append(Entry(item["manager"], item.get("operation", UPDATE),
-                             item.get("apiVersion", ""), item.get("time", ""), fields,
-                             item.get("subresource", ""),
-                             (item.get("fieldsV1") or {}, set(fields))))
+                             item.get("apiVersion", ""), item.get("time", ""), None,
+                             item.get("subresource", ""), item.get("fieldsV1") or {}))
     return entries
 
 
 def encode(entries: list[Entry]) -> list[dict[str, Any]]:
-    kept = [e for e in entries if e.fields]
+    kept = [e for e in entries if e.has_fields()]
     kept.sort(key=lambda e: (e.operation, e.time, e.manager, e.api_version, e.subresource))
     return [e.encode() for e in kept]
 
@@ -143,8 +190,7 @@ def update_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], manag
     if changes:
         owned = changes.added | changes.modified
         for entry in entries:
-            entry.fields = {p for p in entry.fields
-                            if p not in owned and not fieldpath.under(p, changes.removed)}
+            entry.release(owned, changes.removed)
         mine = find(entries, manager, operation, api_version or new.get("apiVersion", ""),
                     subresource, time or now())
         mine.fields |= owned
@@ -158,7 +204,9 @@ def cap_update_entries(entries: list[Entry]) -> list[Entry]:
     """Fold the oldest Update entries into per-version `ancient-changes` entries until
     at most MAX_UPDATE_MANAGERS Update entries are left (entries with no fields don't
     count: they are dropped anyway)."""
-    updates = [e for e in entries if e.operation == UPDATE and e.fields]
+    if sum(e.operation == UPDATE for e in entries) <= MAX_UPDATE_MANAGERS:
+        return entries  # the usual case, decided without looking at any fields
+    updates = [e for e in entries if e.operation == UPDATE and e.has_fields()]
     excess = len(updates) - MAX_UPDATE_MANAGERS
     if excess <= 0:
         return entries
@@ -173,7 +221,8 @@ def cap_update_entries(entries: list[Entry]) -> list[Entry]:
             first_of_version[entry.api_version] = entry
             continue
         if first.manager != ANCIENT:
-            first.manager, first.subresource, first.stored = ANCIENT, "", None
+            first.manager, first.subresource = ANCIENT, ""
+            first.detach()
         first.fields = first.fields | entry.fields
         first.time = entry.time  # the bucket is as recent as what it last took in
         gone.append(entry)
