@@ -12,6 +12,7 @@ from typing import Any
 from draemu.api.errors import StatusError, bad_request, invalid_object
 from draemu.apiserver import timestamps
 from draemu.apiserver.scope import Scope
+from draemu.apiserver.storage import Storage
 
 Obj = dict[str, Any]
 
@@ -26,9 +27,17 @@ def directive(scope: Scope) -> str:
     return value
 
 
-def check(scope: Scope, obj: Obj, mode: str) -> Obj:
-    """Check JSON types, then apply `mode` to `obj` (in the request's version); returns
-    the object to use."""
+def cached(scope: Scope, storage: Storage) -> Obj | None:
+    """The object a write changes as the watch cache has it, for `check`'s `old`: not
+    necessarily the newest revision, but any stored revision was checked."""
+    return storage.cache.get(scope.resource.key(scope.namespace, scope.name))
+
+
+def check(scope: Scope, obj: Obj, mode: str, old: Obj | None = None) -> Obj:
+    """Check JSON types, drop null struct fields, rewrite timestamps, then apply `mode`
+    to the unknown fields of `obj` (in the request's version); returns the object to
+    use. `old` is a stored revision of the object `obj` changes, or None: when it is in
+    the request's version, what `obj` has strictly equal to it was checked already."""
     from draemu.openapi import schemas
 
     group, version, kind = scope.resource.group, scope.version, scope.resource.kind
@@ -40,13 +49,16 @@ def check(scope: Scope, obj: Obj, mode: str) -> Obj:
         raise invalid_object(kind, group, name, obsolete)
     if not schemas.has_kind(group, version, kind):
         return obj
-    type_error = schemas.type_error(group, version, kind, obj)
-    if type_error:
+    if not scope.stored_as_served:
+        old = None
+    found = schemas.check_request(group, version, kind, obj, old, timestamps.format_value)
+    if found.type_error:
         raise StatusError(400, "BadRequest", f'{kind} in version "{version}" cannot be handled '
-                          f"as a {kind}: {type_error}")
-    schemas.drop_nulls(group, version, kind, obj)
-    timestamps.normalize(group, version, kind, obj)
-    unknown = schemas.unknown_fields(group, version, kind, obj)
+                          f"as a {kind}: {found.type_error}")
+    if found.bad_time:
+        # Upstream names the first bad time in its own (schema) order: the full walk's.
+        timestamps.normalize(group, version, kind, obj)
+    unknown = found.unknown
     if not unknown:
         return obj
     messages = [schemas.strict_message(path) for path in unknown]

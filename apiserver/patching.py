@@ -129,7 +129,7 @@ async def patch(scope: Scope, storage: Storage) -> web.Response:
             patched = apply_patch(scope, ctype, current, body)
             if not isinstance(patched, dict):
                 raise bad_request("the patched object is not an object")
-            patched = fieldvalidation.check(scope, patched, mode)
+            patched = fieldvalidation.check(scope, patched, mode, old)
         _check_precondition(scope, patched, old)
         scope.check_type_meta(patched)
         return to_storage(scope, patched)

@@ -319,7 +319,7 @@ async def update(scope: Scope, storage: Storage) -> web.Response:
     mode = fieldvalidation.directive(scope)
     manager = managedfields.manager(scope)
     scope.check_type_meta(body)
-    body = fieldvalidation.check(scope, body, mode)
+    body = fieldvalidation.check(scope, body, mode, fieldvalidation.cached(scope, storage))
     meta = _meta(body)
     if meta.get("name") and meta["name"] != scope.name:
         raise bad_request(f"the name of the object ({meta['name']}) does not match the name "

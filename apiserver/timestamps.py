@@ -10,7 +10,7 @@ plan of each definition is computed once.
 from __future__ import annotations
 
 import datetime
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from draemu.api.errors import StatusError
@@ -73,14 +73,25 @@ def _fields(name: str) -> dict[str, Plan]:
         _visiting.discard(name)
 
 
-def _format(value: Any, micro: bool, path: str) -> str:
-    t = parse_time(value) if isinstance(value, str) else None
+@lru_cache(maxsize=4096)
+def format_value(value: str, micro: bool) -> str | None:
+    """`value` as a Go server writes a Time (or a MicroTime when `micro`); None when it is
+    no RFC 3339 time. Cached: the objects of one second carry the same times."""
+    t = parse_time(value)
     if t is None:
-        raise _BadTime(value, path)
+        return None
     t = t.astimezone(datetime.UTC)
-    if micro:
-        return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+    # Go pads years to four digits ("0999"); strftime's %Y does not.
+    text = (f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:"
+            f"{t.second:02d}")
+    return f"{text}.{t.microsecond:06d}Z" if micro else f"{text}Z"
+
+
+def _format(value: Any, micro: bool, path: str) -> str:
+    formatted = format_value(value, micro) if isinstance(value, str) else None
+    if formatted is None:
+        raise _BadTime(value, path)
+    return formatted
 
 
 class _BadTime(Exception):

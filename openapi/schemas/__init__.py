@@ -7,6 +7,7 @@ definition names (`io.k8s.api.core.v1.Pod`, `io.k8s.apimachinery.pkg.apis.meta.v
     definition(name) -> dict
     for_kind(group, version, kind) -> (name, dict)
     unknown_fields(group, version, kind, obj) -> [".spec.foo", ...]
+    check_request(group, version, kind, obj, old, format_time) -> Findings (one pass)
     prune(group, version, kind, obj) -> obj without unknown fields
     patch_meta(group, version, kind) -> SchemaNode (patch strategies, list and map types)
 """
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from draemu.openapi.schemas.fields import (
+    Findings,
+    TimeFormatter,
     drop_null_fields,
     duplicate_fields,
     find_unknown,
@@ -28,6 +31,7 @@ from draemu.openapi.schemas.fields import (
     strict_errors,
     strict_message,
 )
+from draemu.openapi.schemas.fields import check_request as check_request_of
 from draemu.openapi.schemas.node import SchemaNode
 
 DATA_DIR = Path(__file__).parent
@@ -36,7 +40,9 @@ REF_PREFIX = "#/components/schemas/"
 __all__ = [
     "DATA_DIR",
     "REF_PREFIX",
+    "Findings",
     "SchemaNode",
+    "check_request",
     "definition",
     "definitions",
     "duplicate_fields",
@@ -127,6 +133,14 @@ def type_error(group: str, version: str, kind: str, obj: Any) -> str | None:
     replicas of type int32`); kube-apiserver answers 400 `<Kind> in version "<v>" cannot
     be handled as a <Kind>: <that text>`. None when every value fits."""
     return first_type_error(patch_meta(group, version, kind), obj, kind)
+
+
+def check_request(group: str, version: str, kind: str, obj: dict[str, Any],
+                  old: dict[str, Any] | None, format_time: TimeFormatter) -> Findings:
+    """`type_error`, `drop_nulls`, timestamp rewriting and `unknown_fields` of a request
+    body in one pass; subtrees strictly equal to those of `old` (a stored object of the
+    same version, or None) are taken as checked. See `fields.check_request`."""
+    return check_request_of(patch_meta(group, version, kind), obj, old, kind, format_time)
 
 
 def drop_nulls(group: str, version: str, kind: str, obj: Any) -> None:

@@ -8,9 +8,25 @@ the fields appear in the document.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-from draemu.openapi.schemas.node import LIST, MAP, STRUCT, SchemaNode
+import orjson
+
+from draemu.openapi.schemas.node import (
+    LIST,
+    MAP,
+    MICRO,
+    NOTHING,
+    STRUCT,
+    TIME,
+    WALK_LIST,
+    WALK_MAP,
+    WALK_STRUCT,
+    Plan,
+    SchemaNode,
+)
 
 MAX_ERRORS = 100
 
@@ -176,6 +192,147 @@ def _go_type_of(target: dict[str, Any], node: SchemaNode | None = None) -> str:
     if "additionalProperties" in target and node is not None:
         return "map[string]" + _go_type(node.field(""))
     return "interface {}"
+
+
+# One request check: every walk over a body in one pass -------------------------------
+
+# Rewrites a Time (micro=False) or MicroTime value in the server's form; None when the
+# value is no time.
+TimeFormatter = Callable[[str, bool], "str | None"]
+
+
+@dataclass
+class Findings:
+    """What one pass over a request body found (see `check_request`)."""
+
+    type_error: str | None = None
+    bad_time: bool = False
+    unknown: list[str] = field(default_factory=list)
+
+
+def check_request(node: SchemaNode, obj: dict[str, Any], old: dict[str, Any] | None,
+                  kind: str, format_time: TimeFormatter) -> Findings:
+    """`first_type_error`, `drop_null_fields`, timestamp rewriting (`format_time`) and
+    `find_unknown` in one walk over `obj`, with the same answers.
+
+    `old` is an object the server stored, in the same version as `obj`: it was checked
+    on its way in, so a subtree of `obj` strictly equal to the same subtree of `old` is
+    known to fit, has no null struct field, no time to rewrite and no unknown field,
+    and is skipped. The walk stops at the first type error, which is then worded by
+    `first_type_error` (a failing request may take the slow road)."""
+    plan, walk = node.plan(), _Walk(format_time)
+    if not _fits(plan, obj):
+        return Findings(first_type_error(node, obj, kind))
+    if plan.action in (WALK_STRUCT, WALK_MAP) and (old is None or not _same(obj, old)) \
+            and walk.struct_or_map(plan, obj, old, ""):
+        return Findings(first_type_error(node, obj, kind))
+    if walk.bad_time:
+        return Findings(None, True)
+    # Times are rewritten only when all are good: the caller then finds the first bad one
+    # in the object as sent (a rewritten time need not parse twice, e.g. year 999).
+    for parent, key, formatted in walk.rewrites:
+        parent[key] = formatted
+    return Findings(None, False, walk.unknown)
+
+
+def _fits(plan: Plan, value: Any) -> bool:
+    types = plan.types
+    return types is None or type(value) in types or plan.fits(value)
+
+
+def _same(value: Any, old: Any) -> bool:
+    """Whether a subtree of a request can be skipped: equal to the stored one with the
+    same JSON types (`==` alone takes true for 1 and 1.0 for 1), and without nulls (a
+    stored object may hold null struct fields, which a request must lose)."""
+    if value != old:
+        return False
+    try:
+        text = orjson.dumps(value)
+        return b"null" not in text and (value is old or text == orjson.dumps(old))
+    except orjson.JSONEncodeError:  # not plain JSON data: check it
+        return False
+
+
+class _Walk:
+    """The state of one pass; each walk returns True when it met a type error."""
+
+    __slots__ = ("bad_time", "format_time", "rewrites", "seen", "unknown")
+
+    def __init__(self, format_time: TimeFormatter) -> None:
+        self.format_time = format_time
+        self.bad_time = False
+        self.rewrites: list[tuple[Any, Any, str]] = []
+        self.unknown: list[str] = []
+        self.seen: set[str] = set()
+
+    def add_unknown(self, path: str) -> None:
+        if len(self.unknown) < MAX_ERRORS and path not in self.seen:
+            self.seen.add(path)
+            self.unknown.append(path)
+
+    def struct_or_map(self, plan: Plan, value: dict[str, Any], old: Any, path: str) -> bool:
+        if plan.action == WALK_MAP:
+            return self.map(plan.values, value, old, path)
+        fields = plan.fields
+        nulls: list[str] = []
+        old = old if isinstance(old, dict) else None
+        for key, sub in value.items():
+            if sub is None:
+                nulls.append(key)  # Go reads a null struct field as absent, known or not
+                continue
+            child = fields.get(key)
+            if child is None:
+                self.add_unknown(f"{path}.{key}")
+                continue
+            prior = old.get(key) if old is not None else None
+            if self.member(child, value, key, sub, prior, path):
+                return True
+        for key in nulls:
+            del value[key]
+        return False
+
+    def map(self, plan: Plan, value: dict[str, Any], old: Any, path: str) -> bool:
+        old = old if isinstance(old, dict) else None
+        for key, sub in value.items():
+            if sub is not None:
+                prior = old.get(key) if old is not None else None
+                if self.member(plan, value, key, sub, prior, path):
+                    return True
+        return False
+
+    def list(self, plan: Plan, value: list[Any], old: Any, path: str) -> bool:
+        old = old if isinstance(old, list) else ()
+        size = len(old)
+        for i, sub in enumerate(value):
+            if sub is not None:
+                prior = old[i] if i < size else None
+                if self.member(plan, value, i, sub, prior, path):
+                    return True
+        return False
+
+    def member(self, plan: Plan, parent: Any, key: Any, value: Any, old: Any,
+               path: str) -> bool:
+        """Check `parent[key]` (`value`, not None) against `plan`; `path` is the
+        parent's."""
+        types = plan.types
+        if types is not None and type(value) not in types and not plan.fits(value):
+            return True
+        action = plan.action
+        if action == NOTHING:
+            return False
+        if action >= TIME:
+            formatted = self.format_time(value, action == MICRO)
+            if formatted is None:
+                self.bad_time = True
+            elif formatted != value:
+                self.rewrites.append((parent, key, formatted))
+            return False
+        if old is not None and _same(value, old):
+            return False
+        here = f"{path}[{key}]" if isinstance(parent, list) else f"{path}.{key}"
+        if action == WALK_LIST:
+            return self.list(plan.items, value, old, here)
+        return self.struct_or_map(plan, value, old, here)
 
 
 class _Pairs(dict):  # type: ignore[type-arg]

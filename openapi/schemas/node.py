@@ -20,7 +20,7 @@ class SchemaNode:
     """Nodes build their children lazily and keep them, so a kind's tree of nodes is
     built once (roots are cached by `schemas.patch_meta`) and walks are cheap."""
 
-    __slots__ = ("_children", "_items", "_resolve", "_schema", "_shape", "_target")
+    __slots__ = ("_children", "_items", "_plan", "_resolve", "_schema", "_shape", "_target")
 
     def __init__(self, schema: dict[str, Any] | None, resolve: Resolver) -> None:
         self._schema = schema
@@ -29,6 +29,7 @@ class SchemaNode:
         self._shape: str | None = None
         self._children: dict[str, SchemaNode] = {}
         self._items: SchemaNode | None = None
+        self._plan: Plan | None = None
 
     @classmethod
     def open(cls) -> SchemaNode:
@@ -40,12 +41,18 @@ class SchemaNode:
     @property
     def target(self) -> dict[str, Any]:
         if self._target is None:
-            schema = self._schema or {}
-            ref = schema.get("$ref")
-            if ref is None and len(schema.get("allOf", ())) == 1:
-                ref = schema["allOf"][0].get("$ref")
-            self._target = self._resolve(ref) if ref else schema
+            ref = self.ref
+            self._target = self._resolve(ref) if ref else (self._schema or {})
         return self._target
+
+    @property
+    def ref(self) -> str | None:
+        """The `$ref` (or single `allOf` reference) of the node's own schema."""
+        schema = self._schema or {}
+        ref = schema.get("$ref")
+        if ref is None and len(schema.get("allOf", ())) == 1:
+            ref = schema["allOf"][0].get("$ref")
+        return ref
 
     def _ext(self, key: str) -> Any:
         own = (self._schema or {}).get(key)
@@ -107,6 +114,12 @@ class SchemaNode:
             self._items = SchemaNode(items, self._resolve)
         return self._items
 
+    def plan(self) -> Plan:
+        """The node's tree precomputed for one-pass request checks (built once)."""
+        if self._plan is None:
+            self._plan = _compile(self, {})
+        return self._plan
+
     # Patch metadata ------------------------------------------------------------------
     @property
     def patch_strategies(self) -> list[str]:
@@ -145,6 +158,83 @@ class SchemaNode:
         """The declared default of a struct field (list-map keys may rely on it)."""
         sub = self.properties.get(name) or {}
         return sub.get("default")
+
+
+# What a request check does below a node, once its JSON type fits.
+NOTHING, WALK_STRUCT, WALK_MAP, WALK_LIST, TIME, MICRO = range(6)
+
+_TIME_REFS = {"#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.Time": TIME,
+              "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime": MICRO}
+# The Python types of decoded JSON that fit a schema type exactly (bool is no integer).
+_EXACT_TYPES: dict[str, frozenset[type]] = {
+    "string": frozenset({str}), "boolean": frozenset({bool}), "integer": frozenset({int}),
+    "number": frozenset({int, float}), "object": frozenset({dict}),
+    "array": frozenset({list})}
+
+
+class Plan:
+    """A schema node as the request check needs it: plain attributes instead of computed
+    properties, so that walking a body is dict lookups and type tests.
+
+    `action` says what to do with a value whose type fits; `types` are the exact Python
+    types that fit (None: anything does; other values go through `fits`, which answers
+    for subclasses as `isinstance` would); `expected` is the JSON type `fits` checks."""
+
+    __slots__ = ("action", "expected", "fields", "items", "types", "values")
+
+    def __init__(self) -> None:
+        self.action = NOTHING
+        self.expected = ""
+        self.types: frozenset[type] | None = None
+        self.fields: dict[str, Plan] = {}
+        self.values: Plan = self
+        self.items: Plan = self
+
+    def fits(self, value: Any) -> bool:
+        """Whether a value not of an exact type fits, as Go's decoder decides."""
+        expected = self.expected
+        if expected == "object":
+            return isinstance(value, dict)
+        if expected == "array":
+            return isinstance(value, list)
+        if expected == "string":
+            return isinstance(value, str)
+        if expected == "boolean" or isinstance(value, bool):
+            return expected == "boolean" and isinstance(value, bool)
+        if expected == "integer":
+            return isinstance(value, int)
+        return isinstance(value, (int, float))  # a number
+
+
+def _compile(node: SchemaNode, plans: dict[int, Plan]) -> Plan:
+    """`plans` holds the plan of each schema already compiled (by identity), which ends
+    the recursion of recursive schemas and shares the plans of shared definitions."""
+    key = id(node._schema)
+    plan = plans.get(key)
+    if plan is not None:
+        return plan
+    plan = plans[key] = Plan()
+    if node.is_open:
+        return plan
+    target = node.target
+    if "oneOf" in target or target.get("format") == "int-or-string":
+        return plan  # Quantity and IntOrString take strings and numbers (always scalars)
+    shape = node.shape
+    if shape == STRUCT:
+        plan.action, plan.expected = WALK_STRUCT, "object"
+        plan.fields = {name: _compile(node.field(name) or _OPEN, plans)
+                       for name in node.properties}
+    elif shape == MAP:
+        plan.action, plan.expected = WALK_MAP, "object"
+        plan.values = _compile(node.field("") or _OPEN, plans)
+    elif shape == LIST:
+        plan.action, plan.expected = WALK_LIST, "array"
+        plan.items = _compile(node.items(), plans)
+    else:
+        plan.expected = target.get("type") or ""
+        plan.action = _TIME_REFS.get(node.ref or "", NOTHING)
+    plan.types = _EXACT_TYPES.get(plan.expected)
+    return plan
 
 
 def _no_references(name: str) -> dict[str, Any]:
