@@ -38,10 +38,13 @@ def field(name: str) -> str:
 def key(values: dict[str, Any]) -> str:
     # List-map keys are nearly always strings: their JSON is that of each string, which
     # `encode_basestring` (what the encoder calls for them) gives without the encoder.
-    if all(type(k) is str and type(v) is str for k, v in values.items()):
-        return "k:{" + ",".join([f"{encode_basestring(k)}:{encode_basestring(values[k])}"
-                                 for k in sorted(values)]) + "}"
-    return f"k:{compact(values)}"
+    parts = []
+    for name in sorted(values):
+        item = values[name]
+        if type(name) is not str or type(item) is not str:
+            return f"k:{compact(values)}"
+        parts.append(f"{encode_basestring(name)}:{encode_basestring(item)}")
+    return "k:{" + ",".join(parts) + "}"
 
 
 def value(item: Any) -> str:

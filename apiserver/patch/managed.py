@@ -14,7 +14,7 @@ from typing import Any
 
 from draemu.apiserver.patch import fieldpath
 from draemu.apiserver.patch.fieldpath import FieldSet
-from draemu.apiserver.patch.typed import compare
+from draemu.apiserver.patch.typed import compare, created_fields_v1
 from draemu.openapi import schemas
 from draemu.openapi.schemas.node import SchemaNode
 
@@ -186,6 +186,9 @@ def update_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], manag
     """
     node = schema if schema is not None else schema_of(new)
     entries = _base_entries(old, new)
+    if old is None and not entries and _record_create(new, node, manager, operation,
+                                                      api_version, time, subresource):
+        return new
     changes = compare(old or {}, new, node)
     if changes:
         owned = changes.added | changes.modified
@@ -198,6 +201,21 @@ def update_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], manag
         entries = cap_update_entries(entries)
     store(new, entries)
     return new
+
+
+def _record_create(new: dict[str, Any], node: SchemaNode, manager: str, operation: str,
+                   api_version: str | None, time: str | None, subresource: str) -> bool:
+    """A create with no entries to start from: the manager owns everything set, its
+    FieldsV1 built in one walk. False when the walk cannot build it."""
+    fields = created_fields_v1(new, node)
+    if fields is None:
+        return False
+    entries = []
+    if fields:
+        entries.append(Entry(manager, operation, api_version or new.get("apiVersion", ""),
+                             time or now(), None, subresource, fields))
+    store(new, entries)
+    return True
 
 
 def cap_update_entries(entries: list[Entry]) -> list[Entry]:

@@ -319,6 +319,57 @@ def _everything(value: Any, info: _Info, prefix: Path, out: FieldSet, member: bo
         out.update((*prefix, fieldpath.value(item)) for item in value)
 
 
+def created_fields_v1(obj: Any, node: SchemaNode) -> dict[str, Any] | None:
+    """The FieldsV1 of what creating `obj` sets (`to_fields_v1(compare({}, obj,
+    node).added)`), built in one walk, ordered as it goes. None when the walk cannot
+    build it alone (an object that is not a struct, list-map items sharing a key)."""
+    info = _info(node)
+    if not isinstance(obj, dict) or info.dict_kind != GRANULAR:
+        return None
+    try:
+        return _created(obj, info, False, IGNORED_TOP) or {}
+    except _SharedKey:
+        return None
+
+
+class _SharedKey(Exception):
+    """Two items of a list map with one key: their fields merge, which `_created` does
+    not do."""
+
+
+def _created(value: Any, info: _Info, member: bool, skip: frozenset[str],
+             ) -> dict[str, Any] | None:
+    """The FieldsV1 node of a value created whole (see `_everything`); None when it
+    holds no field at all."""
+    kind = info.kind(value)
+    children: dict[str, Any] = {}
+    if kind == GRANULAR:
+        for name in sorted(value):  # "f:" elements sort as their names
+            if name in skip:
+                continue
+            sub = value[name]
+            if isinstance(sub, (dict, list)):
+                sub_info, sub_member = info.child(name)
+                below = IGNORED_META if skip is IGNORED_TOP and name == "metadata" else _NOTHING
+                fields = _created(sub, sub_info, sub_member, below)
+                if fields is not None:
+                    children[f"f:{name}"] = fields
+            else:
+                children[f"f:{name}"] = {}
+    elif kind == LIST_MAP:
+        items = info.items()
+        keyed = {info.item_key(item): item for item in value}
+        if len(keyed) != len(value):
+            raise _SharedKey
+        for k in sorted(keyed):
+            children[k] = _created(keyed[k], items, True, _NOTHING)
+    elif kind == SET:
+        children = {v: {} for v in sorted({fieldpath.value(item) for item in value})}
+    if not children:
+        return {} if member or kind == ATOMIC else None
+    return {".": {}, **children} if member else children
+
+
 def merge(live: Any, config: Any, node: SchemaNode) -> Any:
     """`live` with an applied configuration merged in (new values win; list maps merge
     by key, sets by value; atomic values are replaced). `live` is not changed."""

@@ -133,6 +133,13 @@ def test_a_history_of_writes_records_what_the_reference_records(writes):
         live = slow
 
 
+@SETTINGS
+@given(objects, st.sampled_from(["", "status"]))
+def test_a_create_records_what_the_reference_records(obj, subresource):
+    fast, slow = both(None, obj, "creator", obj["apiVersion"], TIMES[0], subresource)
+    assert dumped(fast) == dumped(slow)
+
+
 def test_a_scheduled_pod_records_what_the_reference_records():
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
            "spec": {"containers": [{"name": "c", "image": "pause",
