@@ -13,6 +13,7 @@ from draemu.api.errors import StatusError, bad_request, invalid_object
 from draemu.apiserver import timestamps
 from draemu.apiserver.scope import Scope
 from draemu.apiserver.storage import Storage
+from draemu.openapi import schemas
 
 Obj = dict[str, Any]
 
@@ -38,8 +39,6 @@ def check(scope: Scope, obj: Obj, mode: str, old: Obj | None = None) -> Obj:
     to the unknown fields of `obj` (in the request's version); returns the object to
     use. `old` is a stored revision of the object `obj` changes, or None: when it is in
     the request's version, what `obj` has strictly equal to it was checked already."""
-    from draemu.openapi import schemas
-
     group, version, kind = scope.resource.group, scope.version, scope.resource.kind
     # Fields a newer release removed: tell which field replaced them before they are
     # refused or dropped as unknown.

@@ -21,7 +21,6 @@ from draemu.openapi.schemas.node import (
     NOTHING,
     STRUCT,
     TIME,
-    WALK_LIST,
     WALK_MAP,
     WALK_STRUCT,
     Plan,
@@ -223,8 +222,8 @@ def check_request(node: SchemaNode, obj: dict[str, Any], old: dict[str, Any] | N
     plan, walk = node.plan(), _Walk(format_time)
     if not _fits(plan, obj):
         return Findings(first_type_error(node, obj, kind))
-    if plan.action in (WALK_STRUCT, WALK_MAP) and (old is None or not _same(obj, old)) \
-            and walk.struct_or_map(plan, obj, old, ""):
+    if plan.action == WALK_STRUCT and (old is None or not _same(obj, old)) \
+            and walk.struct(plan, obj, old, ""):
         return Findings(first_type_error(node, obj, kind))
     if walk.bad_time:
         return Findings(None, True)
@@ -270,9 +269,8 @@ class _Walk:
             self.seen.add(path)
             self.unknown.append(path)
 
-    def struct_or_map(self, plan: Plan, value: dict[str, Any], old: Any, path: str) -> bool:
-        if plan.action == WALK_MAP:
-            return self.map(plan.values, value, old, path)
+    # The loops test types inline: most members are scalars, which need nothing else.
+    def struct(self, plan: Plan, value: dict[str, Any], old: Any, path: str) -> bool:
         fields = plan.fields
         nulls: list[str] = []
         old = old if isinstance(old, dict) else None
@@ -284,42 +282,48 @@ class _Walk:
             if child is None:
                 self.add_unknown(f"{path}.{key}")
                 continue
-            prior = old.get(key) if old is not None else None
-            if self.member(child, value, key, sub, prior, path):
+            types = child.types
+            if types is not None and type(sub) not in types and not child.fits(sub):
+                return True
+            if child.action != NOTHING and self.descend(
+                    child, value, key, sub, old.get(key) if old is not None else None, path):
                 return True
         for key in nulls:
             del value[key]
         return False
 
     def map(self, plan: Plan, value: dict[str, Any], old: Any, path: str) -> bool:
+        types, action = plan.types, plan.action
         old = old if isinstance(old, dict) else None
         for key, sub in value.items():
-            if sub is not None:
-                prior = old.get(key) if old is not None else None
-                if self.member(plan, value, key, sub, prior, path):
-                    return True
+            if sub is None:
+                continue
+            if types is not None and type(sub) not in types and not plan.fits(sub):
+                return True
+            if action != NOTHING and self.descend(
+                    plan, value, key, sub, old.get(key) if old is not None else None, path):
+                return True
         return False
 
     def list(self, plan: Plan, value: list[Any], old: Any, path: str) -> bool:
+        types, action = plan.types, plan.action
         old = old if isinstance(old, list) else ()
         size = len(old)
         for i, sub in enumerate(value):
-            if sub is not None:
-                prior = old[i] if i < size else None
-                if self.member(plan, value, i, sub, prior, path):
-                    return True
+            if sub is None:
+                continue
+            if types is not None and type(sub) not in types and not plan.fits(sub):
+                return True
+            if action != NOTHING and self.descend(
+                    plan, value, i, sub, old[i] if i < size else None, path):
+                return True
         return False
 
-    def member(self, plan: Plan, parent: Any, key: Any, value: Any, old: Any,
-               path: str) -> bool:
-        """Check `parent[key]` (`value`, not None) against `plan`; `path` is the
-        parent's."""
-        types = plan.types
-        if types is not None and type(value) not in types and not plan.fits(value):
-            return True
+    def descend(self, plan: Plan, parent: Any, key: Any, value: Any, old: Any,
+                path: str) -> bool:
+        """Rewrite the time or walk the container `parent[key]` (`value`, of a type that
+        fits `plan`); `path` is the parent's."""
         action = plan.action
-        if action == NOTHING:
-            return False
         if action >= TIME:
             formatted = self.format_time(value, action == MICRO)
             if formatted is None:
@@ -330,9 +334,11 @@ class _Walk:
         if old is not None and _same(value, old):
             return False
         here = f"{path}[{key}]" if isinstance(parent, list) else f"{path}.{key}"
-        if action == WALK_LIST:
-            return self.list(plan.items, value, old, here)
-        return self.struct_or_map(plan, value, old, here)
+        if action == WALK_STRUCT:
+            return self.struct(plan, value, old, here)
+        if action == WALK_MAP:
+            return self.map(plan.values, value, old, here)
+        return self.list(plan.items, value, old, here)
 
 
 class _Pairs(dict):  # type: ignore[type-arg]
