@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import os
 import secrets
+import shutil
 import ssl
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,9 +96,10 @@ class APIServer:
         self._runner: web.AppRunner | None = None
         self._cache: WatchCache | None = None
         self.api: API | None = None
-        # An abstract unix socket (Linux) for components in this process: plain HTTP
-        # with a per-identity random token, so they skip TLS on both ends.
+        # A unix socket for components in this process: plain HTTP with a per-identity
+        # random token, so they skip TLS on both ends.
         self.loopback_path = ""
+        self._loopback_dir: str | None = None
         self._loopback_tokens: dict[tuple[str, tuple[str, ...]], str] = {}
 
     # Addresses and credentials ---------------------------------------------------------------
@@ -209,11 +213,21 @@ class APIServer:
         assert server is not None and server.sockets
         self.port = server.sockets[0].getsockname()[1]
         self.api.server_address = f"{opts.address}:{self.port}"
-        # A leading NUL makes the name abstract: nothing on disk, gone with the process.
-        self.loopback_path = f"\0draemu-apiserver-{secrets.token_hex(8)}"
+        self.loopback_path = self._loopback_socket_path()
         await web.UnixSite(self._runner, self.loopback_path).start()
+        os.chmod(self.loopback_path, 0o600)
         self.write_kubeconfig(self.kubeconfig_path)
         self.api.ready.set()
+
+    def _loopback_socket_path(self) -> str:
+        """The loopback socket's file: in the data directory (the data-dir lock keeps
+        it ours), or a private temporary directory when that path is too long for a
+        unix socket address (108 bytes on Linux)."""
+        path = self.data_dir / "apiserver.sock"
+        if len(os.fsencode(path)) < 100:
+            return str(path)
+        self._loopback_dir = tempfile.mkdtemp(prefix="draemu-")
+        return os.path.join(self._loopback_dir, "apiserver.sock")
 
     async def stop(self) -> None:
         """Graceful: stop accepting, end watches, let in-flight requests finish, close
@@ -234,6 +248,12 @@ class APIServer:
         if self.store is not None and self._owns_store:
             await self.store.close()
         self.store = None
+        if self.loopback_path:
+            Path(self.loopback_path).unlink(missing_ok=True)
+            self.loopback_path = ""
+        if self._loopback_dir is not None:
+            shutil.rmtree(self._loopback_dir, ignore_errors=True)
+            self._loopback_dir = None
 
 
 def _ssl_context(p: pki.PKI) -> ssl.SSLContext:

@@ -6,8 +6,10 @@ selector. The resource-claim controller turns templates into claims; the schedul
 allocates and binds. Figure: pods scheduled per second end to end (from the first pod
 created until every pod is bound and every claim allocated).
 
-The apiserver (with the resource-claim controller) runs in a child process and the
-scheduler in this one, so that the two can use two cores.
+The apiserver (with the resource-claim controller on its loopback socket) runs in a
+child process and the scheduler in this one, so that the two can use two cores; both
+on the event loop draemu's commands use (uvloop; DRAEMU_EVENT_LOOP=asyncio for the
+standard one).
 
     .venv/bin/python bench/scheduler.py --nodes 100,500 [--pods 1000] [--profile]
 """
@@ -36,7 +38,7 @@ STALL_SECONDS = 60.0
 def _serve(data_dir: str, pipe: Any, profile: bool) -> None:
     """Child process: apiserver on a free port plus the resource-claim controller. Runs
     until told to stop on the pipe; then prints its profile, if asked to profile."""
-    from draemu import log
+    from draemu import aio, log
     from draemu.apiserver.server import APIServer, APIServerOptions
     from draemu.controllers.manager import ControllerManager
 
@@ -69,7 +71,7 @@ def _serve(data_dir: str, pipe: Any, profile: bool) -> None:
                       f"{'/' + d['subresource'] if d['subresource'] else ''} {d['code']}")
         pipe.send("stopped")
 
-    asyncio.run(main())
+    aio.run(main())
 
 
 def node(i: int) -> dict[str, Any]:
@@ -274,7 +276,7 @@ def main() -> int:
     parser.add_argument("--cycle-only", action="store_true",
                         help="measure the scheduling cycle alone, without apiserver and HTTP")
     args = parser.parse_args()
-    from draemu import log
+    from draemu import aio, log
 
     log.configure("console", "warning")
     for n in (int(x) for x in args.nodes.split(",")):
@@ -295,7 +297,7 @@ def main() -> int:
                     print("apiserver did not start", file=sys.stderr)
                     return 1
                 kubeconfig = parent.recv()
-                result = asyncio.run(run_one(kubeconfig, server.pid, n, pods, args.profile,
+                result = aio.run(run_one(kubeconfig, server.pid, n, pods, args.profile,
                                              args.direct_claims, args.timeline))
                 parent.send("stop")
                 parent.poll(60)
@@ -306,7 +308,8 @@ def main() -> int:
               f"time={result['seconds']:6.2f}s  {result['pods_per_second']:7.1f} pods/s "
               f"(pods created in {result['create_seconds']:.2f}s; this process, i.e. "
               f"scheduler and pod creation, used {result['cpu']:.2f}s CPU, apiserver and "
-              f"claim controller {result['server_cpu']:.2f}s)", flush=True)
+              f"claim controller {result['server_cpu']:.2f}s; {aio.loop_name()} loop)",
+              flush=True)
     return 0
 
 

@@ -40,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
     import tempfile
 
+    from draemu import aio
     from draemu import kubeconfig as kubeconfig_file
     from draemu.apiserver.server import APIServer, APIServerOptions
     from draemu.features import FeatureGateError, FeatureGates
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     try:
-        return asyncio.run(serve())
+        return aio.run(serve())
     except (OSError, ValueError) as e:
         print(f"draemu apiserver: {e}", file=sys.stderr)
         return 1

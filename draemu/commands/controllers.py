@@ -21,9 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
     import sys
 
+    from draemu import aio
     from draemu.client import Client, ConfigError
     from draemu.commands._common import serve
     from draemu.controllers.manager import ControllerManager
@@ -43,5 +43,5 @@ def run(args: argparse.Namespace) -> int:
         await manager.stop()
         await client.close()
 
-    asyncio.run(serve(manager.start, stop))
+    aio.run(serve(manager.start, stop))
     return 0

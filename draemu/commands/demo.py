@@ -19,13 +19,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
     import os
     import shutil
     import sys
     from pathlib import Path
 
-    from draemu import log
+    from draemu import aio, log
     from draemu.client.config import default_paths
     from draemu.demo.seed import Demo, DemoError, cluster_has_seed_nodes
 
@@ -67,4 +66,4 @@ def run(args: argparse.Namespace) -> int:
             if cluster is not None:
                 await cluster.stop()
 
-    return asyncio.run(main())
+    return aio.run(main())

@@ -16,9 +16,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
     import sys
 
+    from draemu import aio
     from draemu.client import ApiError, Client, ConfigError
     from draemu.inventory_view import V1, build, render
 
@@ -45,4 +45,4 @@ def run(args: argparse.Namespace) -> int:
         print(render(rows))
         return 0
 
-    return asyncio.run(main())
+    return aio.run(main())

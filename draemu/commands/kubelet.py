@@ -51,9 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
     import sys
 
+    from draemu import aio
     from draemu.client import Client, ConfigError, config
     from draemu.cluster import default_data_dir
     from draemu.commands._common import serve
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         await kubelet.stop()
         await client.close()
 
-    asyncio.run(serve(start, stop))
+    aio.run(serve(start, stop))
     return 0
 
 

@@ -23,6 +23,7 @@ def run(args: argparse.Namespace) -> int:
     import signal
     import sys
 
+    from draemu import aio
     from draemu.client import Client, ConfigError
     from draemu.features import FeatureGateError, FeatureGates
     from draemu.scheduler import Scheduler
@@ -50,5 +51,5 @@ def run(args: argparse.Namespace) -> int:
             await scheduler.stop()
             await client.close()
 
-    asyncio.run(main())
+    aio.run(main())
     return 0

@@ -65,11 +65,11 @@ def _self_command() -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
     import ipaddress
     import sys
     from pathlib import Path
 
+    from draemu import aio
     from draemu.client.config import ConfigError, default_paths, merge_into
     from draemu.cluster import Cluster, ClusterOptions, default_data_dir
     from draemu.commands._common import wait_for_signal
@@ -151,4 +151,4 @@ def run(args: argparse.Namespace) -> int:
         finally:
             await cluster.stop()
 
-    return asyncio.run(main())
+    return aio.run(main())

@@ -28,8 +28,7 @@ def _pod_name(text: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
-
+    from draemu import aio
     from draemu.client import ApiError, Client, ConfigError
     from draemu.features import FeatureGateError, FeatureGates
     from draemu.scheduler.dra.why import explain_pod
@@ -49,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
             await client.close()
 
     try:
-        print(asyncio.run(main()))
+        print(aio.run(main()))
     except ApiError as e:
         print(f"Error from server: {e}", file=sys.stderr)
         return 1

@@ -1,5 +1,5 @@
-"""The loopback socket: components in the apiserver's process talk plain HTTP over an
-abstract unix socket, authenticated by a token that exists only in memory."""
+"""The loopback socket: components in the apiserver's process talk plain HTTP over a
+unix socket, authenticated by a token that exists only in memory."""
 
 from __future__ import annotations
 
@@ -61,3 +61,10 @@ def test_loopback_client_needs_a_started_server(tmp_path: Path) -> None:
 
     with pytest.raises(RuntimeError, match="not started"):
         APIServer(APIServerOptions(data_dir=tmp_path)).loopback_client("test")
+
+
+async def test_loopback_socket_is_private_and_removed_on_stop(apiserver: APIServer) -> None:
+    path = Path(apiserver.loopback_path)
+    assert path.stat().st_mode & 0o777 == 0o600
+    await apiserver.stop()
+    assert not path.exists()
