@@ -5,6 +5,9 @@ Objects are stored as compact JSON in their storage version without
 etcd). Reads go through the watch cache after it has caught up with the store's
 current revision (a consistent read, as upstream's consistent reads from cache), so a
 client always reads its own writes and those of other apiservers on the same store.
+
+What `create` and `update` return is also what the watch cache holds (a write's object
+is not decoded again from the store's event): callers must not modify it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from draemu.api.errors import StatusError, already_exists, conflict, not_found_e
 from draemu.apiserver.resources import Resource
 from draemu.apiserver.watchcache import WatchCache, decode
 from draemu.store.errors import ConflictError, KeyExistsError, KeyNotFoundError
+from draemu.store.model import KeyValue
 
 Obj = dict[str, Any]
 
@@ -74,21 +78,22 @@ class Storage:
             kv = await self.store.create(key, encode(obj))
         except KeyExistsError:
             raise already_exists(resource.name, resource.group, meta["name"]) from None
-        return with_rv(obj, kv.mod_revision)
+        return self._stored(kv, obj)
 
     async def update(self, resource: Resource, namespace: str, name: str, fn: UpdateFn,
                      *, retry: bool = True) -> tuple[Obj, Obj]:
         """Read, change with `fn` (see UpdateFn), compare-and-swap; retried on
         conflicts when `retry` (callers pass False when the client pinned a
-        resourceVersion). Returns (new, old); new is old when `fn` raised Unchanged."""
+        resourceVersion). Returns (new, old); new is old when `fn` raised Unchanged. Both
+        are shared with the watch cache."""
         key = resource.key(namespace, name)
         while True:
             kv = await self.store.get(key)
             if kv is None:
                 raise not_found_error(resource.name, resource.group, name)
-            old = decode(kv.value, kv.mod_revision)
+            old = self.cache.stored(kv)
             try:
-                # A second decode is the cheapest private copy (json.loads is C).
+                # Decoding is the cheapest private copy (orjson is C).
                 new = await fn(decode(kv.value, kv.mod_revision), old)
             except Unchanged:
                 return old, old
@@ -100,7 +105,13 @@ class Storage:
                 raise conflict(resource.name, resource.group, name, MODIFIED) from None
             except KeyNotFoundError:
                 raise not_found_error(resource.name, resource.group, name) from None
-            return with_rv(new, new_kv.mod_revision), old
+            return self._stored(new_kv, new), old
+
+    def _stored(self, kv: KeyValue, obj: Obj) -> Obj:
+        """`obj`, just written as `kv`, with its resourceVersion; the watch cache takes it
+        as it is."""
+        self.cache.adopt(kv, with_rv(obj, kv.mod_revision))
+        return obj
 
     async def delete(self, resource: Resource, namespace: str, name: str,
                      expected_revision: int) -> Obj:

@@ -19,6 +19,7 @@ from draemu.api import jsonfast
 from draemu.apiserver.codec import dumps
 from draemu.log import get_logger
 from draemu.store.errors import CompactedError, StoreClosedError, WatchTooSlowError
+from draemu.store.model import KeyValue
 
 Obj = dict[str, Any]
 log = get_logger("apiserver.watchcache")
@@ -104,6 +105,8 @@ class WatchCache:
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._encoded: dict[str, tuple[str, bytes]] = {}
         self._lines: OrderedDict[tuple[int, str, str], bytes] = OrderedDict()
+        # Objects this apiserver's writes just stored, by revision, until their event comes.
+        self._adopted: dict[int, tuple[KeyValue, Obj]] = {}
         self._task: asyncio.Task[None] | None = None
 
     # Lifecycle ---------------------------------------------------------------------------
@@ -138,6 +141,7 @@ class WatchCache:
             start_after = result.items[-1].key
         self._buckets = buckets
         self._encoded.clear()
+        self._adopted.clear()
         self._history.clear()
         self.revision = self.oldest = revision
 
@@ -181,7 +185,7 @@ class WatchCache:
         bucket = self._buckets.setdefault(bucket_of(key), _Bucket())
         prev = bucket.objects.get(key)
         if event.type == "put":
-            obj = decode(event.kv.value, event.kv.mod_revision)
+            obj = self._take_adopted(event.kv) or decode(event.kv.value, event.kv.mod_revision)
             bucket.put(key, obj)
             change = Change("put", key, obj, prev, event.revision)
         else:
@@ -202,6 +206,17 @@ class WatchCache:
             self.oldest = self._history[0].revision - 1
         self._dispatch(change)
         self._advance(event.revision)
+
+    def _take_adopted(self, kv: KeyValue) -> Obj | None:
+        if not self._adopted:
+            return None
+        entry = self._adopted.pop(kv.mod_revision, None)
+        if entry is None:
+            return None
+        written, obj = entry
+        # Revisions are unique in the store whoever writes (several apiservers may share
+        # it); the key and the bytes are compared all the same.
+        return obj if written.key == kv.key and written.value == kv.value else None
 
     def _advance(self, revision: int) -> None:
         self.revision = revision
@@ -225,6 +240,30 @@ class WatchCache:
                 # A watcher that cannot keep up is ended (its client re-lists); it must
                 # never hold back the others.
                 self._end(w)
+
+    # Writes -------------------------------------------------------------------------------
+    def adopt(self, kv: KeyValue, obj: Obj) -> None:
+        """Take `obj`, which a write just stored as the store's key-value `kv`, for the
+        cache when the store's event for it comes, instead of decoding the event's bytes
+        again. From now on `obj` is shared: nobody may modify it."""
+        if kv.mod_revision <= self.revision:
+            return  # the event came first
+        meta = obj["metadata"]
+        if next(reversed(meta)) != "resourceVersion":
+            # Decoding appends resourceVersion (it is not stored): the cache holds objects
+            # as decoded, so that what clients read does not depend on who wrote it.
+            rv = meta["resourceVersion"]
+            obj = {**obj, "metadata": {**{k: v for k, v in meta.items()
+                                          if k != "resourceVersion"}, "resourceVersion": rv}}
+        self._adopted[kv.mod_revision] = (kv, obj)
+
+    def stored(self, kv: KeyValue) -> Obj:
+        """The object of a store key-value: the cached one when the cache holds it at
+        that revision (shared: never modify it), else decoded."""
+        obj = self.get(kv.key)
+        if obj is not None and obj["metadata"]["resourceVersion"] == str(kv.mod_revision):
+            return obj
+        return decode(kv.value, kv.mod_revision)
 
     # Reads --------------------------------------------------------------------------------
     async def wait_for(self, revision: int, timeout: float = 3.0) -> bool:
