@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import ssl
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -105,11 +106,15 @@ class Authenticator:
 
     def __init__(self, tokens: dict[str, UserInfo] | None = None) -> None:
         self.tokens = dict(tokens or {})
+        # The client certificate comes with a connection's handshake: identify it once
+        # per connection, not per request (kube-apiserver's TLS never renegotiates).
+        self._peers: weakref.WeakKeyDictionary[ssl.SSLObject, UserInfo | None] = \
+            weakref.WeakKeyDictionary()
 
     def authenticate(self, ssl_object: ssl.SSLObject | None,
                      authorization: str | None) -> UserInfo | None:
         if ssl_object is not None:
-            user = user_from_peercert(ssl_object.getpeercert())
+            user = self._peer(ssl_object)
             if user is not None:
                 return user
         if authorization:
@@ -117,6 +122,13 @@ class Authenticator:
             if scheme.lower() == "bearer" and token.strip():
                 return self.tokens.get(token.strip())
         return None
+
+    def _peer(self, ssl_object: ssl.SSLObject) -> UserInfo | None:
+        try:
+            return self._peers[ssl_object]
+        except KeyError:
+            user = self._peers[ssl_object] = user_from_peercert(ssl_object.getpeercert())
+            return user
 
 
 @dataclass(frozen=True)
