@@ -115,7 +115,9 @@ async def start_node(spec: NodeSpec, *, kubeconfig: Path, data_dir: Path,
     """Start one node's kubelet and built-in drivers. `index` (the node's place in its
     preset) gives it kind-like addresses: InternalIP 172.18.0.<index+2>, pod CIDR
     10.244.<index>.0/24; without it they are derived from the name."""
-    client = Client.from_kubeconfig(str(kubeconfig))
+    # In the apiserver's process: its loopback socket, as the node (no TLS on either end).
+    client = server.loopback_client("draemu", f"system:node:{spec.name}", ["system:nodes"]) \
+        if server is not None else Client.from_kubeconfig(str(kubeconfig))
     options = KubeletOptions(node_name=spec.name, root_dir=Path(data_dir) / "nodes" / spec.name,
                              runtime=runtime, labels=spec.labels, taints=spec.taints,
                              capacity=spec.capacity,
