@@ -150,17 +150,22 @@ def has_members(fields: Any) -> bool:
     return False
 
 
-def owns_any(fields: Any, paths: Iterable[Path]) -> bool:
-    """Whether `from_fields_v1(fields)` holds one of `paths`, without building it."""
+def shares_member(fields: Any, other: dict[str, Any]) -> bool:
+    """Whether `from_fields_v1(fields)` and `from_fields_v1(other)` share a path other
+    than the root, read from both at once without building either; `other` is as
+    `to_fields_v1` writes it."""
     if not isinstance(fields, dict):
         return False
-    for path in paths:
-        if not path:
-            if "." in fields:
-                return True
+    for element, below in other.items():
+        if element == ".":
             continue
-        sub = _subtree(fields, path)
-        if sub is not _ABSENT and (not sub or (isinstance(sub, dict) and "." in sub)):
+        sub = fields.get(element, _ABSENT)
+        if sub is _ABSENT:
+            continue
+        sub_is_dict = type(sub) is dict
+        if (not below or "." in below) and (not sub or (sub_is_dict and "." in sub)):
+            return True
+        if below and sub_is_dict and shares_member(sub, below):
             return True
     return False
 

@@ -71,9 +71,12 @@ class Entry:
             return fieldpath.has_members(self.stored)
         return bool(self._fields)
 
-    def release(self, owned: FieldSet, removed: FieldSet) -> None:
-        """Give up the fields in `owned` and every field at or below one in `removed`."""
-        if self._fields is None and not self._holds_any(owned, removed):
+    def release(self, owned: FieldSet, owned_v1: dict[str, Any], removed: FieldSet) -> None:
+        """Give up the fields in `owned` (whose FieldsV1 is `owned_v1`) and every field
+        at or below one in `removed`."""
+        if self._fields is None and not (fieldpath.shares_member(self.stored, owned_v1)
+                                         or fieldpath.owns_any_under(self.stored, removed)
+                                         or () in owned):
             return
         if removed:
             self.fields = {p for p in self.fields
@@ -81,11 +84,12 @@ class Entry:
         else:
             self.fields = self.fields - owned
 
-    def _holds_any(self, owned: FieldSet, removed: FieldSet) -> bool:
-        """Whether the stored fields hold a path of `owned`, or one at or below a path of
-        `removed` (read from the stored FieldsV1 without decoding it)."""
-        return (fieldpath.owns_any(self.stored, owned)
-                or fieldpath.owns_any_under(self.stored, removed))
+    def own(self, owned: FieldSet, owned_v1: dict[str, Any]) -> None:
+        """Add the fields in `owned`, whose FieldsV1 is `owned_v1`."""
+        if self.stored is None and not self._fields:
+            self.stored, self._fields = owned_v1, None  # a new entry holds just these
+        else:
+            self.fields |= owned
 
     def detach(self) -> None:
         """Forget the stored form: the entry is encoded from its fields."""
@@ -192,11 +196,12 @@ def update_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], manag
     changes = compare(old or {}, new, node)
     if changes:
         owned = changes.added | changes.modified
+        owned_v1 = fieldpath.to_fields_v1(owned)
         for entry in entries:
-            entry.release(owned, changes.removed)
+            entry.release(owned, owned_v1, changes.removed)
         mine = find(entries, manager, operation, api_version or new.get("apiVersion", ""),
                     subresource, time or now())
-        mine.fields |= owned
+        mine.own(owned, owned_v1)
         mine.time = time or now()
         entries = cap_update_entries(entries)
     store(new, entries)

@@ -222,7 +222,7 @@ def compare(old: Any, new: Any, node: SchemaNode) -> Changes:
     changes = Changes()
     if old is MISSING or new is MISSING:
         _compare_missing(old, new, _info(node), (), changes, False, IGNORED_TOP)
-    elif old != new:
+    else:  # no `old != new` first: the walk compares each field, and objects differ
         _compare(old, new, _info(node), (), changes, IGNORED_TOP)
     return changes
 
