@@ -99,7 +99,7 @@ def _tree(members: Iterable[Path]) -> dict[str, Any]:
 
 
 def _finish(node: dict[str, Any]) -> dict[str, Any]:
-    """The FieldsV1 of a tree built by `to_fields_v1` (`node` is consumed): "." first,
+    """The FieldsV1 of a tree built by `_tree` (`node` is consumed): "." first,
     then fields, values, keys and indexes, each sorted."""
     member = node.pop(".", False)
     if not node:

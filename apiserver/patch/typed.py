@@ -245,8 +245,8 @@ def _compare_missing(old: Any, new: Any, info: _Info, prefix: Path, changes: Cha
 
 def _compare(old: Any, new: Any, info: _Info, prefix: Path, changes: Changes,
              skip: frozenset[str]) -> None:
-    """The changes between two present, unequal values; `skip` are the names of the
-    value's bookkeeping fields."""
+    """The changes between two present values; `skip` are the names of the value's
+    bookkeeping fields."""
     kind = info.kind(new)
     if kind != info.kind(old):
         kind = ATOMIC
