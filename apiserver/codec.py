@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from aiohttp import web
+from aiohttp import StreamReader, web
 
 from draemu.api import jsonfast
 from draemu.api.errors import StatusError, bad_request
@@ -96,13 +96,25 @@ async def read_body(request: web.Request) -> bytes:
         return cached
     if request.content_length is not None and request.content_length > MAX_BODY:
         raise too_large()
+    content = request.content
+    if content.is_eof():
+        # All of it has arrived (most bodies come with their headers): take it at once.
+        body = content.read_nowait()
+        if len(body) > MAX_BODY:
+            raise too_large()
+    else:
+        body = await _read_streamed(content)
+    request[_BODY_KEY] = body
+    return body
+
+
+async def _read_streamed(content: StreamReader) -> bytes:
     data = bytearray()
-    async for chunk in request.content.iter_chunked(65536):
+    async for chunk in content.iter_chunked(65536):
         data += chunk
         if len(data) > MAX_BODY:
             raise too_large()
-    request[_BODY_KEY] = body = bytes(data)
-    return body
+    return bytes(data)
 
 
 def too_large() -> StatusError:
