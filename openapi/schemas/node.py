@@ -208,7 +208,7 @@ class Plan:
 
 def _compile(node: SchemaNode, plans: dict[int, Plan]) -> Plan:
     """`plans` holds the plan of each schema already compiled (by identity), which ends
-    the recursion of recursive schemas and shares the plans of shared definitions."""
+    the recursion of recursive schemas and compiles a shared definition's fields once."""
     key = id(node._schema)
     plan = plans.get(key)
     if plan is not None:
