@@ -55,7 +55,7 @@ def check(scope: Scope, obj: Obj, mode: str, old: Obj | None = None) -> Obj:
         raise StatusError(400, "BadRequest", f'{kind} in version "{version}" cannot be handled '
                           f"as a {kind}: {found.type_error}")
     if found.bad_time:
-        # Upstream names the first bad time in its own (schema) order: the full walk's.
+        # Upstream names the first bad time in schema order: the timestamp walk raises it.
         timestamps.normalize(group, version, kind, obj)
     unknown = found.unknown
     if not unknown:
