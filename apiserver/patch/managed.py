@@ -159,8 +159,9 @@ def find(entries: list[Entry], manager: str, operation: str, api_version: str,
          subresource: str, time: str) -> Entry:
     """The entry of a manager, added to `entries` when it is new."""
     probe = Entry(manager, operation, api_version, time, set(), subresource)
+    identity = probe.identity
     for entry in entries:
-        if entry.identity == probe.identity:
+        if entry.identity == identity:
             return entry
     entries.append(probe)
     return probe
@@ -227,7 +228,8 @@ def cap_update_entries(entries: list[Entry]) -> list[Entry]:
     """Fold the oldest Update entries into per-version `ancient-changes` entries until
     at most MAX_UPDATE_MANAGERS Update entries are left (entries with no fields don't
     count: they are dropped anyway)."""
-    if sum(e.operation == UPDATE for e in entries) <= MAX_UPDATE_MANAGERS:
+    if (len(entries) <= MAX_UPDATE_MANAGERS
+            or sum(e.operation == UPDATE for e in entries) <= MAX_UPDATE_MANAGERS):
         return entries  # the usual case, decided without looking at any fields
     updates = [e for e in entries if e.operation == UPDATE and e.has_fields()]
     excess = len(updates) - MAX_UPDATE_MANAGERS
