@@ -36,6 +36,12 @@ _ALPHA_ATTRIBUTE_FORMS = ("int", "bool", "string", "version")
 
 
 def to_storage(kind: str, o: Obj, version: str) -> Obj:
+    """`o` (of `version`) in the storage version: `o` itself when it already is (as the
+    base Strategy's, callers hand over objects of their own), else a converted copy."""
+    if version == STORAGE:
+        if "apiVersion" in o:
+            o["apiVersion"] = f"{GROUP}/{STORAGE}"
+        return o
     out = clone(o)
     if version == "v1beta1":
         _beta1_to_v1(kind, out)
