@@ -2,10 +2,11 @@
 answer, the json module where it would not.
 
 What a caller sees is `json.loads` and compact `json.dumps(..., ensure_ascii=False)`
-encoded as UTF-8, only three to ten times faster. orjson refuses what json accepts (lone
-surrogates, NaN and Infinity, a UTF-8 BOM, UTF-16 and UTF-32 text, integers beyond 64
-bits, keys that are not strings, nesting deeper than 254 levels): those take the json
-path, which also raises json's own errors. Two silent differences are handled here:
+encoded as UTF-8, only 2.5 (loads) to 15 (dumps) times faster on API objects. orjson
+refuses some of what json takes: in text lone surrogates, NaN and Infinity, a byte-order
+mark, UTF-16 and UTF-32; in values integers beyond 64 bits, keys that are not strings,
+nesting deeper than 254 levels. Those take the json path, which also raises json's own
+errors. Two silent differences are handled here:
 
 - orjson reads integers beyond 64 bits as floats: text holding a run of 19 digits
   (2**63 has 19) is read by json instead.
