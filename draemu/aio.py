@@ -1,8 +1,9 @@
 """Running draemu's event loop.
 
 Commands run on uvloop when it is installed (it is a dependency on Linux and macOS):
-libuv's loop and its TLS transport take about a quarter less CPU per API request
-than asyncio's own, and every component here is I/O bound on one thread.
+libuv's loop and its TLS transport cost less CPU per API request than asyncio's own
+(bench/scheduler.py: 10-20% more pods/s), and every component here is I/O bound on
+one thread.
 `DRAEMU_EVENT_LOOP=asyncio` chooses the standard loop (for debugging, or to rule the
 loop out when something misbehaves).
 """
