@@ -243,10 +243,10 @@ class DynamicResources:
             if generated:
                 status = statuses.get(entry["name"])
                 if status is None:
+                    # Upstream's words (resourceclaim.Name), so that searches find them.
                     return [], Status.unschedulable(
-                        f"waiting for resource claim controller to create the resourceclaim "
-                        f"for pod claim \"{entry['name']}\" (template "
-                        f"\"{entry['resourceClaimTemplateName']}\")", resolvable=False)
+                        f"pod \"{meta['namespace']}/{meta['name']}\": ResourceClaim not "
+                        f"created yet", resolvable=False)
                 name = status.get("resourceClaimName")
                 if not name:
                     continue  # the controller decided no claim is needed

@@ -199,7 +199,7 @@ async def test_template_claim_waits_for_the_claim_controller(client, scheduler):
     p = plain_pod("p1", claims=[{"name": "gpu", "resourceClaimTemplateName": "tmpl"}])
     created = await client.create("v1", "pods", p)
     message = await eventually(lambda: unschedulable_message(client, "p1"))
-    assert "waiting for resource claim controller to create the resourceclaim" in message
+    assert message == 'pod "default/p1": ResourceClaim not created yet'
     # Do what the resource-claim controller does: create the claim, note it in the pod.
     generated = claim("p1-gpu-x1y2z")
     generated["metadata"]["ownerReferences"] = [{
