@@ -83,7 +83,16 @@ def bare_app() -> web.Application:
 
 
 def run_bare(port: int) -> None:
-    web.run_app(bare_app(), host="127.0.0.1", port=port, print=None, access_log=None)
+    """The ceiling runs on the event loop `draemu apiserver` runs on (draemu/aio.py)."""
+    from draemu import aio
+
+    loop = None
+    if aio.loop_name() == "uvloop":
+        import uvloop
+
+        loop = uvloop.new_event_loop()
+    web.run_app(bare_app(), host="127.0.0.1", port=port, print=None, access_log=None,
+                loop=loop)
 
 
 # Processes ------------------------------------------------------------------------------------
