@@ -101,6 +101,10 @@ for _name, _default, _stage, _locked in [
     ("DRAOptionalNodeOperations", False, "ALPHA", False),
     ("DRAPartitionableDevicesType", False, "ALPHA", False),
     ("KubeletPodResourcesDynamicResources", True, "GA", True),
+    # Kubelet PodResources API: Get (GA with the above in 1.36); List reports only active
+    # pods unless the deprecated gate is turned off.
+    ("KubeletPodResourcesGet", True, "GA", True),
+    ("KubeletPodResourcesListUseActivePods", True, "DEPRECATED", False),
     # Kubelet: device health from DRA plugins into pods' allocatedResourcesStatus.
     ("ResourceHealthStatus", False, "ALPHA", False),
     ("ResourceHealthStatusMessage", False, "ALPHA", False),

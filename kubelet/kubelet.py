@@ -18,6 +18,7 @@ from draemu.kubelet.events import EventRecorder
 from draemu.kubelet.layout import NodeLayout
 from draemu.kubelet.node import NodeAgent, NodeConfig, reachable_address
 from draemu.kubelet.pluginwatcher import PluginWatcher
+from draemu.kubelet.podresources import PodResourcesServer, socket_path
 from draemu.kubelet.pods import PodWorkers
 from draemu.kubelet.proto import pluginregistration as reg
 from draemu.kubelet.runtime import make_runtime
@@ -79,6 +80,9 @@ class Kubelet:
             self.layout.pods_dir, self._find_pod, self._running, self._list_pods,
             options.address, options.port, options.tls)
         self.log_provider = LogProvider(self.layout.pods_dir, self._running)
+        self.podresources = PodResourcesServer(
+            socket_path(self.layout.socket_root), self.cache, self._list_pods, self._find_pod,
+            self._running, use_active_pods=gates.enabled("KubeletPodResourcesListUseActivePods"))
         self.node: NodeAgent | None = None
         self.pods: PodWorkers | None = None
 
@@ -111,10 +115,12 @@ class Kubelet:
             health_messages=gates.enabled("ResourceHealthStatusMessage"),
             crash_backoff=o.crash_loop_backoff)
         await asyncio.gather(self.watcher.start(), self.pods.start())
+        await self.podresources.start()
         log.info("kubelet started", node=o.node_name, root=str(self.layout.root),
                  registry=str(self.layout.registry_dir))
 
     async def stop(self) -> None:
+        await self.podresources.stop()
         if self.pods:
             await self.pods.stop()
         await self.watcher.stop()
