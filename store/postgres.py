@@ -1,12 +1,21 @@
 """The PostgreSQL backend: several draemu processes (apiservers) on one database.
 
-Writers are ordered by a single counter row in `draemu_meta`: a write transaction first
-increments it (taking its row lock), then reads the key's latest row, checks the
-precondition and inserts the new row with the counter's value as its revision. The row
-lock is held until commit, so transactions commit in revision order and any snapshot
-that sees revision N also sees every revision before it: a reader never observes a gap,
-however many processes write. A failed precondition rolls the counter back with the
-rest of the transaction, so no revision is lost either.
+Writers are ordered by a single counter row in `draemu_meta`. Each process sends its
+writes in batches to `draemu_write` (created with the schema): in one statement it locks
+the counter row, checks every write's key against the latest row the write's precondition
+was decided on, inserts the rows that pass with the next revisions, and advances the
+counter. The row lock is held until commit, so transactions commit in revision order and
+any snapshot that sees revision N also sees every revision before it: a reader never
+observes a gap, however many processes write. A write whose key changed since its
+precondition was decided takes no revision: its precondition is decided again on the
+key's latest row, which the function returns, and the write goes into the next batch.
+
+Preconditions are decided in this process, before the batch goes out: on the key's
+latest row as read, or, for a key not read yet, on its absence (most writes create new
+keys, and the function catches a wrong guess). Concurrent writes share a batch (group
+commit): one round trip and one commit for every write queued while the previous batch
+committed. Writes go straight to one asyncpg connection, without SQLAlchemy: its layers
+cost more than the round trip itself.
 
 Each process runs one poller that reads rows after the last revision it published and
 fans them out to its watchers. Commits send a NOTIFY (delivered at commit) that wakes the
@@ -20,7 +29,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
@@ -33,14 +43,16 @@ from draemu.store import queries
 from draemu.store.base import Precondition, Store
 from draemu.store.errors import CompactedError, StoreError
 from draemu.store.model import Event, KeyValue, RangeResult
-from draemu.store.schema import ensure_schema
+from draemu.store.schema import PG_CHANNEL, ensure_schema
 from draemu.store.validation import prefix_end
 
-CHANNEL = "draemu_store"
+CHANNEL = PG_CHANNEL
 POLL_INTERVAL = 0.5
 POLL_PAGE = 1000
 CLOSE_TIMEOUT = 10
 _NEWEST = 2**63 - 1
+# Writes sent in one batch at most; bounds the time the counter's lock is held.
+MAX_BATCH = 256
 
 _GET_AT = text(queries.GET_AT)
 _RANGE_AT = text(queries.RANGE_AT)
@@ -48,15 +60,31 @@ _CHANGES = text(queries.CHANGES)
 _READ_META = text(queries.READ_META)
 _WRITE_META = text(queries.WRITE_META)
 _COMPACT = text(queries.COMPACT)
-_NEXT_REVISION = text(
-    "UPDATE draemu_meta SET value = value + 1 WHERE name = 'revision' RETURNING value")
-_INSERT_AND_NOTIFY = text(
-    f"WITH row AS ({queries.INSERT} RETURNING id) "
-    f"SELECT pg_notify('{CHANNEL}', CAST(id AS TEXT)) FROM row")
+# asyncpg's own placeholders: these two run on the writer connection.
+_WRITE = "SELECT * FROM draemu_write($1, $2, $3, $4)"
+_LATEST = (
+    "SELECT DISTINCT ON (name) name, id, deleted, create_revision, version, value "
+    "FROM draemu_kv WHERE name = ANY($1) ORDER BY name, id DESC")
 _LOCK_COMPACTION = text(
     "SELECT value FROM draemu_meta WHERE name = 'compact_revision' FOR UPDATE")
 
 log = get_logger("store")
+
+
+@dataclass(slots=True)
+class _Write:
+    key: str
+    value: bytes | None
+    precondition: Precondition
+    done: asyncio.Future[tuple[KeyValue, KeyValue | None]]
+
+
+@dataclass(slots=True)
+class _Step:
+    """A write whose precondition accepted `prev`, the key's latest row as known."""
+
+    write: _Write
+    prev: KeyValue | None
 
 
 class PostgresStore(Store):
@@ -76,6 +104,9 @@ class PostgresStore(Store):
         self._wake = asyncio.Event()
         self._polled = asyncio.Condition()
         self._poller: asyncio.Task[None] | None = None
+        self._writer: asyncpg.Connection | None = None
+        self._queue: list[_Write] = []
+        self._committer: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         """Listen for other processes' commits and start publishing to watchers."""
@@ -125,23 +156,87 @@ class PostgresStore(Store):
 
     async def _write(self, key: str, value: bytes | None,
                      precondition: Precondition) -> tuple[KeyValue, KeyValue | None]:
-        # Shielded: a cancelled caller must not leave a transaction holding the counter.
-        result = await asyncio.shield(self._commit(key, value, precondition))
-        self._wake.set()
-        return result
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        self._queue.append(_Write(key, value, precondition, done))
+        if self._committer is None or self._committer.done():
+            self._committer = loop.create_task(self._commit_queued())
+        # Cancelling the caller cancels `done`: a write not yet sent is dropped; one
+        # already sent still commits.
+        return await done
 
-    async def _commit(self, key: str, value: bytes | None,
-                      precondition: Precondition) -> tuple[KeyValue, KeyValue | None]:
-        try:
-            async with self._engine.begin() as conn:
-                rev = (await conn.execute(_NEXT_REVISION)).scalar_one()
-                prev = _kv(key, (await conn.execute(_GET_AT, {"name": key, "rev": rev})).first())
-                precondition(prev)
-                params, new = queries.write_row(rev, key, value, prev)
-                await conn.execute(_INSERT_AND_NOTIFY, params)
-        except (SQLAlchemyError, OSError) as error:
-            raise StoreError(f"writing {key!r} failed: {_describe(error)}") from None
-        return new, prev
+    async def _commit_queued(self) -> None:
+        """Group commit: every write queued meanwhile goes into the next batch."""
+        while self._queue:
+            batch = [w for w in self._queue[:MAX_BATCH] if not w.done.done()]
+            del self._queue[:MAX_BATCH]
+            try:
+                await self._commit_batch(batch)
+            except Exception as error:  # noqa: BLE001 - a failed batch fails its writers
+                failure = error if isinstance(error, StoreError) else StoreError(
+                    f"write failed: {error!r}")
+                for write in batch:
+                    if not write.done.done():
+                        write.done.set_exception(failure)
+                # A failure may come after a commit (a lost connection): look.
+                self._wake.set()
+
+    async def _commit_batch(self, batch: list[_Write]) -> None:
+        """Commit the batch in rounds until every write is decided: a round reads the
+        keys whose guessed absence a precondition rejected, or sends one write per key."""
+        known: dict[str, KeyValue | None] = {}
+        pending = batch
+        while pending:
+            steps, unread = _plan(pending, known)
+            if unread:
+                known.update(await self._latest(unread))
+                continue
+            if steps:
+                await self._send(steps, known)
+            pending = [w for w in pending if not w.done.done()]
+
+    async def _latest(self, keys: set[str]) -> dict[str, KeyValue | None]:
+        latest: dict[str, KeyValue | None] = dict.fromkeys(keys)
+        async with self._writing(f"reading {min(keys)!r}") as conn:
+            for row in await conn.fetch(_LATEST, list(keys)):
+                latest[row[0]] = _kv(row[0], tuple(row)[1:])
+        return latest
+
+    async def _send(self, steps: list[_Step], known: dict[str, KeyValue | None]) -> None:
+        """One call of draemu_write: decide the committed writes, and note the latest
+        row of the keys of the skipped ones for the next round."""
+        key = steps[0].write.key
+        what = f"writing {key!r}" + (f" and {len(steps) - 1} more" if len(steps) > 1 else "")
+        async with self._writing(what) as conn:
+            rows = await conn.fetch(
+                _WRITE, [s.write.key for s in steps],
+                [s.write.value or b"" for s in steps],
+                [s.write.value is None for s in steps],
+                [s.prev.mod_revision if s.prev is not None else 0 for s in steps])
+        events = []
+        for step, row in zip(steps, rows, strict=True):
+            write, revision = step.write, row[0]
+            if not revision:
+                known[write.key] = _kv(write.key, tuple(row)[1:])
+                continue
+            _, new = queries.write_row(revision, write.key, write.value, step.prev)
+            known[write.key] = None if write.value is None else new
+            events.append(Event("put" if write.value is not None else "delete", new,
+                                step.prev, revision))
+            if not write.done.done():
+                write.done.set_result((new, step.prev))
+        self._publish_own(events)
+
+    def _publish_own(self, events: list[Event]) -> None:
+        """Publish a batch's commits (consecutive revisions) right away if they follow
+        the last published revision, sparing the poller a query; otherwise another
+        process committed in between and the poller publishes everything in order."""
+        if not events:
+            return
+        if events[0].revision == self._hub.revision + 1:
+            self._hub.publish(events)
+        else:
+            self._wake.set()
 
     async def _compact(self, revision: int) -> None:
         # Publish what is to be compacted first, so that this process's watchers do not
@@ -175,8 +270,11 @@ class PostgresStore(Store):
         listener.add_termination_listener(self._listener_lost)
         self._listener = listener
 
-    def _notified(self, *_args: Any) -> None:
-        self._wake.set()
+    def _notified(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        # The payload is the commit's last revision; this process's own commits are
+        # published already.
+        if not payload.isdigit() or int(payload) > self._hub.revision:
+            self._wake.set()
 
     def _listener_lost(self, *_args: Any) -> None:
         self._listener = None
@@ -198,20 +296,21 @@ class PostgresStore(Store):
                 log.warning("reading new revisions failed; retrying", error=str(error))
 
     async def _poll_once(self) -> int:
-        after = self._hub.revision
         async with self._connect("reading new revisions") as conn:
             rows = (await conn.execute(_CHANGES, {
-                "after": after, "until": _NEWEST, "lo": "/", "hi": prefix_end("/"),
-                "limit": POLL_PAGE})).all()
+                "after": self._hub.revision, "until": _NEWEST, "lo": "/",
+                "hi": prefix_end("/"), "limit": POLL_PAGE})).all()
             compacted = await self._meta(conn, "compact_revision")
         self._compacted = max(self._compacted, compacted)
-        if compacted > after:
+        # This process's own commits may have been published meanwhile (_publish_own).
+        published = self._hub.revision
+        if compacted > published:
             # Compaction overtook this poller (it follows commits with a short delay):
             # the rows up to the compacted revision may be gone, and watchers that
             # needed them cannot continue without a gap.
-            self._hub.skip_to(compacted, CompactedError(after, compacted))
-            rows = [row for row in rows if row[0] > compacted]
-        self._hub.publish([queries.event_from_row(row) for row in rows])
+            self._hub.skip_to(compacted, CompactedError(published, compacted))
+            published = compacted
+        self._hub.publish([queries.event_from_row(row) for row in rows if row[0] > published])
         async with self._polled:
             self._polled.notify_all()
         return len(rows)
@@ -227,8 +326,12 @@ class PostgresStore(Store):
             except TimeoutError:
                 self._poller.cancel()
                 await asyncio.gather(self._poller, return_exceptions=True)
+        if self._committer is not None:
+            await self._committer
         if self._listener is not None:
             await self._listener.close()
+        if self._writer is not None:
+            await self._writer.close()
         await self._engine.dispose()
 
     # -- helpers ---------------------------------------------------------------------
@@ -240,6 +343,16 @@ class PostgresStore(Store):
                 yield conn
         except (SQLAlchemyError, OSError) as error:
             raise StoreError(f"{what} failed: {_describe(error)}") from None
+
+    @contextlib.asynccontextmanager
+    async def _writing(self, what: str) -> AsyncIterator[asyncpg.Connection]:
+        """The writer connection, opened anew after a failure broke it."""
+        try:
+            if self._writer is None or self._writer.is_closed():
+                self._writer = await asyncpg.connect(self._url)
+            yield self._writer
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as error:
+            raise StoreError(f"{what} failed: {error}") from None
 
     @staticmethod
     async def _meta(conn: AsyncConnection, name: str) -> int:
@@ -254,10 +367,42 @@ class PostgresStore(Store):
 
 
 def _kv(key: str, row: Any) -> KeyValue | None:
-    """A KeyValue from a GET_AT row, None for a missing or deleted key."""
-    if row is None or row[1]:
+    """A KeyValue from a GET_AT row (or columns in its order), None for a missing or
+    deleted key."""
+    if row is None or row[0] is None or row[1]:
         return None
     return KeyValue(key, bytes(row[4]), row[2], row[0], row[3])
+
+
+def _plan(pending: list[_Write], known: dict[str, KeyValue | None]
+          ) -> tuple[list[_Step], set[str]]:
+    """The next round's writes, at most one per key (a later write of a key is decided
+    on what the earlier one did), and the keys to read first.
+
+    A precondition is decided on the key's latest row as known; a key not known yet is
+    guessed absent. A write that a known row rejects fails now; one that rejects the
+    guess waits for its key to be read.
+    """
+    steps: list[_Step] = []
+    taken: set[str] = set()
+    unread: set[str] = set()
+    for write in pending:
+        key = write.key
+        if write.done.done() or key in taken:
+            continue
+        prev = known.get(key)
+        try:
+            write.precondition(prev)
+        except StoreError as error:
+            if key in known:
+                write.done.set_exception(error)
+            else:
+                unread.add(key)
+                taken.add(key)
+            continue
+        taken.add(key)
+        steps.append(_Step(write, prev))
+    return steps, unread
 
 
 class _SchemaConnection:
