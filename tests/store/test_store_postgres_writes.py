@@ -1,0 +1,102 @@
+"""How the PostgreSQL backend commits writes: batched in one transaction, each decided
+on the key's latest row whoever wrote it, over a schema that older stores upgrade to."""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+import pytest
+
+from draemu.store import KeyExistsError, StoreError, open_store
+
+pytestmark = pytest.mark.backends("postgresql")
+
+
+async def sql(url: str, query: str) -> list[asyncpg.Record]:
+    conn = await asyncpg.connect(url)
+    try:
+        return await conn.fetch(query)
+    finally:
+        await conn.close()
+
+
+async def script(url: str, statements: str) -> None:
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute(statements)
+    finally:
+        await conn.close()
+
+
+async def test_concurrent_writes_share_one_transaction(store_url: str) -> None:
+    async with await open_store(store_url, compaction_interval=0) as store:
+        await asyncio.gather(*(store.create(f"/registry/cm/ns/k{i}", b"v") for i in range(50)))
+    [row] = await sql(store_url, "SELECT count(*), count(DISTINCT xmin::text) FROM draemu_kv")
+    assert tuple(row) == (50, 1)
+
+
+async def test_create_of_a_key_another_process_created_raises_key_exists(
+        store_url: str) -> None:
+    async with (await open_store(store_url, compaction_interval=0) as first,
+                await open_store(store_url, compaction_interval=0) as second):
+        created = await first.create("/registry/cm/ns/a", b"first")
+        with pytest.raises(KeyExistsError):
+            await second.create("/registry/cm/ns/a", b"second")
+        assert await second.get("/registry/cm/ns/a") == created
+        assert await second.current_revision() == created.mod_revision
+
+
+async def test_update_decides_on_the_row_another_process_wrote(store_url: str) -> None:
+    async with (await open_store(store_url, compaction_interval=0) as first,
+                await open_store(store_url, compaction_interval=0) as second):
+        created = await first.create("/registry/cm/ns/a", b"1")
+        new, prev = await second.update("/registry/cm/ns/a", b"2", created.mod_revision)
+        assert prev == created
+        assert (new.create_revision, new.version) == (created.mod_revision, 2)
+
+
+async def test_delete_and_create_of_one_key_at_once_commit_one_after_the_other(
+        store_url: str) -> None:
+    async with await open_store(store_url, compaction_interval=0) as store:
+        old = await store.create("/registry/cm/ns/a", b"old")
+        (deleted, prev), new = await asyncio.gather(
+            store.delete("/registry/cm/ns/a"), store.create("/registry/cm/ns/a", b"new"))
+        assert prev == old
+        assert (deleted, new.mod_revision) == (old.mod_revision + 1, old.mod_revision + 2)
+        assert (new.create_revision, new.version) == (new.mod_revision, 1)
+
+
+async def test_writes_continue_after_the_server_dropped_the_connections(
+        store_url: str) -> None:
+    async with await open_store(store_url, compaction_interval=0) as store:
+        first = await store.create("/registry/cm/ns/a", b"v")
+        await sql(store_url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                             "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        # The write that finds its connection gone fails; the next one reconnects.
+        try:
+            await store.create("/registry/cm/ns/b", b"v")
+        except StoreError:
+            pass
+        kv = await store.create("/registry/cm/ns/c", b"v")
+        assert kv.mod_revision in (first.mod_revision + 1, first.mod_revision + 2)
+
+
+async def test_version_1_store_is_upgraded_on_open(store_url: str) -> None:
+    async with await open_store(store_url, compaction_interval=0) as store:
+        created = await store.create("/registry/cm/ns/a", b"v")
+    await script(store_url, "DROP FUNCTION draemu_write; "
+                            "UPDATE draemu_meta SET value = 1 WHERE name = 'schema_version'")
+    async with await open_store(store_url, compaction_interval=0) as store:
+        new, _ = await store.update("/registry/cm/ns/a", b"w", created.mod_revision)
+    assert new.mod_revision == created.mod_revision + 1
+    [row] = await sql(store_url, "SELECT value FROM draemu_meta WHERE name = 'schema_version'")
+    assert row[0] == 2
+
+
+async def test_postgresql_store_from_a_newer_draemu_is_refused(store_url: str) -> None:
+    await (await open_store(store_url, compaction_interval=0)).close()
+    await sql(store_url, "UPDATE draemu_meta SET value = 3 WHERE name = 'schema_version'")
+    with pytest.raises(StoreError, match="newer draemu \\(schema version 3\\); this draemu "
+                                         "reads schema version 2 at most"):
+        await open_store(store_url, compaction_interval=0)
