@@ -231,10 +231,12 @@ class PostgresStore(Store):
         """Publish a batch's commits (consecutive revisions) right away if they follow
         the last published revision, sparing the poller a query; otherwise another
         process committed in between and the poller publishes everything in order."""
-        if not events:
+        # The poller may have published them already, woken by their NOTIFY.
+        fresh = [event for event in events if event.revision > self._hub.revision]
+        if not fresh:
             return
-        if events[0].revision == self._hub.revision + 1:
-            self._hub.publish(events)
+        if fresh[0].revision == self._hub.revision + 1:
+            self._hub.publish(fresh)
         else:
             self._wake.set()
 
