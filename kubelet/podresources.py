@@ -127,7 +127,8 @@ def dynamic_resources(pod: Obj, container: Obj, cache: ClaimCache) -> list[Any]:
         infos = container_claim_infos(pod, container, cache)
     except (LookupError, DRAError) as err:
         meta = pod["metadata"]
-        log.warning("unable to get container claim info state", pod=meta["name"],
+        # Expected for every pod still waiting to be prepared; agents poll, so not louder.
+        log.debug("unable to get container claim info state", pod=meta["name"],
                     namespace=meta["namespace"], container=container.get("name"),
                     error=str(err))
         return []
