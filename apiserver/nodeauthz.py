@@ -12,7 +12,14 @@ Volumes and service account tokens are not served to nodes (no pod here mounts t
 
 `NodeAuthorizer` decides from the request alone, as upstream's authorizer does;
 `admit` is the part of NodeRestriction that needs the object in the request body (on
-create) or the stored object, and words its refusals as that admission plugin does.
+create) or the stored object, and words its refusals as that admission plugin does. On
+an update of its Node (main resource or /status) a node may not change its taints, owner
+references or config source, nor labels outside what kubelets set (`kubelet_may_set_label`);
+on an update of a pod's status, neither its labels nor its resourceClaimStatuses; a pod it
+creates must be a mirror pod owned by its Node that refers to no other object.
+`admit_update` holds these update rules: `admit` applies them to a PUT (the body is the
+whole new object, compared with the watch cache's). A PATCH's result exists only inside
+the update pipeline, which does not call `admit_update` yet: patches are not checked.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from draemu.api.errors import StatusError, forbidden_error
+from draemu.api.errors import StatusError, forbidden_error, not_found_error
 from draemu.apiserver.auth import Attributes, Decision
 from draemu.apiserver.selectors import parse_field_selector
 
@@ -91,6 +98,22 @@ def _containers(spec: Obj) -> list[Obj]:
             *(spec.get("ephemeralContainers") or [])]
 
 
+# Volume sources that name a Secret beside `secret` and `projected`, by (source, field);
+# the field holds the name itself or, as an object, under "name".
+_SECRET_VOLUME_REFS = (("azureFile", "secretName"), ("cephfs", "secretRef"),
+                       ("cinder", "secretRef"), ("flexVolume", "secretRef"), ("rbd", "secretRef"),
+                       ("scaleIO", "secretRef"), ("iscsi", "secretRef"),
+                       ("storageos", "secretRef"), ("csi", "nodePublishSecretRef"))
+
+
+def _volume_secret_names(volume: Obj) -> set[str]:
+    names: set[str] = set()
+    for source, field in _SECRET_VOLUME_REFS:
+        ref = (volume.get(source) or {}).get(field)
+        names.add(ref.get("name", "") if isinstance(ref, dict) else ref or "")
+    return names
+
+
 def referenced(pod: Obj, kind: str) -> set[str]:
     """Names of the ConfigMaps (`kind` "configMap") or Secrets ("secret") a pod uses in
     its environment, volumes and (Secrets) image pull secrets."""
@@ -108,6 +131,8 @@ def referenced(pod: Obj, kind: str) -> set[str]:
         names.add((volume.get(volume_key) or {}).get(name_key, ""))
         for source in (volume.get("projected") or {}).get("sources") or []:
             names.add((source.get(kind) or {}).get("name", ""))
+        if kind == "secret":
+            names |= _volume_secret_names(volume)
     if kind == "secret":
         names.update(ref.get("name", "") for ref in spec.get("imagePullSecrets") or [])
     names.discard("")
@@ -251,10 +276,67 @@ class NodeAuthorizer:
 
 
 # NodeRestriction ---------------------------------------------------------------------------
+NODE_RESTRICTION_LABEL_DOMAIN = "node-restriction.kubernetes.io"
+# Labels in the kubernetes.io and k8s.io namespaces that a kubelet may set on its own Node
+# (upstream's kubelet label list), and the namespaces (with their subdomains) it may use.
+KUBELET_LABELS = frozenset({
+    "kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch",
+    "beta.kubernetes.io/os", "beta.kubernetes.io/arch",
+    "topology.kubernetes.io/zone", "topology.kubernetes.io/region",
+    "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
+    "node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type",
+})
+KUBELET_LABEL_DOMAINS = ("kubelet.kubernetes.io", "node.kubernetes.io")
+_KUBERNETES_LABEL_DOMAINS = ("kubernetes.io", "k8s.io")
+
+
+def _in_domain(namespace: str, domain: str) -> bool:
+    return namespace == domain or namespace.endswith("." + domain)
+
+
+def kubelet_may_set_label(key: str) -> bool:
+    """Whether a node may add, change or remove label `key` on its own Node: not in the
+    node-restriction domain (kept for administrators to steer workloads), and in the
+    kubernetes.io / k8s.io namespaces only what kubelets themselves set."""
+    namespace = key.split("/", 1)[0] if "/" in key else ""
+    if _in_domain(namespace, NODE_RESTRICTION_LABEL_DOMAIN):
+        return False
+    if any(_in_domain(namespace, d) for d in _KUBERNETES_LABEL_DOMAINS):
+        return key in KUBELET_LABELS or any(_in_domain(namespace, d)
+                                             for d in KUBELET_LABEL_DOMAINS)
+    return True
+
+
+def _forbidden_labels(new: Obj, old: Obj) -> str:
+    """The labels a node changed (added, removed or given another value) that it may
+    not, sorted and comma-separated as upstream lists them."""
+    new_labels = (new.get("metadata") or {}).get("labels") or {}
+    old_labels = (old.get("metadata") or {}).get("labels") or {}
+    changed = {k for k in new_labels.keys() | old_labels.keys()
+               if new_labels.get(k) != old_labels.get(k)}
+    return ", ".join(sorted(k for k in changed if not kubelet_may_set_label(k)))
+
+
+def _semantic(value: Any) -> Any:
+    """A JSON value as Go compares the typed object: absent, null and empty are alike."""
+    if isinstance(value, dict):
+        kept = {k: _semantic(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v not in (None, "", [], {})}
+    if isinstance(value, list):
+        return [_semantic(v) for v in value]
+    return value
+
+
 def needs_body(attrs: Attributes) -> bool:
-    """Whether `admit` must see the request's object (creates it checks)."""
-    return attrs.user.node_name is not None and attrs.verb == "create" and \
-        not attrs.subresource and (attrs.resource, attrs.group) in _CREATE_CHECKED
+    """Whether `admit` must see the request's object: creates it checks, and PUTs of a
+    Node or a pod's status (the whole new object, compared with the stored one)."""
+    if attrs.user.node_name is None:
+        return False
+    key = (attrs.resource, attrs.group)
+    if attrs.verb == "create":
+        return not attrs.subresource and key in _CREATE_CHECKED
+    return attrs.verb == "update" and (
+        key == ("nodes", "") or (key == ("pods", "") and attrs.subresource == "status"))
 
 
 _CREATE_CHECKED = frozenset({("nodes", ""), ("pods", ""), ("leases", "coordination.k8s.io"),
@@ -263,15 +345,15 @@ _CREATE_CHECKED = frozenset({("nodes", ""), ("pods", ""), ("leases", "coordinati
 
 def admit(attrs: Attributes, lookup: Lookup, obj: Obj | None) -> None:
     """Refuse (403) what an authorized node request may still not do to these objects.
-    `obj` is the request's object on create."""
+    `obj` is the request's object when `needs_body` asked for it."""
     node = attrs.user.node_name
     if not node:
         return
     name = attrs.name or ((obj or {}).get("metadata") or {}).get("name", "")
     key = (attrs.resource, attrs.group)
     message = ""
-    if key == ("nodes", "") and name != node:
-        message = f'node "{node}" is not allowed to modify node "{name}"'
+    if key == ("nodes", ""):
+        message = _admit_node(node, attrs, name, lookup, obj)
     elif key == ("pods", ""):
         message = _admit_pod(node, attrs, lookup, obj)
     elif key == ("leases", "coordination.k8s.io") and name != node:
@@ -283,19 +365,97 @@ def admit(attrs: Attributes, lookup: Lookup, obj: Obj | None) -> None:
         raise _forbidden(attrs, name, message)
 
 
+def admit_update(attrs: Attributes, new: Obj, old: Obj) -> None:
+    """NodeRestriction on an update of a Node (main resource or a subresource) or of a
+    pod's status: `new` is the proposed object (the body of a PUT, or a patch applied to
+    `old`) before the strategy resets what the subresource may not change, as upstream
+    admits it."""
+    node = attrs.user.node_name
+    if not node:
+        return
+    if (attrs.resource, attrs.group) == ("nodes", ""):
+        message = _node_update_refusal(node, new, old)
+    elif (attrs.resource, attrs.group, attrs.subresource) == ("pods", "", "status"):
+        message = _pod_status_update_refusal(node, new, old)
+    else:
+        return
+    if message:
+        raise _forbidden(attrs, attrs.name, message)
+
+
+def _admit_node(node: str, attrs: Attributes, name: str, lookup: Lookup,
+                obj: Obj | None) -> str:
+    if name != node:
+        return f'node "{node}" is not allowed to modify node "{name}"'
+    if attrs.verb == "create" and obj is not None:
+        return _node_create_refusal(node, obj)
+    if attrs.verb == "update" and obj is not None:
+        old = lookup("nodes", "", "", name)
+        if old is not None:  # else the handler answers NotFound
+            admit_update(attrs, obj, old)
+    return ""
+
+
+def _node_create_refusal(node: str, obj: Obj) -> str:
+    # A node's access is scoped by its Node's spec: a config source of its own choosing
+    # would widen what it may read. (Upstream's message says "pods"; kept as it is.)
+    if (obj.get("spec") or {}).get("configSource") is not None:
+        return f'node "{node}" is not allowed to create pods with a non-nil configSource'
+    return ""
+
+
+def _node_update_refusal(node: str, new: Obj, old: Obj) -> str:
+    spec, old_spec = new.get("spec") or {}, old.get("spec") or {}
+    # A kubelet that drops configSource on a status update changes nothing.
+    source = spec.get("configSource")
+    if source is not None and _semantic(source) != _semantic(old_spec.get("configSource")):
+        return f'node "{node}" is not allowed to update configSource to a new non-nil ' \
+            "configSource"
+    # Taints are the administrator's (and the node lifecycle controller's) tool to keep
+    # workloads off a node; a node sets them only when it registers.
+    if _semantic(spec.get("taints") or []) != _semantic(old_spec.get("taints") or []):
+        return f'node "{node}" is not allowed to modify taints'
+    # An owner that goes away would have the garbage collector delete the Node, which the
+    # node could then register again with labels and taints of its choosing.
+    owners = (new.get("metadata") or {}).get("ownerReferences") or []
+    old_owners = (old.get("metadata") or {}).get("ownerReferences") or []
+    if _semantic(owners) != _semantic(old_owners):
+        return f'node "{node}" is not allowed to modify ownerReferences'
+    forbidden = _forbidden_labels(new, old)
+    if forbidden:
+        return f"is not allowed to modify labels: {forbidden}"
+    return ""
+
+
+def _pod_status_update_refusal(node: str, new: Obj, old: Obj) -> str:
+    if _node_of_pod(old) != node:
+        return f'node "{node}" can only update pod status for pods with spec.nodeName set ' \
+            "to itself"
+    if ((new.get("metadata") or {}).get("labels") or {}) != \
+            ((old.get("metadata") or {}).get("labels") or {}):
+        return f'node "{node}" cannot update labels through pod status'
+    if _claim_statuses(new) != _claim_statuses(old):
+        # Which claim a pod's claim entry resolved to is the resource claim controller's
+        # to say; the node only reads it. (Upstream's typo kept.)
+        return f'node "{node}" cannot update resource claim statues'
+    return ""
+
+
+def _claim_statuses(pod: Obj) -> list[tuple[str, str | None]]:
+    return [(s.get("name") or "", s.get("resourceClaimName"))
+            for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []]
+
+
 def _admit_pod(node: str, attrs: Attributes, lookup: Lookup, obj: Obj | None) -> str:
     verb, sub = attrs.verb, attrs.subresource
     if verb == "create" and not sub:
-        annotations = ((obj or {}).get("metadata") or {}).get("annotations") or {}
-        if MIRROR_POD_ANNOTATION not in annotations:
-            return (f'pod does not have "{MIRROR_POD_ANNOTATION}" annotation, node "{node}" '
-                    "can only create mirror pods")
-        if _node_of_pod(obj) != node:
-            return f'node "{node}" can only create pods with spec.nodeName set to itself'
-        return ""
+        return _mirror_pod_refusal(node, obj or {}, lookup)
     existing = lookup("pods", "", attrs.namespace, attrs.name)
     if existing is None:
         return ""  # the handler answers NotFound
+    if sub == "status" and verb == "update" and obj is not None:
+        admit_update(attrs, obj, existing)
+        return ""
     if _node_of_pod(existing) == node:
         return ""
     if verb == "delete" and not sub:
@@ -305,6 +465,58 @@ def _admit_pod(node: str, attrs: Attributes, lookup: Lookup, obj: Obj | None) ->
             "to itself"
     if sub == "eviction":
         return f"node {node} can only evict pods with spec.nodeName set to itself"
+    return ""
+
+
+def _mirror_pod_refusal(node: str, pod: Obj, lookup: Lookup) -> str:
+    """A node creates only mirror pods of its static pods: bound to itself, owned (as
+    controller) by its own Node, and referring to no other API object it could use to
+    reach data it is not given otherwise."""
+    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    if MIRROR_POD_ANNOTATION not in (meta.get("annotations") or {}):
+        return (f'pod does not have "{MIRROR_POD_ANNOTATION}" annotation, node "{node}" '
+                "can only create mirror pods")
+    if _node_of_pod(pod) != node:
+        return f'node "{node}" can only create pods with spec.nodeName set to itself'
+    refusal = _mirror_pod_owner_refusal(node, meta.get("ownerReferences") or [], lookup)
+    if refusal:
+        return refusal
+    if spec.get("serviceAccountName") or spec.get("serviceAccount"):
+        return f'node "{node}" can not create pods that reference a service account'
+    if referenced(pod, "secret"):
+        return f'node "{node}" can not create pods that reference secrets'
+    if referenced(pod, "configMap"):
+        return f'node "{node}" can not create pods that reference configmaps'
+    volumes = spec.get("volumes") or []
+    if any(source.get("clusterTrustBundle") is not None
+           for volume in volumes
+           for source in (volume.get("projected") or {}).get("sources") or []):
+        return f'node "{node}" can not create pods that reference clustertrustbundles'
+    if any(volume.get("persistentVolumeClaim") is not None for volume in volumes):
+        return f'node "{node}" can not create pods that reference persistentvolumeclaims'
+    return ""
+
+
+def _mirror_pod_owner_refusal(node: str, owners: list[Obj], lookup: Lookup) -> str:
+    if len(owners) > 1:
+        return f'node "{node}" can only create pods with a single owner reference set to itself'
+    if not owners:
+        return f'node "{node}" can only create pods with an owner reference set to itself'
+    owner = owners[0]
+    if (owner.get("apiVersion"), owner.get("kind"), owner.get("name")) != ("v1", "Node", node):
+        return f'node "{node}" can only create pods with an owner reference set to itself'
+    if owner.get("controller") is not True:
+        return (f'node "{node}" can only create pods with a controller owner reference set to '
+                "itself")
+    if owner.get("blockOwnerDeletion") is True:
+        return f'node "{node}" must not set blockOwnerDeletion on an owner reference'
+    found = lookup("nodes", "", "", node)
+    if found is None:
+        raise not_found_error("nodes", "", node)
+    uid = (found.get("metadata") or {}).get("uid", "")
+    if owner.get("uid", "") != uid:
+        # Upstream words it with the owner's uid as the expected one.
+        return f"node {node} UID mismatch: expected {owner.get('uid', '')} got {uid}"
     return ""
 
 
