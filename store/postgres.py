@@ -102,6 +102,10 @@ class PostgresStore(Store):
         self._url = url
         self._listener: asyncpg.Connection | None = None
         self._wake = asyncio.Event()
+        # The highest revision announced by NOTIFY, and whether a batch of this process
+        # is in flight (its own NOTIFY may arrive before its answer).
+        self._announced = revision
+        self._sending = False
         self._polled = asyncio.Condition()
         self._poller: asyncio.Task[None] | None = None
         self._writer: asyncpg.Connection | None = None
@@ -207,12 +211,16 @@ class PostgresStore(Store):
         row of the keys of the skipped ones for the next round."""
         key = steps[0].write.key
         what = f"writing {key!r}" + (f" and {len(steps) - 1} more" if len(steps) > 1 else "")
-        async with self._writing(what) as conn:
-            rows = await conn.fetch(
-                _WRITE, [s.write.key for s in steps],
-                [s.write.value or b"" for s in steps],
-                [s.write.value is None for s in steps],
-                [s.prev.mod_revision if s.prev is not None else 0 for s in steps])
+        self._sending = True
+        try:
+            async with self._writing(what) as conn:
+                rows = await conn.fetch(
+                    _WRITE, [s.write.key for s in steps],
+                    [s.write.value or b"" for s in steps],
+                    [s.write.value is None for s in steps],
+                    [s.prev.mod_revision if s.prev is not None else 0 for s in steps])
+        finally:
+            self._sending = False
         events = []
         for step, row in zip(steps, rows, strict=True):
             write, revision = step.write, row[0]
@@ -231,13 +239,11 @@ class PostgresStore(Store):
         """Publish a batch's commits (consecutive revisions) right away if they follow
         the last published revision, sparing the poller a query; otherwise another
         process committed in between and the poller publishes everything in order."""
-        # The poller may have published them already, woken by their NOTIFY.
+        # The poller may have published them already (it polls every POLL_INTERVAL).
         fresh = [event for event in events if event.revision > self._hub.revision]
-        if not fresh:
-            return
-        if fresh[0].revision == self._hub.revision + 1:
+        if fresh and fresh[0].revision == self._hub.revision + 1:
             self._hub.publish(fresh)
-        else:
+        elif fresh or self._announced > self._hub.revision:
             self._wake.set()
 
     async def _compact(self, revision: int) -> None:
@@ -273,9 +279,10 @@ class PostgresStore(Store):
         self._listener = listener
 
     def _notified(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
-        # The payload is the commit's last revision; this process's own commits are
-        # published already.
-        if not payload.isdigit() or int(payload) > self._hub.revision:
+        # The payload is the commit's last revision. This process's own commits are
+        # published without the poller: while a batch is in flight, `_send` decides.
+        self._announced = max(self._announced, int(payload) if payload.isdigit() else _NEWEST)
+        if not self._sending and self._announced > self._hub.revision:
             self._wake.set()
 
     def _listener_lost(self, *_args: Any) -> None:

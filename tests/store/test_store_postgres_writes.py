@@ -4,13 +4,17 @@ on the key's latest row whoever wrote it, over a schema that older stores upgrad
 from __future__ import annotations
 
 import asyncio
+import sys
+from pathlib import Path
 
 import asyncpg
 import pytest
 
-from draemu.store import KeyExistsError, StoreError, open_store
+from draemu.store import KeyExistsError, StoreError, open_store, postgres
 
 pytestmark = pytest.mark.backends("postgresql")
+CHILD = Path(__file__).with_name("store_child.py")
+TIMEOUT = 60
 
 
 async def sql(url: str, query: str) -> list[asyncpg.Record]:
@@ -100,3 +104,25 @@ async def test_postgresql_store_from_a_newer_draemu_is_refused(store_url: str) -
     with pytest.raises(StoreError, match="newer draemu \\(schema version 3\\); this draemu "
                                          "reads schema version 2 at most"):
         await open_store(store_url, compaction_interval=0)
+
+
+async def test_other_process_commits_announced_during_own_writes_reach_watchers(
+        store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Without NOTIFY the other process's last events would wait for a poll an hour away.
+    monkeypatch.setattr(postgres, "POLL_INTERVAL", 3600)
+    async with await open_store(store_url, compaction_interval=0) as store:
+        start = await store.current_revision()
+        watch = store.watch("/registry/", start)
+        other_process = await asyncio.create_subprocess_exec(
+            sys.executable, str(CHILD), "writer", store_url, "/registry/child/k", "50",
+            stdout=asyncio.subprocess.PIPE)
+        finished = asyncio.ensure_future(other_process.communicate())
+        own = 0
+        while not finished.done():
+            await store.create(f"/registry/own/k{own}", b"v")
+            own += 1
+        await finished
+        async with asyncio.timeout(TIMEOUT):
+            revisions = [(await watch.__anext__()).revision for _ in range(own + 50)]
+        assert revisions == list(range(start + 1, start + own + 51))
+        await watch.aclose()
