@@ -25,7 +25,8 @@ from draemu.api.errors import (
     invalid_object,
     not_found_error,
 )
-from draemu.apiserver import fieldvalidation, managedfields
+from draemu.apiserver import fieldvalidation, managedfields, nodeauthz
+from draemu.apiserver.auth import Attributes
 from draemu.apiserver.codec import decode, format_time, now, read_body
 from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.meta import validate_object_meta, validate_object_meta_update
@@ -205,6 +206,13 @@ def prepare_update(scope: Scope, new: Obj, old: Obj, *, dry_run: bool, manager: 
     """Everything between a proposed new object (storage version) and the write.
     Raises Unchanged for no-ops and DeleteInstead when the last finalizer went."""
     strategy = scope.strategy
+    if scope.user.node_name is not None:
+        # NodeRestriction sees the proposed object (a PUT's body or a patch's result)
+        # against the stored one, before the subresource's resets, as upstream admits it.
+        info = scope.info
+        nodeauthz.admit_update(Attributes(scope.user, info.verb, info.group, info.version,
+                                          info.resource, info.subresource, scope.namespace,
+                                          scope.name), new, old)
     ctx = scope.context(dry_run=dry_run)
     meta, old_meta = _meta(new), old.get("metadata") or {}
     if not meta.get("uid"):
@@ -222,9 +230,8 @@ def prepare_update(scope: Scope, new: Obj, old: Obj, *, dry_run: bool, manager: 
     sub = scope.subresource
     whole_object_sub = sub in WHOLE_OBJECT_SUBRESOURCES
     if whole_object_sub:
-        # Status-like writes cannot change what the main resource owns (upstream's
-        # ResetObjectMetaForStatus).
-        for name in ("labels", "annotations", "finalizers", "ownerReferences"):
+        # Status-like writes cannot change what the main resource owns.
+        for name in strategy.status_meta_reset:
             if name in old_meta:
                 meta[name] = clone(old_meta[name])
             else:

@@ -82,6 +82,11 @@ class Strategy:
                                         "patch", "update", "watch")
     # Top-level fields that only the /status subresource may change.
     status_fields: ClassVar[tuple[str, ...]] = ("status",)
+    # Metadata a /status (or /finalize) write may not change: upstream's
+    # ResetObjectMetaForStatus, which newer kinds use; older core and apps kinds reset
+    # less (a Node's status update may relabel it, a Pod's keeps only its owners).
+    status_meta_reset: ClassVar[tuple[str, ...]] = ("labels", "annotations", "finalizers",
+                                                    "ownerReferences")
     # Whether `metadata.generation` is kept and bumped on changes outside
     # metadata and status.
     has_generation: ClassVar[bool] = True

@@ -75,6 +75,7 @@ class DeploymentStrategy(Strategy):
     versions = ("v1",)
     storage_version = "v1"
     subresources = frozenset({"status", "scale"})
+    status_meta_reset = ("labels",)  # as upstream's deployment status strategy
 
     def default(self, obj: Obj, version: str) -> None:
         spec = obj.setdefault("spec", {})

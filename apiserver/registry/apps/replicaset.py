@@ -49,6 +49,7 @@ class ReplicaSetStrategy(Strategy):
     versions = ("v1",)
     storage_version = "v1"
     subresources = frozenset({"status", "scale"})
+    status_meta_reset = ()  # upstream resets only the spec
 
     def default(self, obj: Obj, version: str) -> None:
         spec = obj.setdefault("spec", {})

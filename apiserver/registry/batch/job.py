@@ -160,6 +160,7 @@ class JobStrategy(Strategy):
     versions = ("v1",)
     storage_version = "v1"
     subresources = frozenset({"status"})
+    status_meta_reset = ()  # upstream resets only the spec
 
     def default(self, obj: Obj, version: str) -> None:
         spec = obj.setdefault("spec", {})

@@ -33,6 +33,7 @@ class NamespaceStrategy(Strategy):
     versions = ("v1",)
     storage_version = "v1"
     subresources = frozenset({"status", "finalize"})
+    status_meta_reset = ()  # upstream resets only the spec (status) or status (finalize)
     has_generation = False
 
     def validate_name(self, name: str, prefix: bool) -> list[str]:

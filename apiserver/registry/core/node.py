@@ -74,6 +74,9 @@ class NodeStrategy(Strategy):
     versions = ("v1",)
     storage_version = "v1"
     subresources = frozenset({"status"})
+    # Upstream's node status strategy resets only the spec: kubelets relabel their Node
+    # through nodes/status.
+    status_meta_reset = ()
     has_generation = False
 
     def default(self, obj: Obj, version: str) -> None:

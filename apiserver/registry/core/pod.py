@@ -81,6 +81,9 @@ class PodStrategy(Strategy):
     versions = ("v1",)
     storage_version = "v1"
     subresources = frozenset({"status", "binding", "eviction"})
+    # pods/status may change labels, annotations and finalizers; not the owners, which
+    # old kubelets corrupted.
+    status_meta_reset = ("ownerReferences",)
 
     def default(self, obj: Obj, version: str) -> None:
         spec = obj.get("spec")
@@ -106,16 +109,6 @@ class PodStrategy(Strategy):
                 "lastTransitionTime": _now(), "reason": "SchedulingGated",
                 "message": "Scheduling is blocked due to non-empty scheduling gates"}]
         obj["status"] = status
-
-    def prepare_for_status_update(self, new: Obj, old: Obj, ctx: Context) -> None:
-        super().prepare_for_status_update(new, old, ctx)
-        # Old kubelets corrupt owner references: /status may not touch them.
-        refs = (old.get("metadata") or {}).get("ownerReferences")
-        new_meta = new.setdefault("metadata", {})
-        if refs is None:
-            new_meta.pop("ownerReferences", None)
-        else:
-            new_meta["ownerReferences"] = clone(refs)
 
     def obsolete_field_errors(self, obj: Obj, version: str) -> list[FieldError]:
         return obsolete_claim_source_errors(obj.get("spec") or {}, Path("spec"))
