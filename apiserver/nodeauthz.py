@@ -328,15 +328,12 @@ def _semantic(value: Any) -> Any:
 
 
 def needs_body(attrs: Attributes) -> bool:
-    """Whether `admit` must see the request's object: creates it checks, and PUTs of a
-    Node or a pod's status (the whole new object, compared with the stored one)."""
-    if attrs.user.node_name is None:
+    """Whether `admit` must see the request's object: the creates it checks. (Updates
+    and patches are checked by `admit_update` in the update pipeline, on the proposed
+    object against the stored one.)"""
+    if attrs.user.node_name is None or attrs.verb != "create":
         return False
-    key = (attrs.resource, attrs.group)
-    if attrs.verb == "create":
-        return not attrs.subresource and key in _CREATE_CHECKED
-    return attrs.verb == "update" and (
-        key == ("nodes", "") or (key == ("pods", "") and attrs.subresource == "status"))
+    return not attrs.subresource and (attrs.resource, attrs.group) in _CREATE_CHECKED
 
 
 _CREATE_CHECKED = frozenset({("nodes", ""), ("pods", ""), ("leases", "coordination.k8s.io"),
@@ -389,10 +386,6 @@ def _admit_node(node: str, attrs: Attributes, name: str, lookup: Lookup,
         return f'node "{node}" is not allowed to modify node "{name}"'
     if attrs.verb == "create" and obj is not None:
         return _node_create_refusal(node, obj)
-    if attrs.verb == "update" and obj is not None:
-        old = lookup("nodes", "", "", name)
-        if old is not None:  # else the handler answers NotFound
-            admit_update(attrs, obj, old)
     return ""
 
 
@@ -453,9 +446,6 @@ def _admit_pod(node: str, attrs: Attributes, lookup: Lookup, obj: Obj | None) ->
     existing = lookup("pods", "", attrs.namespace, attrs.name)
     if existing is None:
         return ""  # the handler answers NotFound
-    if sub == "status" and verb == "update" and obj is not None:
-        admit_update(attrs, obj, existing)
-        return ""
     if _node_of_pod(existing) == node:
         return ""
     if verb == "delete" and not sub:

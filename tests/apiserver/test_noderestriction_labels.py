@@ -222,6 +222,43 @@ async def test_a_mirror_pod_references_no_other_objects(
             f"{what}")
 
 
+# Patches: the same rules on the patched object ------------------------------------------------
+MERGE = "application/merge-patch+json"
+STRATEGIC = "application/strategic-merge-patch+json"
+
+
+async def test_a_node_may_not_patch_its_taints(n1: Client, client: Client) -> None:
+    await admin_made_node(client)
+    refused(await n1.patch(f"{NODES}/n1", {"spec": {"taints": [TAINT]}}, STRATEGIC),
+            'nodes "n1" is forbidden: node "n1" is not allowed to modify taints')
+
+
+async def test_a_node_may_not_patch_restricted_labels_through_status(
+        n1: Client, client: Client) -> None:
+    await admin_made_node(client)
+    refused(await n1.patch(f"{NODES}/n1/status", {"metadata": {"labels": {
+        "node-restriction.kubernetes.io/dedicated": "gpu"}}}, MERGE),
+        'nodes "n1" is forbidden: is not allowed to modify labels: '
+        "node-restriction.kubernetes.io/dedicated")
+
+
+async def test_a_node_patches_the_labels_kubelets_set_through_status(
+        n1: Client, client: Client) -> None:
+    await admin_made_node(client)
+    reply = await n1.patch(f"{NODES}/n1/status",
+                           {"metadata": {"labels": {"kubernetes.io/os": "linux"}}}, MERGE)
+    assert reply.status == 200, reply.json
+    assert reply.json["metadata"]["labels"] == {"kubernetes.io/os": "linux"}
+
+
+async def test_a_node_may_not_patch_labels_through_pod_status(
+        n1: Client, client: Client) -> None:
+    await client.post(PODS, pod("web", node="n1"))
+    refused(await n1.patch(f"{PODS}/web/status", {"metadata": {"labels": {"app": "web"}}},
+                           MERGE),
+            'pods "web" is forbidden: node "n1" cannot update labels through pod status')
+
+
 # Pod status ---------------------------------------------------------------------------------
 async def test_a_node_may_not_change_labels_through_pod_status(
         n1: Client, client: Client) -> None:
