@@ -56,11 +56,10 @@ _INDEX_DDL = "CREATE INDEX IF NOT EXISTS draemu_kv_name_id ON draemu_kv (name, i
 PG_CHANNEL = "draemu_store"
 # A batch of writes in one statement, so that the counter's row lock, which orders every
 # writer of every process, is held for one round trip and the commit. Write i puts
-# vals[i] (or deletes, if deletes[i]) at names[i] if the key's latest row is
-# expected[i] (0: the key does not exist), or, for expected[i] = -1, if the key's
-# latest row was written by an earlier write of this batch. A write whose check fails is
-# skipped (it takes no revision). Returns one row per write, in order: its revision, or
-# 0 and the key's latest row for a skipped write, for the caller to decide again.
+# vals[i] (or deletes, if deletes[i]) at names[i] if the key's latest live row is
+# expected[i] (0: the key does not exist); otherwise it is skipped and takes no revision.
+# Returns one row per write, in order: its revision, or 0 and the key's latest row for a
+# skipped write, for the caller to decide again.
 _PG_WRITE_FUNCTION = f"""
     CREATE OR REPLACE FUNCTION draemu_write(
         names TEXT[], vals BYTEA[], deletes BOOLEAN[], expected BIGINT[])
@@ -80,9 +79,7 @@ _PG_WRITE_FUNCTION = f"""
             SELECT * INTO latest FROM draemu_kv kv
                 WHERE kv.name = names[i] ORDER BY kv.id DESC LIMIT 1;
             live := latest.id IS NOT NULL AND latest.deleted = 0;
-            IF (expected[i] = -1 AND latest.id > start) OR
-               (expected[i] >= 0 AND expected[i] = CASE WHEN live THEN latest.id ELSE 0 END)
-            THEN
+            IF expected[i] = (CASE WHEN live THEN latest.id ELSE 0 END) THEN
                 rev := rev + 1;
                 IF deletes[i] THEN
                     INSERT INTO draemu_kv VALUES (rev, names[i], 1, latest.create_revision,
