@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from draemu.api.errors import StatusError, forbidden_error, not_found_error
+from draemu.api.nodelabels import kubelet_may_set_label
 from draemu.apiserver.auth import Attributes, Decision
 from draemu.apiserver.selectors import parse_field_selector
 
@@ -276,37 +277,6 @@ class NodeAuthorizer:
 
 
 # NodeRestriction ---------------------------------------------------------------------------
-NODE_RESTRICTION_LABEL_DOMAIN = "node-restriction.kubernetes.io"
-# Labels in the kubernetes.io and k8s.io namespaces that a kubelet may set on its own Node
-# (upstream's kubelet label list), and the namespaces (with their subdomains) it may use.
-KUBELET_LABELS = frozenset({
-    "kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch",
-    "beta.kubernetes.io/os", "beta.kubernetes.io/arch",
-    "topology.kubernetes.io/zone", "topology.kubernetes.io/region",
-    "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
-    "node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type",
-})
-KUBELET_LABEL_DOMAINS = ("kubelet.kubernetes.io", "node.kubernetes.io")
-_KUBERNETES_LABEL_DOMAINS = ("kubernetes.io", "k8s.io")
-
-
-def _in_domain(namespace: str, domain: str) -> bool:
-    return namespace == domain or namespace.endswith("." + domain)
-
-
-def kubelet_may_set_label(key: str) -> bool:
-    """Whether a node may add, change or remove label `key` on its own Node: not in the
-    node-restriction domain (kept for administrators to steer workloads), and in the
-    kubernetes.io / k8s.io namespaces only what kubelets themselves set."""
-    namespace = key.split("/", 1)[0] if "/" in key else ""
-    if _in_domain(namespace, NODE_RESTRICTION_LABEL_DOMAIN):
-        return False
-    if any(_in_domain(namespace, d) for d in _KUBERNETES_LABEL_DOMAINS):
-        return key in KUBELET_LABELS or any(_in_domain(namespace, d)
-                                             for d in KUBELET_LABEL_DOMAINS)
-    return True
-
-
 def _forbidden_labels(new: Obj, old: Obj) -> str:
     """The labels a node changed (added, removed or given another value) that it may
     not, sorted and comma-separated as upstream lists them."""
@@ -394,6 +364,9 @@ def _node_create_refusal(node: str, obj: Obj) -> str:
     # would widen what it may read. (Upstream's message says "pods"; kept as it is.)
     if (obj.get("spec") or {}).get("configSource") is not None:
         return f'node "{node}" is not allowed to create pods with a non-nil configSource'
+    forbidden = _forbidden_labels(obj, {})
+    if forbidden:
+        return f'node "{node}" is not allowed to set the following labels: {forbidden}'
     return ""
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from draemu.api.nodelabels import kubelet_may_set_label
 from draemu.client import ApiError, Client
 from draemu.drivers.builtin import start_builtin_driver
 from draemu.drivers.presets import NodeSpec, Preset, device_class_object, load_preset
@@ -118,8 +119,15 @@ async def start_node(spec: NodeSpec, *, kubeconfig: Path, data_dir: Path,
     # In the apiserver's process: its loopback socket, as the node (no TLS on either end).
     client = server.loopback_client("draemu", f"system:node:{spec.name}", ["system:nodes"]) \
         if server is not None else Client.from_kubeconfig(str(kubeconfig))
+    labels, admin_labels = spec.labels, {}
+    if server is not None:
+        # As on a real cluster, a node registers only the labels a kubelet may set; the
+        # others (node-role.kubernetes.io/..., node-restriction.kubernetes.io/...) are
+        # the administrator's, added once the Node exists (kubeadm does the same).
+        labels = {k: v for k, v in spec.labels.items() if kubelet_may_set_label(k)}
+        admin_labels = {k: v for k, v in spec.labels.items() if k not in labels}
     options = KubeletOptions(node_name=spec.name, root_dir=Path(data_dir) / "nodes" / spec.name,
-                             runtime=runtime, labels=spec.labels, taints=spec.taints,
+                             runtime=runtime, labels=labels, taints=spec.taints,
                              capacity=spec.capacity,
                              feature_gates=feature_gates or FeatureGates())
     if index is not None:
@@ -135,6 +143,10 @@ async def start_node(spec: NodeSpec, *, kubeconfig: Path, data_dir: Path,
         await kubelet.start()
         if server is not None:
             server.log_providers.register(spec.name, kubelet.log_provider)
+        if admin_labels:
+            async with server.loopback_client("draemu") as admin:
+                await admin.patch("v1", "nodes", spec.name,
+                                  {"metadata": {"labels": admin_labels}})
         layout = kubelet.layout
         started = await asyncio.gather(*(start_builtin_driver(
             driver, spec.name, client, layout.registry_dir, layout.plugin_dir(driver.name),

@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from draemu import aio
+    from draemu.api.nodelabels import kubelet_may_set_label
     from draemu.client import Client, ConfigError, config
     from draemu.cluster import default_data_dir
     from draemu.commands._common import serve
@@ -65,6 +66,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         gates = FeatureGates.parse(args.feature_gates)
         labels = dict(item.split("=", 1) for item in args.labels.split(",") if item)
+        refused = sorted(k for k in labels if not kubelet_may_set_label(k))
+        if refused:
+            # As the kubelet: NodeRestriction would refuse the registration anyway.
+            print(f"error: unknown 'kubernetes.io' or 'k8s.io' labels specified with "
+                  f"--labels: {refused} (an administrator sets them, e.g. kubectl label "
+                  f"node {args.node} ...)", file=sys.stderr)
+            return 2
         drivers = []
         if args.preset:
             specs = {n.name: n for n in load_preset(args.preset).nodes}
@@ -73,7 +81,14 @@ def run(args: argparse.Namespace) -> int:
                       f"{', '.join(specs)})", file=sys.stderr)
                 return 2
             drivers = specs[args.node].drivers
-            labels = {**specs[args.node].labels, **labels}
+            preset_labels = specs[args.node].labels
+            admin_only = sorted(k for k in preset_labels if not kubelet_may_set_label(k))
+            if admin_only:
+                print(f"note: the preset's labels {', '.join(admin_only)} are an "
+                      f"administrator's to set (kubectl label node {args.node} ...); a "
+                      f"kubelet may not", file=sys.stderr)
+            labels = {**{k: v for k, v in preset_labels.items() if k not in admin_only},
+                      **labels}
         data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
         root = Path(args.root_dir) if args.root_dir else data_dir / "nodes" / args.node
         tls = _serving_tls(args, config.load(args.kubeconfig).ca_data, data_dir, root)

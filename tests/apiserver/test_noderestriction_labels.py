@@ -86,6 +86,14 @@ async def test_a_node_may_not_register_with_a_config_source(n1: Client) -> None:
             "configSource")
 
 
+async def test_a_node_may_not_register_with_labels_kubelets_may_not_set(n1: Client) -> None:
+    labels = {"node-role.kubernetes.io/worker": "", "plain": "x",
+              "node-restriction.kubernetes.io/dedicated": "gpu"}
+    refused(await n1.post(NODES, node(labels)),
+            'nodes "n1" is forbidden: node "n1" is not allowed to set the following labels: '
+            "node-restriction.kubernetes.io/dedicated, node-role.kubernetes.io/worker")
+
+
 async def test_an_administrator_sets_any_label(client: Client) -> None:
     labels = {"node-restriction.kubernetes.io/dedicated": "gpu",
               "node-role.kubernetes.io/worker": ""}

@@ -69,3 +69,11 @@ def test_node_dirs_are_printed_for_a_drivers_flags(tmp_path, capsys):
     assert lines["KUBELET_REGISTRAR_DIRECTORY_PATH"].endswith("/plugins_registry")
     assert len(lines["KUBELET_PLUGINS_DIRECTORY_PATH"]) < 60
     assert lines["CDI_ROOT"] == str(tmp_path / "nodes" / "n1" / "cdi")
+
+
+def test_kubelet_command_refuses_labels_a_kubelet_may_not_set(tmp_path, capsys):
+    code = main(["kubelet", "--node", "n1", "--labels", "node-role.kubernetes.io/worker=,a=b",
+                 "--root-dir", str(tmp_path)])
+    assert code == 2
+    assert "unknown 'kubernetes.io' or 'k8s.io' labels specified with --labels: " \
+           "['node-role.kubernetes.io/worker']" in capsys.readouterr().err
