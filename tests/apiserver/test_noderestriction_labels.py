@@ -179,6 +179,8 @@ async def test_a_node_creates_a_mirror_pod_its_node_controls(n1: Client) -> None
     registered = await n1.post(NODES, node())
     reply = await n1.post(PODS, mirror_pod(registered.json["metadata"]["uid"]))
     assert reply.status == 201, reply.json
+    # The ServiceAccount admission leaves mirror pods alone.
+    assert "serviceAccountName" not in reply.json["spec"]
 
 
 @pytest.mark.parametrize(("owners", "message"), [

@@ -95,8 +95,11 @@ class PodStrategy(Strategy):
     def prepare_for_create(self, obj: Obj, ctx: Context) -> None:
         super().prepare_for_create(obj, ctx)
         spec = obj.setdefault("spec", {})
-        # What the default admission chain adds to every new pod.
-        if not spec.get("serviceAccountName"):
+        # What the default admission chain adds to every new pod; the ServiceAccount
+        # admission leaves a node's mirror pods alone.
+        mirror = "kubernetes.io/config.mirror" in (
+            (obj.get("metadata") or {}).get("annotations") or {})
+        if not spec.get("serviceAccountName") and not mirror:
             spec["serviceAccountName"] = spec["serviceAccount"] = "default"
         if spec.get("priority") is None:
             spec["priority"] = SYSTEM_PRIORITIES.get(spec.get("priorityClassName") or "", 0)
