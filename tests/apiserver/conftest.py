@@ -1,4 +1,5 @@
-"""Fixtures of the apiserver tests: a started server and an HTTPS client for it."""
+"""Fixtures of the apiserver tests: a started server, an HTTPS client for it as the
+administrator (`client`) and as node n1 (`n1`)."""
 
 from __future__ import annotations
 
@@ -15,3 +16,12 @@ from draemu.apiserver.server import APIServer
 async def client(apiserver: APIServer) -> AsyncIterator[Client]:
     async with aiohttp.ClientSession() as session:
         yield Client(apiserver.url, session, ssl_context_for(apiserver.kubeconfig_path))
+
+
+@pytest_asyncio.fixture
+async def n1(apiserver: APIServer, tmp_path) -> AsyncIterator[Client]:
+    """A client with node n1's credentials."""
+    path = apiserver.write_kubeconfig(tmp_path / "n1.kubeconfig", user="system:node:n1",
+                                      groups=["system:nodes"])
+    async with aiohttp.ClientSession() as session:
+        yield Client(apiserver.url, session, ssl_context_for(path))

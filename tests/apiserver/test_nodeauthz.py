@@ -3,29 +3,15 @@ NodeRestriction, simplified), against a real apiserver over HTTPS."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
-import aiohttp
-import pytest_asyncio
-from apiclient import CM, PODS, Client, configmap, pod, ssl_context_for
-
-from draemu.apiserver.server import APIServer
+from apiclient import CM, PODS, Client, configmap, pod
 
 NODES = "/api/v1/nodes"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
 MERGE = "application/merge-patch+json"
-
-
-@pytest_asyncio.fixture
-async def n1(apiserver: APIServer, tmp_path) -> AsyncIterator[Client]:
-    """A client with node n1's credentials."""
-    path = apiserver.write_kubeconfig(tmp_path / "n1.kubeconfig", user="system:node:n1",
-                                      groups=["system:nodes"])
-    async with aiohttp.ClientSession() as session:
-        yield Client(apiserver.url, session, ssl_context_for(path))
 
 
 def node(name: str) -> dict[str, Any]:

@@ -5,15 +5,10 @@ over HTTPS."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
-import aiohttp
 import pytest
-import pytest_asyncio
-from apiclient import PODS, Client, pod, ssl_context_for
-
-from draemu.apiserver.server import APIServer
+from apiclient import PODS, Client, pod
 
 NODES = "/api/v1/nodes"
 SECRETS = "/api/v1/namespaces/default/secrets"
@@ -28,15 +23,6 @@ KUBELET_LABELS = {
     "team.node.kubernetes.io/custom": "x", "nvidia.com/gpu.present": "true", "plain": "x",
 }
 TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
-
-
-@pytest_asyncio.fixture
-async def n1(apiserver: APIServer, tmp_path) -> AsyncIterator[Client]:
-    """A client with node n1's credentials."""
-    path = apiserver.write_kubeconfig(tmp_path / "n1.kubeconfig", user="system:node:n1",
-                                      groups=["system:nodes"])
-    async with aiohttp.ClientSession() as session:
-        yield Client(apiserver.url, session, ssl_context_for(path))
 
 
 def node(labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
