@@ -42,6 +42,7 @@ from draemu.log import get_logger
 from draemu.store import queries
 from draemu.store.base import Precondition, Store
 from draemu.store.errors import CompactedError, StoreError
+from draemu.store.groupcommit import GroupCommit, QueuedWrite
 from draemu.store.model import Event, KeyValue, RangeResult
 from draemu.store.schema import PG_CHANNEL, ensure_schema
 from draemu.store.validation import prefix_end
@@ -51,8 +52,6 @@ POLL_INTERVAL = 0.5
 POLL_PAGE = 1000
 CLOSE_TIMEOUT = 10
 _NEWEST = 2**63 - 1
-# Writes sent in one batch at most; bounds the time the counter's lock is held.
-MAX_BATCH = 256
 
 _GET_AT = text(queries.GET_AT)
 _RANGE_AT = text(queries.RANGE_AT)
@@ -72,18 +71,10 @@ log = get_logger("store")
 
 
 @dataclass(slots=True)
-class _Write:
-    key: str
-    value: bytes | None
-    precondition: Precondition
-    done: asyncio.Future[tuple[KeyValue, KeyValue | None]]
-
-
-@dataclass(slots=True)
 class _Step:
     """A write whose precondition accepted `prev`, the key's latest row as known."""
 
-    write: _Write
+    write: QueuedWrite
     prev: KeyValue | None
 
 
@@ -109,8 +100,8 @@ class PostgresStore(Store):
         self._polled = asyncio.Condition()
         self._poller: asyncio.Task[None] | None = None
         self._writer: asyncpg.Connection | None = None
-        self._queue: list[_Write] = []
-        self._committer: asyncio.Task[None] | None = None
+        # A failed batch may have committed before the connection went: look.
+        self._writes = GroupCommit(self._commit_batch, after_failure=self._wake.set)
 
     async def start(self) -> None:
         """Listen for other processes' commits and start publishing to watchers."""
@@ -160,32 +151,9 @@ class PostgresStore(Store):
 
     async def _write(self, key: str, value: bytes | None,
                      precondition: Precondition) -> tuple[KeyValue, KeyValue | None]:
-        loop = asyncio.get_running_loop()
-        done = loop.create_future()
-        self._queue.append(_Write(key, value, precondition, done))
-        if self._committer is None or self._committer.done():
-            self._committer = loop.create_task(self._commit_queued())
-        # Cancelling the caller cancels `done`: a write not yet sent is dropped; one
-        # already sent still commits.
-        return await done
+        return await self._writes.write(key, value, precondition)
 
-    async def _commit_queued(self) -> None:
-        """Group commit: every write queued meanwhile goes into the next batch."""
-        while self._queue:
-            batch = [w for w in self._queue[:MAX_BATCH] if not w.done.done()]
-            del self._queue[:MAX_BATCH]
-            try:
-                await self._commit_batch(batch)
-            except Exception as error:  # noqa: BLE001 - a failed batch fails its writers
-                failure = error if isinstance(error, StoreError) else StoreError(
-                    f"write failed: {error!r}")
-                for write in batch:
-                    if not write.done.done():
-                        write.done.set_exception(failure)
-                # A failure may come after a commit (a lost connection): look.
-                self._wake.set()
-
-    async def _commit_batch(self, batch: list[_Write]) -> None:
+    async def _commit_batch(self, batch: list[QueuedWrite]) -> None:
         """Commit the batch in rounds until every write is decided: a round reads the
         keys whose guessed absence a precondition rejected, or sends one write per key."""
         known: dict[str, KeyValue | None] = {}
@@ -335,8 +303,7 @@ class PostgresStore(Store):
             except TimeoutError:
                 self._poller.cancel()
                 await asyncio.gather(self._poller, return_exceptions=True)
-        if self._committer is not None:
-            await self._committer
+        await self._writes.drain()
         if self._listener is not None:
             await self._listener.close()
         if self._writer is not None:
@@ -383,7 +350,7 @@ def _kv(key: str, row: Any) -> KeyValue | None:
     return KeyValue(key, bytes(row[4]), row[2], row[0], row[3])
 
 
-def _plan(pending: list[_Write], known: dict[str, KeyValue | None]
+def _plan(pending: list[QueuedWrite], known: dict[str, KeyValue | None]
           ) -> tuple[list[_Step], set[str]]:
     """The next round's writes, at most one per key (a later write of a key is decided
     on what the earlier one did), and the keys to read first.

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,21 +34,11 @@ from draemu.store import queries
 from draemu.store.base import Precondition, Store
 from draemu.store.dirlock import DirectoryLock
 from draemu.store.errors import CompactedError, StoreError
+from draemu.store.groupcommit import GroupCommit, QueuedWrite
 from draemu.store.index import CurrentIndex
 from draemu.store.model import Event, KeyValue, RangeResult
 from draemu.store.schema import ensure_schema
 from draemu.store.validation import prefix_end
-
-# Writes committed in one transaction at most; bounds the time the connection is held.
-MAX_BATCH = 256
-
-
-@dataclass(slots=True)
-class _Write:
-    key: str
-    value: bytes | None
-    precondition: Precondition
-    done: asyncio.Future[tuple[KeyValue, KeyValue | None]]
 
 
 class SQLiteStore(Store):
@@ -67,8 +56,7 @@ class SQLiteStore(Store):
         self._revision = revision
         # One connection serves every statement; this serializes its use.
         self._busy = asyncio.Lock()
-        self._queue: list[_Write] = []
-        self._committer: asyncio.Task[None] | None = None
+        self._writes = GroupCommit(self._commit_batch, lock=self._busy)
 
     async def _current_revision(self) -> int:
         return self._revision
@@ -101,34 +89,12 @@ class SQLiteStore(Store):
 
     async def _write(self, key: str, value: bytes | None,
                      precondition: Precondition) -> tuple[KeyValue, KeyValue | None]:
-        done = asyncio.get_running_loop().create_future()
-        self._queue.append(_Write(key, value, precondition, done))
-        if self._committer is None or self._committer.done():
-            self._committer = asyncio.get_running_loop().create_task(self._commit_queued())
-        # Cancelling the caller cancels `done`: a write not yet taken into a batch is
-        # dropped; one already in a batch still commits, and the index follows it.
-        return await done
+        return await self._writes.write(key, value, precondition)
 
-    async def _commit_queued(self) -> None:
-        """Group commit: every write queued meanwhile goes into the next transaction,
-        one commit (and one fsync) for all of them."""
-        async with self._busy:
-            while self._queue:
-                batch = [w for w in self._queue[:MAX_BATCH] if not w.done.cancelled()]
-                del self._queue[:MAX_BATCH]
-                try:
-                    await self._commit_batch(batch)
-                except Exception as error:  # noqa: BLE001 - a failed batch fails its writers
-                    failure = error if isinstance(error, StoreError) else StoreError(
-                        f"write failed: {error!r}")
-                    for write in batch:
-                        if not write.done.done():
-                            write.done.set_exception(failure)
-
-    async def _commit_batch(self, batch: list[_Write]) -> None:
+    async def _commit_batch(self, batch: list[QueuedWrite]) -> None:
         # Preconditions see the writes before them in the batch, as if one at a time.
         staged: dict[str, KeyValue | None] = {}
-        accepted: list[tuple[_Write, KeyValue, KeyValue | None]] = []
+        accepted: list[tuple[QueuedWrite, KeyValue, KeyValue | None]] = []
         rows = []
         rev = self._revision
         for write in batch:
@@ -182,8 +148,7 @@ class SQLiteStore(Store):
             self._compacted = revision
 
     async def _close(self) -> None:
-        if self._committer is not None:
-            await self._committer
+        await self._writes.drain()
         async with self._busy:
             try:
                 await self._db.close()
