@@ -1,6 +1,8 @@
 """The managedFields bookkeeping of ordinary writes as it was before it was made fast
 (commit 65247a6): every entry decoded, every field compared, every entry re-encoded.
-Kept as the oracle the fast implementation must match byte for byte."""
+Kept as the oracle the fast implementation must match byte for byte; the helpers the
+rewrite left as they were (reading FieldsV1, a field's schema node and shape) are the
+live ones."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from draemu.openapi.schemas.node import LIST, MAP, STRUCT, SchemaNode
+from draemu.apiserver.patch.fieldpath import from_fields_v1
+from draemu.apiserver.patch.typed import child, ignored, shape
+from draemu.openapi.schemas.node import SchemaNode
 
 Path = tuple[str, ...]
 FieldSet = set[Path]
@@ -17,10 +21,6 @@ GRANULAR, LIST_MAP, SET, ATOMIC = "granular", "listmap", "set", "atomic"
 APPLY, UPDATE = "Apply", "Update"
 MAX_UPDATE_MANAGERS = 10
 ANCIENT = "ancient-changes"
-IGNORED_TOP = frozenset({"apiVersion", "kind"})
-IGNORED_META = frozenset({"name", "namespace", "uid", "resourceVersion", "generation",
-                          "creationTimestamp", "deletionTimestamp",
-                          "deletionGracePeriodSeconds", "managedFields", "selfLink"})
 _KIND_ORDER = {"f": 0, "v": 1, "k": 2, "i": 3}
 
 
@@ -49,52 +49,11 @@ def _finish(node: dict[str, Any]) -> dict[str, Any]:
     return ordered
 
 
-def from_fields_v1(fields: Any) -> FieldSet:
-    out: FieldSet = set()
-    if isinstance(fields, dict):
-        _collect(fields, (), out)
-    return out
-
-
-def _collect(node: dict[str, Any], prefix: Path, out: FieldSet) -> None:
-    for element, sub in node.items():
-        if element == ".":
-            out.add(prefix)
-            continue
-        path = (*prefix, element)
-        if not sub:
-            out.add(path)
-        elif isinstance(sub, dict):
-            _collect(sub, path, out)
-
-
 def under(path: Path, prefixes: FieldSet) -> bool:
     return any(path[:i] in prefixes for i in range(len(path) + 1))
 
 
 # Comparing objects by their schema --------------------------------------------------------
-def child(node: SchemaNode, name: str) -> SchemaNode:
-    return node.field(name) or SchemaNode.open()
-
-
-def shape(node: SchemaNode, value: Any) -> str:
-    if isinstance(value, dict):
-        if node.is_open or (node.shape in (STRUCT, MAP) and node.map_type != "atomic"):
-            return GRANULAR
-        return ATOMIC
-    if isinstance(value, list) and not node.is_open and node.shape == LIST:
-        if node.list_type == "map" and node.list_map_keys:
-            return LIST_MAP
-        if node.list_type == "set":
-            return SET
-    return ATOMIC
-
-
-def ignored(prefix: Path, name: str) -> bool:
-    return (not prefix and name in IGNORED_TOP) or (prefix == ("f:metadata",)
-                                                    and name in IGNORED_META)
-
-
 def item_key(node: SchemaNode, item: Any) -> str:
     items = node.items()
     values = {}
