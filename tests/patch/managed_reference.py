@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from draemu.apiserver.patch.fieldpath import from_fields_v1
-from draemu.apiserver.patch.typed import child, ignored, shape
+from draemu.apiserver.patch.typed import Changes, child, ignored, shape
 from draemu.openapi.schemas.node import SchemaNode
 
 Path = tuple[str, ...]
@@ -63,16 +63,6 @@ def item_key(node: SchemaNode, item: Any) -> str:
             if value is not None:
                 values[name] = value
     return f"k:{compact(values)}"
-
-
-class Changes:
-    def __init__(self) -> None:
-        self.added: FieldSet = set()
-        self.modified: FieldSet = set()
-        self.removed: FieldSet = set()
-
-    def __bool__(self) -> bool:
-        return bool(self.added or self.modified or self.removed)
 
 
 def compare(old: Any, new: Any, node: SchemaNode) -> Changes:
