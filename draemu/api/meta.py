@@ -89,19 +89,21 @@ def set_condition(conditions: list[Obj], type_: str, status: str, reason: str = 
 
 
 def toleration_matches(toleration: Obj, taint: Obj) -> bool:
-    """Whether a (pod or device) toleration tolerates a taint (key, value, effect)."""
+    """Whether a (pod or device) toleration tolerates a taint (key, value, effect), as
+    upstream's ToleratesTaint: an empty effect or key matches any; Exists ignores the
+    value, Equal (the default) compares it, other operators tolerate nothing."""
     effect = toleration.get("effect") or ""
     if effect and effect != taint.get("effect"):
         return False
     key = toleration.get("key") or ""
-    operator = toleration.get("operator") or "Equal"
     if key and key != taint.get("key"):
         return False
-    if not key and operator != "Exists":
-        return False
+    operator = toleration.get("operator") or "Equal"
     if operator == "Exists":
         return True
-    return (toleration.get("value") or "") == (taint.get("value") or "")
+    if operator == "Equal":
+        return (toleration.get("value") or "") == (taint.get("value") or "")
+    return False
 
 
 def pod_is_terminal(pod: Obj) -> bool:
