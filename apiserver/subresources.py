@@ -25,6 +25,7 @@ from draemu.apiserver.codec import (
 from draemu.apiserver.deletion import delete_one
 from draemu.apiserver.kubeletclient import LOG_PARAMETERS, KubeletClient
 from draemu.apiserver.patching import PATCH_TYPES, apply_patch
+from draemu.apiserver.registry.core.common import selector_requirements
 from draemu.apiserver.rest_write import body_object, run_update
 from draemu.apiserver.scope import Scope
 from draemu.apiserver.storage import MODIFIED, Storage
@@ -106,22 +107,6 @@ async def eviction(scope: Scope, storage: Storage) -> web.Response:
 
 
 # */scale --------------------------------------------------------------------------------
-def _selector_string(spec: Obj) -> str:
-    selector = spec.get("selector") or {}
-    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
-        if op == "In":
-            parts.append(f"{key} in ({','.join(sorted(values))})")
-        elif op == "NotIn":
-            parts.append(f"{key} notin ({','.join(sorted(values))})")
-        elif op == "Exists":
-            parts.append(key)
-        elif op == "DoesNotExist":
-            parts.append(f"!{key}")
-    return ",".join(parts)
-
-
 _SCALE_PATCH_TYPES = [t for t in PATCH_TYPES if not t.endswith("yaml")]
 
 
@@ -133,7 +118,7 @@ def scale_of(obj: Obj) -> Obj:
                                               "creationTimestamp") if k in meta},
             "spec": {"replicas": int(spec.get("replicas", 1))},
             "status": {"replicas": int(status.get("replicas") or 0),
-                       "selector": _selector_string(spec)}}
+                       "selector": ",".join(selector_requirements(spec.get("selector")))}}
 
 
 async def scale(scope: Scope, storage: Storage) -> web.Response:

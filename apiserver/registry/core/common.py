@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from draemu.api.errors import FieldError, Path, StatusError, bad_request, invalid
+from draemu.api.meta import parse_time
 from draemu.api.names import (
     is_dns1123_label,
     is_dns1123_subdomain,
@@ -114,15 +115,6 @@ def inclusive_range(low: int, high: int) -> str:
 
 # Printing ------------------------------------------------------------------------
 
-def parse_time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def human_duration(seconds_total: float) -> str:
     """A duration as kubectl prints ages: `45s`, `3m20s`, `5h`, `2d3h`, `3y`."""
     seconds = int(seconds_total)
@@ -167,8 +159,13 @@ def since(text: str | None, now: datetime | None = None) -> str:
 def label_selector_string(selector: Obj | None) -> str:
     """A LabelSelector printed as a selector string (`app=x,tier in (a,b)`), as the
     printers' Selector columns show it; `<none>` for an empty selector."""
-    if not selector:
-        return "<none>"
+    parts = selector_requirements(selector)
+    return ",".join(sorted(parts, key=_requirement_key)) if parts else "<none>"
+
+
+def selector_requirements(selector: Obj | None) -> list[str]:
+    """A LabelSelector's requirements in selector syntax, matchLabels (sorted) first."""
+    selector = selector or {}
     parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
     for req in selector.get("matchExpressions") or []:
         key, op, values = req.get("key", ""), req.get("operator", ""), req.get("values") or []
@@ -180,7 +177,7 @@ def label_selector_string(selector: Obj | None) -> str:
             parts.append(key)
         elif op == "DoesNotExist":
             parts.append(f"!{key}")
-    return ",".join(sorted(parts, key=_requirement_key)) if parts else "<none>"
+    return parts
 
 
 def _requirement_key(text: str) -> str:
