@@ -3,18 +3,16 @@ documents; patches and server-side apply go through the patch library."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shutil
 import subprocess
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from draemu.apiserver.server import APIServer, APIServerOptions
+from draemu.apiserver.server import APIServer
 
 KUBECTL_DIR = Path(os.path.realpath(shutil.which("kubectl") or "/usr/bin/kubectl")).parent
 KUBECTLS = [p for p in (KUBECTL_DIR / "kubectl", KUBECTL_DIR / "kubectl.1.29") if p.exists()]
@@ -37,19 +35,10 @@ spec:
 
 
 @pytest.fixture(scope="module")
-def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One apiserver for the module on its own event loop in a thread, so that kubectl
-    can run synchronously."""
-    loop = asyncio.new_event_loop()
-    server = APIServer(APIServerOptions(data_dir=tmp_path_factory.mktemp("apiserver"),
-                                        store_url="sqlite://:memory:"))
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    asyncio.run_coroutine_threadsafe(server.start(), loop).result(timeout=60)
-    yield Path(server.kubeconfig_path)
-    asyncio.run_coroutine_threadsafe(server.stop(), loop).result(timeout=60)
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(timeout=10)
+def kubeconfig(module_apiserver: APIServer) -> Path:
+    """One apiserver for the module on a background thread, so that kubectl can run
+    synchronously."""
+    return Path(module_apiserver.kubeconfig_path)
 
 
 @pytest.fixture(params=KUBECTLS, ids=lambda p: p.name)
