@@ -41,7 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="fake (default: nothing runs) or process (runs the commands)")
     parser.add_argument("--preset", metavar="NAME|FILE",
                         help="also run the built-in drivers that this preset gives the node")
-    parser.add_argument("--labels", default="", metavar="K=V,...", help="extra node labels")
+    parser.add_argument("--labels", default="", metavar="K=V,...",
+                        help="extra node labels; as for a real kubelet, none in the "
+                        "kubernetes.io or k8s.io namespaces beyond the kubelet's own "
+                        "(node-role.kubernetes.io/... is an administrator's: kubectl label "
+                        "node)")
     parser.add_argument("--address", default="127.0.0.1",
                         help="kubelet API address, also the Node's InternalIP")
     parser.add_argument("--port", type=int, default=0,
