@@ -26,15 +26,7 @@ from draemu.apiserver import (
     subresources,
     watch,
 )
-from draemu.apiserver.auth import (
-    ANONYMOUS,
-    INSECURE_ADMIN,
-    PUBLIC_PATHS,
-    Attributes,
-    Authenticator,
-    Authorizer,
-    UserInfo,
-)
+from draemu.apiserver.auth import PUBLIC_PATHS, Attributes, Authenticator, Authorizer
 from draemu.apiserver.codec import (
     decode,
     json_response,
@@ -51,6 +43,7 @@ from draemu.apiserver.scope import Scope
 from draemu.apiserver.selectors import parse_field_selector
 from draemu.apiserver.storage import Storage
 from draemu.features import FeatureGates
+from draemu.identity import ANONYMOUS, INSECURE_ADMIN, UserInfo
 from draemu.log import get_logger
 from draemu.store.errors import InvalidKeyError
 

@@ -13,69 +13,21 @@ import csv
 import io
 import ssl
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-MASTERS = "system:masters"
-NODES = "system:nodes"
-AUTHENTICATED = "system:authenticated"
-NODE_PREFIX = "system:node:"
+from draemu.identity import (
+    AUTHENTICATED,
+    MASTERS,
+    UserInfo,
+    user_from_peercert,
+    with_authenticated,
+)
 
 # Paths anyone may read without credentials, as kube-apiserver's default RBAC allows
 # (system:public-info-viewer).
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
-
-
-@dataclass(frozen=True)
-class UserInfo:
-    name: str
-    uid: str = ""
-    groups: tuple[str, ...] = ()
-    extra: dict[str, list[str]] = field(default_factory=dict)
-
-    @property
-    def node_name(self) -> str | None:
-        """The node of a kubelet identity, else None."""
-        if self.name.startswith(NODE_PREFIX) and NODES in self.groups:
-            return self.name[len(NODE_PREFIX):]
-        return None
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"username": self.name}
-        if self.uid:
-            out["uid"] = self.uid
-        if self.groups:
-            out["groups"] = list(self.groups)
-        if self.extra:
-            out["extra"] = self.extra
-        return out
-
-
-ANONYMOUS = UserInfo("system:anonymous", groups=("system:unauthenticated",))
-# The identity of requests on the loopback-only plain-HTTP endpoint.
-INSECURE_ADMIN = UserInfo("system:admin", groups=(MASTERS, AUTHENTICATED))
-
-
-def _with_authenticated(groups: list[str]) -> tuple[str, ...]:
-    return tuple(groups) if AUTHENTICATED in groups else (*groups, AUTHENTICATED)
-
-
-def user_from_peercert(peercert: dict[str, Any] | None) -> UserInfo | None:
-    """The identity in a verified client certificate (ssl's `getpeercert()` form)."""
-    if not peercert:
-        return None
-    name = ""
-    groups: list[str] = []
-    for rdn in peercert.get("subject", ()):
-        for key, value in rdn:
-            if key == "commonName":
-                name = value
-            elif key == "organizationName":
-                groups.append(value)
-    if not name:
-        return None
-    return UserInfo(name, groups=_with_authenticated(groups))
 
 
 class TokenFileError(ValueError):
@@ -97,7 +49,7 @@ def load_token_file(path: Path) -> dict[str, UserInfo]:
             raise TokenFileError(f"token file {path}, line {lineno}: token and user must "
                                  "not be empty")
         groups = [g.strip() for g in row[3].split(",") if g.strip()] if len(row) > 3 else []
-        tokens[token] = UserInfo(user, uid=uid, groups=_with_authenticated(groups))
+        tokens[token] = UserInfo(user, uid=uid, groups=with_authenticated(groups))
     return tokens
 
 

@@ -5,7 +5,6 @@ when missing."""
 from __future__ import annotations
 
 from draemu.api.errors import StatusError
-from draemu.apiserver.auth import UserInfo
 from draemu.apiserver.codec import Accept
 from draemu.apiserver.requestinfo import RequestInfo
 from draemu.apiserver.resources import ResourceTable
@@ -13,6 +12,7 @@ from draemu.apiserver.rest_write import create_object
 from draemu.apiserver.scope import Scope
 from draemu.apiserver.storage import Storage
 from draemu.features import FeatureGates
+from draemu.identity import UserInfo
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _SYSTEM_USER = UserInfo("system:apiserver", groups=("system:masters",))

@@ -21,7 +21,7 @@ from urllib.parse import quote, urlencode
 import aiohttp
 
 from draemu.api.errors import StatusError, bad_request
-from draemu.apiserver.pki import PKI
+from draemu.pki import PKI
 
 PREFERRED_ADDRESS_TYPES = ("InternalIP", "ExternalIP", "Hostname")
 DEFAULT_KUBELET_PORT = 10250

@@ -10,10 +10,11 @@ from typing import Any, ClassVar
 from aiohttp import web
 
 from draemu.api.errors import bad_request
-from draemu.apiserver.auth import Attributes, Authorizer, UserInfo
+from draemu.apiserver.auth import Attributes, Authorizer
 from draemu.apiserver.registry.strategy import Strategy
 from draemu.apiserver.rest_write import body_object
 from draemu.apiserver.scope import Scope
+from draemu.identity import UserInfo
 
 Obj = dict[str, Any]
 

@@ -22,18 +22,10 @@ from typing import Any
 
 from aiohttp import web
 
-from draemu import kubeconfig
-from draemu.apiserver import pki, reviews
+from draemu import kubeconfig, pki
+from draemu.apiserver import reviews
 from draemu.apiserver.app import API
-from draemu.apiserver.auth import (
-    AUTHENTICATED,
-    MASTERS,
-    Authenticator,
-    DefaultAuthorizer,
-    UnionAuthorizer,
-    UserInfo,
-    load_token_file,
-)
+from draemu.apiserver.auth import Authenticator, DefaultAuthorizer, UnionAuthorizer, load_token_file
 from draemu.apiserver.bootstrap import ensure_system_namespaces
 from draemu.apiserver.kubeletclient import KubeletClient
 from draemu.apiserver.nodeauthz import NodeAuthorizer
@@ -44,6 +36,7 @@ from draemu.apiserver.subresources import LogProviders
 from draemu.apiserver.watchcache import WatchCache
 from draemu.client import Client
 from draemu.features import FeatureGates
+from draemu.identity import AUTHENTICATED, MASTERS, UserInfo
 from draemu.log import get_logger
 
 log = get_logger("apiserver")

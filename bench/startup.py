@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DRAEMU = [sys.executable, "-m", "draemu.cli"]
+DRAEMU = [sys.executable, "-m", "draemu.cmd.cli"]
 IDLE_SECONDS = 2.0
 URL_LINE = re.compile(r"(?:API server:)\s+http://([\d.]+):(\d+)")
 

@@ -31,8 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from draemu.cmd.testing.postgres import PostgresServer, PostgresUnavailable
 from draemu.store import Store, open_store
-from draemu.testing.postgres import PostgresServer, PostgresUnavailable
 
 VALUE = b'{"kind":"Pod","metadata":{"name":"p","namespace":"default"},"spec":{}}' * 8
 RANGE_KEYS = 10_000

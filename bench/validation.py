@@ -21,13 +21,13 @@ from collections.abc import Callable
 from typing import Any
 
 from draemu.apiserver import fieldvalidation, timestamps
-from draemu.apiserver.auth import UserInfo
 from draemu.apiserver.codec import Accept
 from draemu.apiserver.registry import discover
 from draemu.apiserver.requestinfo import RequestInfo
 from draemu.apiserver.resources import ResourceTable
 from draemu.apiserver.scope import Scope
 from draemu.features import FeatureGates
+from draemu.identity import UserInfo
 from draemu.openapi import schemas
 
 Obj = dict[str, Any]

@@ -1,5 +1,5 @@
 import sys
 
-from draemu.cli import main
+from draemu.cmd.cli import main
 
 sys.exit(main())

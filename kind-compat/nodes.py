@@ -110,7 +110,7 @@ def wait_nodes_ready(kubeconfig: Path, names: list[str], timeout: float) -> bool
 
 def plugin_dirs(record: ClusterRecord, node: str) -> str:
     """The node's kubelet folders an external DRA driver is pointed at."""
-    from draemu.kubelet.layout import NodeLayout
+    from draemu.nodelayout import NodeLayout
 
     layout = NodeLayout(record.data_dir / "nodes" / node)
     return (f"registry={layout.registry_dir} plugins={layout.plugins_dir} "

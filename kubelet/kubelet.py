@@ -15,16 +15,16 @@ from draemu.kubelet.dra.claiminfo import ClaimCache
 from draemu.kubelet.dra.manager import DRAManager
 from draemu.kubelet.dra.plugins import SLICE_WIPE_DELAY, DRAPluginManager, wipe_slices
 from draemu.kubelet.events import EventRecorder
-from draemu.kubelet.layout import NodeLayout
 from draemu.kubelet.node import NodeAgent, NodeConfig, reachable_address
 from draemu.kubelet.pluginwatcher import PluginWatcher
 from draemu.kubelet.podresources import PodResourcesServer, socket_path
 from draemu.kubelet.pods import PodWorkers
-from draemu.kubelet.proto import pluginregistration as reg
 from draemu.kubelet.runtime import make_runtime
 from draemu.kubelet.server import KubeletServer, LogProvider
 from draemu.kubelet.servingcert import ServingTLS
+from draemu.kubeletapi import pluginregistration as reg
 from draemu.log import get_logger
+from draemu.nodelayout import NodeLayout
 
 log = get_logger("kubelet")
 

@@ -21,8 +21,8 @@ from typing import Protocol
 import grpc
 
 from draemu.kubelet.inotify import DirectoryNotifier
-from draemu.kubelet.proto import pluginregistration as reg
-from draemu.kubelet.proto import rpc
+from draemu.kubeletapi import pluginregistration as reg
+from draemu.kubeletapi import rpc
 from draemu.log import get_logger
 
 log = get_logger("kubelet.pluginwatcher")

@@ -35,8 +35,8 @@ import grpc
 
 from draemu.kubelet.dra.claiminfo import ClaimCache, ClaimInfo
 from draemu.kubelet.dra.manager import DRAError, pod_claim_name
-from draemu.kubelet.proto import podresources as pr
-from draemu.kubelet.proto.rpc import unix_target
+from draemu.kubeletapi import podresources as pr
+from draemu.kubeletapi.rpc import unix_target
 from draemu.log import get_logger
 
 log = get_logger("kubelet.podresources")

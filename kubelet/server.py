@@ -23,7 +23,7 @@ from typing import Any
 from aiohttp import web
 
 from draemu.api.errors import bad_request
-from draemu.apiserver.auth import MASTERS, user_from_peercert
+from draemu.identity import MASTERS, user_from_peercert
 from draemu.kubelet.logs import LogOptions, pick_log_file, pod_log_dir, stream_log
 from draemu.kubelet.servingcert import ServingTLS
 

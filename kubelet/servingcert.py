@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from draemu.apiserver.pki import KeyPair, make_ca, make_kubelet_serving_cert
+from draemu.pki import KeyPair, make_ca, make_kubelet_serving_cert
 
 
 @dataclass(frozen=True)

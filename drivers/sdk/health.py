@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from draemu.kubelet.proto import health as proto
+from draemu.kubeletapi import health as proto
 
 
 @dataclass

@@ -23,8 +23,8 @@ from draemu.client import ApiError, Client
 from draemu.drivers.sdk.health import HealthReporter
 from draemu.drivers.sdk.slices import ResourceSliceController
 from draemu.drivers.sdk.types import ClaimRef, Driver, DriverResources, Obj, PrepareResult
-from draemu.kubelet.proto import dra, health, rpc
-from draemu.kubelet.proto import pluginregistration as reg
+from draemu.kubeletapi import dra, health, rpc
+from draemu.kubeletapi import pluginregistration as reg
 from draemu.log import get_logger
 
 log = get_logger("kubeletplugin")

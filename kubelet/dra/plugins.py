@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import grpc
 
 from draemu.client import ApiError, Client
-from draemu.kubelet.proto import dra, health, rpc
+from draemu.kubeletapi import dra, health, rpc
 from draemu.log import get_logger
 
 log = get_logger("kubelet.dra")

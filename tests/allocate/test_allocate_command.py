@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from draemu.cli import main
+from draemu.cmd.cli import main
 
 GPU_CLASS = """
 apiVersion: resource.k8s.io/v1

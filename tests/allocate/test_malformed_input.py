@@ -11,8 +11,8 @@ from typing import Any
 
 import yaml
 
+from draemu.cmd import offline
 from draemu.features import FeatureGates
-from draemu.scheduler.dra import offline
 
 CASES = [yaml.safe_load(p.read_text())
          for p in sorted((Path(__file__).parent / "cases").glob("upstream-*.yaml"))]

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
+from draemu.cmd import offline
 from draemu.features import FeatureGates
-from draemu.scheduler.dra import offline
 from draemu.scheduler.dra.features import Features
 
 CASES = sorted((Path(__file__).parent / "cases").glob("upstream-*.yaml"))

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from draemu.cli import main
 from draemu.client import Client
-from draemu.scheduler.dra.why import explain_pod
+from draemu.cmd.cli import main
+from draemu.cmd.why import explain_pod
 
 V1 = "resource.k8s.io/v1"
 DRIVER = "gpu.example.com"

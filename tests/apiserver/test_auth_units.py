@@ -6,14 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from draemu.apiserver.auth import (
-    Attributes,
-    DefaultAuthorizer,
-    TokenFileError,
-    UserInfo,
-    load_token_file,
-    user_from_peercert,
-)
+from draemu.apiserver.auth import Attributes, DefaultAuthorizer, TokenFileError, load_token_file
+from draemu.identity import UserInfo, user_from_peercert
 
 
 def test_token_file_lines_become_users_with_groups(tmp_path: Path) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from draemu.apiserver.auth import Authenticator, UserInfo
+from draemu.apiserver.auth import Authenticator
+from draemu.identity import UserInfo
 
 
 class FakeTLS:

@@ -7,7 +7,7 @@ from pathlib import Path
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
-from draemu.apiserver import pki
+from draemu import pki
 
 
 def _sans(pem: bytes) -> set[str]:

@@ -10,7 +10,7 @@ from apiclient import CM, Client, configmap, next_event, ssl_context_for
 
 from draemu.apiserver import watchcache
 from draemu.apiserver.server import APIServer
-from draemu.testing.apiserver import start_apiserver
+from draemu.cmd.testing.apiserver import start_apiserver
 
 
 async def _rv(client: Client) -> str:

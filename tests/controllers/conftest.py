@@ -4,8 +4,8 @@ from pathlib import Path
 import pytest_asyncio
 
 from draemu.client import Client
+from draemu.cmd.testing.apiserver import start_apiserver
 from draemu.controllers.manager import ControllerManager
-from draemu.testing.apiserver import start_apiserver
 
 # Short periods so that node and eviction behaviour shows within a test.
 SETTINGS = {"node_monitor_grace_period": 2.0, "node_monitor_period": 0.5,

@@ -1,9 +1,9 @@
 import sys
 from pathlib import Path
 
-# The in-process cluster fixtures driver authors get from the `draemu.testing.cluster`
+# The in-process cluster fixtures driver authors get from the `draemu.cmd.testing.cluster`
 # plugin (pytest only loads plugins from the top-level conftest, so import them here).
-from draemu.testing.cluster import (  # noqa: F401
+from draemu.cmd.testing.cluster import (  # noqa: F401
     draemu_cluster,
     draemu_feature_gates,
     draemu_nodes,

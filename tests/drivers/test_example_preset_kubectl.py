@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from draemu.cluster import Cluster, ClusterOptions
+from draemu.cmd.cluster import Cluster, ClusterOptions
 
 MANIFEST = """
 apiVersion: resource.k8s.io/v1

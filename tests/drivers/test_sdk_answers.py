@@ -7,8 +7,8 @@ import pytest
 from kubelet_fakes import ClaimsAPI, RecordingDriver, claim
 
 from draemu.drivers.sdk import KubeletPlugin
-from draemu.kubelet.proto import dra, rpc
-from draemu.kubelet.proto import pluginregistration as reg
+from draemu.kubeletapi import dra, rpc
+from draemu.kubeletapi import pluginregistration as reg
 
 
 @pytest.fixture
@@ -106,7 +106,7 @@ async def test_rejection_by_kubelet_is_recorded_and_answered_with_an_error(plugi
 
 
 async def test_health_stream_sends_the_complete_list_on_change(plugin):
-    from draemu.kubelet.proto import health
+    from draemu.kubeletapi import health
 
     p, _driver = plugin
     await p.health.set("node-1", "gpu-0", True)

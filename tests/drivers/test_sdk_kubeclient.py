@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from draemu.client import ConfigError
+from draemu.cmd.testing.apiserver import start_apiserver
 from draemu.drivers.sdk import in_cluster_client
-from draemu.testing.apiserver import start_apiserver
 
 
 async def test_in_cluster_client_authenticates_with_the_service_account_token(

@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 import yaml
 
-from draemu.testing.process import RunningDraemu, draemu_up
+from draemu.cmd.testing.process import RunningDraemu, draemu_up
 
 GO_DIR = Path(__file__).parent / "go"
 REPO = Path(__file__).resolve().parents[2]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import grpc
 
-from draemu.kubelet.proto import podresources as pr
+from draemu.kubeletapi import podresources as pr
 
 
 class PodResourcesClient:

@@ -9,8 +9,8 @@ import sys
 
 from kubelet_e2e import eventually
 
-from draemu.cli import build_parser
 from draemu.client import Client
+from draemu.cmd.cli import build_parser
 
 
 def main(argv: list[str]) -> int:

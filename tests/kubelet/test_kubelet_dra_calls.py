@@ -13,7 +13,7 @@ from kubelet_fakes import ClaimsAPI, claim
 from draemu.kubelet.dra.claiminfo import ClaimCache
 from draemu.kubelet.dra.manager import DRAError, DRAManager
 from draemu.kubelet.dra.plugins import DRAPluginManager
-from draemu.kubelet.proto import dra, rpc
+from draemu.kubeletapi import dra, rpc
 
 POD_UID = "pod-uid"
 

@@ -6,8 +6,8 @@ import pytest
 from kubelet_e2e import allocate, create_claim, create_pod, eventually
 
 from draemu.client import ApiError, Client
+from draemu.cmd.nodes import node_kubeconfig, start_node
 from draemu.drivers.presets import DriverSpec, NodeSpec
-from draemu.kubelet.cluster import node_kubeconfig, start_node
 
 GPU = DriverSpec("gpu.example.com", "gpu", {"gpus": [{"count": 2, "memory": "80Gi"}]})
 

@@ -7,11 +7,11 @@ import pytest
 from kubelet_e2e import allocate, create_claim, create_pod, eventually
 
 from draemu.client import ApiError, Client
+from draemu.cmd.nodes import node_kubeconfig, start_node
 from draemu.drivers.gpu import GPUDriver
 from draemu.drivers.presets import NodeSpec
 from draemu.drivers.sdk import KubeletPlugin, PrepareResult
 from draemu.features import FeatureGates
-from draemu.kubelet.cluster import node_kubeconfig, start_node
 from draemu.kubelet.kubelet import Kubelet
 
 

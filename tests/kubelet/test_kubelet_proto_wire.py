@@ -3,8 +3,8 @@ on the wire, full service and method names, and registration strings."""
 
 from __future__ import annotations
 
-from draemu.kubelet.proto import dra, health
-from draemu.kubelet.proto import pluginregistration as reg
+from draemu.kubeletapi import dra, health
+from draemu.kubeletapi import pluginregistration as reg
 
 
 def tag(number: int, wire_type: int = 2) -> bytes:

@@ -10,10 +10,10 @@ from kubelet_fakes import ClaimsAPI, RecordingDriver
 
 from draemu.drivers.sdk import KubeletPlugin
 from draemu.kubelet.dra.plugins import DRAPluginManager
-from draemu.kubelet.layout import NodeLayout
 from draemu.kubelet.pluginwatcher import PluginWatcher
-from draemu.kubelet.proto import dra, rpc
-from draemu.kubelet.proto import pluginregistration as reg
+from draemu.kubeletapi import dra, rpc
+from draemu.kubeletapi import pluginregistration as reg
+from draemu.nodelayout import NodeLayout
 
 
 @pytest.fixture

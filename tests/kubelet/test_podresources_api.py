@@ -14,10 +14,10 @@ from kubelet_e2e import allocate, create_claim, create_pod, eventually
 from podresources_client import PodResourcesClient
 
 from draemu.client import Client
+from draemu.cmd.nodes import Node, node_kubeconfig, start_node
 from draemu.drivers.presets import DriverSpec, NodeSpec
-from draemu.kubelet.cluster import Node, node_kubeconfig, start_node
-from draemu.kubelet.proto import podresources as pr
-from draemu.kubelet.proto.rpc import unix_target
+from draemu.kubeletapi import podresources as pr
+from draemu.kubeletapi.rpc import unix_target
 
 GPU = DriverSpec("gpu.example.com", "gpu", {"gpus": [{"count": 2, "memory": "80Gi"}]})
 CDI_KIND = "k8s.gpu.example.com/gpu"

@@ -19,8 +19,8 @@ from draemu.kubelet.podresources import (
     TokenBucket,
     pod_resources,
 )
-from draemu.kubelet.proto import podresources as pr
-from draemu.kubelet.proto.rpc import unix_target
+from draemu.kubeletapi import podresources as pr
+from draemu.kubeletapi.rpc import unix_target
 
 Obj = dict[str, Any]
 DRIVER = "gpu.example.com"

@@ -3,7 +3,7 @@ and method names."""
 
 from __future__ import annotations
 
-from draemu.kubelet.proto import podresources as pr
+from draemu.kubeletapi import podresources as pr
 
 
 def tag(number: int, wire_type: int = 2) -> bytes:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from draemu.apiserver.server import APIServer
-from draemu.testing.apiserver import DEFAULT_KUBECTL, Kubectl, kubectl_binaries
+from draemu.cmd.testing.apiserver import DEFAULT_KUBECTL, Kubectl, kubectl_binaries
 
 PROTOBUF_SENT = "Content-Type: application/vnd.kubernetes.protobuf"
 # kubectl 1.35 is not on the machine by default: DRAEMU_KUBECTL (see kubectl_binaries)

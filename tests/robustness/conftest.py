@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from draemu.testing.apiserver import ServerThread
+from draemu.cmd.testing.apiserver import ServerThread
 
 
 @pytest.fixture(scope="module")

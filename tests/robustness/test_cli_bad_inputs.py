@@ -49,7 +49,7 @@ def _main(command: str) -> Callable[[list[str]], int]:
         from draemu.kindcompat.cli import main as kind_main
 
         return kind_main
-    from draemu.cli import main
+    from draemu.cmd.cli import main
 
     return main
 

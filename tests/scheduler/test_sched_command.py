@@ -9,7 +9,7 @@ import sys
 from sched_helpers import node, pod
 
 from draemu.client import Client
-from draemu.testing.apiserver import apiserver  # noqa: F401  (fixture)
+from draemu.cmd.testing.apiserver import apiserver  # noqa: F401  (fixture)
 
 
 async def test_scheduler_command_binds_pods_and_stops_on_sigterm(apiserver):  # noqa: F811

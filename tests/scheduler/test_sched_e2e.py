@@ -10,8 +10,8 @@ import pytest
 from sched_helpers import node, pod
 
 from draemu.client import Client
+from draemu.cmd.testing.apiserver import apiserver  # noqa: F401  (fixture)
 from draemu.scheduler import Scheduler
-from draemu.testing.apiserver import apiserver  # noqa: F401  (fixture)
 
 R = "resource.k8s.io/v1"
 DRIVER = "gpu.example.com"

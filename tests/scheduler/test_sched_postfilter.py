@@ -25,9 +25,9 @@ from test_sched_e2e import (
 )
 
 from draemu.client import Client
+from draemu.cmd.testing.apiserver import apiserver  # noqa: F401  (fixture)
 from draemu.features import FeatureGates
 from draemu.scheduler import Scheduler
-from draemu.testing.apiserver import apiserver  # noqa: F401  (fixture)
 
 
 @pytest.fixture

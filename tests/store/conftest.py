@@ -10,8 +10,8 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from draemu.cmd.testing.postgres import PostgresServer, PostgresUnavailable
 from draemu.store import Store, open_store
-from draemu.testing.postgres import PostgresServer, PostgresUnavailable
 
 BACKENDS = ["sqlite-file", "sqlite-memory", "postgresql"]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config, watch
 
-from draemu.testing.process import draemu_up
+from draemu.cmd.testing.process import draemu_up
 
 NS = "default"
 POD = {

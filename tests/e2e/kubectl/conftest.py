@@ -8,7 +8,7 @@ import pytest
 from kubectl_helpers import BINARIES, NEWEST
 
 from draemu.apiserver.server import APIServer
-from draemu.testing.apiserver import Kubectl
+from draemu.cmd.testing.apiserver import Kubectl
 
 
 @pytest.fixture(scope="module")

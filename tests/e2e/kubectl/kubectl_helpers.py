@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from draemu.testing.apiserver import kubectl_binaries
+from draemu.cmd.testing.apiserver import kubectl_binaries
 
 BINARIES = kubectl_binaries()
 # The newest kubectl on the machine drives the full suite.

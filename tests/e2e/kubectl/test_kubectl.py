@@ -16,7 +16,7 @@ from kubectl_helpers import write
 
 from draemu.apiserver.server import APIServer
 from draemu.apiserver.subresources import LogOptions
-from draemu.testing.apiserver import Kubectl
+from draemu.cmd.testing.apiserver import Kubectl
 
 CM = """apiVersion: v1
 kind: ConfigMap

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from kubectl_helpers import BINARIES, write
 
-from draemu.testing.apiserver import Kubectl
+from draemu.cmd.testing.apiserver import Kubectl
 
 VERSIONS = sorted(BINARIES, key=lambda v: tuple(int(p) for p in v.split(".")))
 

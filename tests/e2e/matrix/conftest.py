@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterator
 import pytest
 from matrix_support import BINARIES
 
-from draemu.testing.apiserver import Kubectl
-from draemu.testing.process import RunningDraemu, draemu_up
+from draemu.cmd.testing.apiserver import Kubectl
+from draemu.cmd.testing.process import RunningDraemu, draemu_up
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from draemu.testing.apiserver import kubectl_binaries
+from draemu.cmd.testing.apiserver import kubectl_binaries
 
 
 def _key(version: str) -> tuple[int, ...]:

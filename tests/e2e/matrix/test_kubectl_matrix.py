@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from matrix_support import VERSIONS, eventually, write
 
-from draemu.testing.apiserver import Kubectl
+from draemu.cmd.testing.apiserver import Kubectl
 
 At = Callable[[str], Kubectl]
 Namespaced = Callable[[str], str]

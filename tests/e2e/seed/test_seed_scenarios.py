@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from draemu.testing.process import RunningDraemu, draemu_up
+from draemu.cmd.testing.process import RunningDraemu, draemu_up
 
 EXAMPLES = Path(__file__).parents[3] / "examples" / "seed"
 NUMA = "draemu.io/numaNode"
@@ -107,7 +107,7 @@ def test_scenario_2b_consumable_capacity_shares_one_gpu_with_distinct_share_ids(
         assert (ra["pool"], ra["device"]) == (rb["pool"], rb["device"])
         assert ra["shareID"] and rb["shareID"] and ra["shareID"] != rb["shareID"]
         assert ra["consumedCapacity"]["memory"] == rb["consumedCapacity"]["memory"] == "10Gi"
-        from draemu.inventory_view import build
+        from draemu.cmd.inventory_view import build
         rows = build(get(seed, "resourceslices")["items"], claims)
         [row] = [r for r in rows if (r.pool, r.device) == (ra["pool"], ra["device"])]
         assert row.free() == "memory=60Gi"

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from draemu.testing.process import RunningDraemu, draemu_up
+from draemu.cmd.testing.process import RunningDraemu, draemu_up
 
 DEPLOYMENT = """\
 apiVersion: apps/v1

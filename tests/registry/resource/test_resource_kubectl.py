@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from draemu.testing.apiserver import ServerThread
+from draemu.cmd.testing.apiserver import ServerThread
 
 KUBECTL_DIR = Path(os.path.realpath(shutil.which("kubectl") or "/usr/bin/kubectl")).parent
 KUBECTLS = [p for p in (KUBECTL_DIR / "kubectl", KUBECTL_DIR / "kubectl.1.33") if p.exists()]

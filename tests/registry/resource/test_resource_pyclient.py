@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from draemu.testing.apiserver import ServerThread
+from draemu.cmd.testing.apiserver import ServerThread
 
 client = pytest.importorskip("kubernetes.client")
 config = pytest.importorskip("kubernetes.config")

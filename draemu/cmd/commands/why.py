@@ -30,8 +30,8 @@ def _pod_name(text: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from draemu import aio
     from draemu.client import ApiError, Client, ConfigError
+    from draemu.cmd.why import explain_pod
     from draemu.features import FeatureGateError, FeatureGates
-    from draemu.scheduler.dra.why import explain_pod
 
     try:
         name = _pod_name(args.pod)

@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
 
     from draemu import aio, log
     from draemu.client.config import default_paths
-    from draemu.demo.seed import Demo, DemoError, cluster_has_seed_nodes
+    from draemu.cmd.demo.seed import Demo, DemoError, cluster_has_seed_nodes
 
     if getattr(args, "log_level", "info") == "info":  # keep the walk-through readable
         log.configure(getattr(args, "log_format", "auto"), "warning")
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
                   "(start one with: draemu up --preset seed)", file=sys.stderr)
             return 2
         if kubeconfig is None:
-            from draemu.cluster import Cluster, ClusterOptions
+            from draemu.cmd.cluster import Cluster, ClusterOptions
 
             print("Starting a temporary draemu cluster with the seed preset ...", flush=True)
             cluster = Cluster(ClusterOptions(in_memory=True, port=0, preset="seed"))

@@ -16,8 +16,8 @@ from importlib import resources
 from pathlib import Path
 
 from draemu.client import Client
-from draemu.demo.decisions import decision_table
-from draemu.inventory_view import V1, build, render
+from draemu.cmd.demo.decisions import decision_table
+from draemu.cmd.inventory_view import V1, build, render
 
 SEED_NODES = ("gpu-node-01", "gpu-node-02", "gpu-node-03")
 NUMA_ATTRIBUTE = "draemu.io/numaNode"

@@ -1,7 +1,7 @@
 """A pytest plugin for DRA driver authors: an in-process draemu cluster per test.
 
     # conftest.py
-    pytest_plugins = ["draemu.testing.cluster"]
+    pytest_plugins = ["draemu.cmd.testing.cluster"]
 
     # test_my_driver.py
     @pytest.fixture
@@ -30,10 +30,10 @@ import pytest
 import pytest_asyncio
 
 from draemu.client import Client
-from draemu.cluster import Cluster, ClusterOptions
+from draemu.cmd.cluster import Cluster, ClusterOptions
+from draemu.cmd.nodes import Node
 from draemu.drivers.presets import NodeSpec, Preset
 from draemu.features import FeatureGates
-from draemu.kubelet.cluster import Node
 
 
 @dataclass

@@ -60,8 +60,8 @@ def run(args: argparse.Namespace) -> int:
     from draemu import aio
     from draemu.api.nodelabels import kubelet_may_set_label
     from draemu.client import Client, ConfigError, config
-    from draemu.cluster import default_data_dir
-    from draemu.commands._common import serve
+    from draemu.cmd.cluster import default_data_dir
+    from draemu.cmd.commands._common import serve
     from draemu.drivers.builtin import start_builtin_driver
     from draemu.drivers.presets import PresetError, load_preset
     from draemu.features import FeatureGateError, FeatureGates

@@ -38,8 +38,8 @@ def run(args: argparse.Namespace) -> int:
 
     import yaml
 
+    from draemu.cmd import offline
     from draemu.features import FeatureGateError, FeatureGates
-    from draemu.scheduler.dra import offline
 
     try:
         gates = FeatureGates.parse(args.feature_gates)

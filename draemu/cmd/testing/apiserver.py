@@ -1,7 +1,7 @@
 """pytest fixtures: a started apiserver on a temporary data directory with an
 in-memory store, and a helper that runs a real kubectl against it.
 
-    pytest_plugins = ["draemu.testing.apiserver"]
+    pytest_plugins = ["draemu.cmd.testing.apiserver"]
 
     async def test_x(apiserver): ...                 # function-scoped server
     def test_y(kubectl): kubectl("get", "ns")        # runs /usr/bin/kubectl

@@ -30,13 +30,13 @@ def run(args: argparse.Namespace) -> int:
     import yaml
 
     from draemu import kubeconfig
-    from draemu.apiserver.pki import KeyPair, make_client_cert
     from draemu.client import config
-    from draemu.cluster import default_data_dir
+    from draemu.cmd.cluster import default_data_dir
+    from draemu.pki import KeyPair, make_client_cert
 
     data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
     if args.dirs:
-        from draemu.kubelet.layout import NodeLayout
+        from draemu.nodelayout import NodeLayout
 
         layout = NodeLayout(data_dir / "nodes" / args.node)
         print(f"KUBELET_REGISTRAR_DIRECTORY_PATH={layout.registry_dir}")

@@ -14,10 +14,10 @@ from collections import OrderedDict
 from typing import Any
 
 from draemu.client import Client
+from draemu.cmd.why import _claims_of
 from draemu.features import FeatureGates
 from draemu.scheduler.dra.allocator import Allocator
 from draemu.scheduler.dra.inventory import Inventory, claim_key
-from draemu.scheduler.dra.why import _claims_of
 
 V1 = "resource.k8s.io/v1"
 _MODEL_KEYS = ("model", "productName", "type")

@@ -118,7 +118,7 @@ class Cluster:
             await self.scheduler.start()
         self.timings["control-plane"] = time.perf_counter() - t0
         if o.preset != "empty":
-            from draemu.kubelet.cluster import start_nodes
+            from draemu.cmd.nodes import start_nodes
 
             self.nodes = await start_nodes(
                 o.preset, data_dir=self.data_dir, server=self.apiserver, runtime=o.runtime,

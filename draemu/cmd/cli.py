@@ -1,6 +1,6 @@
 """The `draemu` command.
 
-Each sub-command is a module in `draemu.commands` that defines `HELP` (one line),
+Each sub-command is a module in `draemu.cmd.commands` that defines `HELP` (one line),
 `add_arguments(parser)` and `run(args) -> int`. Modules import their heavy
 dependencies inside `run`, so `draemu --help` stays fast.
 """
@@ -13,7 +13,7 @@ import pkgutil
 import sys
 
 import draemu
-from draemu import commands
+from draemu.cmd import commands
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
         if info.name.startswith("_"):
             continue
-        module = importlib.import_module(f"draemu.commands.{info.name}")
+        module = importlib.import_module(f"draemu.cmd.commands.{info.name}")
         name = getattr(module, "NAME", info.name.replace("_", "-"))
         command = sub.add_parser(name, help=module.HELP, description=module.HELP,
                                  parents=[common])

@@ -71,8 +71,8 @@ def run(args: argparse.Namespace) -> int:
 
     from draemu import aio
     from draemu.client.config import ConfigError, default_paths, merge_into
-    from draemu.cluster import Cluster, ClusterOptions, default_data_dir
-    from draemu.commands._common import wait_for_signal
+    from draemu.cmd.cluster import Cluster, ClusterOptions, default_data_dir
+    from draemu.cmd.commands._common import wait_for_signal
     from draemu.drivers.presets import PresetError, load_preset
     from draemu.features import FeatureGateError, FeatureGates
 

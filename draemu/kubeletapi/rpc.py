@@ -11,9 +11,9 @@ from typing import Any
 
 import grpc
 
-from draemu.kubelet.proto import pluginregistration as reg
-from draemu.kubelet.proto.dra import DRAVersion
-from draemu.kubelet.proto.health import HealthVersion
+from draemu.kubeletapi import pluginregistration as reg
+from draemu.kubeletapi.dra import DRAVersion
+from draemu.kubeletapi.health import HealthVersion
 
 Unary = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
 Streaming = Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[Any]]

@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
 
     from draemu import aio
     from draemu.client import Client, ConfigError
-    from draemu.commands._common import serve
+    from draemu.cmd.commands._common import serve
     from draemu.controllers.manager import ControllerManager
     from draemu.features import FeatureGateError, FeatureGates
 

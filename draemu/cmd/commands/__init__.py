@@ -1,0 +1,1 @@
+"""Sub-commands of `draemu`; one module each (see draemu/cmd/cli.py)."""

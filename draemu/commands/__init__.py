@@ -1,1 +1,0 @@
-"""Sub-commands of `draemu`; one module each (see draemu/cli.py)."""
