@@ -1,32 +1,80 @@
-"""Feature gates, with Kubernetes' names and the newest release's defaults.
+"""Feature gates, with Kubernetes' names, versioned as Kubernetes versions them.
 
-Components read `gates.enabled("DRAAdminAccess")`; `draemu up --feature-gates A=true,B=false`
-builds the set with `FeatureGates.parse`. Gates are registered where their behaviour
-lives (`register`), so this module only knows the mechanism and the common gates.
+A gate is a list of specs, each saying from which minor release on the gate has a stage,
+a default and maybe a lock (upstream's `featuregate.VersionedSpecs`). The release draemu
+emulates (1.37 unless `--emulated-version` says otherwise) picks the spec in force:
+`gates.enabled("DRAAdminAccess")`. `draemu up --feature-gates A=true,B=false` builds the
+set with `FeatureGates.parse`, with upstream's checks: unknown gates, locked gates, gates
+not yet introduced at the emulated release, and dependencies (`X is enabled, but depends
+on features that are disabled: [Y]`). Components may `register` gates of their own.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+# The release draemu reports and emulates by default, and the releases it can emulate.
+CURRENT_VERSION = "1.37"
+EMULATABLE_VERSIONS = ("1.34", "1.35", "1.36", "1.37", "1.38")
+
+ALPHA, BETA, GA, DEPRECATED, PREALPHA = "ALPHA", "BETA", "GA", "DEPRECATED", ""
+
+
+def _minor(version: str) -> tuple[int, int]:
+    major, _, minor = version.removeprefix("v").partition(".")
+    return int(major), int(minor.split(".")[0] or 0)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One row of a gate's history: from `version` on, this stage and default."""
+    version: str
+    default: bool
+    stage: str
+    locked: bool = False
+
 
 @dataclass(frozen=True)
 class Gate:
     name: str
     default: bool
-    stage: str  # "ALPHA", "BETA", "GA", "DEPRECATED"
-    locked: bool = False  # GA gates locked to their default cannot be changed
+    stage: str  # "ALPHA", "BETA", "GA", "DEPRECATED" ("" before the gate exists)
+    locked: bool = False  # locked to its default: cannot be changed
 
 
-_KNOWN: dict[str, Gate] = {}
+_SPECS: dict[str, tuple[Spec, ...]] = {}
+_DEPENDENCIES: dict[str, tuple[str, ...]] = {}
 
 
-def register(name: str, default: bool, stage: str, locked: bool = False) -> None:
-    _KNOWN[name] = Gate(name, default, stage, locked)
+def register(name: str, default: bool, stage: str, locked: bool = False,
+             since: str = "1.0") -> None:
+    """A gate with one stage (its history before `since` unknown to draemu)."""
+    _SPECS[name] = (Spec(since, default, stage, locked),)
 
 
-def known() -> dict[str, Gate]:
-    return dict(_KNOWN)
+def register_versioned(name: str, specs: list[Spec], depends_on: tuple[str, ...] = ()) -> None:
+    _SPECS[name] = tuple(sorted(specs, key=lambda s: _minor(s.version)))
+    if depends_on:
+        _DEPENDENCIES[name] = depends_on
+
+
+def spec_at(name: str, version: str = CURRENT_VERSION) -> Gate:
+    """The gate as the release `version` has it (upstream's featureSpecAtEmulationVersion)."""
+    chosen: Spec | None = None
+    for spec in _SPECS[name]:
+        if _minor(spec.version) <= _minor(version):
+            chosen = spec
+    if chosen is None:
+        return Gate(name, False, PREALPHA)
+    return Gate(name, chosen.default, chosen.stage, chosen.locked)
+
+
+def known(version: str = CURRENT_VERSION) -> dict[str, Gate]:
+    return {name: spec_at(name, version) for name in _SPECS}
+
+
+def dependencies() -> dict[str, tuple[str, ...]]:
+    return dict(_DEPENDENCIES)
 
 
 class FeatureGateError(ValueError):
@@ -34,19 +82,37 @@ class FeatureGateError(ValueError):
 
 
 class FeatureGates:
-    def __init__(self, overrides: dict[str, bool] | None = None) -> None:
+    def __init__(self, overrides: dict[str, bool] | None = None,
+                 emulated_version: str = CURRENT_VERSION) -> None:
+        if emulated_version.removeprefix("v") not in EMULATABLE_VERSIONS:
+            raise FeatureGateError(
+                f"emulation version {emulated_version} is not between "
+                f"[{EMULATABLE_VERSIONS[0]}, {EMULATABLE_VERSIONS[-1]}]")
+        self.emulated_version = emulated_version.removeprefix("v")
         self._overrides = dict(overrides or {})
+        errors: list[str] = []
         for name, value in self._overrides.items():
-            gate = _KNOWN.get(name)
-            if gate is None:
+            if name not in _SPECS:
                 raise FeatureGateError(f"unrecognized feature gate: {name}")
+            gate = spec_at(name, self.emulated_version)
             if gate.locked and value != gate.default:
-                raise FeatureGateError(
-                    f"cannot set feature gate {name} to {str(value).lower()}, feature is "
-                    f"locked to {str(gate.default).lower()}")
+                errors.append(f"cannot set feature gate {name} to {str(value).lower()}, feature is "
+                              f"locked to {str(gate.default).lower()}")
+            elif gate.stage == PREALPHA:
+                errors.append(f"cannot set feature gate {name} to {str(value).lower()}, feature is "
+                              f"PreAlpha at emulated version {self.emulated_version}")
+        if not errors:
+            for name, deps in sorted(_DEPENDENCIES.items()):
+                if name in _SPECS and self.enabled(name):
+                    off = [d for d in deps if d in _SPECS and not self.enabled(d)]
+                    if off:
+                        errors.append(f"{name} is enabled, but depends on features that are "
+                                      f"disabled: [{' '.join(off)}]")
+        if errors:
+            raise FeatureGateError("; ".join(errors))
 
     @classmethod
-    def parse(cls, text: str | None) -> FeatureGates:
+    def parse(cls, text: str | None, emulated_version: str = CURRENT_VERSION) -> FeatureGates:
         """`A=true,B=false` as kube components take it."""
         overrides: dict[str, bool] = {}
         for item in (text or "").split(","):
@@ -60,15 +126,14 @@ class FeatureGates:
             if lowered not in ("true", "false"):
                 raise FeatureGateError(f"invalid value of {name}={value}, err: invalid syntax")
             overrides[name.strip()] = lowered == "true"
-        return cls(overrides)
+        return cls(overrides, emulated_version)
 
     def enabled(self, name: str) -> bool:
         if name in self._overrides:
             return self._overrides[name]
-        gate = _KNOWN.get(name)
-        if gate is None:
+        if name not in _SPECS:
             raise KeyError(f"feature gate {name} is not registered")
-        return gate.default
+        return spec_at(name, self.emulated_version).default
 
     def overrides(self) -> dict[str, bool]:
         return dict(self._overrides)
@@ -77,38 +142,71 @@ class FeatureGates:
         return ",".join(f"{k}={str(v).lower()}" for k, v in sorted(self._overrides.items()))
 
 
-# Gates of the DRA feature set, as Kubernetes 1.37 sets them (see
-# shared/reference/dra-api.md §1). Their behaviour lives in the apiserver's resource
-# strategies, the allocator and the kubelet.
-for _name, _default, _stage, _locked in [
-    ("DynamicResourceAllocation", True, "GA", True),
-    ("DRAAdminAccess", True, "GA", True),
-    ("DRAPrioritizedList", True, "GA", True),
-    ("DRAResourceClaimDeviceStatus", True, "GA", True),
-    ("DRAExtendedResource", True, "GA", True),
-    ("DRADeviceTaints", True, "GA", False),
-    ("DRADeviceTaintRules", True, "GA", False),
-    ("DRAConsumableCapacity", True, "BETA", False),
-    ("DRADeviceBindingConditions", True, "BETA", False),
-    ("DRAPartitionableDevices", True, "BETA", False),
-    ("DRAResourceClaimGranularStatusAuthorization", True, "BETA", False),
-    ("DRASchedulerFilterTimeout", True, "BETA", False),
-    ("DRAFractionalCapacityRange", True, "BETA", False),
-    ("DRAListTypeAttributes", False, "ALPHA", False),
-    ("DRANodeAllocatableResources", False, "ALPHA", False),
-    ("DRAResourcePoolStatus", False, "ALPHA", False),
-    ("DRAWorkloadResourceClaims", False, "ALPHA", False),
-    ("DRAOptionalNodeOperations", False, "ALPHA", False),
-    ("DRAPartitionableDevicesType", False, "ALPHA", False),
-    ("KubeletPodResourcesDynamicResources", True, "GA", True),
-    # Kubelet PodResources API: Get (GA with the above in 1.36); List reports only active
-    # pods unless the deprecated gate is turned off.
-    ("KubeletPodResourcesGet", True, "GA", True),
-    ("KubeletPodResourcesListUseActivePods", True, "DEPRECATED", False),
+def _v(*rows: tuple) -> list[Spec]:
+    return [Spec(*row) for row in rows]
+
+
+# The DRA feature set and the gates DRA's kubelet, scheduler and workloads read, with the
+# history kubernetes v1.37.2's pkg/features/kube_features.go gives them (and its
+# dependencies table). 1.38 rows are the changes the 1.37 source announces for 1.38
+# ("LockToDefault: true in 1.38").
+_DRA = "DynamicResourceAllocation"
+for _name, _specs, _deps in [
+    (_DRA, _v(("1.26", False, ALPHA), ("1.32", False, BETA), ("1.34", True, GA),
+              ("1.35", True, GA, True)), ()),
+    ("DRAAdminAccess", _v(("1.32", False, ALPHA), ("1.34", True, BETA),
+                          ("1.36", True, GA, True)), (_DRA,)),
+    ("DRAConsumableCapacity", _v(("1.34", False, ALPHA), ("1.36", True, BETA)), (_DRA,)),
+    ("DRADerivedAttributes", _v(("1.37", False, ALPHA)), (_DRA,)),
+    ("DRADeviceBindingConditions", _v(("1.34", False, ALPHA), ("1.36", True, BETA)),
+     (_DRA, "DRAResourceClaimDeviceStatus")),
+    ("DRADeviceCompatibilityGroups", _v(("1.37", False, ALPHA)),
+     (_DRA, "DRAPartitionableDevices")),
+    ("DRADeviceTaintRules", _v(("1.35", False, ALPHA), ("1.36", False, BETA),
+                               ("1.37", True, GA), ("1.38", True, GA, True)),
+     ("DRADeviceTaints",)),
+    ("DRADeviceTaints", _v(("1.33", False, ALPHA), ("1.36", True, BETA), ("1.37", True, GA),
+                           ("1.38", True, GA, True)), (_DRA,)),
+    ("DRAExtendedResource", _v(("1.34", False, ALPHA), ("1.36", True, BETA),
+                               ("1.37", True, GA, True)), (_DRA,)),
+    # Beta but off: on only with --min-compatibility-version 1.37, which draemu does not take.
+    ("DRAFractionalCapacityRange", _v(("1.37", False, BETA)), ()),
+    ("DRAListTypeAttributes", _v(("1.36", False, ALPHA)), (_DRA,)),
+    ("DRANodeAllocatableResources", _v(("1.36", False, ALPHA)), (_DRA,)),
+    ("DRAOptionalNodeOperations", _v(("1.37", False, ALPHA)), (_DRA, "NodeDeclaredFeatures")),
+    ("DRAPartitionableDevices", _v(("1.33", False, ALPHA), ("1.36", True, BETA)), (_DRA,)),
+    ("DRAPartitionableDevicesType", _v(("1.37", False, ALPHA)),
+     (_DRA, "DRAPartitionableDevices", "DRAResourcePoolStatus")),
+    ("DRAPrioritizedList", _v(("1.33", False, ALPHA), ("1.34", True, BETA), ("1.36", True, GA),
+                              ("1.37", True, GA, True)), (_DRA,)),
+    ("DRAResourceClaimDeviceStatus", _v(("1.32", False, ALPHA), ("1.33", True, BETA),
+                                        ("1.37", True, GA, True)), ()),
+    ("DRAResourceClaimGranularStatusAuthorization", _v(("1.36", True, BETA)),
+     (_DRA, "DRAResourceClaimDeviceStatus")),
+    ("DRAResourcePoolStatus", _v(("1.36", False, ALPHA)), (_DRA,)),
+    ("DRASchedulerFilterTimeout", _v(("1.34", True, BETA)), (_DRA,)),
+    ("DRAWorkloadResourceClaims", _v(("1.36", False, ALPHA), ("1.37", False, BETA)),
+     (_DRA, "GenericWorkload")),
+    # scheduling.k8s.io Workload and PodGroup.
+    ("GenericWorkload", _v(("1.35", False, ALPHA), ("1.37", False, BETA)), ()),
+    ("TopologyAwareWorkloadScheduling", _v(("1.36", False, ALPHA)), ()),
+    ("WorkloadWithJob", _v(("1.36", False, ALPHA)), ()),
+    ("NodeDeclaredFeatures", _v(("1.35", False, ALPHA), ("1.36", True, BETA),
+                                ("1.37", True, GA, True)), ()),
+    ("SchedulerPreQueueingHints", _v(("1.37", False, ALPHA)), ()),
+    # Kubelet PodResources API (Get and the dynamic resources are GA in 1.36); List reports
+    # only active pods unless the deprecated gate is turned off.
+    ("KubeletPodResourcesDynamicResources", _v(("1.27", False, ALPHA), ("1.34", True, BETA),
+                                               ("1.36", True, GA, True)), ()),
+    ("KubeletPodResourcesGet", _v(("1.27", False, ALPHA), ("1.34", True, BETA),
+                                  ("1.36", True, GA, True)), ()),
+    ("KubeletPodResourcesListUseActivePods", _v(("1.0", False, GA), ("1.34", True, DEPRECATED),
+                                                ("1.38", True, DEPRECATED, True)), ()),
     # Kubelet: device health from DRA plugins into pods' allocatedResourcesStatus.
-    ("ResourceHealthStatus", False, "ALPHA", False),
-    ("ResourceHealthStatusMessage", False, "ALPHA", False),
+    ("ResourceHealthStatus", _v(("1.31", False, ALPHA), ("1.36", True, BETA)), (_DRA,)),
+    ("ResourceHealthStatusMessage", _v(("1.36", True, BETA)), ()),
     # Machinery gates clients notice.
-    ("WatchList", True, "BETA", False),
+    ("WatchList", _v(("1.27", False, ALPHA), ("1.32", True, BETA), ("1.33", False, BETA),
+                     ("1.34", True, BETA)), ()),
 ]:
-    register(_name, _default, _stage, _locked)
+    register_versioned(_name, _specs, _deps)

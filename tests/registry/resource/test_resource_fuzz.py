@@ -70,7 +70,8 @@ CASES = [(s, v) for s in STRATEGIES for v in s.versions]
 @pytest.mark.parametrize("strategy,version", CASES,
                          ids=[f"{s.kind}-{v}" for s, v in CASES])
 def test_any_well_typed_object_is_handled(strategy: Any, version: str) -> None:
-    gates = FeatureGates({"DRAPartitionableDevicesType": True, "DRAListTypeAttributes": True})
+    gates = FeatureGates({"DRAPartitionableDevicesType": True, "DRAResourcePoolStatus": True,
+                          "DRAListTypeAttributes": True})
     ctx = Context(gates=gates, lookup=lambda *_: None)
 
     @settings(max_examples=20, deadline=None, derandomize=True, database=None,

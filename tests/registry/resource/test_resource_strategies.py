@@ -150,7 +150,7 @@ def test_disabled_gate_drops_the_field_on_create() -> None:
 
 
 def test_disabled_gate_keeps_a_field_already_in_use() -> None:
-    ctx = Context(gates=FeatureGates({"DRADeviceTaints": False}))
+    ctx = Context(gates=FeatureGates({"DRADeviceTaints": False, "DRADeviceTaintRules": False}))
     old = fresh(SLICE)
     old["spec"]["devices"][0]["taints"] = [{"key": "k", "effect": "NoSchedule"}]
     new = fresh(old)

@@ -393,7 +393,8 @@ def test_partition_type_attribute_is_forbidden_while_its_gate_is_off(ctx: Contex
 
 
 def test_partition_type_attribute_must_be_a_string_on_counter_consumers() -> None:
-    ctx = Context(gates=FeatureGates({"DRAPartitionableDevicesType": True}))
+    ctx = Context(gates=FeatureGates({"DRAPartitionableDevicesType": True,
+                                      "DRAResourcePoolStatus": True}))
     o = slice_with(lambda o: (o["spec"].update(partitionTypeAttribute="gpu.example.com/model"),
                               dev(o).update(consumesCounters=[{"counterSet": "s", "counters": {
                                   "mem": {"value": "1Gi"}}}]),
