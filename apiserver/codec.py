@@ -8,7 +8,6 @@ Responses are compact JSON with `Content-Type: application/json` exactly (lightk
 
 from __future__ import annotations
 
-import datetime
 import json
 import re
 from dataclasses import dataclass
@@ -263,59 +262,3 @@ def negotiate(accept_header: str | None) -> Accept:
             return Accept(partial_metadata=params["v"])
     return Accept()
 
-
-def now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)
-
-
-def format_time(t: datetime.datetime) -> str:
-    """metav1.Time: second precision, UTC, `Z`."""
-    return t.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(text: str) -> datetime.datetime | None:
-    """RFC 3339 with fractions and offsets, as clients send it."""
-    if not isinstance(text, str) or not text:
-        return None
-    value = text.strip()
-    if value.endswith(("Z", "z")):
-        value = value[:-1] + "+00:00"
-    try:
-        t = datetime.datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=datetime.UTC)
-    return t
-
-
-def human_duration(seconds: float) -> str:
-    """kube's duration.HumanDuration, the age format of `kubectl get`."""
-    s = int(seconds)
-    if s < -1:
-        return "<invalid>"
-    if s < 0:
-        return "0s"
-    if s < 120:
-        return f"{s}s"
-    minutes = s // 60
-    if minutes < 10:
-        rest = s % 60
-        return f"{minutes}m" if rest == 0 else f"{minutes}m{rest}s"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = s // 3600
-    if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h" if rest == 0 else f"{hours}h{rest}m"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        rest = hours % 24
-        return f"{hours // 24}d" if rest == 0 else f"{hours // 24}d{rest}h"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        days = (hours // 24) % 365
-        return f"{hours // 24 // 365}y" if days == 0 else f"{hours // 24 // 365}y{days}d"
-    return f"{hours // 24 // 365}y"

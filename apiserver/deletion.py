@@ -10,7 +10,8 @@ from typing import Any
 from aiohttp import web
 
 from draemu.api.errors import StatusError, bad_request, conflict, not_found_error
-from draemu.apiserver.codec import decode, format_time, now, parse_int, read_body
+from draemu.api.meta import format_time, now
+from draemu.apiserver.codec import decode, parse_int, read_body
 from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.rest_read import list_objects, selection
 from draemu.apiserver.rest_write import pending_finalizers

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from draemu.api.errors import StatusError
-from draemu.apiserver.codec import format_time, now
+from draemu.api.meta import time_now
 from draemu.apiserver.patch import manager_from_user_agent, update_managed_fields
 from draemu.apiserver.scope import Scope
 
@@ -30,7 +30,7 @@ def track(scope: Scope, old: Obj | None, new: Obj, manager_name: str, operation:
     """Record in `new` (a storage-version object, changed in place) the fields
     `manager_name` changed relative to `old`. Field paths are those of the request's
     version, as upstream tracks them, so objects are compared in that version."""
-    stamp = format_time(now())
+    stamp = time_now()
     if scope.stored_as_served:
         update_managed_fields(old, new, manager_name, operation, scope.api_version, stamp,
                               subresource=scope.subresource)

@@ -25,9 +25,10 @@ from draemu.api.errors import (
     invalid_object,
     not_found_error,
 )
+from draemu.api.meta import time_now
 from draemu.apiserver import fieldvalidation, managedfields, nodeauthz
 from draemu.apiserver.auth import Attributes
-from draemu.apiserver.codec import decode, format_time, now, read_body
+from draemu.apiserver.codec import decode, read_body
 from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.meta import validate_object_meta, validate_object_meta_update
 from draemu.apiserver.scope import Scope
@@ -143,7 +144,7 @@ async def create_object(scope: Scope, storage: Storage, obj: Obj, *, dry_run: bo
     for name in _SYSTEM_FIELDS:
         meta.pop(name, None)
     meta["uid"] = str(uuid.uuid4())
-    meta["creationTimestamp"] = format_time(now())
+    meta["creationTimestamp"] = time_now()
     if strategy.has_generation:
         meta["generation"] = 1
     wanted_name = meta.get("name") or ""

@@ -12,12 +12,11 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from draemu.api.errors import StatusError, bad_request, conflict, not_found_error
+from draemu.api.meta import time_now
 from draemu.apiserver import managedfields
 from draemu.apiserver.codec import (
     decode,
-    format_time,
     media_type,
-    now,
     parse_bool,
     parse_int,
     read_body,
@@ -64,7 +63,7 @@ async def binding(scope: Scope, storage: Storage) -> web.Response:
         if annotations:
             meta.setdefault("annotations", {}).update(annotations)
         conditions = pod.setdefault("status", {}).setdefault("conditions", [])
-        stamp = format_time(now())
+        stamp = time_now()
         for c in conditions:
             if c.get("type") == "PodScheduled":
                 if c.get("status") != "True":

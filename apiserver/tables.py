@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from draemu.api.errors import bad_request
-from draemu.apiserver.codec import human_duration, now, parse_time
+from draemu.api.meta import human_duration, now, parse_time
 from draemu.apiserver.registry.strategy import AGE, Strategy
 
 Obj = dict[str, Any]

@@ -9,12 +9,11 @@ plan of each definition is computed once.
 
 from __future__ import annotations
 
-import datetime
 from functools import cache, lru_cache
 from typing import Any
 
 from draemu.api.errors import StatusError
-from draemu.apiserver.codec import parse_time
+from draemu.api.meta import format_micro_time, format_time, parse_time
 
 _REF = "#/components/schemas/"
 _TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.Time"
@@ -80,11 +79,7 @@ def format_value(value: str, micro: bool) -> str | None:
     t = parse_time(value)
     if t is None:
         return None
-    t = t.astimezone(datetime.UTC)
-    # Go pads years to four digits ("0999"); strftime's %Y does not.
-    text = (f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:"
-            f"{t.second:02d}")
-    return f"{text}.{t.microsecond:06d}Z" if micro else f"{text}Z"
+    return format_micro_time(t) if micro else format_time(t)
 
 
 def _format(value: Any, micro: bool, path: str) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
+from draemu.api.meta import time_now
 from draemu.client import ApiError, Client
-from draemu.kubelet.timeutil import now_rfc3339
 from draemu.log import get_logger
 
 log = get_logger("kubelet.events")
@@ -27,7 +27,7 @@ class EventRecorder:
                     "resourceVersion": meta.get("resourceVersion", "")}
         if field_path:
             involved["fieldPath"] = field_path
-        now = now_rfc3339()
+        now = time_now()
         key = (meta["uid"], reason, message)
         try:
             previous = self._seen.get(key)

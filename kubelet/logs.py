@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from draemu.api.meta import parse_time
+
 
 @dataclass
 class LogOptions:
@@ -49,7 +51,7 @@ def _since(opts: LogOptions) -> datetime | None:
     if opts.since_seconds is not None:
         return datetime.now(UTC) - timedelta(seconds=opts.since_seconds)
     if opts.since_time:
-        return datetime.fromisoformat(opts.since_time)
+        return parse_time(opts.since_time)
     return None
 
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import draemu
+from draemu.api.meta import micro_time_now, time_now
 from draemu.client import ApiError, Client
-from draemu.kubelet.timeutil import now_rfc3339, now_rfc3339_micro
 from draemu.log import get_logger
 
 log = get_logger("kubelet.node")
@@ -93,7 +93,7 @@ def node_object(cfg: NodeConfig, boot_id: str) -> dict[str, Any]:
 
 
 def node_status(cfg: NodeConfig, boot_id: str, previous: dict[str, Any] | None) -> dict[str, Any]:
-    now = now_rfc3339()
+    now = time_now()
     old = {c["type"]: c for c in ((previous or {}).get("conditions") or [])}
     conditions = []
     for type_, status, reason, message in _CONDITIONS:
@@ -159,7 +159,7 @@ class NodeAgent:
                 "metadata": {"name": self.cfg.name, "namespace": "kube-node-lease"},
                 "spec": {"holderIdentity": self.cfg.name,
                          "leaseDurationSeconds": LEASE_DURATION,
-                         "renewTime": now_rfc3339_micro()}}
+                         "renewTime": micro_time_now()}}
         if self.node is not None:
             body["metadata"]["ownerReferences"] = [{
                 "apiVersion": "v1", "kind": "Node", "name": self.cfg.name,

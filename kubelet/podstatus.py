@@ -6,8 +6,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from draemu.api.meta import time_now
 from draemu.kubelet.runtime.base import Container
-from draemu.kubelet.timeutil import now_rfc3339
 
 Obj = dict[str, Any]
 # Conditions the kubelet owns; others (PodScheduled, DisruptionTarget, ...) are kept.
@@ -44,7 +44,7 @@ class PodState:
     uid: str
     namespace: str
     name: str
-    start_time: str = field(default_factory=now_rfc3339)
+    start_time: str = field(default_factory=time_now)
     ip: str | None = None
     stage: str = "pending"  # pending → init → running → finished
     prepared: bool = False
@@ -87,7 +87,7 @@ def _condition(state: PodState, type_: str, ok: bool, reason: str | None = None,
                message: str | None = None) -> Obj:
     status = "True" if ok else "False"
     previous = state.transitions.get(type_)
-    since = previous[1] if previous and previous[0] == status else now_rfc3339()
+    since = previous[1] if previous and previous[0] == status else time_now()
     state.transitions[type_] = (status, since)
     cond: Obj = {"type": type_, "status": status, "lastProbeTime": None,
                  "lastTransitionTime": since}

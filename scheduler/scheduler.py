@@ -13,9 +13,9 @@ import gc
 import random
 import socket
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
+from draemu.api.meta import time_now
 from draemu.cel import compile_expression
 from draemu.client import ApiError, Client, EventRecorder, Informer, key_of
 from draemu.features import FeatureGates
@@ -61,10 +61,6 @@ def num_feasible_nodes_to_find(num_all: int) -> int:
         return num_all
     percentage = max(BASE_PERCENTAGE - num_all // 125, MIN_FEASIBLE_PERCENTAGE)
     return max(num_all * percentage // 100, MIN_FEASIBLE_NODES)
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _without_volatile(pod: dict) -> tuple[Any, ...]:
@@ -522,7 +518,7 @@ class Scheduler:
                "message": message, "lastProbeTime": None,
                "lastTransitionTime": old["lastTransitionTime"]
                if old and old.get("status") == "False" and old.get("lastTransitionTime")
-               else _now()}
+               else time_now()}
         conditions = [c for c in conditions if c.get("type") != "PodScheduled"] + [new]
         meta = pod["metadata"]
         try:

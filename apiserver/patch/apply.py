@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from draemu.api.errors import StatusError, bad_request
+from draemu.api.meta import time_now
 from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.patch import fieldpath, managed, typed
 from draemu.apiserver.patch.fieldpath import Path
@@ -79,7 +80,7 @@ def server_side_apply(live: dict[str, Any] | None, applied: dict[str, Any], mana
     if errors:
         raise _untyped(applied, errors)
     base = live or {}
-    stamp = time or managed.now()
+    stamp = time or time_now()
     entries = managed.decode(base)
     mine = managed.find(entries, manager, managed.APPLY, "", subresource, stamp)
     others = [e for e in entries if e is not mine]

@@ -9,9 +9,9 @@ subresource, as kube-apiserver sorts it.
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
+from draemu.api.meta import time_now
 from draemu.apiserver.patch import fieldpath
 from draemu.apiserver.patch.fieldpath import FieldSet
 from draemu.apiserver.patch.typed import compare, created_fields_v1
@@ -112,10 +112,6 @@ class Entry:
         return out
 
 
-def now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def decode(obj: dict[str, Any] | None) -> list[Entry]:
     raw = ((obj or {}).get("metadata") or {}).get("managedFields") or []
     entries = []
@@ -201,9 +197,9 @@ def update_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], manag
         for entry in entries:
             entry.release(owned, owned_v1, changes.removed)
         mine = find(entries, manager, operation, api_version or new.get("apiVersion", ""),
-                    subresource, time or now())
+                    subresource, time or time_now())
         mine.own(owned, owned_v1)
-        mine.time = time or now()
+        mine.time = time or time_now()
         entries = cap_update_entries(entries)
     store(new, entries)
     return new
@@ -219,7 +215,7 @@ def _record_create(new: dict[str, Any], node: SchemaNode, manager: str, operatio
     entries = []
     if fields:
         entries.append(Entry(manager, operation, api_version or new.get("apiVersion", ""),
-                             time or now(), None, subresource, fields))
+                             time or time_now(), None, subresource, fields))
     store(new, entries)
     return True
 

@@ -11,22 +11,14 @@ the scheduler writes events.k8s.io/v1 Events (`api="events.k8s.io/v1"`, with an
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 from typing import Any
 
+from draemu.api.meta import micro_time_now, time_now
 from draemu.client.rest import ApiError, Client
 from draemu.log import get_logger
 
 log = get_logger("events")
 _DEDUP_WINDOW = 600.0
-
-
-def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def now_micro() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class EventRecorder:
@@ -44,7 +36,7 @@ class EventRecorder:
         meta = obj.get("metadata") or {}
         namespace = meta.get("namespace") or "default"
         key = (meta.get("uid", ""), type_, reason, message)
-        now = now_rfc3339()
+        now = time_now()
         v1events = self.api == "events.k8s.io/v1"
         try:
             seen = self._seen.get(key)
@@ -52,7 +44,7 @@ class EventRecorder:
                 name, ns, count, _ = seen
                 if v1events:
                     await self.client.patch(self.api, "events", name, {"series": {
-                        "count": count + 1, "lastObservedTime": now_micro()}}, namespace=ns)
+                        "count": count + 1, "lastObservedTime": micro_time_now()}}, namespace=ns)
                 else:
                     await self.client.patch("v1", "events", name, {
                         "count": count + 1, "lastTimestamp": now}, namespace=ns)
@@ -71,7 +63,7 @@ class EventRecorder:
                     "apiVersion": self.api, "kind": "Event",
                     "metadata": {"name": f"{meta.get('name', 'unknown')}.{time.time_ns():x}",
                                  "namespace": namespace},
-                    "eventTime": now_micro(), "reportingController": self.component,
+                    "eventTime": micro_time_now(), "reportingController": self.component,
                     "reportingInstance": f"{self.component}-{self.host}" if self.host
                     else self.component,
                     "action": action or reason, "reason": reason, "note": message,

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from draemu.api.meta import micro_time_now, time_now
 from draemu.kubelet.cdi import ContainerEdits
-from draemu.kubelet.timeutil import now_rfc3339, now_rfc3339_nano
 
 
 class RuntimeError_(Exception):
@@ -38,7 +38,7 @@ class Container:
     """A started container; `exit_code` resolves when it ends."""
 
     id: str = field(default_factory=lambda: secrets.token_hex(32))
-    started_at: str = field(default_factory=now_rfc3339)
+    started_at: str = field(default_factory=time_now)
     finished_at: str | None = None
     exit_code: asyncio.Future[int] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future())
@@ -46,7 +46,7 @@ class Container:
 
     def finish(self, code: int, reason: str) -> None:
         if not self.exit_code.done():
-            self.finished_at = now_rfc3339()
+            self.finished_at = time_now()
             self.reason = reason
             self.exit_code.set_result(code)
 
@@ -67,7 +67,8 @@ class CRILogWriter:
         self._file = path.open("a", encoding="utf-8")
 
     def write_line(self, line: str, stream: str = "stdout") -> None:
-        self._file.write(f"{now_rfc3339_nano()} {stream} F {line}\n")
+        # CRI log lines carry nanoseconds; Python has microseconds, padded.
+        self._file.write(f"{micro_time_now()[:-1]}000Z {stream} F {line}\n")
         self._file.flush()
 
     def close(self) -> None:

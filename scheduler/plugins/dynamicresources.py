@@ -34,9 +34,9 @@ import random
 import time
 from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
+from draemu.api.meta import now, parse_time, time_now
 from draemu.client import ApiError, Client
 from draemu.features import FeatureGates
 from draemu.log import get_logger
@@ -82,10 +82,6 @@ DELETED = "deletion of ResourceClaim completed"
 
 def claim_key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -317,11 +313,10 @@ class DynamicResources:
         stamp = claim["status"]["allocation"].get("allocationTimestamp")
         if not stamp:
             return True
-        try:
-            allocated = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-        except ValueError:
+        allocated = parse_time(stamp)
+        if allocated is None:
             return True
-        return (datetime.now(UTC) - allocated).total_seconds() <= self._binding_timeout
+        return (now() - allocated).total_seconds() <= self._binding_timeout
 
     def pre_enqueue(self, pod: dict) -> Status:
         """A pod whose claims do not all exist yet is not tried at all (no attempt counted)."""
@@ -698,7 +693,7 @@ class DynamicResources:
                 if allocation is not None and not new_status.get("allocation"):
                     if self._binding_conditions_enabled() and _has_binding_conditions(
                             allocation) and not allocation.get("allocationTimestamp"):
-                        allocation = {**allocation, "allocationTimestamp": _now()}
+                        allocation = {**allocation, "allocationTimestamp": time_now()}
                     new_status["allocation"] = allocation
                 new_status["reservedFor"] = [
                     *(new_status.get("reservedFor") or []),

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from draemu.api.errors import StatusError
-from draemu.apiserver.codec import human_duration, negotiate, parse_bool
+from draemu.api.meta import human_duration
+from draemu.apiserver.codec import negotiate, parse_bool
 
 
 @pytest.mark.parametrize(("text", "value"), [("true", True), ("True", True), ("1", True),

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from draemu.api.errors import FieldError, Path, invalid, not_supported, required
+from draemu.api.meta import human_duration
 from draemu.api.names import is_dns1123_label
 from draemu.apiserver.registry.apps.replicaset import TEMPLATE_COLUMNS, template_cells
 from draemu.apiserver.registry.core.common import (
-    human_duration,
     immutable,
     nonnegative,
     parse_time,

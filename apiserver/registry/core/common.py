@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from draemu.api.errors import FieldError, Path, StatusError, bad_request, invalid
-from draemu.api.meta import parse_time
+from draemu.api.meta import human_duration, parse_time
 from draemu.api.names import (
     is_dns1123_label,
     is_dns1123_subdomain,
@@ -114,38 +114,6 @@ def inclusive_range(low: int, high: int) -> str:
 
 
 # Printing ------------------------------------------------------------------------
-
-def human_duration(seconds_total: float) -> str:
-    """A duration as kubectl prints ages: `45s`, `3m20s`, `5h`, `2d3h`, `3y`."""
-    seconds = int(seconds_total)
-    if seconds < -1:
-        return "<invalid>"
-    if seconds < 0:
-        return "0s"
-    if seconds < 120:
-        return f"{seconds}s"
-    minutes = seconds // 60
-    if minutes < 10:
-        rest = seconds % 60
-        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = seconds // 3600
-    if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h{rest}m" if rest else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        rest = hours % 24
-        return f"{hours // 24}d{rest}h" if rest else f"{hours // 24}d"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        rest = (hours // 24) % 365
-        return f"{hours // 24 // 365}y{rest}d" if rest else f"{hours // 24 // 365}y"
-    return f"{hours // 24 // 365}y"
-
 
 def since(text: str | None, now: datetime | None = None) -> str:
     """Time elapsed since a timestamp, `<unknown>` when unset (translateTimestampSince)."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from datetime import UTC, datetime
 from typing import Any
 
 from draemu.api.errors import (
@@ -18,6 +17,7 @@ from draemu.api.errors import (
     invalid,
     required,
 )
+from draemu.api.meta import time_now
 from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.core.common import (
     MAX_INT32,
@@ -51,10 +51,6 @@ SPEC_UPDATE_FORBIDDEN = (
 _POD_CONDITIONS = {"PodScheduled", "Ready", "Initialized", "ContainersReady",
                    "DisruptionTarget", "PodReadyToStartContainers", "PodResizePending",
                    "PodResizeInProgress"}
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _tolerates(tolerations: list[Obj], key: str) -> bool:
@@ -109,7 +105,7 @@ class PodStrategy(Strategy):
         if spec.get("schedulingGates"):
             status["conditions"] = [{
                 "type": "PodScheduled", "status": "False", "lastProbeTime": None,
-                "lastTransitionTime": _now(), "reason": "SchedulingGated",
+                "lastTransitionTime": time_now(), "reason": "SchedulingGated",
                 "message": "Scheduling is blocked due to non-empty scheduling gates"}]
         obj["status"] = status
 

@@ -7,6 +7,7 @@ from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
+from draemu.api.meta import format_time
 from draemu.api.quantity import QuantityError
 from draemu.apiserver.registry.core.common import parse_quantity, parse_time, since
 
@@ -141,7 +142,7 @@ def pod_row_cells(pod: Obj, now: datetime | None = None) -> tuple[str, str, str]
         reason = "Terminating"
     restarts_cell = str(restarts.count)
     if restarts.count and restarts.last is not None:
-        last = restarts.last.strftime("%Y-%m-%dT%H:%M:%SZ")
+        last = format_time(restarts.last)
         restarts_cell = f"{restarts.count} ({since(last, now)} ago)"
     return f"{ready}/{total}", reason, restarts_cell
 

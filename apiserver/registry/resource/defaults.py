@@ -7,18 +7,14 @@ gets no `allocationMode`, while the same request in v1 would not exist.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
+
+from draemu.api.meta import time_now
 
 from . import walk
 from .fields import lst, obj
 
 Obj = dict[str, Any]
-
-
-def now() -> str:
-    """Taint timestamps have second precision, as metav1.Time does."""
-    return datetime.now(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _mode_and_count(request: Obj) -> None:
@@ -36,7 +32,7 @@ def _tolerations(holder: Obj) -> None:
 
 def _taint(taint: Any) -> None:
     if isinstance(taint, dict) and not taint.get("timeAdded"):
-        taint["timeAdded"] = now()
+        taint["timeAdded"] = time_now()
 
 
 def _claim_spec(spec: Obj | None, version: str) -> None:

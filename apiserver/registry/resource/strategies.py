@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from draemu.api.errors import FieldError, Path, StatusError, forbidden, internal
+from draemu.api.meta import time_now
 from draemu.apiserver.registry.strategy import AGE, Column, Context, Obj, Strategy
 
 from . import claims, classes, conversion, defaults, gates, poolstatus, slices, taintrules
@@ -254,7 +255,7 @@ class DeviceTaintRuleStrategy(ResourceStrategy):
             obj(old.get("spec")).get("taint"))
         if (taint and taint.get("effect") != old_taint.get("effect")
                 and taint.get("timeAdded") == old_taint.get("timeAdded")):
-            taint["timeAdded"] = defaults.now()
+            taint["timeAdded"] = time_now()
 
     def validate(self, o: Obj, ctx: Context) -> list[FieldError]:
         return taintrules.taint_rule_spec(obj(o.get("spec")), None)
