@@ -28,6 +28,7 @@ from draemu.apiserver.registry.core.common import (
     inclusive_range,
     qualified_name,
 )
+from draemu.apiserver.registry.core.nodeselector import has_invalid_label_values
 from draemu.apiserver.registry.core.pod_status import pod_row_cells, qos_class, readiness_gates_cell
 from draemu.apiserver.registry.core.podspec_defaults import default_pod_spec, quantities
 from draemu.apiserver.registry.core.podspec_validation import (
@@ -125,7 +126,11 @@ class PodStrategy(Strategy):
 
     def validate_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
         new_spec, old_spec = new.get("spec") or {}, old.get("spec") or {}
-        errs = validate_pod_spec(new_spec, Path("spec"), Options(is_pod=True))
+        required_affinity = ((old_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution")
+        opts = Options(is_pod=True,
+                       allow_invalid_affinity_values=has_invalid_label_values(required_affinity))
+        errs = validate_pod_spec(new_spec, Path("spec"), opts)
         return errs + validate_pod_spec_update(new_spec, old_spec, Path("spec"))
 
     def validate_status_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:

@@ -33,6 +33,10 @@ from draemu.apiserver.registry.core.common import (
     parse_quantity,
     qualified_name,
 )
+from draemu.apiserver.registry.core.nodeselector import (
+    validate_node_selector,
+    validate_node_selector_term,
+)
 from draemu.apiserver.registry.meta import validate_labels
 
 Obj = dict[str, Any]
@@ -69,6 +73,9 @@ class Options:
     """What differs between validating a Pod and a pod template."""
 
     is_pod: bool
+    # The stored pod's required node affinity already had values that are no label
+    # values: an update may keep them (AllowInvalidLabelValueInRequiredNodeAffinity).
+    allow_invalid_affinity_values: bool = False
 
 
 # Names ---------------------------------------------------------------------------
@@ -623,49 +630,7 @@ def validate_tolerations(tolerations: list[Obj], path: Path) -> list[FieldError]
     return errs
 
 
-def _validate_node_selector_requirement(req: Obj, path: Path) -> list[FieldError]:
-    errs: list[FieldError] = []
-    operator, values = req.get("operator") or "", req.get("values") or []
-    if operator in ("In", "NotIn"):
-        if not values:
-            errs.append(required(path.child("values"),
-                                 "must be specified when `operator` is 'In' or 'NotIn'"))
-    elif operator in ("Exists", "DoesNotExist"):
-        if values:
-            errs.append(forbidden(path.child("values"), "may not be specified when `operator` "
-                                  "is 'Exists' or 'DoesNotExist'"))
-    elif operator in ("Gt", "Lt"):
-        if len(values) != 1:
-            errs.append(required(path.child("values"), "must be specified single value when "
-                                 "`operator` is 'Lt' or 'Gt'"))
-    else:
-        errs.append(invalid(path.child("operator"), operator, "not a valid selector operator"))
-    return errs + qualified_name(req.get("key") or "", path.child("key"))
-
-
-def _validate_node_selector_term(term: Obj, path: Path) -> list[FieldError]:
-    errs: list[FieldError] = []
-    for j, req in enumerate(term.get("matchExpressions") or []):
-        errs += _validate_node_selector_requirement(req, path.child("matchExpressions").index(j))
-    for j, req in enumerate(term.get("matchFields") or []):
-        p = path.child("matchFields").index(j)
-        if req.get("operator") in ("In", "NotIn"):
-            if len(req.get("values") or []) != 1:
-                errs.append(required(p.child("values"), "must be only one value when `operator` "
-                                     "is 'In' or 'NotIn' for node field selector"))
-        else:
-            errs.append(invalid(p.child("operator"), req.get("operator") or "",
-                                "not a valid selector operator"))
-        if req.get("key") != "metadata.name":
-            errs.append(invalid(p.child("key"), req.get("key") or "",
-                                "not a valid field selector key"))
-        else:
-            for k, value in enumerate(req.get("values") or []):
-                errs += dns_subdomain(value, p.child("values").index(k))
-    return errs
-
-
-def _validate_node_affinity(affinity: Obj, path: Path) -> list[FieldError]:
+def _validate_node_affinity(affinity: Obj, path: Path, opts: Options) -> list[FieldError]:
     node_affinity = affinity.get("nodeAffinity")
     if not node_affinity:
         return []
@@ -673,13 +638,9 @@ def _validate_node_affinity(affinity: Obj, path: Path) -> list[FieldError]:
     path = path.child("nodeAffinity")
     required_selector = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
     if required_selector is not None:
-        terms_path = path.child("requiredDuringSchedulingIgnoredDuringExecution",
-                                "nodeSelectorTerms")
-        terms = required_selector.get("nodeSelectorTerms") or []
-        if not terms:
-            errs.append(required(terms_path, "must have at least one node selector term"))
-        for i, term in enumerate(terms):
-            errs += _validate_node_selector_term(term, terms_path.index(i))
+        errs += validate_node_selector(
+            required_selector, path.child("requiredDuringSchedulingIgnoredDuringExecution"),
+            label_values=not opts.allow_invalid_affinity_values)
     preferred_path = path.child("preferredDuringSchedulingIgnoredDuringExecution")
     for i, term in enumerate(node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
                              or []):
@@ -687,8 +648,10 @@ def _validate_node_affinity(affinity: Obj, path: Path) -> list[FieldError]:
         if not 0 < weight <= 100:
             errs.append(invalid(preferred_path.index(i).child("weight"), weight,
                                 "must be in the range 1-100"))
-        errs += _validate_node_selector_term(term.get("preference") or {},
-                                             preferred_path.index(i).child("preference"))
+        # Upstream checks label values in required terms only.
+        errs += validate_node_selector_term(term.get("preference") or {},
+                                            preferred_path.index(i).child("preference"),
+                                            label_values=False)
     return errs
 
 
@@ -735,7 +698,7 @@ def validate_pod_spec(spec: Obj, path: Path, opts: Options) -> list[FieldError]:
                            path.child("restartPolicy"))
     errs += _validate_enum(spec.get("dnsPolicy") or "", DNS_POLICIES, path.child("dnsPolicy"))
     errs += validate_labels(spec.get("nodeSelector"), path.child("nodeSelector"))
-    errs += _validate_node_affinity(spec.get("affinity") or {}, path.child("affinity"))
+    errs += _validate_node_affinity(spec.get("affinity") or {}, path.child("affinity"), opts)
     for i, gate in enumerate(spec.get("readinessGates") or []):
         errs += qualified_name(gate.get("conditionType") or "",
                                path.child("readinessGates").index(i).child("conditionType"))

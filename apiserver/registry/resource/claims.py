@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from draemu.api.errors import Path, forbidden, invalid, not_supported, required, too_many
+from draemu.apiserver.registry.core.nodeselector import validate_node_selector
 from draemu.features import FeatureGates
 
 from . import fields as f
@@ -228,7 +229,7 @@ def _allocation(allocation: dict[str, Any], path: Path, names: RequestNames) -> 
     errs += f.bounded_list(lst(devices.get("config")), 2 * CONFIG_MAX, dpath.child("config"),
                            lambda c, p: _allocation_config(obj(c), p, names))
     if isinstance(allocation.get("nodeSelector"), dict):
-        errs += f.node_selector(allocation["nodeSelector"], path.child("nodeSelector"))
+        errs += validate_node_selector(allocation["nodeSelector"], path.child("nodeSelector"))
     return errs
 
 

@@ -18,7 +18,6 @@ from draemu.api.errors import (
     FieldError,
     Path,
     duplicate,
-    forbidden,
     invalid,
     not_supported,
     required,
@@ -264,66 +263,6 @@ def lst(value: Any) -> list[Any]:
 
 
 # Core types used inside resource.k8s.io objects --------------------------------------
-
-def node_selector(selector: dict[str, Any], path: Path) -> Errors:
-    terms_path = path.child("nodeSelectorTerms")
-    terms = lst(selector.get("nodeSelectorTerms"))
-    if not terms:
-        return [required(terms_path, "must have at least one node selector term")]
-    errs: Errors = []
-    for i, term in enumerate(terms):
-        term_path = terms_path.index(i)
-        term = obj(term)
-        for j, req in enumerate(lst(term.get("matchExpressions"))):
-            errs.extend(_node_selector_requirement(obj(req),
-                                                   term_path.child("matchExpressions").index(j)))
-        for j, req in enumerate(lst(term.get("matchFields"))):
-            errs.extend(_node_field_requirement(obj(req), term_path.child("matchFields").index(j)))
-    return errs
-
-
-def _node_selector_requirement(req: dict[str, Any], path: Path) -> Errors:
-    errs: Errors = []
-    op = req.get("operator", "")
-    values = lst(req.get("values"))
-    if op in ("In", "NotIn"):
-        if not values:
-            errs.append(required(path.child("values"),
-                                 "must be specified when `operator` is 'In' or 'NotIn'"))
-    elif op in ("Exists", "DoesNotExist"):
-        if values:
-            errs.append(forbidden(path.child("values"), "may not be specified when `operator` "
-                                  "is 'Exists' or 'DoesNotExist'"))
-    elif op in ("Gt", "Lt"):
-        if len(values) != 1:
-            errs.append(required(path.child("values"), "must be specified single value when "
-                                 "`operator` is 'Lt' or 'Gt'"))
-    else:
-        errs.append(invalid(path.child("operator"), op, "not a valid selector operator"))
-    errs.extend(label_name(req.get("key", ""), path.child("key")))
-    for i, value in enumerate(values):
-        errs.extend(label_value(str(value), path.child("values").index(i)))
-    return errs
-
-
-def _node_field_requirement(req: dict[str, Any], path: Path) -> Errors:
-    errs: Errors = []
-    op = req.get("operator", "")
-    values = lst(req.get("values"))
-    if op in ("In", "NotIn"):
-        if len(values) != 1:
-            errs.append(required(path.child("values"), "must be only one value when `operator` "
-                                 "is 'In' or 'NotIn' for node field selector"))
-    else:
-        errs.append(invalid(path.child("operator"), op, "not a valid selector operator"))
-    if req.get("key") != "metadata.name":
-        errs.append(invalid(path.child("key"), req.get("key", ""),
-                            "not a valid field selector key"))
-    else:
-        for i, value in enumerate(values):
-            errs.extend(node_name(str(value), path.child("values").index(i)))
-    return errs
-
 
 def conditions(items: list[Any] | None, path: Path) -> Errors:
     """metav1.Condition lists (`listType=map`, keyed by type)."""

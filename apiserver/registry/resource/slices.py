@@ -9,6 +9,7 @@ from typing import Any
 
 from draemu.api.errors import Path, forbidden, invalid, required, too_long
 from draemu.api.quantity import Quantity, QuantityError
+from draemu.apiserver.registry.core.nodeselector import validate_node_selector
 from draemu.features import FeatureGates
 
 from . import fields as f
@@ -106,7 +107,7 @@ def _node_selection(spec: dict[str, Any], path: Path) -> Errors:
     if isinstance(spec.get("nodeSelector"), dict):
         chosen.append("`nodeSelector`")
         selector = spec["nodeSelector"]
-        errs += f.node_selector(selector, path.child("nodeSelector"))
+        errs += validate_node_selector(selector, path.child("nodeSelector"))
         terms = lst(selector.get("nodeSelectorTerms"))
         if len(terms) != 1:
             errs.append(invalid(path.child("nodeSelector", "nodeSelectorTerms"), terms,
@@ -369,7 +370,7 @@ def _device_node_selection(device: dict[str, Any], path: Path, per_device: bool)
             errs.append(invalid(path.child("nodeName"), "", "must not be empty"))
     if isinstance(device.get("nodeSelector"), dict):
         chosen.append("`nodeSelector`")
-        errs += f.node_selector(device["nodeSelector"], path.child("nodeSelector"))
+        errs += validate_node_selector(device["nodeSelector"], path.child("nodeSelector"))
     if device.get("allNodes") is not None:
         if device["allNodes"] is True:
             chosen.append("`allNodes`")

@@ -248,6 +248,32 @@ def test_invalid_pod_spec_reports_upstream_path_and_message(spec: dict,
     assert errors_of(pod(**spec)) == expected
 
 
+
+def _node_affinity(kind: str, value: str) -> dict:
+    term = {"matchExpressions": [{"key": "zone", "operator": "In", "values": [value]}]}
+    if kind == "required":
+        return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [term]}}}
+    return {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "preference": term}]}}
+
+
+def test_required_node_affinity_values_must_be_label_values() -> None:
+    [err] = errors_of(pod(affinity=_node_affinity("required", "a b")))
+    assert err.startswith("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuring"
+                          'Execution.nodeSelectorTerms[0].matchExpressions[0].values[0]: '
+                          'Invalid value: "a b": a valid label must be')
+
+
+def test_preferred_node_affinity_values_are_not_checked_as_label_values() -> None:
+    assert errors_of(pod(affinity=_node_affinity("preferred", "a b"))) == []
+
+
+def test_an_update_may_keep_invalid_values_the_stored_required_affinity_has() -> None:
+    old = created(S, pod())
+    old["spec"]["affinity"] = _node_affinity("required", "a b")
+    assert updated(old, lambda s: s.update(activeDeadlineSeconds=100)) == []
+
 @pytest.mark.parametrize(("claims", "refs", "expected"), [
     ([{"name": "gpu"}], [],
      ['spec.resourceClaims[0]: Invalid value: {"name":"gpu"}: must specify one of: '
