@@ -4,6 +4,7 @@
     issues = check_expression(expr, gates=gates)        # API validation
     program = compile_expression(expr)                   # cached; CELCompileError
     program.evaluate(device) -> bool                     # CELRuntimeError
+    compile_derived(expr).evaluate(device) -> attribute  # derivedAttributes
 """
 
 from draemu.cel.device import CelDevice
@@ -12,8 +13,11 @@ from draemu.cel.program import (
     MAX_COST,
     MAX_EXPRESSION_LENGTH,
     NO_SUCH_KEY_HINT,
+    DerivedProgram,
     Program,
+    check_derived,
     check_expression,
+    compile_derived,
     compile_expression,
 )
 
@@ -25,7 +29,10 @@ __all__ = [
     "CELIssue",
     "CELRuntimeError",
     "CelDevice",
+    "DerivedProgram",
     "Program",
+    "check_derived",
     "check_expression",
+    "compile_derived",
     "compile_expression",
 ]

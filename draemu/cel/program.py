@@ -10,6 +10,7 @@ from draemu.cel.compiler import Activation, Compiler, Env
 from draemu.cel.device import CelDevice
 from draemu.cel.errors import CELCompileError, CELIssue, CELRuntimeError
 from draemu.cel.syntax import parse
+from draemu.cel.values import Semver, type_name
 from draemu.features import FeatureGates
 
 # resource.k8s.io limits on selector expressions.
@@ -33,28 +34,75 @@ class Program:
     def evaluate(self, device: dict[str, Any] | CelDevice) -> bool:
         """`device` is the v1 device dict plus `driver` (and `pool`, for messages), or a
         prebuilt `CelDevice` (faster when one device meets many expressions)."""
+        result = self._run(device)
+        if not isinstance(result, bool):
+            raise CELRuntimeError(
+                f"CEL result of type {type_name(result).split('(')[0]} could not be "
+                "converted to bool")
+        return result
+
+    def _run(self, device: dict[str, Any] | CelDevice) -> Any:
+        """The raw result. The caller names the device (upstream's `selector #0 on device
+        d/p/n: CEL runtime error: ...`), so the message does not."""
         view = device if isinstance(device, CelDevice) else CelDevice(device)
         if view.error is not None:
             raise view.error
         act = Activation(device=view.value)
         act.meter = [MAX_COST]
         try:
-            result = self._fn(act)
+            return self._fn(act)
         except CELRuntimeError as e:
             if e.key is not None and not e.message.endswith(NO_SUCH_KEY_HINT):
-                where = f" (device {view.name})" if view.name else ""
-                raise CELRuntimeError(f"{e.message}{where}{NO_SUCH_KEY_HINT}",
-                                      key=e.key) from None
+                raise CELRuntimeError(f"{e.message}{NO_SUCH_KEY_HINT}", key=e.key) from None
             raise
         except RecursionError:
             raise CELRuntimeError("expression too deeply nested") from None
-        if not isinstance(result, bool):
-            from draemu.cel.values import type_name
 
-            raise CELRuntimeError(
-                f"CEL result of type {type_name(result).split('(')[0]} could not be "
-                "converted to bool")
-        return result
+
+class DerivedProgram(Program):
+    """A compiled derived attribute (`derivedAttributes[].expression`): `evaluate` returns
+    the device attribute it yields (`{"string": "numa-0"}`, `{"ints": [0, 1]}`, ...)."""
+
+    __slots__ = ()
+
+    def evaluate(self, device: dict[str, Any] | CelDevice) -> dict[str, Any]:  # type: ignore[override]
+        return _to_attribute(self._run(device))
+
+
+_ATTRIBUTE_KINDS: tuple[tuple[type, str], ...] = ((bool, "bool"), (int, "int"), (str, "string"),
+                                                  (Semver, "version"))
+
+
+def _to_attribute(value: Any) -> dict[str, Any]:
+    """Upstream's valToDeviceAttribute."""
+    for kind, name in _ATTRIBUTE_KINDS:
+        if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+            return {name: value.text if isinstance(value, Semver) else value}
+    if isinstance(value, list):
+        if not value:
+            return {"strings": []}
+        for kind, name in _ATTRIBUTE_KINDS:
+            if isinstance(value[0], kind) and not (kind is int and isinstance(value[0], bool)):
+                for i, item in enumerate(value):
+                    if not isinstance(item, kind) or (kind is int and isinstance(item, bool)):
+                        raise CELRuntimeError(f"expected list element at index {i} to be "
+                                              f"{name}, got {type_name(item)}")
+                return {name + "s": [v.text if isinstance(v, Semver) else v for v in value]}
+        raise CELRuntimeError(f"unsupported list element type {type_name(value[0])}")
+    raise CELRuntimeError(f"unsupported result type {type_name(value)}")
+
+
+_DERIVED_SCALARS = ("bool", "int", "string", "semver", "dyn", "any")
+
+
+def _derived_type_ok(result_type: str, lists: bool) -> bool:
+    if result_type in _DERIVED_SCALARS:
+        return True
+    if lists and result_type == "list":
+        return True
+    if lists and result_type.startswith("list(") and result_type.endswith(")"):
+        return result_type[5:-1] in _DERIVED_SCALARS
+    return False
 
 
 def _env(gates: FeatureGates | None, stored: bool) -> Env:
@@ -96,7 +144,9 @@ def compile_expression(expression: str, *, gates: FeatureGates | None = None,
     return hit
 
 
-def _compile(expression: str, env: Env) -> Program | CELCompileError:
+def _compile(expression: str, env: Env, derived: bool | None = None
+             ) -> Program | CELCompileError:
+    """`derived`: a derived attribute's expression (True: lists allowed as results)."""
     try:
         tree = parse(expression)
     except CELCompileError as e:
@@ -107,11 +157,53 @@ def _compile(expression: str, env: Env) -> Program | CELCompileError:
         return e
     except RecursionError:
         return CELCompileError("compilation failed: expression nesting too deep")
+    if derived is not None:
+        if not _derived_type_ok(compiled.type, derived):
+            detail = ("must evaluate to a primitive scalar (string, integer, boolean, semver) "
+                      "or a list of these scalars, not " if derived else
+                      "must evaluate to a primitive scalar (string, integer, boolean, semver), "
+                      "not ")
+            return CELCompileError(detail + compiled.type, result_type=True)
+        return DerivedProgram(expression, compiled.fn, compiled.cost)
     if compiled.type not in ("bool", "dyn"):
         return CELCompileError(
             f"must evaluate to bool or the unknown type, not {compiled.type}",
             result_type=True)
     return Program(expression, compiled.fn, compiled.cost)
+
+
+def compile_derived(expression: str, *, gates: FeatureGates | None = None,
+                    stored: bool = True) -> DerivedProgram:
+    """A derived attribute's expression (cached); raises CELCompileError. The result must
+    be a scalar an attribute can hold, or (with list-type attributes, or stored) a list."""
+    env = _env(gates, stored)
+    key = ("derived\x00" + expression, env)
+    with _lock:
+        hit = _CACHE.get(key)
+    if hit is None:
+        hit = _compile(expression, env, derived=stored or env.list_type_attributes)
+        with _lock:
+            _CACHE[key] = hit
+            if len(_CACHE) > _CACHE_SIZE:
+                _CACHE.popitem(last=False)
+    if isinstance(hit, CELCompileError):
+        raise CELCompileError(hit.detail, result_type=hit.result_type)
+    assert isinstance(hit, DerivedProgram)
+    return hit
+
+
+def check_derived(expression: str, *, gates: FeatureGates | None = None,
+                  stored: bool = False) -> list[CELIssue]:
+    """What API validation reports for a derived attribute's expression."""
+    if len(expression.encode()) > MAX_EXPRESSION_LENGTH:
+        return [CELIssue("TooLong", f"may not be more than {MAX_EXPRESSION_LENGTH} bytes")]
+    try:
+        program = compile_derived(expression, gates=gates, stored=stored)
+    except CELCompileError as e:
+        return [CELIssue("Invalid", e.detail)]
+    if program.cost > MAX_COST:
+        return [CELIssue("Forbidden", "too complex, exceeds cost limit")]
+    return []
 
 
 def check_expression(expression: str, *, gates: FeatureGates | None = None,

@@ -163,7 +163,7 @@ def test_cel_runtime_error_is_fatal_and_says_where(inv: Inventory) -> None:
     assert outcome.results is None and not outcome.unsatisfiable
     assert outcome.error == (
         "claim ns/c: selector #0 on device gpu.example.com/node-1/gpu-0: CEL runtime error: "
-        "no such key: model (device gpu.example.com/node-1/gpu-0). consider using CEL optional "
+        "no such key: model. consider using CEL optional "
         "chaining (.? followed by orValue()) or guarding the check with has() for optional "
         "fields")
 
