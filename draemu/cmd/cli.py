@@ -8,6 +8,7 @@ dependencies inside `run`, so `draemu --help` stays fast.
 from __future__ import annotations
 
 import argparse
+import os
 import importlib
 import pkgutil
 import sys
@@ -43,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(f"draemu.cmd.commands.{info.name}")
         name = getattr(module, "NAME", info.name.replace("_", "-"))
         command = sub.add_parser(name, help=module.HELP, description=module.HELP,
-                                 parents=[common])
+                                 epilog=getattr(module, "EPILOG", None), parents=[common])
         module.add_arguments(command)
         command.set_defaults(_run=module.run)
     return parser
@@ -59,9 +60,27 @@ def main(argv: list[str] | None = None) -> int:
 
     log.configure(args.log_format, args.log_level)
     try:
-        return int(args._run(args) or 0)
+        code = int(args._run(args) or 0)
+        sys.stdout.flush()  # inside the try: a closed pipe is reported here, not at exit
+        return code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # `draemu why pod/x | head`: the reader is gone; say nothing more (as cat does).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except Exception as e:
+        if not _user_facing(e):
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
+def _user_facing(error: Exception) -> bool:
+    """Errors whose message is the whole story: one line, no traceback."""
+    from draemu.store.errors import StoreLockedError  # not at start-up: it imports the store
+
+    return isinstance(error, StoreLockedError)
 
 
 if __name__ == "__main__":

@@ -121,7 +121,7 @@ def test_unsatisfiable_explains_which_selector_rejected_which_device(
         {"request": "gpu", "driver": "gpu.example.com", "pool": "node-1", "device": "gpu-1"}]}}}
     f = write(tmp_path, "in.yaml", GPU_CLASS, SLICE, yaml.safe_dump(allocated), CLAIM)
     code, report = run_json(capsys, "-f", f, "--node", "node-1")
-    assert code == 0
+    assert code == 1  # scripts can tell: 0 allocated, 1 not, 2 bad input
     assert report["outcome"] == "Unsatisfiable"
     devices = {d["device"]: d for d in report["explanation"]["requests"][0]["devices"]}
     t4 = devices["gpu.example.com/node-1/gpu-0"]
@@ -175,7 +175,7 @@ def test_error_outcome_for_unknown_class(tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     f = write(tmp_path, "in.yaml", SLICE, CLAIM)
     code, report = run_json(capsys, "-f", f, "--node", "node-1", "--no-validate")
-    assert code == 0
+    assert code == 1
     assert report["outcome"] == "Error"
     assert report["error"] == ("claim default/big-gpu, request gpu: could not retrieve device "
                                'class gpu.example.com: deviceclass.resource.k8s.io '

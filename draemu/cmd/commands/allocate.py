@@ -6,6 +6,8 @@ import argparse
 import sys
 
 HELP = "show how DRA claims would be allocated on a node, from manifests, without a cluster"
+EPILOG = ("exit status: 0 when every claim is allocated, 1 when they cannot be (unsatisfiable "
+          "or an allocator error), 2 when the input is bad")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -67,4 +69,4 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(report, indent=2))
         else:
             print(yaml.safe_dump(report, sort_keys=False), end="")
-    return 0
+    return 0 if outcome.allocated else 1

@@ -14,6 +14,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="where the store, certificates and kubeconfig live; restarting "
                        "on the same folder brings the cluster back (default: "
                        "$XDG_DATA_HOME/draemu or ~/.local/share/draemu)")
+    parser.add_argument("--reset", action="store_true",
+                        help="delete the cluster kept in the data dir and start afresh (a "
+                        "data dir keeps the preset it was started with; another --preset "
+                        "on it is refused without --reset)")
     where.add_argument("--in-memory", action="store_true",
                        help="keep everything in memory and a temporary folder, gone at exit")
     parser.add_argument("--address", default="127.0.0.1",
@@ -71,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
 
     from draemu import aio
     from draemu.client.config import ConfigError, default_paths, merge_into
+    from draemu.cmd import datadir
     from draemu.cmd.cluster import Cluster, ClusterOptions, default_data_dir
     from draemu.cmd.commands._common import wait_for_signal
     from draemu.drivers.presets import PresetError, load_preset
@@ -97,6 +102,14 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
     data_dir = None if args.in_memory else Path(args.data_dir or default_data_dir())
+    if data_dir is not None:
+        try:
+            if args.reset:
+                datadir.reset(data_dir)
+            datadir.check_preset(data_dir, args.preset, args.nodes)
+        except datadir.DataDirError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     options = ClusterOptions(
         data_dir=data_dir, in_memory=args.in_memory, address=args.address, port=args.port,
         kubeconfig=Path(args.kubeconfig) if args.kubeconfig else None, store_url=args.store,

@@ -1,0 +1,147 @@
+"""What a new user meets first: a data dir keeps its preset, errors are one line,
+piping into `head` is quiet, `draemu allocate` exits non-zero when it cannot allocate."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from draemu.cmd import datadir
+from draemu.store.dirlock import DirectoryLock
+from draemu.store.errors import StoreLockedError
+
+
+def test_first_start_records_the_preset(tmp_path: Path) -> None:
+    datadir.check_preset(tmp_path / "d", "seed", None)
+    assert json.loads((tmp_path / "d" / "preset.json").read_text()) == {
+        "preset": "seed", "nodes": None}
+    datadir.check_preset(tmp_path / "d", "seed", None)  # the same again is fine
+
+
+def test_another_preset_on_a_kept_cluster_is_refused_with_the_choices(tmp_path: Path) -> None:
+    datadir.check_preset(tmp_path, "seed", None)
+    with pytest.raises(datadir.DataDirError) as e:
+        datadir.check_preset(tmp_path, "example", 5)
+    assert str(e.value) == (
+        f"the data directory {tmp_path} holds a cluster started with --preset seed, not "
+        "--preset example --nodes 5; pass --reset to delete that cluster and start afresh, "
+        "or --data-dir DIR to keep a cluster per preset")
+
+
+def test_reset_empties_the_data_dir_and_then_any_preset_goes(tmp_path: Path) -> None:
+    datadir.check_preset(tmp_path, "seed", None)
+    (tmp_path / "store.db").write_text("x")
+    (tmp_path / "nodes" / "n1").mkdir(parents=True)
+    datadir.reset(tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["draemu.lock"]
+    datadir.check_preset(tmp_path, "example", 2)
+
+
+def test_reset_is_refused_while_a_draemu_runs_there(tmp_path: Path) -> None:
+    datadir.check_preset(tmp_path, "seed", None)
+    held = DirectoryLock(tmp_path / "draemu.lock", f"the data directory {tmp_path}")
+    try:
+        with pytest.raises(StoreLockedError, match="is in use by another draemu"):
+            datadir.reset(tmp_path)
+        assert (tmp_path / "preset.json").exists()
+    finally:
+        held.release()
+
+
+def _draemu(*args: str, **kw) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DRAEMU_EVENT_LOOP": "asyncio"}
+    return subprocess.run([sys.executable, "-m", "draemu", *args], capture_output=True,
+                          text=True, timeout=60, env=env, **kw)
+
+
+@pytest.mark.e2e
+def test_up_on_another_presets_data_dir_says_what_to_do(tmp_path: Path) -> None:
+    datadir.check_preset(tmp_path, "seed", None)
+    proc = _draemu("up", "--preset", "empty", "--data-dir", str(tmp_path), "--port", "0")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"error: the data directory {tmp_path} holds a cluster started with --preset seed, "
+        "not --preset empty; pass --reset to delete that cluster and start afresh, or "
+        "--data-dir DIR to keep a cluster per preset"]
+
+
+@pytest.mark.e2e
+def test_a_locked_data_dir_is_one_line_without_a_traceback(tmp_path: Path) -> None:
+    datadir.check_preset(tmp_path, "empty", None)
+    held = DirectoryLock(tmp_path / "draemu.lock", f"the data directory {tmp_path}")
+    try:
+        proc = _draemu("up", "--preset", "empty", "--data-dir", str(tmp_path), "--port", "0",
+                       "--reset")
+    finally:
+        held.release()
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith(f"error: the data directory {tmp_path} is in use by another draemu")
+
+
+MANIFESTS = """
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.example.com}
+spec:
+  selectors:
+  - cel: {expression: 'device.driver == "gpu.example.com"'}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: node-1-gpus}
+spec:
+  driver: gpu.example.com
+  nodeName: node-1
+  pool: {name: node-1, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: gpu-0
+    capacity: {memory: {value: 16Gi}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: big-gpu, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: gpu.example.com
+        selectors:
+        - cel:
+            expression: device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0
+"""
+
+
+def test_allocate_exits_1_when_the_claims_cannot_be_allocated(tmp_path: Path) -> None:
+    from draemu.cmd.cli import main
+
+    (tmp_path / "in.yaml").write_text(MANIFESTS)
+    assert main(["allocate", "-f", str(tmp_path / "in.yaml"), "--node", "node-1"]) == 1
+    assert main(["allocate", "-f", str(tmp_path / "in.yaml"), "--node", "node-1",
+                 "--node-label", "=x"]) == 2
+
+
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # `draemu allocate ... | head -1`: the reader is gone before draemu writes.
+    from draemu.cmd.cli import main
+
+    (tmp_path / "in.yaml").write_text(MANIFESTS)
+    read, write = os.pipe()
+    os.close(read)
+    saved = os.dup(1)
+    try:
+        with os.fdopen(write, "w") as pipe:
+            monkeypatch.setattr(sys, "stdout", pipe)
+            code = main(["allocate", "-f", str(tmp_path / "in.yaml"), "--node", "node-1"])
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+    assert code == 141
