@@ -8,8 +8,8 @@ dependencies inside `run`, so `draemu --help` stays fast.
 from __future__ import annotations
 
 import argparse
-import os
 import importlib
+import os
 import pkgutil
 import sys
 
