@@ -51,6 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # gRPC's fork handlers log a line ("skipping fork() handlers") each time a command
+    # starts kubectl while a driver's gRPC server runs in this process; the children
+    # exec at once and never use gRPC, so the handlers are not needed. Read when grpc is
+    # first imported, which the commands do lazily, after this.
+    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):

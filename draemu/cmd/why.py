@@ -23,7 +23,7 @@ class PodClaims:
     missing: list[str]
 
 
-async def _claims_of(client: Client, pod: dict[str, Any]) -> PodClaims:
+async def claims_of(client: Client, pod: dict[str, Any]) -> PodClaims:
     ns = pod["metadata"].get("namespace", "default")
     generated = {s.get("name"): s.get("resourceClaimName")
                  for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
@@ -49,14 +49,27 @@ async def _items(client: Client, resource: str, api_version: str = V1) -> list[d
     return (await client.list_all(api_version, resource)).get("items") or []
 
 
-async def explain_pod(client: Client, namespace: str, name: str,
-                      gates: FeatureGates | None = None) -> str:
+@dataclass
+class Cluster:
+    """What an explanation reads, once: the pod, its claims, and the allocator's inputs
+    with the pod's own claims left out (as when the scheduler weighed them)."""
+
+    pod: dict[str, Any]
+    pod_claims: PodClaims
+    inventory: Inventory
+    nodes: list[dict[str, Any]]
+    slices: list[dict[str, Any]]
+
+
+async def load(client: Client, namespace: str, name: str,
+               gates: FeatureGates | None = None) -> Cluster:
     pod = await client.get("v1", "pods", name, namespace)
-    pod_claims = await _claims_of(client, pod)
+    pod_claims = await claims_of(client, pod)
     inv = Inventory(gates)
     for obj in await _items(client, "deviceclasses"):
         inv.set_class(obj)
-    for obj in await _items(client, "resourceslices"):
+    slices = await _items(client, "resourceslices")
+    for obj in slices:
         inv.set_slice(obj)
     for obj in await _items(client, "devicetaintrules"):
         inv.set_taint_rule(obj)
@@ -65,7 +78,27 @@ async def explain_pod(client: Client, namespace: str, name: str,
         if claim_key(obj) not in own:
             inv.set_claim(obj)
     nodes = sorted(await _items(client, "nodes", "v1"), key=lambda n: n["metadata"]["name"])
-    return render(pod, pod_claims, inv, nodes)
+    return Cluster(pod, pod_claims, inv, nodes, slices)
+
+
+async def explain_pod(client: Client, namespace: str, name: str,
+                      gates: FeatureGates | None = None) -> str:
+    c = await load(client, namespace, name, gates)
+    return render(c.pod, c.pod_claims, c.inventory, c.nodes)
+
+
+async def why_report(client: Client, namespace: str, name: str,
+                     gates: FeatureGates | None = None) -> str:
+    """What `draemu why` prints: the explanation and, for a pod placed with claims, the
+    decision replayed device by device (the demo prints the same)."""
+    from draemu.cmd.decisions import decision_table
+
+    c = await load(client, namespace, name, gates)
+    text = render(c.pod, c.pod_claims, c.inventory, c.nodes)
+    if (c.pod.get("spec") or {}).get("nodeName") and c.pod_claims.claims:
+        text += ("\n\nThe decision, replayed device by device (this pod's claims taken as "
+                 "not yet allocated):\n" + decision_table(c))
+    return text
 
 
 def _pod_status(pod: dict[str, Any]) -> str:

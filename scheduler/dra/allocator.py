@@ -43,6 +43,11 @@ _LIMIT = object()  # "this branch would exceed 32 devices in a claim"
 TIMED_OUT = "timed out trying to allocate devices"
 
 
+
+def one_line(expression: str) -> str:
+    """A (multi-line) CEL expression on one line, for reasons and events."""
+    return " ".join(expression.split())
+
 class _TimedOut(AllocError):
     def __init__(self) -> None:
         super().__init__(f"filter operation aborted: {TIMED_OUT}", node_local=True)
@@ -355,10 +360,10 @@ class _Search:
             return "has binding conditions, but DRADeviceBindingConditions is disabled"
         for i, expression in enumerate(spec.class_selectors):
             if not self._verdict(expression, device, f"class {spec.class_name}", i):
-                return f"class {spec.class_name} selector #{i} is false: {expression}"
+                return f"class {spec.class_name} selector #{i} is false: {one_line(expression)}"
         for i, expression in enumerate(spec.selectors):
             if not self._verdict(expression, device, f"claim {spec.claim_name}", i):
-                return f"request {spec.name} selector #{i} is false: {expression}"
+                return f"request {spec.name} selector #{i} is false: {one_line(expression)}"
         if device.slice.per_device and not device_matches_node(device, self.node_name,
                                                                self.labels):
             return "not available on this node"

@@ -108,8 +108,23 @@ def _show(value: Any) -> str:
                     "versions"):
             if key in value:
                 v = value[key]
+                if key == "int":
+                    return _with_binary_quantity(v)
                 return f'"{v}"' if key == "string" else str(v).lower() if key == "bool" \
                     else str(v)
+    return str(value)
+
+
+_BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20))
+
+
+def _with_binary_quantity(value: Any) -> str:
+    """An integer attribute; a byte count that is a whole number of Mi or more also as
+    the quantity people write (85899345920 (80Gi))."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        for suffix, unit in _BINARY:
+            if value % unit == 0:
+                return f"{value} ({value // unit}{suffix})"
     return str(value)
 
 

@@ -30,7 +30,7 @@ def _pod_name(text: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from draemu import aio
     from draemu.client import ApiError, Client, ConfigError
-    from draemu.cmd.why import explain_pod
+    from draemu.cmd.why import why_report
     from draemu.features import FeatureGateError, FeatureGates
 
     try:
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
     async def main() -> str:
         try:
-            return await explain_pod(client, args.namespace, name, gates)
+            return await why_report(client, args.namespace, name, gates)
         finally:
             await client.close()
 

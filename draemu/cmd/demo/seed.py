@@ -1,7 +1,7 @@
 """The DRA introduction's three scenarios, step by step, with real kubectl.
 
 Each step prints the kubectl command it runs and its output; the scheduling decision is
-shown as a ✅/❌ table (see `decisions.py`) and the pods' logs show the devices the
+shown as `draemu why` shows it (draemu/cmd/why.py) and the pods' logs show the devices the
 drivers injected. Everything the demo creates is deleted at the end of its scenario.
 """
 
@@ -16,8 +16,8 @@ from importlib import resources
 from pathlib import Path
 
 from draemu.client import Client
-from draemu.cmd.demo.decisions import decision_table
 from draemu.cmd.inventory_view import V1, build, render
+from draemu.cmd.why import why_report
 
 SEED_NODES = ("gpu-node-01", "gpu-node-02", "gpu-node-03")
 NUMA_ATTRIBUTE = "draemu.io/numaNode"
@@ -110,9 +110,9 @@ class Demo:
         return out
 
     async def decision(self, pod: str) -> None:
-        self.out(f"\n$ draemu why pod/{pod}   (the decision, replayed device by device)")
+        self.out(f"\n$ draemu why pod/{pod}")
         async with Client.from_kubeconfig(self.kubeconfig, user_agent="draemu-demo") as c:
-            self.out(await decision_table(c, "default", pod))
+            self.out(await why_report(c, "default", pod))
 
     # Scenarios ------------------------------------------------------------------------
     async def scenario_1(self) -> None:

@@ -12,10 +12,13 @@ def test_demo_walks_through_every_scenario_and_cleans_up(tmp_path):
                             capture_output=True, text=True, timeout=300, cwd=tmp_path)
     out = result.stdout
     assert result.returncode == 0, out[-3000:] + result.stderr[-3000:]
+    assert result.stderr == ""  # no stray log lines in the middle of the teaching output
     for title in ("Scenario 1:", "Scenario 2a:", "Scenario 2b:", "Scenario 3:",
                   "Scenario 3, without the constraint"):
         assert title in out
-    # The decision table of scenario 1: the T4s and the 40GB A100s are rejected.
+    # `draemu why` as the command prints it, decision table included: scenario 1's T4s and
+    # 40GB A100s are rejected.
+    assert "\n$ draemu why pod/" in out and "The decision, replayed device by device" in out
     assert "(Tesla-T4) — selector false" in out
     assert "(A100-PCIE-40GB) — selector false" in out
     assert "(A100-SXM4-80GB) — matches" in out

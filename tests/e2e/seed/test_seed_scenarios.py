@@ -89,6 +89,9 @@ def test_scenario_2a_two_pods_share_one_claimed_gpu(seed):
         [res] = results(claim)
         a, b = (get(seed, "pod", p) for p in ("inference-pod-a", "inference-pod-b"))
         assert a["spec"]["nodeName"] == b["spec"]["nodeName"] == res["pool"]
+        # the GPU the introduction shares: an A100 80GB, on the node that has them
+        assert (res["pool"], res["device"]) in {("gpu-node-01", "gpu-0"), ("gpu-node-01",
+                                                                           "gpu-1")}
         for pod in ("inference-pod-a", "inference-pod-b"):
             assert f'="{res["device"]}"' in seed.kubectl("logs", pod).stdout
     finally:

@@ -13,13 +13,9 @@ import copy
 from collections import OrderedDict
 from typing import Any
 
-from draemu.client import Client
-from draemu.cmd.why import _claims_of
-from draemu.features import FeatureGates
+from draemu.cmd.why import Cluster
 from draemu.scheduler.dra.allocator import Allocator
-from draemu.scheduler.dra.inventory import Inventory, claim_key
 
-V1 = "resource.k8s.io/v1"
 _MODEL_KEYS = ("model", "productName", "type")
 
 
@@ -43,28 +39,15 @@ def _short_reason(reason: str, seen: str) -> str:
     return reason
 
 
-async def decision_table(client: Client, namespace: str, pod_name: str,
-                         gates: FeatureGates | None = None) -> str:
-    pod = await client.get("v1", "pods", pod_name, namespace)
-    claims = (await _claims_of(client, pod)).claims
-    own = {claim_key(c) for c in claims}
-    inv = Inventory(gates)
+def decision_table(c: Cluster) -> str:
+    """The table for a loaded pod (`draemu.cmd.why.load`)."""
     attributes: dict[str, dict[str, Any]] = {}
-    for obj in (await client.list_all(V1, "deviceclasses")).get("items") or []:
-        inv.set_class(obj)
-    for obj in (await client.list_all(V1, "resourceslices")).get("items") or []:
-        inv.set_slice(obj)
+    for obj in c.slices:
         spec = obj.get("spec") or {}
         for dev in spec.get("devices") or []:
             key = f"{spec.get('driver')}/{(spec.get('pool') or {}).get('name')}/{dev['name']}"
             attributes[key] = dev.get("attributes") or {}
-    for obj in (await client.list_all(V1, "devicetaintrules")).get("items") or []:
-        inv.set_taint_rule(obj)
-    for obj in (await client.list_all(V1, "resourceclaims")).get("items") or []:
-        if claim_key(obj) not in own:
-            inv.set_claim(obj)
-    nodes = sorted((await client.list_all("v1", "nodes")).get("items") or [],
-                   key=lambda n: n["metadata"]["name"])
+    pod, claims, nodes, inv = c.pod, c.pod_claims.claims, c.nodes, c.inventory
     placed = (pod.get("spec") or {}).get("nodeName")
     allocator = Allocator(inv)
     pending = [_unallocated(c) for c in claims]
