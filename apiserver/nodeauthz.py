@@ -2,8 +2,8 @@
 authorizer and NodeRestriction admission, simplified.
 
 A node identity (`system:node:<name>` in `system:nodes`) may read and write its own
-Node, its Lease, the pods bound to it, Events, the ResourceSlices of its node, and the
-ResourceClaims its pods use (and, since drivers here run with node credentials, their
+Node, its Lease and CSINode, the pods bound to it, Events, the ResourceSlices of its
+node, and the ResourceClaims its pods use (and, since drivers here run with node credentials, their
 status). Upstream's object graph is replaced by lookups in the watch cache: an object is
 related to a node when the node can be read off the object (a pod's spec.nodeName, a
 slice's spec.nodeName, a claim reserved for a pod bound to the node or allocated to
@@ -191,6 +191,17 @@ class NodeAuthorizer:
             return _no("can only access node lease with the same name as the requesting node")
         return _YES
 
+    def _csi_nodes(self, node: str, attrs: Attributes) -> Decision:
+        if attrs.subresource == "status":
+            return _no("CSINode status access requires CSIVolumeHealth feature")
+        if attrs.subresource:
+            return _no("cannot authorize CSINode subresources")
+        if attrs.verb not in ("get", "create", "update", "patch", "delete"):
+            return _no("can only get, create, update, patch, or delete a CSINode")
+        if attrs.verb != "create" and attrs.name != node:
+            return _no("can only access CSINode with the same name as the requesting node")
+        return _YES  # admit() holds a create to the node's own name
+
     def _pods(self, node: str, attrs: Attributes) -> Decision:
         verb, sub = attrs.verb, attrs.subresource
         if not sub:
@@ -268,6 +279,7 @@ class NodeAuthorizer:
     _SUBDIVIDED: dict[tuple[str, str], Callable[[NodeAuthorizer, str, Attributes], Decision]] = {
         ("nodes", ""): _nodes,
         ("leases", "coordination.k8s.io"): _leases,
+        ("csinodes", "storage.k8s.io"): _csi_nodes,
         ("pods", ""): _pods,
         ("resourceslices", RESOURCE_GROUP): _resource_slices,
         ("resourceclaims", RESOURCE_GROUP): _resource_claims,
@@ -307,6 +319,7 @@ def needs_body(attrs: Attributes) -> bool:
 
 
 _CREATE_CHECKED = frozenset({("nodes", ""), ("pods", ""), ("leases", "coordination.k8s.io"),
+                             ("csinodes", "storage.k8s.io"),
                              ("resourceslices", RESOURCE_GROUP)})
 
 
@@ -325,6 +338,8 @@ def admit(attrs: Attributes, lookup: Lookup, obj: Obj | None) -> None:
         message = _admit_pod(node, attrs, lookup, obj)
     elif key == ("leases", "coordination.k8s.io") and name != node:
         message = "can only access node lease with the same name as the requesting node"
+    elif key == ("csinodes", "storage.k8s.io") and name != node:
+        message = "can only access CSINode with the same name as the requesting node"
     elif key == ("resourceslices", RESOURCE_GROUP) and attrs.verb == "create" and \
             ((obj or {}).get("spec") or {}).get("nodeName") != node:
         message = "can only create ResourceSlice with the same NodeName as the requesting node"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from draemu.client import Client, SharedInformers
 from draemu.controllers.base import Controller, ControllerContext
+from draemu.controllers.daemonset import DaemonSetController
 from draemu.controllers.deployment import DeploymentController
 from draemu.controllers.devicetainteviction import DeviceTaintEvictionController
 from draemu.controllers.discovery import served
@@ -19,6 +20,7 @@ from draemu.controllers.replicaset import ReplicaSetController
 from draemu.controllers.resourceclaim import ResourceClaimController
 from draemu.controllers.resourcepoolstatus import ResourcePoolStatusController
 from draemu.controllers.serviceaccount import RootCACertPublisher, ServiceAccountController
+from draemu.controllers.statefulset import StatefulSetController
 from draemu.features import FeatureGates
 from draemu.log import get_logger
 
@@ -31,6 +33,8 @@ SIMPLE: dict[str, type[Controller]] = {
     "job": JobController,
     "replicaset": ReplicaSetController,
     "deployment": DeploymentController,
+    "daemonset": DaemonSetController,
+    "statefulset": StatefulSetController,
     "resourcepoolstatus": ResourcePoolStatusController,
     "serviceaccount": ServiceAccountController,
     "root-ca-cert-publisher": RootCACertPublisher,

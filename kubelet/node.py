@@ -20,6 +20,7 @@ from typing import Any
 import draemu
 from draemu.api.meta import micro_time_now, time_now
 from draemu.client import ApiError, Client
+from draemu.kubelet.csinode import ensure_csinode
 from draemu.log import get_logger
 
 log = get_logger("kubelet.node")
@@ -146,6 +147,10 @@ class NodeAgent:
         # Status is not set on create by a real apiserver; post it through /status.
         await self.update_status()
         log.info("node registered", node=self.cfg.name)
+        try:
+            await ensure_csinode(self.client, self.node)
+        except (ApiError, OSError) as err:  # not fatal: a kubelet would retry it later
+            log.warning("cannot publish the CSINode", node=self.cfg.name, error=str(err))
         return self.node
 
     async def update_status(self) -> None:

@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from draemu.api.nodeselector import selector_matches
 from draemu.client import ApiError, Client
 from draemu.features import FeatureGates
 from draemu.scheduler.dra.allocator import Allocator
 from draemu.scheduler.dra.inventory import Inventory, claim_key
-from draemu.scheduler.nodeselector import selector_matches
 
 V1 = "resource.k8s.io/v1"
 

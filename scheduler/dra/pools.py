@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from draemu.api.nodeselector import selector_matches
 from draemu.scheduler.dra.inventory import Inventory
 from draemu.scheduler.dra.model import Device, Slice
-from draemu.scheduler.nodeselector import selector_matches
 
 
 class NodeSelectionError(Exception):

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from draemu.api.meta import now, parse_time, time_now
+from draemu.api.nodeselector import selector_matches
 from draemu.client import ApiError, Client
 from draemu.features import FeatureGates
 from draemu.log import get_logger
@@ -51,7 +52,6 @@ from draemu.scheduler.framework import (
     Status,
 )
 from draemu.scheduler.nodeinfo import NodeInfo
-from draemu.scheduler.nodeselector import selector_matches
 from draemu.scheduler.plugins.allocationcache import AllocationCache, NodeVersions
 from draemu.scheduler.plugins.extendedresources import (
     CLAIM_ANNOTATION,

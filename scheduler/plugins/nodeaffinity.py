@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from draemu.api.nodeselector import selector_matches, term_matches
 from draemu.scheduler.framework import (
     SUCCESS,
     ClusterEvent,
@@ -14,7 +15,6 @@ from draemu.scheduler.framework import (
     Status,
 )
 from draemu.scheduler.nodeinfo import NodeInfo
-from draemu.scheduler.nodeselector import selector_matches, term_matches
 
 REASON = "node(s) didn't match Pod's node affinity/selector"
 MAX_SCORE = 100

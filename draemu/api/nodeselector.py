@@ -1,7 +1,8 @@
 """core/v1 NodeSelector matching: terms are ORed, requirements inside a term ANDed.
 
-Used by the NodeAffinity plugin (pod affinity to nodes) and by DynamicResources (the
-`nodeSelector` of a claim's allocation). An empty term matches nothing, as upstream.
+Used by the scheduler's NodeAffinity plugin (pod affinity to nodes) and DynamicResources
+(the `nodeSelector` of a claim's allocation), and by the DaemonSet controller (which
+nodes should run a daemon pod). An empty term matches nothing, as upstream.
 """
 
 from __future__ import annotations
@@ -47,3 +48,15 @@ def term_matches(term: dict, labels: dict[str, str], node_name: str) -> bool:
 def selector_matches(selector: dict, labels: dict[str, str], node_name: str) -> bool:
     return any(term_matches(t, labels, node_name)
                for t in selector.get("nodeSelectorTerms") or [])
+
+
+def pod_fits_node(spec: dict, node: dict) -> bool:
+    """A pod spec's `nodeSelector` and required node affinity against a Node (upstream's
+    RequiredNodeAffinity.Match)."""
+    meta = node.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+        return False
+    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution"))
+    return required is None or selector_matches(required, labels, meta.get("name", ""))
