@@ -8,10 +8,11 @@ from typing import Any
 
 from draemu.api.quantity import Quantity
 
-# The NUMA node attribute the built-in GPU and NIC drivers both publish, so that a
-# `matchAttribute` constraint can align a GPU with a NIC (a fully qualified name: the
-# same attribute in every driver's devices).
-NUMA_ATTRIBUTE = "draemu.io/numaNode"
+# The standard attributes (k8s.io/dynamic-resource-allocation/deviceattribute, 1.37) the
+# built-in GPU and NIC drivers publish, so that a `matchAttribute` constraint can align a
+# GPU with a NIC: the same fully qualified name in every driver's devices. numaNode is
+# the device's physical NUMA node as an int.
+NUMA_ATTRIBUTE = "resource.kubernetes.io/numaNode"
 PCIE_ROOT_ATTRIBUTE = "resource.kubernetes.io/pcieRoot"
 
 Obj = dict[str, Any]

@@ -10,7 +10,7 @@ from draemu.features import FeatureGates
 
 from . import fields as f
 from .fields import Errors, lst, obj
-from .selectors import selector_list
+from .selectors import derived_expression, selector_list
 from .taints import toleration
 
 REQUESTS_MAX = 32
@@ -26,6 +26,8 @@ NETWORK_IPS_MAX = 16
 INTERFACE_NAME_MAX = 256
 HARDWARE_ADDRESS_MAX = 128
 BINDING_CONDITIONS_MAX = 4
+DERIVED_ATTRIBUTES_MAX = 32
+DERIVED_ATTRIBUTES_CLAIM_MAX_COST = 1_000_000  # DeviceClaimDerivedAttributeCELMaxCost
 
 ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
 ADMIN_ACCESS_DETAIL = ("admin access to devices requires the "
@@ -71,23 +73,54 @@ def request_ref(ref: str, path: Path, names: RequestNames) -> Errors:
     return errs
 
 
+class _ClaimContext:
+    """What the requests of one claim share while validated: the gates, the attributes
+    each request's constraints name (upstream's constraintAttributes: "" for constraints
+    without `requests`), and the running cost of the derived attributes."""
+
+    def __init__(self, gates: FeatureGates, constraints: list[Any]) -> None:
+        self.gates = gates
+        self.derived_cost = 0
+        self.constrained: dict[str, set[str]] = {}
+        for constraint in constraints:
+            constraint = obj(constraint)
+            name = constraint.get("matchAttribute")
+            if name is None:
+                name = constraint.get("distinctAttribute")
+            if name is None:
+                continue
+            for ref in lst(constraint.get("requests")) or [""]:
+                self.constrained.setdefault(str(ref), set()).add(str(name))
+
+    def constrains(self, attribute: str, request: str) -> bool:
+        """Upstream's isAttributeUsedByConstraint: a constraint on every request, on this
+        request or subrequest, or on the parent request of this subrequest."""
+        parent = request.split("/", 1)[0]
+        return any(attribute in self.constrained.get(ref, ()) for ref in {"", request, parent})
+
+
 def claim_spec(spec: dict[str, Any], path: Path, gates: FeatureGates) -> Errors:
     devices = obj(spec.get("devices"))
     dpath = path.child("devices")
     names = request_names(devices)
+    ctx = _ClaimContext(gates, lst(devices.get("constraints")))
     errs = f.bounded_set(lst(devices.get("requests")), REQUESTS_MAX, dpath.child("requests"),
-                         lambda r, p: _request(obj(r), p, gates),
+                         lambda r, p: _request(obj(r), p, ctx),
                          lambda r: obj(r).get("name", ""))
     errs += f.bounded_list(lst(devices.get("constraints")), CONSTRAINTS_MAX,
                            dpath.child("constraints"),
                            lambda c, p: _constraint(obj(c), p, names, gates))
     errs += f.bounded_list(lst(devices.get("config")), CONFIG_MAX, dpath.child("config"),
                            lambda c, p: _claim_config(obj(c), p, names))
+    if ctx.derived_cost > DERIVED_ATTRIBUTES_CLAIM_MAX_COST:
+        errs.append(forbidden(dpath, "too complex, total cost of derived attribute CEL "
+                              "expressions in the claim exceeds cost limit"))
     return errs
 
 
-def _request(request: dict[str, Any], path: Path, gates: FeatureGates) -> Errors:
-    errs = f.dns_label(request.get("name", ""), path.child("name"))
+def _request(request: dict[str, Any], path: Path, ctx: _ClaimContext) -> Errors:
+    name = request.get("name", "")
+    errs = f.dns_label(name, path.child("name"))
     first = lst(request.get("firstAvailable"))
     exactly = request.get("exactly")
     if isinstance(exactly, dict) and first:
@@ -95,20 +128,28 @@ def _request(request: dict[str, Any], path: Path, gates: FeatureGates) -> Errors
                             "required, but multiple fields are set"))
     elif first:
         errs += f.bounded_set(first, FIRST_AVAILABLE_MAX, path.child("firstAvailable"),
-                              lambda s, p: _subrequest(obj(s), p, gates),
+                              lambda s, p: _subrequest(obj(s), p, ctx, name),
                               lambda s: obj(s).get("name", ""))
     elif isinstance(exactly, dict):
-        errs += _exact_request(exactly, path.child("exactly"), gates)
+        errs += _exact_request(exactly, path.child("exactly"), ctx, name)
     else:
         errs.append(required(path, "exactly one of `exactly` or `firstAvailable` is required"))
     return errs
 
 
-def _exact_request(req: dict[str, Any], path: Path, gates: FeatureGates) -> Errors:
-    """`exactly`, and the same members of a subrequest."""
+def _exact_request(req: dict[str, Any], path: Path, ctx: _ClaimContext, ref: str) -> Errors:
+    """`exactly`, and the same members of a subrequest (`ref`: "request[/subrequest]")."""
     errs = f.required_dns_subdomain(req.get("deviceClassName", "") or "",
                                     path.child("deviceClassName"))
-    errs += selector_list(lst(req.get("selectors")), path.child("selectors"), gates)
+    errs += selector_list(lst(req.get("selectors")), path.child("selectors"), ctx.gates)
+    derived = lst(req.get("derivedAttributes"))
+    if len(derived) > DERIVED_ATTRIBUTES_MAX:
+        errs.append(too_many(path.child("derivedAttributes"), len(derived),
+                             DERIVED_ATTRIBUTES_MAX))
+    else:
+        errs += f.bounded_set(derived, -1, path.child("derivedAttributes"),
+                              lambda a, p: _derived_attribute(obj(a), p, ctx, ref),
+                              lambda a: obj(a).get("name", ""))
     errs += allocation_mode(req.get("allocationMode", "") or "", req.get("count", 0) or 0,
                             path)
     errs += f.each(lst(req.get("tolerations")), path.child("tolerations"),
@@ -116,9 +157,31 @@ def _exact_request(req: dict[str, Any], path: Path, gates: FeatureGates) -> Erro
     return errs
 
 
-def _subrequest(sub: dict[str, Any], path: Path, gates: FeatureGates) -> Errors:
-    errs = f.dns_label(sub.get("name", ""), path.child("name"))
-    return errs + _exact_request(sub, path, gates)
+def _derived_attribute(attr: dict[str, Any], path: Path, ctx: _ClaimContext,
+                       ref: str) -> Errors:
+    name, expression = attr.get("name") or "", attr.get("expression") or ""
+    errs: Errors = []
+    if not name:
+        errs.append(required(path.child("name")))
+    else:
+        errs += f.fully_qualified_name(name, path.child("name"))
+        if not ctx.constrains(name, ref):
+            errs.append(invalid(path.child("name"), name, "must be referenced by at least one "
+                                "matchAttribute or distinctAttribute constraint targeting "
+                                "this request"))
+    if not expression:
+        errs.append(required(path.child("expression")))
+    else:
+        found, cost = derived_expression(expression, path.child("expression"), ctx.gates)
+        errs += found
+        ctx.derived_cost += cost
+    return errs
+
+
+def _subrequest(sub: dict[str, Any], path: Path, ctx: _ClaimContext, parent: str) -> Errors:
+    name = sub.get("name", "")
+    errs = f.dns_label(name, path.child("name"))
+    return errs + _exact_request(sub, path, ctx, f"{parent}/{name}")
 
 
 def allocation_mode(mode: str, count: int, path: Path) -> Errors:

@@ -30,7 +30,7 @@ STORAGE = "v1"
 ALPHA_131_KINDS = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice")
 # ExactDeviceRequest members that v1beta1 keeps on the request itself.
 _EXACT_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess",
-                 "tolerations", "capacity")
+                 "tolerations", "capacity", "derivedAttributes")
 # DeviceAttribute members that 1.31 had (no list forms).
 _ALPHA_ATTRIBUTE_FORMS = ("int", "bool", "string", "version")
 

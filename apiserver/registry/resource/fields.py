@@ -133,14 +133,27 @@ def fully_qualified_name(value: str, path: Path) -> Errors:
     return errs
 
 
+# Standard attributes (resource.kubernetes.io/..., KEP 5491 and 1.37's numaNode) by the
+# spellings people write for them without a domain.
+STANDARD_ATTRIBUTES = {"numanode": "resource.kubernetes.io/numaNode",
+                       "numa": "resource.kubernetes.io/numaNode",
+                       "pcieroot": "resource.kubernetes.io/pcieRoot"}
+
+
 def _example_for(value: str) -> str:
-    ident = re.sub(r"[^A-Za-z0-9_]", "_", value) or "numa"
+    standard = STANDARD_ATTRIBUTES.get(re.sub(r"[^a-z]", "", value.lower()))
+    if standard is not None:
+        return (f" (e.g. '{standard}', the standard attribute drivers publish for it; a "
+                "driver's own attributes take the driver's name as the domain, as in "
+                "'dra.example.com/model')")
+    ident = re.sub(r"[^A-Za-z0-9_]", "_", value) or "model"
     if not re.match(r"[A-Za-z_]", ident):
         ident = "_" + ident
     ident = ident[:DEVICE_MAX_ID_LENGTH]
-    return (f" (e.g. 'example.com/{ident}': the domain is usually the driver's name, as in "
-            f"'dra.example.com/{ident}', or 'resource.kubernetes.io/pcieRoot' for a standard "
-            "attribute; the name after the slash is a C identifier)")
+    return (f" (e.g. 'dra.example.com/{ident}': the domain is usually the driver's name, or "
+            "resource.kubernetes.io for a standard attribute such as "
+            "'resource.kubernetes.io/numaNode' or 'resource.kubernetes.io/pcieRoot'; the name "
+            "after the slash is a C identifier)")
 
 
 def label_name(value: str, path: Path) -> Errors:

@@ -62,6 +62,9 @@ def claim_spec(new: Obj | None, old: Obj | None, gates: FeatureGates) -> None:
     _drop(gates, "DRAConsumableCapacity", used, _constraints(new), "distinctAttribute")
     _drop(gates, "DRAConsumableCapacity", used, _exacts(new), "capacity")
     _drop(gates, "DRAConsumableCapacity", used, _subs(new), "capacity")
+    used = _uses(_exacts(old), "derivedAttributes") or _uses(_subs(old), "derivedAttributes")
+    _drop(gates, "DRADerivedAttributes", used, _exacts(new), "derivedAttributes")
+    _drop(gates, "DRADerivedAttributes", used, _subs(new), "derivedAttributes")
 
 
 # Claim status -----------------------------------------------------------------------
@@ -127,9 +130,18 @@ def _capacities(spec: Obj | None) -> Iterator[Obj]:
                 yield capacity
 
 
+def _consumptions(spec: Obj | None) -> Iterator[Obj]:
+    for device in walk.devices(spec):
+        for consumption in lst(device.get("consumesCounters")):
+            if isinstance(consumption, dict):
+                yield consumption
+
+
 def slice_spec(new: Obj | None, old: Obj | None, gates: FeatureGates) -> None:
     if new is None:
         return
+    used = any(lst(c.get("compatibilityGroups")) for c in _consumptions(old))
+    _drop(gates, "DRADeviceCompatibilityGroups", used, _consumptions(new), "compatibilityGroups")
     _drop(gates, "DRADeviceTaints", _uses(walk.devices(old), "taints"), walk.devices(new),
           "taints")
     used = (_uses(iter([obj(old)]), "sharedCounters", "perDeviceNodeSelection")

@@ -10,6 +10,7 @@ import importlib
 from typing import Any
 
 from draemu.api.errors import FieldError, Path, forbidden, internal, invalid, required, too_long
+from draemu.cel import MAX_COST, CELCompileError, compile_derived
 from draemu.features import FeatureGates
 
 from .fields import Errors, bounded_list, obj
@@ -69,3 +70,17 @@ def _issue_to_error(issue: Any, expression: str, path: Path) -> FieldError:
     if kind == "Invalid":
         return invalid(path, expression, detail)
     return internal(path, detail)
+
+
+def derived_expression(expression: str, path: Path, gates: FeatureGates) -> tuple[Errors, int]:
+    """A derived attribute's expression: its errors and its estimated cost, which the
+    claim adds up against DeviceClaimDerivedAttributeCELMaxCost."""
+    if len(expression.encode()) > CEL_EXPRESSION_MAX_LENGTH:
+        return [too_long(path, CEL_EXPRESSION_MAX_LENGTH)], 0
+    try:
+        program = compile_derived(expression, gates=gates, stored=False)
+    except CELCompileError as e:
+        return [invalid(path, expression, e.detail)], 0
+    if program.cost > MAX_COST:
+        return [forbidden(path, "too complex, exceeds cost limit")], program.cost
+    return [], program.cost

@@ -22,6 +22,7 @@ MAX_DEVICES_ADVANCED = 64
 MAX_COUNTER_SETS = 8
 MAX_COUNTERS = 32
 MAX_CONSUMES_COUNTERS = 2
+COMPATIBILITY_GROUPS_MAX = 2  # per consumesCounters entry (DRADeviceCompatibilityGroups)
 MAX_ATTRIBUTES_AND_CAPACITIES = 32
 MAX_ATTRIBUTE_VALUES = 48
 MAX_ATTRIBUTE_VALUE_LENGTH = 64
@@ -348,7 +349,10 @@ def _counter_consumption(consumption: Any, path: Path) -> Errors:
     counter_set = consumption.get("counterSet", "") or ""
     errs = ([required(path.child("counterSet"))] if not counter_set
             else f.dns_label(counter_set, path.child("counterSet")))
-    return errs + _counters(consumption.get("counters"), path.child("counters"))
+    errs += _counters(consumption.get("counters"), path.child("counters"))
+    return errs + f.bounded_set(lst(consumption.get("compatibilityGroups")),
+                                COMPATIBILITY_GROUPS_MAX, path.child("compatibilityGroups"),
+                                lambda g, p: f.dns_label(str(g), p), lambda g: g)
 
 
 def _device_node_selection(device: dict[str, Any], path: Path, per_device: bool) -> Errors:

@@ -20,7 +20,7 @@ from draemu.cmd.inventory_view import V1, build, render
 from draemu.cmd.why import why_report
 
 SEED_NODES = ("gpu-node-01", "gpu-node-02", "gpu-node-03")
-NUMA_ATTRIBUTE = "draemu.io/numaNode"
+NUMA_ATTRIBUTE = "resource.kubernetes.io/numaNode"
 
 
 def manifests() -> Path:

@@ -98,9 +98,9 @@ CLAIM_CASES: list[tuple[str, Callable[[Obj], Any], list[str]]] = [
      lambda o: constraint(o).update(matchAttribute="numa-node"),
      [f'spec.devices.constraints[0].matchAttribute: Invalid value: "numa-node": {C_ID}',
       'spec.devices.constraints[0].matchAttribute: Invalid value: "numa-node": ' + FQN
-      + " (e.g. 'example.com/numa_node': the domain is usually the driver's name, as in "
-      "'dra.example.com/numa_node', or 'resource.kubernetes.io/pcieRoot' for a standard "
-      "attribute; the name after the slash is a C identifier)"]),
+      + " (e.g. 'resource.kubernetes.io/numaNode', the standard attribute drivers publish "
+      "for it; a driver's own attributes take the driver's name as the domain, as in "
+      "'dra.example.com/model')"]),
     ("matchAttribute with a hyphenated id",
      lambda o: constraint(o).update(matchAttribute="dra.example.com/numa-node"),
      [f'spec.devices.constraints[0].matchAttribute: Invalid value: "numa-node": {C_ID}']),
@@ -108,9 +108,18 @@ CLAIM_CASES: list[tuple[str, Callable[[Obj], Any], list[str]]] = [
      lambda o: (constraint(o).pop("matchAttribute"),
                 constraint(o).update(distinctAttribute="numa")),
      ['spec.devices.constraints[0].distinctAttribute: Invalid value: "numa": ' + FQN
-      + " (e.g. 'example.com/numa': the domain is usually the driver's name, as in "
-      "'dra.example.com/numa', or 'resource.kubernetes.io/pcieRoot' for a standard "
-      "attribute; the name after the slash is a C identifier)"]),
+      + " (e.g. 'resource.kubernetes.io/numaNode', the standard attribute drivers publish "
+      "for it; a driver's own attributes take the driver's name as the domain, as in "
+      "'dra.example.com/model')"]),
+    ("distinctAttribute of the driver's own without a domain",
+     lambda o: (constraint(o).pop("matchAttribute"),
+                constraint(o).update(distinctAttribute="serial-number")),
+     [f'spec.devices.constraints[0].distinctAttribute: Invalid value: "serial-number": {C_ID}',
+      'spec.devices.constraints[0].distinctAttribute: Invalid value: "serial-number": ' + FQN
+      + " (e.g. 'dra.example.com/serial_number': the domain is usually the driver's name, or "
+      "resource.kubernetes.io for a standard attribute such as "
+      "'resource.kubernetes.io/numaNode' or 'resource.kubernetes.io/pcieRoot'; the name after "
+      "the slash is a C identifier)"]),
     ("constraint on an unknown request",
      lambda o: constraint(o).update(requests=["gpu-x"]),
      [f'spec.devices.constraints[0].requests[0]: Invalid value: "gpu-x": {REQUEST_REF}']),
