@@ -62,6 +62,13 @@ class Column:
                 "description": self.description, "priority": self.priority}
 
 
+# The columns every upstream printer starts and (mostly) ends with; an AGE cell fills Age.
+NAME_COLUMN = Column("Name", format="name",
+                     description="Name must be unique within a namespace.")
+AGE_COLUMN = Column("Age", description="CreationTimestamp is a timestamp representing the "
+                    "server time when this object was created.")
+
+
 class Strategy:
     # Identity -------------------------------------------------------------------
     group: ClassVar[str] = ""  # "" for the core group
@@ -191,10 +198,7 @@ class Strategy:
         return {}
 
     def table_columns(self) -> list[Column]:
-        return [Column("Name", format="name", description="Name must be unique within a "
-                       "namespace."),
-                Column("Age", description="CreationTimestamp is a timestamp representing the "
-                       "server time when this object was created.")]
+        return [NAME_COLUMN, AGE_COLUMN]
 
     def table_row(self, obj: Obj) -> list[Any]:
         """Cells for `table_columns`; the handler renders "Age" cells itself when a cell

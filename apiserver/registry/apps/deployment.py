@@ -16,7 +16,15 @@ from draemu.apiserver.registry.apps.replicaset import TEMPLATE_COLUMNS, template
 from draemu.apiserver.registry.core.common import immutable, nonnegative
 from draemu.apiserver.registry.core.podspec_defaults import default_pod_template
 from draemu.apiserver.registry.core.podtemplate import obsolete_template_field_errors
-from draemu.apiserver.registry.strategy import AGE, Column, Context, Obj, Strategy
+from draemu.apiserver.registry.strategy import (
+    AGE,
+    AGE_COLUMN,
+    NAME_COLUMN,
+    Column,
+    Context,
+    Obj,
+    Strategy,
+)
 
 _PERCENT = re.compile(r"^[0-9]+%$")
 STRATEGY_TYPES = ["Recreate", "RollingUpdate"]
@@ -130,15 +138,13 @@ class DeploymentStrategy(Strategy):
             status, ("updatedReplicas", "readyReplicas", "availableReplicas"), path)
 
     def table_columns(self) -> list[Column]:
-        return [Column("Name", format="name", description="Name must be unique within a "
-                       "namespace."),
+        return [NAME_COLUMN,
                 Column("Ready", description="Number of the pod with ready state"),
                 Column("Up-to-date", description="Total number of non-terminated pods "
                        "targeted by this deployment that have the desired template spec."),
                 Column("Available", description="Total number of available non-terminating "
                        "pods (ready for at least minReadySeconds) targeted by this deployment."),
-                Column("Age", description="CreationTimestamp is a timestamp representing the "
-                       "server time when this object was created."),
+                AGE_COLUMN,
                 *TEMPLATE_COLUMNS]
 
     def table_row(self, obj: Obj) -> list[Any]:

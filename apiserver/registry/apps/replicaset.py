@@ -18,11 +18,16 @@ from draemu.apiserver.registry.core.common import (
 )
 from draemu.apiserver.registry.core.podspec_defaults import default_pod_template
 from draemu.apiserver.registry.core.podtemplate import obsolete_template_field_errors
-from draemu.apiserver.registry.strategy import AGE, Column, Context, Obj, Strategy
+from draemu.apiserver.registry.strategy import (
+    AGE,
+    AGE_COLUMN,
+    NAME_COLUMN,
+    Column,
+    Context,
+    Obj,
+    Strategy,
+)
 
-_NAME = Column("Name", format="name", description="Name must be unique within a namespace.")
-_AGE = Column("Age", description="CreationTimestamp is a timestamp representing the server "
-              "time when this object was created.")
 TEMPLATE_COLUMNS = [
     Column("Containers", priority=1, description="Names of each container in the template."),
     Column("Images", priority=1, description="Images referenced by each container in the "
@@ -88,14 +93,14 @@ class ReplicaSetStrategy(Strategy):
         return {"status.replicas": str((obj.get("status") or {}).get("replicas") or 0)}
 
     def table_columns(self) -> list[Column]:
-        return [_NAME,
+        return [NAME_COLUMN,
                 Column("Desired", type="integer", description="Replicas is the number of "
                        "desired pods."),
                 Column("Current", type="integer", description="Replicas is the most recently "
                        "observed number of replicas."),
                 Column("Ready", type="integer", description="The number of ready replicas for "
                        "this replica set."),
-                _AGE, *TEMPLATE_COLUMNS]
+                AGE_COLUMN, *TEMPLATE_COLUMNS]
 
     def table_row(self, obj: Obj) -> list[Any]:
         spec, status = obj.get("spec") or {}, obj.get("status") or {}

@@ -25,7 +25,15 @@ from draemu.apiserver.registry.core.selector import (
     matches,
     validate_label_selector,
 )
-from draemu.apiserver.registry.strategy import AGE, Column, Context, Obj, Strategy
+from draemu.apiserver.registry.strategy import (
+    AGE,
+    AGE_COLUMN,
+    NAME_COLUMN,
+    Column,
+    Context,
+    Obj,
+    Strategy,
+)
 
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 LEGACY_JOB_NAME_LABEL = "job-name"
@@ -236,14 +244,12 @@ class JobStrategy(Strategy):
         return {"status.successful": str((obj.get("status") or {}).get("succeeded") or 0)}
 
     def table_columns(self) -> list[Column]:
-        return [Column("Name", format="name", description="Name must be unique within a "
-                       "namespace."),
+        return [NAME_COLUMN,
                 Column("Status", description="Status of the job."),
                 Column("Completions", description="The number of pods which reached phase "
                        "Succeeded."),
                 Column("Duration", description="Time required to complete the job."),
-                Column("Age", description="CreationTimestamp is a timestamp representing the "
-                       "server time when this object was created."),
+                AGE_COLUMN,
                 *TEMPLATE_COLUMNS]
 
     def table_row(self, obj: Obj) -> list[Any]:

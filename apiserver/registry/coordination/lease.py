@@ -6,7 +6,15 @@ from typing import Any
 
 from draemu.api.errors import FieldError, Path, forbidden, invalid, not_supported
 from draemu.apiserver.registry.core.common import IS_NEGATIVE, qualified_name
-from draemu.apiserver.registry.strategy import AGE, Column, Context, Obj, Strategy
+from draemu.apiserver.registry.strategy import (
+    AGE,
+    AGE_COLUMN,
+    NAME_COLUMN,
+    Column,
+    Context,
+    Obj,
+    Strategy,
+)
 
 LEASE_STRATEGIES = ["OldestEmulationVersion"]
 
@@ -43,12 +51,10 @@ class LeaseStrategy(Strategy):
         return errs
 
     def table_columns(self) -> list[Column]:
-        return [Column("Name", format="name", description="Name must be unique within a "
-                       "namespace."),
+        return [NAME_COLUMN,
                 Column("Holder", description="holderIdentity contains the identity of the "
                        "holder of a current lease."),
-                Column("Age", description="CreationTimestamp is a timestamp representing the "
-                       "server time when this object was created.")]
+                AGE_COLUMN]
 
     def table_row(self, obj: Obj) -> list[Any]:
         return [(obj.get("metadata") or {}).get("name", ""),

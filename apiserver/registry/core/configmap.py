@@ -12,7 +12,15 @@ from draemu.apiserver.registry.core.common import (
     MAX_SECRET_SIZE,
     config_key_errors,
 )
-from draemu.apiserver.registry.strategy import AGE, Column, Context, Obj, Strategy
+from draemu.apiserver.registry.strategy import (
+    AGE,
+    AGE_COLUMN,
+    NAME_COLUMN,
+    Column,
+    Context,
+    Obj,
+    Strategy,
+)
 
 
 def _binary_size(value: Any) -> int:
@@ -66,12 +74,10 @@ class ConfigMapStrategy(Strategy):
         return immutable_data_errors(new, old, ("data", "binaryData")) + self.validate(new, ctx)
 
     def table_columns(self) -> list[Column]:
-        return [Column("Name", format="name", description="Name must be unique within a "
-                       "namespace."),
+        return [NAME_COLUMN,
                 Column("Data", description="Data contains the configuration "
                        "data."),
-                Column("Age", description="CreationTimestamp is a timestamp representing the "
-                       "server time when this object was created.")]
+                AGE_COLUMN]
 
     def table_row(self, obj: Obj) -> list[Any]:
         count = len(obj.get("data") or {}) + len(obj.get("binaryData") or {})

@@ -4,13 +4,14 @@ by the legacy rules (plus strict ones for events.k8s.io writes) and printed alik
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from draemu.api.errors import FieldError, Path, invalid, required
 from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.core.common import dns_subdomain, immutable, qualified_name, since
 from draemu.apiserver.registry.meta import name_is_anything
-from draemu.apiserver.registry.strategy import Column, Context, Obj, Strategy
+from draemu.apiserver.registry.strategy import NAME_COLUMN, Column, Context, Obj, Strategy
 
 REPORTING_INSTANCE_LIMIT = 128
 ACTION_LIMIT = 128
@@ -161,8 +162,7 @@ def table_columns() -> list[Column]:
         Column("First Seen", priority=1, description="The time at which the event was first "
                "recorded. (Time of server receipt is in TypeMeta.)"),
         Column("Count", priority=1, description="The number of times this event has occurred."),
-        Column("Name", priority=1, format="name", description="Name must be unique within a "
-               "namespace."),
+        replace(NAME_COLUMN, priority=1),
     ]
 
 

@@ -10,7 +10,15 @@ from draemu.api.errors import FieldError, Path, invalid
 from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.core.common import copy_or_drop
 from draemu.apiserver.registry.meta import name_is_dns_label, validate_finalizer_name
-from draemu.apiserver.registry.strategy import AGE, Column, Context, Obj, Strategy
+from draemu.apiserver.registry.strategy import (
+    AGE,
+    AGE_COLUMN,
+    NAME_COLUMN,
+    Column,
+    Context,
+    Obj,
+    Strategy,
+)
 
 FINALIZER_KUBERNETES = "kubernetes"
 # Every namespace carries its own name as a label, so selectors can pick namespaces by name.
@@ -102,11 +110,9 @@ class NamespaceStrategy(Strategy):
                 "name": (obj.get("metadata") or {}).get("name") or ""}
 
     def table_columns(self) -> list[Column]:
-        return [Column("Name", format="name", description="Name must be unique within a "
-                       "namespace."),
+        return [NAME_COLUMN,
                 Column("Status", description="The status of the namespace"),
-                Column("Age", description="CreationTimestamp is a timestamp representing the "
-                       "server time when this object was created.")]
+                AGE_COLUMN]
 
     def table_row(self, obj: Obj) -> list[Any]:
         return [(obj.get("metadata") or {}).get("name", ""),

@@ -18,7 +18,15 @@ from draemu.api.errors import (
 from draemu.api.names import is_label_value
 from draemu.apiserver.registry.core.common import check_quantities, qualified_name
 from draemu.apiserver.registry.core.podspec_validation import TAINT_EFFECTS
-from draemu.apiserver.registry.strategy import AGE, Column, Context, Obj, Strategy
+from draemu.apiserver.registry.strategy import (
+    AGE,
+    AGE_COLUMN,
+    NAME_COLUMN,
+    Column,
+    Context,
+    Obj,
+    Strategy,
+)
 
 PODCIDR_CHANGE = 'node updates may not change podCIDR except from "" to valid'
 ROLE_LABEL_PREFIX = "node-role.kubernetes.io/"
@@ -132,11 +140,10 @@ class NodeStrategy(Strategy):
 
     def table_columns(self) -> list[Column]:
         return [
-            Column("Name", format="name", description="Name must be unique within a namespace."),
+            NAME_COLUMN,
             Column("Status", description="The status of the node"),
             Column("Roles", description="The roles of the node"),
-            Column("Age", description="CreationTimestamp is a timestamp representing the "
-                   "server time when this object was created."),
+            AGE_COLUMN,
             Column("Version", description="Kubelet Version reported by the node."),
             Column("Internal-IP", priority=1, description="List of addresses reachable to the "
                    "node. Queried from cloud provider, if available."),

@@ -36,7 +36,15 @@ from draemu.apiserver.registry.core.podspec_validation import (
     obsolete_claim_source_errors,
     validate_pod_spec,
 )
-from draemu.apiserver.registry.strategy import AGE, Column, Context, Obj, Strategy
+from draemu.apiserver.registry.strategy import (
+    AGE,
+    AGE_COLUMN,
+    NAME_COLUMN,
+    Column,
+    Context,
+    Obj,
+    Strategy,
+)
 
 # The DefaultTolerationSeconds admission plugin's tolerations.
 DEFAULT_TOLERATION_SECONDS = 300
@@ -153,14 +161,13 @@ class PodStrategy(Strategy):
 
     def table_columns(self) -> list[Column]:
         return [
-            Column("Name", format="name", description="Name must be unique within a namespace."),
+            NAME_COLUMN,
             Column("Ready", description="The aggregate readiness state of this pod for "
                    "accepting traffic."),
             Column("Status", description="The aggregate status of the containers in this pod."),
             Column("Restarts", description="The number of times the containers in this pod "
                    "have been restarted and when the last container in this pod has restarted."),
-            Column("Age", description="CreationTimestamp is a timestamp representing the "
-                   "server time when this object was created."),
+            AGE_COLUMN,
             Column("IP", priority=1, description="IP address allocated to the pod. Routable "
                    "at least within the cluster. Empty if not yet allocated."),
             Column("Node", priority=1, description="NodeName indicates in which node this pod "

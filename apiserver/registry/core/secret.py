@@ -17,7 +17,15 @@ from draemu.apiserver.registry.core.common import (
     immutable,
 )
 from draemu.apiserver.registry.core.configmap import immutable_data_errors
-from draemu.apiserver.registry.strategy import AGE, Column, Context, Obj, Strategy
+from draemu.apiserver.registry.strategy import (
+    AGE,
+    AGE_COLUMN,
+    NAME_COLUMN,
+    Column,
+    Context,
+    Obj,
+    Strategy,
+)
 
 _BASE64_CHARS = re.compile(r"[A-Za-z0-9+/=]")
 SERVICE_ACCOUNT_NAME_KEY = "kubernetes.io/service-account.name"
@@ -99,13 +107,11 @@ class SecretStrategy(Strategy):
         return {"type": obj.get("type") or ""}
 
     def table_columns(self) -> list[Column]:
-        return [Column("Name", format="name", description="Name must be unique within a "
-                       "namespace."),
+        return [NAME_COLUMN,
                 Column("Type", description="Used to facilitate programmatic handling of "
                        "secret data."),
                 Column("Data", description="Data contains the secret data."),
-                Column("Age", description="CreationTimestamp is a timestamp representing the "
-                       "server time when this object was created.")]
+                AGE_COLUMN]
 
     def table_row(self, obj: Obj) -> list[Any]:
         return [(obj.get("metadata") or {}).get("name", ""), obj.get("type") or "",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from draemu.apiserver.registry.strategy import AGE, Column, Obj, Strategy
+from draemu.apiserver.registry.strategy import AGE, AGE_COLUMN, NAME_COLUMN, Column, Obj, Strategy
 
 
 class ServiceAccountStrategy(Strategy):
@@ -17,13 +17,11 @@ class ServiceAccountStrategy(Strategy):
     has_generation = False
 
     def table_columns(self) -> list[Column]:
-        return [Column("Name", format="name", description="Name must be unique within a "
-                       "namespace."),
+        return [NAME_COLUMN,
                 Column("Secrets", description="Secrets is a list of the secrets in the same "
                        "namespace that pods running using this ServiceAccount are allowed to "
                        "use."),
-                Column("Age", description="CreationTimestamp is a timestamp representing the "
-                       "server time when this object was created.")]
+                AGE_COLUMN]
 
     def table_row(self, obj: Obj) -> list[Any]:
         return [(obj.get("metadata") or {}).get("name", ""), len(obj.get("secrets") or []),
