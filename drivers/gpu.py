@@ -16,7 +16,6 @@ got and how they are shared; sharing comes from an opaque `GpuConfig`
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from draemu.drivers.inventory import (
@@ -28,7 +27,8 @@ from draemu.drivers.inventory import (
     quantity_bytes,
     stable_uuid,
 )
-from draemu.drivers.sdk import CDIWriter, ClaimRef, DriverResources, Pool, PreparedDevice
+from draemu.drivers.nodedriver import NodeDriver
+from draemu.drivers.sdk import Pool, PreparedDevice
 from draemu.drivers.sdk import PrepareResult as Result
 
 Obj = dict[str, Any]
@@ -144,26 +144,15 @@ def config_for(claim: Obj, driver: str, request: str) -> Obj:
                                                              "interval": "Default"}
 
 
-class GPUDriver:
-    def __init__(self, driver_name: str, node_name: str, cdi_dir: Path, gpus: list[Obj]) -> None:
-        self.driver_name = driver_name
-        self.node_name = node_name
-        self.pool = build_devices(driver_name, node_name, gpus)
-        self.devices = {d["name"]: d for d in self.pool.devices}
-        self.cdi = CDIWriter(cdi_dir, f"k8s.{driver_name}/gpu")
+class GPUDriver(NodeDriver):
+    cdi_class = "gpu"
+    build_pool = staticmethod(build_devices)
 
-    def resources(self) -> DriverResources:
-        return DriverResources(pools={self.node_name: self.pool})
+    def common_env(self) -> list[str]:
+        return [f"KUBERNETES_NODE_NAME={self.node_name}",
+                f"DRA_RESOURCE_DRIVER_NAME={self.driver_name}"]
 
-    def write_common_spec(self) -> None:
-        self.cdi.write("common", {"common": {"env": [
-            f"KUBERNETES_NODE_NAME={self.node_name}",
-            f"DRA_RESOURCE_DRIVER_NAME={self.driver_name}"]}})
-
-    async def prepare_resource_claims(self, claims: list[Obj]) -> dict[str, Result]:
-        return {c["metadata"]["uid"]: self._prepare(c) for c in claims}
-
-    def _prepare(self, claim: Obj) -> Result:
+    def prepare(self, claim: Obj) -> Result:
         uid = claim["metadata"]["uid"]
         allocation = claim["status"]["allocation"]["devices"]
         cdi_devices: dict[str, Obj] = {}
@@ -204,8 +193,3 @@ class GPUDriver:
         env.append(f"GPU_DEVICE_GPU_{n}_RESOURCE_CLAIM={claim_uid}")
         env.append(f"DRA_ADMIN_ACCESS={'true' if result.get('adminAccess') else 'false'}")
         return env
-
-    async def unprepare_resource_claims(self, claims: list[ClaimRef]) -> dict[str, str | None]:
-        for ref in claims:
-            self.cdi.delete(ref.uid)
-        return {ref.uid: None for ref in claims}

@@ -7,11 +7,11 @@ gives the container environment naming its NICs and the RDMA device nodes.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from draemu.drivers.inventory import NUMA_ATTRIBUTE, PCIE_ROOT_ATTRIBUTE, attribute, stable_uuid
-from draemu.drivers.sdk import CDIWriter, ClaimRef, DriverResources, Pool, PreparedDevice
+from draemu.drivers.nodedriver import NodeDriver
+from draemu.drivers.sdk import Pool, PreparedDevice
 from draemu.drivers.sdk import PrepareResult as Result
 
 Obj = dict[str, Any]
@@ -41,62 +41,41 @@ def build_devices(driver: str, node: str, nics: list[Obj]) -> Pool:
     return Pool(devices=devices)
 
 
-class NICDriver:
-    def __init__(self, driver_name: str, node_name: str, cdi_dir: Path, nics: list[Obj]) -> None:
-        self.driver_name = driver_name
-        self.node_name = node_name
-        self.pool = build_devices(driver_name, node_name, nics)
-        self.devices = {d["name"]: d for d in self.pool.devices}
-        self.cdi = CDIWriter(cdi_dir, f"k8s.{driver_name}/nic")
+class NICDriver(NodeDriver):
+    cdi_class = "nic"
+    build_pool = staticmethod(build_devices)
 
-    def resources(self) -> DriverResources:
-        return DriverResources(pools={self.node_name: self.pool})
+    def common_env(self) -> list[str]:
+        return [f"DRA_NIC_DRIVER_NAME={self.driver_name}"]
 
-    def write_common_spec(self) -> None:
-        self.cdi.write("common", {"common": {"env": [
-            f"DRA_NIC_DRIVER_NAME={self.driver_name}"]}})
-
-    async def prepare_resource_claims(self, claims: list[Obj]) -> dict[str, Result]:
-        out: dict[str, Result] = {}
-        for claim in claims:
-            uid = claim["metadata"]["uid"]
-            cdi_devices: dict[str, Obj] = {}
-            prepared: list[PreparedDevice] = []
-            error = None
-            for result in claim["status"]["allocation"]["devices"].get("results") or []:
-                if result["driver"] != self.driver_name:
-                    continue
-                name = result["device"]
-                device = self.devices.get(name)
-                if device is None:
-                    error = f"requested NIC is not allocatable: {name}"
-                    break
-                attrs = device["attributes"]
-                n = name.removeprefix("nic-")
-                prefix = f"NIC_DEVICE_{n}"
-                env = [f"{prefix}={name}",
-                       f"{prefix}_INTERFACE={attrs['interfaceName']['string']}",
-                       f"{prefix}_SPEED={attrs['speed']['int']}",
-                       f"{prefix}_RDMA={'true' if attrs['rdmaCapable']['bool'] else 'false'}"]
-                if NUMA_ATTRIBUTE in attrs:
-                    env.append(f"{prefix}_NUMA_NODE={attrs[NUMA_ATTRIBUTE]['int']}")
-                edits: Obj = {"env": env}
-                if attrs["rdmaCapable"]["bool"]:
-                    edits["deviceNodes"] = [{"path": f"/dev/infiniband/uverbs{n}"}]
-                cdi_devices[f"{uid}-{name}"] = edits
-                prepared.append(PreparedDevice(
-                    pool_name=result["pool"], device_name=name, requests=[result["request"]],
-                    cdi_device_ids=[self.cdi.device_id("common"),
-                                    self.cdi.device_id(f"{uid}-{name}")]))
-            if error:
-                out[uid] = Result(error=error)
+    def prepare(self, claim: Obj) -> Result:
+        uid = claim["metadata"]["uid"]
+        cdi_devices: dict[str, Obj] = {}
+        prepared: list[PreparedDevice] = []
+        for result in claim["status"]["allocation"]["devices"].get("results") or []:
+            if result["driver"] != self.driver_name:
                 continue
-            if cdi_devices:
-                self.cdi.write(uid, cdi_devices)
-            out[uid] = Result(devices=prepared)
-        return out
-
-    async def unprepare_resource_claims(self, claims: list[ClaimRef]) -> dict[str, str | None]:
-        for ref in claims:
-            self.cdi.delete(ref.uid)
-        return {ref.uid: None for ref in claims}
+            name = result["device"]
+            device = self.devices.get(name)
+            if device is None:
+                return Result(error=f"requested NIC is not allocatable: {name}")
+            attrs = device["attributes"]
+            n = name.removeprefix("nic-")
+            prefix = f"NIC_DEVICE_{n}"
+            env = [f"{prefix}={name}",
+                   f"{prefix}_INTERFACE={attrs['interfaceName']['string']}",
+                   f"{prefix}_SPEED={attrs['speed']['int']}",
+                   f"{prefix}_RDMA={'true' if attrs['rdmaCapable']['bool'] else 'false'}"]
+            if NUMA_ATTRIBUTE in attrs:
+                env.append(f"{prefix}_NUMA_NODE={attrs[NUMA_ATTRIBUTE]['int']}")
+            edits: Obj = {"env": env}
+            if attrs["rdmaCapable"]["bool"]:
+                edits["deviceNodes"] = [{"path": f"/dev/infiniband/uverbs{n}"}]
+            cdi_devices[f"{uid}-{name}"] = edits
+            prepared.append(PreparedDevice(
+                pool_name=result["pool"], device_name=name, requests=[result["request"]],
+                cdi_device_ids=[self.cdi.device_id("common"),
+                                self.cdi.device_id(f"{uid}-{name}")]))
+        if cdi_devices:
+            self.cdi.write(uid, cdi_devices)
+        return Result(devices=prepared)
