@@ -5,20 +5,18 @@ finalizers for the garbage collector, as upstream does."""
 from __future__ import annotations
 
 import datetime
-from typing import Any
 
 from aiohttp import web
 
 from draemu.api.errors import StatusError, bad_request, conflict, not_found_error
 from draemu.api.meta import format_time, now
+from draemu.api.types import Obj
 from draemu.apiserver.codec import decode, parse_int, read_body
 from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.rest_read import list_objects, selection
 from draemu.apiserver.rest_write import pending_finalizers
 from draemu.apiserver.scope import Scope
 from draemu.apiserver.storage import Storage, Unchanged
-
-Obj = dict[str, Any]
 
 ORPHAN = "orphan"
 FOREGROUND = "foregroundDeletion"

@@ -7,11 +7,8 @@ gets the legacy JSON, which old kubectl handles.
 
 from __future__ import annotations
 
-from typing import Any
-
+from draemu.api.types import Obj
 from draemu.apiserver.resources import Resource, ResourceTable
-
-Obj = dict[str, Any]
 
 V2_CONTENT_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 

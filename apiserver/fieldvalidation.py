@@ -7,15 +7,12 @@ detection live in `draemu.openapi.schemas`.
 
 from __future__ import annotations
 
-from typing import Any
-
 from draemu.api.errors import StatusError, bad_request, invalid_object
+from draemu.api.types import Obj
 from draemu.apiserver import timestamps
 from draemu.apiserver.scope import Scope
 from draemu.apiserver.storage import Storage
 from draemu.openapi import schemas
-
-Obj = dict[str, Any]
 
 DIRECTIVES = ("Ignore", "Warn", "Strict")
 

@@ -3,14 +3,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from draemu.api.errors import StatusError
 from draemu.api.meta import time_now
+from draemu.api.types import Obj
 from draemu.apiserver.patch import manager_from_user_agent, update_managed_fields
 from draemu.apiserver.scope import Scope
-
-Obj = dict[str, Any]
 
 MANAGER_MAX = 128
 

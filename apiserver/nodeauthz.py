@@ -29,10 +29,10 @@ from typing import Any
 
 from draemu.api.errors import StatusError, forbidden_error, not_found_error
 from draemu.api.nodelabels import kubelet_may_set_label
+from draemu.api.types import Obj
 from draemu.apiserver.auth import Attributes, Decision
 from draemu.apiserver.selectors import parse_field_selector
 
-Obj = dict[str, Any]
 # (resource, group, namespace, name) -> the object in the watch cache, or None.
 Lookup = Callable[[str, str, str, str], Any]
 # (resource, group, namespace) -> every object of the namespace in the watch cache.

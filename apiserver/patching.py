@@ -12,14 +12,13 @@ from typing import Any
 from aiohttp import web
 
 from draemu.api.errors import StatusError, bad_request, conflict
+from draemu.api.types import Obj
 from draemu.apiserver import fieldvalidation, managedfields
 from draemu.apiserver import patch as patch_library
 from draemu.apiserver.codec import decode, media_type, read_body
 from draemu.apiserver.rest_write import create_object, run_update, to_storage
 from draemu.apiserver.scope import Scope
 from draemu.apiserver.storage import MODIFIED, Storage
-
-Obj = dict[str, Any]
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"

@@ -14,6 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from draemu.api.errors import StatusError, bad_request, not_found_error
+from draemu.api.types import Obj
 from draemu.apiserver import tables
 from draemu.apiserver.codec import dumps, parse_int
 from draemu.apiserver.scope import Scope
@@ -27,8 +28,6 @@ from draemu.apiserver.selectors import (
 from draemu.apiserver.storage import Storage
 from draemu.apiserver.watchcache import decode
 from draemu.store.errors import CompactedError, FutureRevisionError
-
-Obj = dict[str, Any]
 
 _CONTINUE_TOO_OLD = (
     "The provided continue parameter is too old to display a consistent list result. You can "

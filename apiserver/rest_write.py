@@ -11,7 +11,6 @@ from __future__ import annotations
 import secrets
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from aiohttp import web
 
@@ -26,6 +25,7 @@ from draemu.api.errors import (
     not_found_error,
 )
 from draemu.api.meta import time_now
+from draemu.api.types import Obj
 from draemu.apiserver import fieldvalidation, managedfields, nodeauthz
 from draemu.apiserver.auth import Attributes
 from draemu.apiserver.codec import decode, read_body
@@ -33,8 +33,6 @@ from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.meta import validate_object_meta, validate_object_meta_update
 from draemu.apiserver.scope import Scope
 from draemu.apiserver.storage import MODIFIED, Storage, Unchanged
-
-Obj = dict[str, Any]
 
 # Metadata only the server sets; a client's values are dropped on create.
 _SYSTEM_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp",

@@ -5,18 +5,17 @@ authenticator. Nothing is stored."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from aiohttp import web
 
 from draemu.api.errors import bad_request
+from draemu.api.types import Obj
 from draemu.apiserver.auth import Attributes, Authorizer
 from draemu.apiserver.registry.strategy import Strategy
 from draemu.apiserver.rest_write import body_object
 from draemu.apiserver.scope import Scope
 from draemu.identity import UserInfo
-
-Obj = dict[str, Any]
 
 
 class _Review(Strategy):

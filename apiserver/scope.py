@@ -11,14 +11,13 @@ from aiohttp import web
 from multidict import MultiMapping
 
 from draemu.api.errors import StatusError, bad_request
+from draemu.api.types import Obj
 from draemu.apiserver.codec import Accept, json_response, parse_bool
 from draemu.apiserver.registry.strategy import Context, Strategy
 from draemu.apiserver.requestinfo import RequestInfo
 from draemu.apiserver.resources import Resource
 from draemu.features import FeatureGates
 from draemu.identity import UserInfo
-
-Obj = dict[str, Any]
 
 
 @dataclass

@@ -17,12 +17,11 @@ from typing import Any
 
 from draemu.api import jsonfast
 from draemu.api.errors import StatusError, already_exists, conflict, not_found_error
+from draemu.api.types import Obj
 from draemu.apiserver.resources import Resource
 from draemu.apiserver.watchcache import WatchCache, decode
 from draemu.store.errors import ConflictError, KeyExistsError, KeyNotFoundError
 from draemu.store.model import KeyValue
-
-Obj = dict[str, Any]
 
 MODIFIED = "the object has been modified; please apply your changes to the latest version " \
            "and try again"

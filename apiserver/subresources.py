@@ -13,6 +13,7 @@ from aiohttp import web
 
 from draemu.api.errors import StatusError, bad_request, conflict, not_found_error
 from draemu.api.meta import time_now
+from draemu.api.types import Obj
 from draemu.apiserver import managedfields
 from draemu.apiserver.codec import (
     decode,
@@ -28,8 +29,6 @@ from draemu.apiserver.registry.core.common import selector_requirements
 from draemu.apiserver.rest_write import body_object, run_update
 from draemu.apiserver.scope import Scope
 from draemu.apiserver.storage import MODIFIED, Storage
-
-Obj = dict[str, Any]
 
 
 def _created_status() -> Obj:

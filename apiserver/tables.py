@@ -13,9 +13,8 @@ from typing import Any
 
 from draemu.api.errors import bad_request
 from draemu.api.meta import human_duration, now, parse_time
+from draemu.api.types import Obj
 from draemu.apiserver.registry.strategy import AGE, Strategy
-
-Obj = dict[str, Any]
 
 
 def age(obj: Obj) -> str:

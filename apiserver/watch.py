@@ -18,6 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from draemu.api.errors import StatusError
+from draemu.api.types import Obj
 from draemu.apiserver import tables
 from draemu.apiserver.codec import JSON, dumps, parse_int
 from draemu.apiserver.rest_read import parse_revision, selection
@@ -25,8 +26,6 @@ from draemu.apiserver.scope import Scope
 from draemu.apiserver.selectors import FieldRequirement, FieldSelector
 from draemu.apiserver.storage import Storage
 from draemu.apiserver.watchcache import Change, TooOld, WatchCache
-
-Obj = dict[str, Any]
 
 # Upstream's --min-request-timeout: watches without timeoutSeconds last 30-60 minutes.
 MIN_REQUEST_TIMEOUT = 1800.0

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from draemu.api import jsonfast
+from draemu.api.types import Obj
 from draemu.apiserver.codec import dumps
 from draemu.log import get_logger
 from draemu.store.errors import CompactedError, StoreClosedError, WatchTooSlowError
 from draemu.store.model import KeyValue
 
-Obj = dict[str, Any]
 log = get_logger("apiserver.watchcache")
 
 ROOT = "/registry/"

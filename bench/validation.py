@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from draemu.api.types import Obj
 from draemu.apiserver import fieldvalidation, timestamps
 from draemu.apiserver.codec import Accept
 from draemu.apiserver.registry import discover
@@ -30,7 +31,6 @@ from draemu.features import FeatureGates
 from draemu.identity import UserInfo
 from draemu.openapi import schemas
 
-Obj = dict[str, Any]
 NS = "bench"
 STAMP = "2026-11-29T10:58:42Z"
 POD_UID = "5fd48751-9c30-4f17-88ce-388fc92cb3a9"

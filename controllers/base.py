@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from draemu.api.types import Obj
 from draemu.client import (
     ApiError,
     Client,
@@ -21,8 +22,6 @@ from draemu.client import (
 )
 from draemu.features import FeatureGates
 from draemu.log import get_logger
-
-Obj = dict[str, Any]
 
 
 @dataclass

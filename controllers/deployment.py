@@ -18,11 +18,11 @@ from draemu.api.meta import (
     set_condition,
     uid_of,
 )
+from draemu.api.types import Obj
 from draemu.client import ApiError, key_of
 from draemu.controllers.base import Controller
 from draemu.controllers.replicaset import matches
 
-Obj = dict[str, Any]
 HASH_LABEL = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"
 _SAFE = "bcdfghjklmnpqrstvwxz2456789"

@@ -24,10 +24,10 @@ from draemu.api.meta import (
     set_condition,
     toleration_matches,
 )
+from draemu.api.types import Obj
 from draemu.client import ApiError, key_of
 from draemu.controllers.base import Controller
 
-Obj = dict[str, Any]
 RESOURCE = "resource.k8s.io/v1"
 Device = tuple[str, str, str]  # driver, pool, device
 

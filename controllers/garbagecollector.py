@@ -14,14 +14,13 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections import defaultdict
-from typing import Any
 
 from draemu.api.meta import meta, name_of, namespace_of, uid_of
+from draemu.api.types import Obj
 from draemu.client import ApiError, Informer
 from draemu.controllers.base import Controller, ControllerContext
 from draemu.controllers.discovery import APIResource, preferred_resources
 
-Obj = dict[str, Any]
 FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
 

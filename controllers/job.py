@@ -29,11 +29,11 @@ from draemu.api.meta import (
     set_condition,
     uid_of,
 )
+from draemu.api.types import Obj
 from draemu.client import ApiError
 from draemu.controllers.base import Controller
 from draemu.controllers.replicaset import pod_from_template
 
-Obj = dict[str, Any]
 TRACKING = "batch.kubernetes.io/job-tracking"
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 INDEX_LABEL = "batch.kubernetes.io/job-completion-index"

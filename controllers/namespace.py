@@ -8,11 +8,11 @@ import copy
 from typing import Any
 
 from draemu.api.meta import meta, set_condition
+from draemu.api.types import Obj
 from draemu.client import ApiError
 from draemu.controllers.base import Controller, ControllerContext
 from draemu.controllers.discovery import APIResource, preferred_resources
 
-Obj = dict[str, Any]
 FINALIZER = "kubernetes"
 
 

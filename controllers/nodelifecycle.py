@@ -25,10 +25,10 @@ from draemu.api.meta import (
     pod_is_terminal,
     toleration_matches,
 )
+from draemu.api.types import Obj
 from draemu.client import ApiError, key_of
 from draemu.controllers.base import Controller
 
-Obj = dict[str, Any]
 UNREACHABLE = "node.kubernetes.io/unreachable"
 NOT_READY = "node.kubernetes.io/not-ready"
 _MANAGED = (UNREACHABLE, NOT_READY)

@@ -20,10 +20,9 @@ from draemu.api.meta import (
     pod_is_terminal,
     uid_of,
 )
+from draemu.api.types import Obj
 from draemu.client import ApiError, key_of
 from draemu.controllers.base import Controller
-
-Obj = dict[str, Any]
 
 
 def pod_from_template(template: Obj, owner: Obj, generate_name: str) -> Obj:
@@ -203,8 +202,6 @@ class ReplicaSetController(Controller):
         if min_ready and status["readyReplicas"] > status["availableReplicas"]:
             return float(min_ready)
         return None
-
-
 
 
 def matches(selector: Obj | None, labels: dict[str, str] | None) -> bool:

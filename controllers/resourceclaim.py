@@ -16,10 +16,10 @@ import copy
 from typing import Any
 
 from draemu.api.meta import meta, name_of, namespace_of, pod_is_done, uid_of
+from draemu.api.types import Obj
 from draemu.client import ApiError, key_of
 from draemu.controllers.base import Controller, split_key
 
-Obj = dict[str, Any]
 RESOURCE = "resource.k8s.io/v1"
 POD_CLAIM_NAME = "resource.kubernetes.io/pod-claim-name"
 DELETE_PROTECTION = "resource.kubernetes.io/delete-protection"

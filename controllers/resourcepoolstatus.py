@@ -11,11 +11,11 @@ from typing import Any
 
 from draemu.api.meta import name_of, set_condition
 from draemu.api.quantity import Quantity
+from draemu.api.types import Obj
 from draemu.client import ApiError
 from draemu.controllers.base import Controller
 from draemu.controllers.devicetainteviction import rule_selects
 
-Obj = dict[str, Any]
 V1 = "resource.k8s.io/v1"
 RPSR_VERSION = "resource.k8s.io/v1alpha3"
 _BLOCKING = ("NoSchedule", "NoExecute")

@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from draemu.api.meta import meta
+from draemu.api.types import Obj
 from draemu.client import ApiError
 from draemu.controllers.base import Controller
 
-Obj = dict[str, Any]
 ROOT_CA = "kube-root-ca.crt"
 ROOT_CA_DESCRIPTION = (
     "Contains a CA bundle that can be used to verify the kube-apiserver when using internal "

@@ -17,6 +17,7 @@ NODES = "system:nodes"
 AUTHENTICATED = "system:authenticated"
 NODE_PREFIX = "system:node:"
 
+
 @dataclass(frozen=True)
 class UserInfo:
     name: str

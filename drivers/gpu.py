@@ -16,8 +16,7 @@ got and how they are shared; sharing comes from an opaque `GpuConfig`
 
 from __future__ import annotations
 
-from typing import Any
-
+from draemu.api.types import Obj
 from draemu.drivers.inventory import (
     NUMA_ATTRIBUTE,
     PCIE_ROOT_ATTRIBUTE,
@@ -31,7 +30,6 @@ from draemu.drivers.nodedriver import NodeDriver
 from draemu.drivers.sdk import Pool, PreparedDevice
 from draemu.drivers.sdk import PrepareResult as Result
 
-Obj = dict[str, Any]
 CONFIG_API_VERSION = "gpu.resource.example.com/v1alpha1"
 INTERVALS = ("Default", "Short", "Medium", "Long")
 

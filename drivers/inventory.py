@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 from draemu.api.quantity import Quantity
+from draemu.api.types import Obj
 
 # The standard attributes (k8s.io/dynamic-resource-allocation/deviceattribute, 1.37) the
 # built-in GPU and NIC drivers publish, so that a `matchAttribute` constraint can align a
@@ -14,8 +15,6 @@ from draemu.api.quantity import Quantity
 # the device's physical NUMA node as an int.
 NUMA_ATTRIBUTE = "resource.kubernetes.io/numaNode"
 PCIE_ROOT_ATTRIBUTE = "resource.kubernetes.io/pcieRoot"
-
-Obj = dict[str, Any]
 
 
 def attribute(value: Any) -> Obj:

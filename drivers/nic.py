@@ -7,14 +7,11 @@ gives the container environment naming its NICs and the RDMA device nodes.
 
 from __future__ import annotations
 
-from typing import Any
-
+from draemu.api.types import Obj
 from draemu.drivers.inventory import NUMA_ATTRIBUTE, PCIE_ROOT_ATTRIBUTE, attribute, stable_uuid
 from draemu.drivers.nodedriver import NodeDriver
 from draemu.drivers.sdk import Pool, PreparedDevice
 from draemu.drivers.sdk import PrepareResult as Result
-
-Obj = dict[str, Any]
 
 
 def build_devices(driver: str, node: str, nics: list[Obj]) -> Pool:

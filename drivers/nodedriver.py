@@ -6,12 +6,11 @@ are built (`build_pool`), its common environment and how one claim is prepared."
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from draemu.api.types import Obj
 from draemu.drivers.sdk import CDIWriter, ClaimRef, DriverResources, Pool
 from draemu.drivers.sdk import PrepareResult as Result
-
-Obj = dict[str, Any]
 
 
 class NodeDriver:

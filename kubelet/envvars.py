@@ -4,11 +4,9 @@ Secret keys) and `envFrom`, in the order the kubelet builds it."""
 from __future__ import annotations
 
 import base64
-from typing import Any
 
+from draemu.api.types import Obj
 from draemu.client import ApiError, Client
-
-Obj = dict[str, Any]
 
 
 class EnvError(Exception):

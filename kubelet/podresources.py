@@ -33,6 +33,7 @@ from typing import Any
 
 import grpc
 
+from draemu.api.types import Obj
 from draemu.kubelet.dra.claiminfo import ClaimCache, ClaimInfo
 from draemu.kubelet.dra.manager import DRAError, pod_claim_name
 from draemu.kubeletapi import podresources as pr
@@ -41,7 +42,6 @@ from draemu.log import get_logger
 
 log = get_logger("kubelet.podresources")
 
-Obj = dict[str, Any]
 SOCKET_DIR = "pod-resources"
 SOCKET_NAME = "kubelet.sock"
 # Upstream's defaults (pkg/kubelet/apis/podresources/grpc): known consumers poll far less.

@@ -14,8 +14,8 @@ import asyncio
 import ipaddress
 import time
 from pathlib import Path
-from typing import Any
 
+from draemu.api.types import Obj
 from draemu.client import ApiError, Client, Informer, WorkQueue, key_of
 from draemu.client.workqueue import ShutDown
 from draemu.kubelet.cdi import CDIError, CDIRegistry
@@ -34,7 +34,6 @@ from draemu.kubelet.runtime.base import Container, ContainerConfig, Runtime, Run
 from draemu.log import get_logger
 
 log = get_logger("kubelet.pods")
-Obj = dict[str, Any]
 
 BACKOFF_START, BACKOFF_MAX = 10.0, 300.0  # CrashLoopBackOff, as upstream
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
 
 from draemu.api.meta import time_now
+from draemu.api.types import Obj
 from draemu.kubelet.runtime.base import Container
 
-Obj = dict[str, Any]
 # Conditions the kubelet owns; others (PodScheduled, DisruptionTarget, ...) are kept.
 KUBELET_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
 

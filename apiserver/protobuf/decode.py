@@ -22,6 +22,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from draemu.api.types import Obj
 from draemu.apiserver.protobuf.schema import KINDS, MESSAGES, WRAPPERS
 from draemu.apiserver.protobuf.wire import BYTES, VARINT, WireError, fields, packed, signed
 
@@ -29,8 +30,6 @@ MAGIC = b"k8s\x00"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 # Go's zero time.Time (0001-01-01T00:00:00Z) in Unix seconds: JSON null.
 _ZERO_TIME = -62135596800
-
-Obj = dict[str, Any]
 
 
 class ProtobufError(ValueError):

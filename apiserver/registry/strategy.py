@@ -25,11 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from draemu.api.errors import FieldError
+from draemu.api.types import Obj
 from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.meta import name_is_dns_subdomain
 from draemu.features import FeatureGates
-
-Obj = dict[str, Any]
 
 
 @dataclass

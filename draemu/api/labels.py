@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-Obj = dict[str, Any]
+from draemu.api.types import Obj
 
 
 def is_empty(selector: Obj | None) -> bool:

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Any
 
-Obj = dict[str, Any]
+from draemu.api.types import Obj
 
 
 def meta(obj: Obj) -> Obj:

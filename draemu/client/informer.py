@@ -15,10 +15,10 @@ from typing import Any
 
 import aiohttp
 
+from draemu.api.types import Obj
 from draemu.client.rest import ApiError, Client
 from draemu.log import get_logger
 
-Obj = dict[str, Any]
 log = get_logger("informer")
 
 

@@ -19,10 +19,11 @@ from typing import Any
 
 import grpc
 
+from draemu.api.types import Obj
 from draemu.client import ApiError, Client
 from draemu.drivers.sdk.health import HealthReporter
 from draemu.drivers.sdk.slices import ResourceSliceController
-from draemu.drivers.sdk.types import ClaimRef, Driver, DriverResources, Obj, PrepareResult
+from draemu.drivers.sdk.types import ClaimRef, Driver, DriverResources, PrepareResult
 from draemu.kubeletapi import dra, health, rpc
 from draemu.kubeletapi import pluginregistration as reg
 from draemu.log import get_logger

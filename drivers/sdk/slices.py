@@ -15,8 +15,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from draemu.api.types import Obj
 from draemu.client import ApiError, Client, Informer
-from draemu.drivers.sdk.types import DriverResources, Obj, Pool
+from draemu.drivers.sdk.types import DriverResources, Pool
 from draemu.log import get_logger
 
 API = "resource.k8s.io/v1"

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
-Obj = dict[str, Any]
+from draemu.api.types import Obj
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from typing import Any
 
 import grpc
 
+from draemu.api.types import Obj
 from draemu.client import ApiError, Client
 from draemu.kubelet.dra.claiminfo import ClaimCache, ClaimInfo, DeviceState
 from draemu.kubelet.dra.plugins import DRAPluginManager
@@ -22,7 +23,6 @@ from draemu.log import get_logger
 
 log = get_logger("kubelet.dra")
 
-Obj = dict[str, Any]
 CALL_TIMEOUT = 45.0
 
 

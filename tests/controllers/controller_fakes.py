@@ -7,11 +7,11 @@ import copy
 import itertools
 from typing import Any
 
+from draemu.api.types import Obj
 from draemu.client import ApiError, key_of
 from draemu.controllers.base import ControllerContext
 from draemu.features import FeatureGates
 
-Obj = dict[str, Any]
 _uids = itertools.count(1)
 
 

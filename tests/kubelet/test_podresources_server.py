@@ -12,6 +12,7 @@ import grpc
 import pytest
 from podresources_client import PodResourcesClient
 
+from draemu.api.types import Obj
 from draemu.kubelet.dra.claiminfo import ClaimCache, ClaimInfo, DeviceState
 from draemu.kubelet.podresources import (
     ContainerRunning,
@@ -22,7 +23,6 @@ from draemu.kubelet.podresources import (
 from draemu.kubeletapi import podresources as pr
 from draemu.kubeletapi.rpc import unix_target
 
-Obj = dict[str, Any]
 DRIVER = "gpu.example.com"
 LIST = pr.ListPodResourcesRequest()
 

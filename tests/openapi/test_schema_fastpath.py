@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from draemu.api.errors import StatusError
+from draemu.api.types import Obj
 from draemu.apiserver import timestamps
 from draemu.openapi import schemas
 from draemu.openapi.schemas.node import LIST, MAP, STRUCT, SchemaNode
@@ -25,7 +26,6 @@ TIMES = ["2024-01-02T03:04:05Z", "2024-01-02T03:04:05.123456Z", "2024-01-02T03:0
 JSON_SCALARS = st.one_of(st.booleans(), st.integers(-3, 3), st.sampled_from([0.0, 1.0, 1.5]),
                          st.sampled_from(["", "x", "1"] + TIMES))
 SETTINGS = settings(max_examples=100, deadline=None, derandomize=True, database=None)
-Obj = dict[str, Any]
 
 
 def json_value(data: st.DataObject, depth: int = 0) -> Any:

@@ -3,9 +3,8 @@ status counters. (/scale is served by the apiserver's subresource handlers.)"""
 
 from __future__ import annotations
 
-from typing import Any
-
 from draemu.api.errors import FieldError, Path, invalid, not_supported, required
+from draemu.api.types import Obj
 from draemu.apiserver.registry.core.common import nonnegative
 from draemu.apiserver.registry.core.podtemplate import validate_pod_template
 from draemu.apiserver.registry.core.selector import (
@@ -15,7 +14,6 @@ from draemu.apiserver.registry.core.selector import (
     validate_label_selector,
 )
 
-Obj = dict[str, Any]
 STATUS_EXCEEDS_REPLICAS = "cannot be greater than status.replicas"
 
 

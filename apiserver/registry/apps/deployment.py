@@ -7,6 +7,7 @@ from typing import Any
 
 from draemu.api.errors import FieldError, Path, forbidden, invalid, not_supported, required
 from draemu.api.names import regex_error
+from draemu.api.types import Obj
 from draemu.apiserver.registry.apps.common import (
     validate_counters,
     validate_replica_counts,
@@ -22,7 +23,6 @@ from draemu.apiserver.registry.strategy import (
     NAME_COLUMN,
     Column,
     Context,
-    Obj,
     Strategy,
 )
 

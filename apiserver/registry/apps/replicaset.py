@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from draemu.api.errors import FieldError, Path
+from draemu.api.types import Obj
 from draemu.apiserver.registry.apps.common import (
     validate_counters,
     validate_replica_counts,
@@ -24,7 +25,6 @@ from draemu.apiserver.registry.strategy import (
     NAME_COLUMN,
     Column,
     Context,
-    Obj,
     Strategy,
 )
 

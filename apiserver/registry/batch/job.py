@@ -9,6 +9,7 @@ from typing import Any
 from draemu.api.errors import FieldError, Path, invalid, not_supported, required
 from draemu.api.meta import human_duration
 from draemu.api.names import is_dns1123_label
+from draemu.api.types import Obj
 from draemu.apiserver.registry.apps.replicaset import TEMPLATE_COLUMNS, template_cells
 from draemu.apiserver.registry.core.common import (
     immutable,
@@ -31,7 +32,6 @@ from draemu.apiserver.registry.strategy import (
     NAME_COLUMN,
     Column,
     Context,
-    Obj,
     Strategy,
 )
 

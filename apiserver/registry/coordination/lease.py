@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from draemu.api.errors import FieldError, Path, forbidden, invalid, not_supported
+from draemu.api.types import Obj
 from draemu.apiserver.registry.core.common import IS_NEGATIVE, qualified_name
 from draemu.apiserver.registry.strategy import (
     AGE,
@@ -12,7 +13,6 @@ from draemu.apiserver.registry.strategy import (
     NAME_COLUMN,
     Column,
     Context,
-    Obj,
     Strategy,
 )
 

@@ -22,9 +22,8 @@ from draemu.api.names import (
     regex_error,
 )
 from draemu.api.quantity import QUANTITY_ERROR, Quantity, QuantityError
+from draemu.api.types import Obj
 from draemu.apiserver.jsoncopy import clone
-
-Obj = dict[str, Any]
 
 FIELD_IMMUTABLE = "field is immutable"
 IS_NEGATIVE = "must be greater than or equal to 0"

@@ -7,6 +7,7 @@ import binascii
 from typing import Any
 
 from draemu.api.errors import FieldError, Path, forbidden, invalid, too_long
+from draemu.api.types import Obj
 from draemu.apiserver.registry.core.common import (
     IMMUTABLE_WHEN_SET,
     MAX_SECRET_SIZE,
@@ -18,7 +19,6 @@ from draemu.apiserver.registry.strategy import (
     NAME_COLUMN,
     Column,
     Context,
-    Obj,
     Strategy,
 )
 

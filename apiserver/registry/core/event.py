@@ -8,10 +8,11 @@ from dataclasses import replace
 from typing import Any
 
 from draemu.api.errors import FieldError, Path, invalid, required
+from draemu.api.types import Obj
 from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.core.common import dns_subdomain, immutable, qualified_name, since
 from draemu.apiserver.registry.meta import name_is_anything
-from draemu.apiserver.registry.strategy import NAME_COLUMN, Column, Context, Obj, Strategy
+from draemu.apiserver.registry.strategy import NAME_COLUMN, Column, Context, Strategy
 
 REPORTING_INSTANCE_LIMIT = 128
 ACTION_LIMIT = 128

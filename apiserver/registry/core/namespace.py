@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from draemu.api.errors import FieldError, Path, invalid
+from draemu.api.types import Obj
 from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.core.common import copy_or_drop
 from draemu.apiserver.registry.meta import name_is_dns_label, validate_finalizer_name
@@ -16,7 +17,6 @@ from draemu.apiserver.registry.strategy import (
     NAME_COLUMN,
     Column,
     Context,
-    Obj,
     Strategy,
 )
 

@@ -16,6 +16,7 @@ from draemu.api.errors import (
     required,
 )
 from draemu.api.names import is_label_value
+from draemu.api.types import Obj
 from draemu.apiserver.registry.core.common import check_quantities, qualified_name
 from draemu.apiserver.registry.core.podspec_validation import TAINT_EFFECTS
 from draemu.apiserver.registry.strategy import (
@@ -24,7 +25,6 @@ from draemu.apiserver.registry.strategy import (
     NAME_COLUMN,
     Column,
     Context,
-    Obj,
     Strategy,
 )
 

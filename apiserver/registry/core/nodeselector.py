@@ -8,9 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from draemu.api.errors import FieldError, Path, forbidden, invalid, required
+from draemu.api.types import Obj
 from draemu.apiserver.registry.core.common import dns_subdomain, label_value, qualified_name
-
-Obj = dict[str, Any]
 
 
 def _obj(value: Any) -> Obj:

@@ -18,6 +18,7 @@ from draemu.api.errors import (
     required,
 )
 from draemu.api.meta import time_now
+from draemu.api.types import Obj
 from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.core.common import (
     MAX_INT32,
@@ -42,7 +43,6 @@ from draemu.apiserver.registry.strategy import (
     NAME_COLUMN,
     Column,
     Context,
-    Obj,
     Strategy,
 )
 

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 from datetime import datetime
 from fractions import Fraction
-from typing import Any
 
 from draemu.api.meta import format_time
 from draemu.api.quantity import QuantityError
+from draemu.api.types import Obj
 from draemu.apiserver.registry.core.common import parse_quantity, parse_time, since
-
-Obj = dict[str, Any]
 
 _QOS_RESOURCES = ("cpu", "memory")
 

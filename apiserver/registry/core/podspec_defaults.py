@@ -7,9 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from draemu.api.types import Obj
 from draemu.apiserver.registry.core.common import check_quantities
-
-Obj = dict[str, Any]
 
 DEFAULT_MODE = 0o644  # 420: secret, configMap, projected and downwardAPI volumes
 _VOLUME_SOURCES_WITH_MODE = ("secret", "configMap", "projected", "downwardAPI")

@@ -23,6 +23,7 @@ from draemu.api.errors import (
 )
 from draemu.api.names import is_qualified_name
 from draemu.api.quantity import Quantity
+from draemu.api.types import Obj
 from draemu.apiserver.registry.core.common import (
     IS_NEGATIVE,
     MAX_INT32,
@@ -38,8 +39,6 @@ from draemu.apiserver.registry.core.nodeselector import (
     validate_node_selector_term,
 )
 from draemu.apiserver.registry.meta import validate_labels
-
-Obj = dict[str, Any]
 
 # Volume sources in the order upstream checks them; a second one is Forbidden.
 VOLUME_SOURCES = (

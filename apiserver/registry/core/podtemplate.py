@@ -3,17 +3,14 @@ as upstream's ValidatePodTemplateSpec does it."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from draemu.api.errors import FieldError, Path, forbidden
+from draemu.api.types import Obj
 from draemu.apiserver.registry.core.podspec_validation import (
     Options,
     obsolete_claim_source_errors,
     validate_pod_spec,
 )
 from draemu.apiserver.registry.meta import validate_annotations, validate_labels
-
-Obj = dict[str, Any]
 
 
 def validate_pod_template(template: Obj, path: Path) -> list[FieldError]:

@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from draemu.api.errors import FieldError, Path, invalid, required, too_long
+from draemu.api.types import Obj
 from draemu.apiserver.registry.core.common import (
     MAX_SECRET_SIZE,
     cannot_handle,
@@ -23,7 +24,6 @@ from draemu.apiserver.registry.strategy import (
     NAME_COLUMN,
     Column,
     Context,
-    Obj,
     Strategy,
 )
 

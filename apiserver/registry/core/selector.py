@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from draemu.api.errors import FieldError, Path, forbidden, invalid, required
 from draemu.api.labels import is_empty, matches
+from draemu.api.types import Obj
 from draemu.apiserver.registry.core.common import label_value, qualified_name
 from draemu.apiserver.registry.meta import validate_labels
 
-Obj = dict[str, Any]
 __all__ = ["convertible", "is_empty", "matches", "validate_label_selector"]
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from draemu.apiserver.registry.strategy import AGE, AGE_COLUMN, NAME_COLUMN, Column, Obj, Strategy
+from draemu.api.types import Obj
+from draemu.apiserver.registry.strategy import AGE, AGE_COLUMN, NAME_COLUMN, Column, Strategy
 
 
 class ServiceAccountStrategy(Strategy):

@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from draemu.api.errors import FieldError, Path, invalid, required
+from draemu.api.types import Obj
 from draemu.apiserver.registry.core import event as core_event
-from draemu.apiserver.registry.strategy import Column, Context, Obj, Strategy
+from draemu.apiserver.registry.strategy import Column, Context, Strategy
 
 EVENT_TYPES = ("Normal", "Warning")
 

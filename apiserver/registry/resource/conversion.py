@@ -18,12 +18,12 @@ from __future__ import annotations
 from typing import Any
 
 from draemu.api.errors import StatusError, forbidden, internal_error, invalid_object
+from draemu.api.types import Obj
 from draemu.apiserver.jsoncopy import clone
 
 from . import walk
 from .fields import lst, obj
 
-Obj = dict[str, Any]
 GROUP = "resource.k8s.io"
 STORAGE = "v1"
 # Kinds served in v1alpha3 with the 1.31 shape; the others have the v1 shape there.

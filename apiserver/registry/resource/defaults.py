@@ -10,11 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from draemu.api.meta import time_now
+from draemu.api.types import Obj
 
 from . import walk
 from .fields import lst, obj
-
-Obj = dict[str, Any]
 
 
 def _mode_and_count(request: Obj) -> None:

@@ -4,14 +4,12 @@ already uses them (dra-api.md §6), so turning a gate off never breaks stored ob
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
+from draemu.api.types import Obj
 from draemu.features import FeatureGates
 
 from . import walk
 from .fields import lst, obj
-
-Obj = dict[str, Any]
 
 
 def _drop(gates: FeatureGates, gate: str | tuple[str, ...], old_uses: bool,

@@ -6,7 +6,8 @@ from typing import Any
 
 from draemu.api.errors import FieldError, Path, StatusError, forbidden, internal
 from draemu.api.meta import time_now
-from draemu.apiserver.registry.strategy import AGE, Column, Context, Obj, Strategy
+from draemu.api.types import Obj
+from draemu.apiserver.registry.strategy import AGE, Column, Context, Strategy
 
 from . import claims, classes, conversion, defaults, gates, poolstatus, slices, taintrules
 from .fields import obj

@@ -4,11 +4,10 @@ gate dropping: requests of a claim spec, devices of a slice, results of a status
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+
+from draemu.api.types import Obj
 
 from .fields import lst, obj
-
-Obj = dict[str, Any]
 
 
 def claim_spec_of(kind: str, o: Obj) -> Obj | None:

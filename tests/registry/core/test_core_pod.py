@@ -248,7 +248,6 @@ def test_invalid_pod_spec_reports_upstream_path_and_message(spec: dict,
     assert errors_of(pod(**spec)) == expected
 
 
-
 def _node_affinity(kind: str, value: str) -> dict:
     term = {"matchExpressions": [{"key": "zone", "operator": "In", "values": [value]}]}
     if kind == "required":
@@ -273,6 +272,7 @@ def test_an_update_may_keep_invalid_values_the_stored_required_affinity_has() ->
     old = created(S, pod())
     old["spec"]["affinity"] = _node_affinity("required", "a b")
     assert updated(old, lambda s: s.update(activeDeadlineSeconds=100)) == []
+
 
 @pytest.mark.parametrize(("claims", "refs", "expected"), [
     ([{"name": "gpu"}], [],

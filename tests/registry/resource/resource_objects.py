@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-Obj = dict[str, Any]
+from draemu.api.types import Obj
 
 CLAIM: Obj = {
     "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -13,9 +12,9 @@ from resource_generators import claims, slices
 from resource_objects import ALPHA3_SLICE, CLAIM, FULL_CLAIM, FULL_SLICE, SLICE, fresh
 
 from draemu.api.errors import StatusError
+from draemu.api.types import Obj
 from draemu.apiserver.registry.resource import conversion, defaults
 
-Obj = dict[str, Any]
 
 @pytest.mark.parametrize("obj", [FULL_CLAIM, FULL_SLICE], ids=["claim", "slice"])
 @pytest.mark.parametrize("version", ["v1beta2", "v1beta1"])

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from resource_objects import CLAIM, SLICE, TAINT_RULE, fresh, messages
 
+from draemu.api.types import Obj
 from draemu.apiserver.registry import discover
 from draemu.apiserver.registry.resource.strategies import (
     DeviceClassStrategy,
@@ -20,7 +21,6 @@ from draemu.apiserver.registry.resource.strategies import (
 from draemu.apiserver.registry.strategy import AGE, Context
 from draemu.features import FeatureGates
 
-Obj = dict[str, Any]
 RESULT = {"request": "gpu", "driver": "gpu.example.com", "pool": "node-1", "device": "gpu-0"}
 ALLOCATION = {"devices": {"results": [RESULT]}}
 POD = {"resource": "pods", "name": "p", "uid": "3f1f0e8c-0000-4000-8000-000000000001"}

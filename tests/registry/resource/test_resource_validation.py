@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from resource_objects import CLAIM, CLASS, SLICE, TAINT_RULE, fresh, messages
 
+from draemu.api.types import Obj
 from draemu.apiserver.registry.resource.strategies import (
     DeviceClassStrategy,
     DeviceTaintRuleStrategy,
@@ -20,7 +21,6 @@ from draemu.apiserver.registry.resource.strategies import (
 from draemu.apiserver.registry.strategy import Context
 from draemu.features import FeatureGates
 
-Obj = dict[str, Any]
 C_ID = ("a valid C identifier must start with alphabetic character or '_', followed by a string "
         "of alphanumeric characters or '_' (e.g. 'my_name',  or 'MY_NAME',  or 'MyName', regex "
         "used for validation is '[A-Za-z_][A-Za-z0-9_]*')")
