@@ -27,6 +27,7 @@ from draemu.api.meta import (
     toleration_matches,
 )
 from draemu.api.nodeselector import pod_fits_node
+from draemu.api.types import Obj
 from draemu.client import ApiError, key_of
 from draemu.controllers import history
 from draemu.controllers.base import Controller
@@ -35,7 +36,6 @@ from draemu.controllers.expectations import Expectations
 from draemu.controllers.refmanager import claim, selects
 from draemu.controllers.replicaset import pod_is_available
 
-Obj = dict[str, Any]
 HASH_LABEL = history.POD_REVISION_HASH
 GENERATION_LABEL = "pod-template-generation"
 GENERATION_ANNOTATION = "deprecated.daemonset.template.generation"

@@ -9,9 +9,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-Obj = dict[str, Any]
+from draemu.api.types import Obj
 
 
 @dataclass

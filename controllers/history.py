@@ -12,10 +12,10 @@ import copy
 from typing import Any
 
 from draemu.api.meta import meta, name_of, namespace_of, owner_reference
+from draemu.api.types import Obj
 from draemu.client import ApiError, Client
 from draemu.controllers.deployment import template_hash
 
-Obj = dict[str, Any]
 API = "apps/v1"
 RESOURCE = "controllerrevisions"
 # Upstream's ControllerRevisionHashLabel on revisions; DaemonSets use the pods' label.

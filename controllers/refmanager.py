@@ -4,13 +4,10 @@ that `claim` returns exactly the objects it is responsible for."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from draemu.api.labels import matches as _matches
 from draemu.api.meta import controller_of, meta, name_of, namespace_of, owner_reference, uid_of
+from draemu.api.types import Obj
 from draemu.client import ApiError, Client
-
-Obj = dict[str, Any]
 
 
 def selects(selector: Obj | None, labels: dict[str, str] | None) -> bool:

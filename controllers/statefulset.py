@@ -19,6 +19,7 @@ import re
 from typing import Any
 
 from draemu.api.meta import controller_of, meta, name_of, namespace_of, owner_reference, uid_of
+from draemu.api.types import Obj
 from draemu.client import ApiError, key_of
 from draemu.controllers import history
 from draemu.controllers.base import Controller
@@ -26,7 +27,6 @@ from draemu.controllers.expectations import Expectations
 from draemu.controllers.refmanager import claim, selects
 from draemu.controllers.replicaset import pod_is_available
 
-Obj = dict[str, Any]
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
 REVISION_LABEL = history.POD_REVISION_HASH

@@ -22,6 +22,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from draemu.api.meta import format_micro_time, format_time
 from draemu.api.types import Obj
 from draemu.apiserver.protobuf.schema import KINDS, MESSAGES, WRAPPERS
 from draemu.apiserver.protobuf.wire import BYTES, VARINT, WireError, fields, packed, signed
@@ -266,9 +267,7 @@ def _time(fields_: dict[int, int | bytes], micro: bool) -> str | None:
             seconds=seconds, microseconds=nanos // 1000)
     except OverflowError:
         raise ProtobufError(f"time out of range: {seconds} seconds") from None
-    # Four-digit years always, as Go writes them (strftime drops leading zeros).
-    text = f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}"
-    return f"{text}.{t.microsecond:06d}Z" if micro else f"{text}Z"
+    return format_micro_time(t) if micro else format_time(t)
 
 
 def _bytes_field(fields_: dict[int, int | bytes], what: str) -> bytes:

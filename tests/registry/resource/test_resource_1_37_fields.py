@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from resource_objects import CLAIM, SLICE, fresh, messages
 
+from draemu.api.types import Obj
 from draemu.apiserver.registry.resource.conversion import from_storage, to_storage
 from draemu.apiserver.registry.resource.strategies import (
     ResourceClaimStrategy,
@@ -20,7 +21,6 @@ from draemu.features import FeatureGates
 
 pytestmark = pytest.mark.unit
 
-Obj = dict[str, Any]
 ON = Context(gates=FeatureGates({"DRADerivedAttributes": True,
                                  "DRADeviceCompatibilityGroups": True}))
 OFF = Context(gates=FeatureGates())
