@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from draemu.cel import CELCompileError, CELRuntimeError, compile_expression
+from draemu.cel import CELCompileError, CELRuntimeError, compile_derived, compile_expression
 from draemu.scheduler.dra.capacity import consumption, fits
 from draemu.scheduler.dra.explain import Explanation, explain
 from draemu.scheduler.dra.inventory import MALFORMED, Inventory, claim_key
@@ -39,6 +39,11 @@ from draemu.scheduler.dra.state import AllocatedState, StateView, Usage
 from draemu.scheduler.dra.taints import describe, untolerated
 
 _LIMIT = object()  # "this branch would exceed 32 devices in a claim"
+# The devices placed on one counter set so far, for DRADeviceCompatibilityGroups: None
+# before the first, else the running intersection of their groups, or NO_GROUPS while
+# every one of them declared none (such devices only go with each other).
+Groups = frozenset[str] | None
+NO_GROUPS: frozenset[str] = frozenset({""})
 # Upstream's Filter status when the allocation ran out of time (DRASchedulerFilterTimeout).
 TIMED_OUT = "timed out trying to allocate devices"
 
@@ -61,6 +66,8 @@ class Chosen:
     share_id: str | None = None
     consumed: dict[str, Fraction] | None = None
     charged: bool = False  # counters charged for this choice
+    # Compatibility-group states this choice replaced (DRADeviceCompatibilityGroups).
+    groups_before: dict[tuple[str, str], Groups] | None = None
 
 
 @dataclass(eq=False)
@@ -172,6 +179,8 @@ class _Search:
         self.share_count: dict[DeviceID, int] = {}
         self.counters_used: dict[str, dict[str, dict[str, Fraction]]] = {}
         self.counters_available: dict[str, dict[str, dict[str, Fraction]]] = {}
+        self.groups: dict[tuple[str, str], Groups] = {}  # (pool, counter set) → placed so far
+        self.groups_baseline: set[str] = set()  # pools whose allocated devices are folded in
         # Why the search turned a device down for a spec, beyond the isolated checks
         # (constraints), for explanations.
         self.rejections: dict[tuple[int, DeviceID], str] = {}
@@ -448,6 +457,66 @@ class _Search:
             for counter, amount in amounts.items():
                 counters[counter] = counters.get(counter, Fraction(0)) + sign * amount
 
+    def groups_clash(self, device: Device, pool: Pool) -> str | None:
+        """None if the device's compatibility groups admit it onto every counter set it
+        draws from, given the devices already there (allocated ones, read from their
+        slices, and this attempt's choices), else why not."""
+        if not self.features.compatibility_groups or not device.groups:
+            return None
+        self._groups_baseline(pool)
+        for set_name, groups in device.groups.items():
+            placed = self.groups.get((pool.id, set_name))
+            if placed is None or (groups or NO_GROUPS) & placed:
+                continue
+            mine = "no compatibility groups" if not groups else \
+                f"compatibility groups [{', '.join(sorted(groups))}]"
+            theirs = "devices without groups" if placed == NO_GROUPS else \
+                f"the devices there, which share [{', '.join(sorted(placed))}]"
+            return f"counter set {set_name}: {mine}, incompatible with {theirs}"
+        return None
+
+    def _groups_baseline(self, pool: Pool) -> None:
+        if pool.id in self.groups_baseline:
+            return
+        self.groups_baseline.add(pool.id)
+        for s in [*pool.slices, *pool.other_slices]:
+            for d in s.devices:
+                if d.groups and self.state.allocated(d.id):
+                    self._fold_groups(d, pool)
+
+    def _fold_groups(self, device: Device, pool: Pool) -> dict[tuple[str, str], Groups]:
+        before: dict[tuple[str, str], Groups] = {}
+        for set_name, groups in device.groups.items():
+            key = (pool.id, set_name)
+            placed = before[key] = self.groups.get(key)
+            mine = groups or NO_GROUPS
+            self.groups[key] = mine if placed is None else placed & mine or placed
+        return before
+
+    def derived_value(self, spec: Spec, device: Device, name: str) -> dict[str, Any] | None:
+        """The value of the request's derived attribute `name` for the device, or None when
+        the request derives no such attribute. CEL errors end the allocation (upstream)."""
+        expression = spec.derived.get(name)
+        if expression is None:
+            return None
+        cached = device.derived.get(expression)
+        if cached is None:
+            try:
+                program = compile_derived(expression)
+            except CELCompileError as e:
+                raise AllocError(f"claim {spec.claim_name}, request {spec.name}: compile "
+                                 f"derived attribute {name} failed: {e.detail}") from None
+            try:
+                cached = program.evaluate(device.cel())
+            except CELRuntimeError as e:
+                cached = e
+            device.derived[expression] = cached
+        if isinstance(cached, CELRuntimeError):
+            raise AllocError(f"claim {spec.claim_name}, request {spec.name}: evaluate derived "
+                             f"attribute {name} on device {device_id_str(device.id)} failed: "
+                             f"{cached.message}")
+        return cached
+
     def taint_blocks(self, spec: Spec, device: Device) -> str | None:
         if not self.features.device_taints:
             return None
@@ -478,6 +547,10 @@ class _Search:
             if short is not None:
                 self.rejections[(id(spec), device.id)] = short
                 return None
+        clash = self.groups_clash(device, pool) if device.consumes else None
+        if clash is not None:
+            self.rejections[(id(spec), device.id)] = clash
+            return None
         blocked = self.taint_blocks(spec, device)
         if blocked is not None:
             self.rejections[(id(spec), device.id)] = blocked
@@ -486,7 +559,8 @@ class _Search:
         for constraint in claim.constraints:
             if not constraint.covers(spec.request, spec.sub):
                 continue
-            reason = constraint.add(device)
+            reason = constraint.add(device, self.derived_value(spec, device,
+                                                               constraint.attribute))
             if reason is not None:
                 for c in added:
                     c.remove(device)
@@ -501,6 +575,8 @@ class _Search:
         chosen = Chosen(device, spec, pool, charged=charge)
         if charge:
             self._charge(device, pool, 1)
+        if self.features.compatibility_groups and device.groups:
+            chosen.groups_before = self._fold_groups(device, pool)
         if multi:
             amounts = consumption(device, spec.capacity) or {}
             chosen.share_id = str(uuid.uuid4())
@@ -523,6 +599,8 @@ class _Search:
                 constraint.remove(device)
         if chosen.charged:
             self._charge(device, chosen.pool, -1)
+        if chosen.groups_before is not None:
+            self.groups.update(chosen.groups_before)
         if chosen.share_id is not None:
             sharing = self.sharing[device.id]
             for name, amount in (chosen.consumed or {}).items():

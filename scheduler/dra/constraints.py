@@ -60,15 +60,17 @@ class Constraint:
         return request in self.requests or (
             subrequest is not None and f"{request}/{subrequest}" in self.requests)
 
-    def value(self, device: Device) -> tuple[bool, Value]:
-        attr = lookup(device, self.attribute)
+    def value(self, device: Device, derived: dict[str, Any] | None = None) -> tuple[bool, Value]:
+        """`derived`: the value a request's derived attribute of this name gives the device,
+        which shadows the device's own attribute."""
+        attr = derived if derived is not None else lookup(device, self.attribute)
         if attr is None:
             return False, None
         return True, (_as_set(attr) if self.lists else _scalar(attr))
 
-    def add(self, device: Device) -> str | None:
+    def add(self, device: Device, derived: dict[str, Any] | None = None) -> str | None:
         """None if the device may join, else why not."""
-        present, v = self.value(device)
+        present, v = self.value(device, derived)
         if not present:
             return f"has no attribute {self.attribute} ({self.kind} constraint)"
         reason = self.check(device, v)

@@ -17,6 +17,8 @@ class Features:
     binding_conditions: bool = True  # DRADeviceBindingConditions + DRAResourceClaimDeviceStatus
     consumable_capacity: bool = True
     list_type_attributes: bool = False
+    derived_attributes: bool = False
+    compatibility_groups: bool = False
 
     @classmethod
     def from_gates(cls, gates: FeatureGates | None) -> Features:
@@ -31,4 +33,6 @@ class Features:
             and g.enabled("DRAResourceClaimDeviceStatus"),
             consumable_capacity=g.enabled("DRAConsumableCapacity"),
             list_type_attributes=g.enabled("DRAListTypeAttributes"),
+            derived_attributes=g.enabled("DRADerivedAttributes"),
+            compatibility_groups=g.enabled("DRADeviceCompatibilityGroups"),
         )

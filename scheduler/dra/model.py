@@ -59,6 +59,10 @@ class Device:
     # CEL verdicts by expression; slice updates build new Device objects, so a verdict
     # lives exactly as long as the slice generation it was computed for.
     verdicts: dict[str, bool | CELRuntimeError] = field(default_factory=dict)
+    # Derived attribute values by expression, with the same lifetime.
+    derived: dict[str, dict[str, Any] | CELRuntimeError] = field(default_factory=dict)
+    # DRADeviceCompatibilityGroups: counter set → the groups its consumption declares.
+    groups: dict[str, frozenset[str]] = field(default_factory=dict)
     _cel: CelDevice | None = None
 
     @property
@@ -98,6 +102,7 @@ class Slice:
     devices: list[Device]
     order: int  # arrival order, for stable sorting of equal names
     has_binding_conditions: bool
+    uses_compatibility_groups: bool = False
 
     @property
     def pool_id(self) -> tuple[str, str]:
@@ -142,7 +147,10 @@ def build_slice(obj: dict[str, Any], order: int) -> Slice:
             binding_conditions=list(raw.get("bindingConditions") or []),
             binding_failure_conditions=list(raw.get("bindingFailureConditions") or []),
             binds_to_node=bool(raw.get("bindsToNode")),
+            groups={c.get("counterSet", ""): frozenset(c.get("compatibilityGroups") or ())
+                    for c in raw.get("consumesCounters") or []},
         )
+        s.uses_compatibility_groups = s.uses_compatibility_groups or any(device.groups.values())
         s.devices.append(device)
         s.has_binding_conditions = s.has_binding_conditions or bool(device.binding_conditions)
     return s

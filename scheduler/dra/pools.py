@@ -79,6 +79,13 @@ def gather(inv: Inventory, node: dict[str, Any]) -> NodePools:
     return cached
 
 
+def _ignored(s: Slice, features: Any) -> bool:
+    """Slices this allocator cannot handle are left out, which leaves their pool
+    incomplete: with DRADeviceCompatibilityGroups off, any slice whose devices declare
+    compatibility groups (upstream's sliceUsesCompatibilityGroups)."""
+    return s.uses_compatibility_groups and not features.compatibility_groups
+
+
 def _relevant(s: Slice, node_name: str, labels: dict[str, str], partitionable: bool) -> bool:
     if not partitionable and (s.per_device is not None or s.shared_counters):
         return False
@@ -97,7 +104,7 @@ def _gather(inv: Inventory, node_name: str, labels: dict[str, str]) -> NodePools
     partitionable = inv.features.partitionable_devices
     newest: dict[tuple[str, str], list[Slice]] = {}
     for s in inv.slices_for_node(node_name):
-        if not _relevant(s, node_name, labels, partitionable):
+        if _ignored(s, inv.features) or not _relevant(s, node_name, labels, partitionable):
             continue
         kept = newest.get(s.pool_id)
         if kept is None or s.generation > kept[0].generation:
@@ -116,7 +123,8 @@ def _gather(inv: Inventory, node_name: str, labels: dict[str, str]) -> NodePools
                 notes.append(f"pool {driver}/{name}: generation {generation} is obsolete, a "
                              "newer one is being published")
                 continue
-            same = [s for s in everywhere if s.generation == generation]
+            same = [s for s in everywhere
+                    if s.generation == generation and not _ignored(s, inv.features)]
             if len(same) == expected:
                 kept_ids = {id(s) for s in kept}
                 pool.other_slices = [s for s in same if id(s) not in kept_ids]

@@ -60,6 +60,12 @@ class Spec:
     def selectors(self) -> list[str]:
         return [s["cel"]["expression"] for s in self.raw.get("selectors") or []]
 
+    @property
+    def derived(self) -> dict[str, str]:
+        """Derived attributes (DRADerivedAttributes): name → CEL expression."""
+        return {a.get("name", ""): a.get("expression", "")
+                for a in self.raw.get("derivedAttributes") or [] if isinstance(a, dict)}
+
 
 @dataclass(eq=False)
 class Slot:
@@ -134,6 +140,9 @@ def _spec(index: int, c: str, request: str, sub: str | None, raw: dict[str, Any]
     if "adminAccess" in raw and raw["adminAccess"] is not None and not features.admin_access:
         raise AllocError(f"claim {c}, request {label}: admin access is requested, but the "
                          "feature is disabled")
+    if raw.get("derivedAttributes") and not features.derived_attributes:
+        raise AllocError(f"claim {c}, request {label}: cannot handle request with derived "
+                         "attributes, the feature is disabled")
     class_name = raw.get("deviceClassName") or ""
     if not class_name:
         raise AllocError(f"claim {c}, request {label}: missing device class name "

@@ -65,6 +65,12 @@ def _config(claim: ClaimState) -> list[dict[str, Any]]:
         if wanted:
             entry["requests"] = list(wanted)
         config.append(entry)
+    # A config that covers every request of the claim (by its name or by its selected
+    # subrequest's) drops its list: empty means all, as upstream writes it.
+    for entry in config:
+        wanted = entry.get("requests")
+        if wanted and all(s.request in wanted or s.name in wanted for s in selected):
+            del entry["requests"]
     # Keep the conventional key order: source, requests, then the configuration.
     return [{"source": e["source"], **({"requests": e["requests"]} if "requests" in e else {}),
              **{k: v for k, v in e.items() if k not in ("source", "requests")}}

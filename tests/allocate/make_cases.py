@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -362,7 +363,7 @@ CASES = [
          classes=[device_class(CLASS_A, DRIVER_A, config="classAttribute")],
          slices=[one_device_slice(S1, N1, P1, DRIVER_A)],
          expect=[allocation(LOCAL1, result(R0, DRIVER_A, P1, D1), config=[
-             config_entry("FromClass", [R0], DRIVER_A, "classAttribute")])]),
+             config_entry("FromClass", None, DRIVER_A, "classAttribute")])]),
     case("with-class-device-config-with-multiple-request-and-configs",
          claims=[claim(C0, request(R0, CLASS_A), request(R1, CLASS_A), request(R2, CLASS_B),
                        constraints=[])],
@@ -374,6 +375,31 @@ CASES = [
                             result(R2, DRIVER_B, P1, D1), config=[
              config_entry("FromClass", [R0, R1], DRIVER_A, "classAttribute-A"),
              config_entry("FromClass", [R2], DRIVER_B, "classAttribute-B")])]),
+    case("with-claim-config-for-two-requests",
+         claims=[claim(C0, request(R0, CLASS_A), request(R1, CLASS_A), request(R2, CLASS_A),
+                       config=[claim_config([R0, R1], DRIVER_A, "deviceAttribute")])],
+         classes=[CA], slices=[many_devices_slice(S1, N1, P1, DRIVER_A, 3)],
+         expect=[allocation(LOCAL1, result(R0, DRIVER_A, P1, D0), result(R1, DRIVER_A, P1, D1),
+                            result(R2, DRIVER_A, P1, D2), config=[
+             config_entry("FromClaim", [R0, R1], DRIVER_A, "deviceAttribute")])]),
+    case("claim-config-scoped-to-subrequests-of-one-request", features=("PrioritizedList",),
+         claims=[claim(C0, first_available(R0, sub("subReq-0", CLASS_A), sub("subReq-1", CLASS_B)),
+                       request(R1, CLASS_A),
+                       config=[claim_config(["req-0/subReq-0", "req-0/subReq-1"], DRIVER_A,
+                                            "scoped")])],
+         classes=[CA, CB], slices=[many_devices_slice(S1, N1, P1, DRIVER_A, 2)],
+         expect=[allocation(LOCAL1, result("req-0/subReq-0", DRIVER_A, P1, D0),
+                            result(R1, DRIVER_A, P1, D1), config=[
+             config_entry("FromClaim", ["req-0/subReq-0", "req-0/subReq-1"], DRIVER_A,
+                          "scoped")])]),
+    case("claim-config-covering-all-requests-is-cleared", features=("PrioritizedList",),
+         claims=[claim(C0, first_available(R0, sub("subReq-0", CLASS_A), sub("subReq-1", CLASS_B)),
+                       request(R1, CLASS_A),
+                       config=[claim_config(["req-0/subReq-0", R1], DRIVER_A, "all")])],
+         classes=[CA, CB], slices=[many_devices_slice(S1, N1, P1, DRIVER_A, 2)],
+         expect=[allocation(LOCAL1, result("req-0/subReq-0", DRIVER_A, P1, D0),
+                            result(R1, DRIVER_A, P1, D1), config=[
+             config_entry("FromClaim", None, DRIVER_A, "all")])]),
     case("claim-with-device-config",
          claims=[claim(C0, request(R0, CLASS_A),
                        config=[claim_config(None, DRIVER_A, "deviceAttribute")])],
@@ -426,7 +452,7 @@ CASES = [
                                 device(D2, None, {}))],
          expect=[allocation(LOCAL1, result("req-0/subReq-1", DRIVER_B, P1, D1),
                             result("req-0/subReq-1", DRIVER_B, P1, D2), config=[
-             config_entry("FromClaim", ["req-0/subReq-1"], DRIVER_B, "bar")])]),
+             config_entry("FromClaim", None, DRIVER_B, "bar")])]),
     case("prioritized-list-class-config", features=("PrioritizedList",),
          claims=[claim(C0, first_available(R0, sub("subReq-0", CLASS_A, 2),
                                            sub("subReq-1", CLASS_B, 2)))],
@@ -436,7 +462,7 @@ CASES = [
                  resource_slice(S2, N1, P2, DRIVER_A, device(D3))],
          expect=[allocation(LOCAL1, result("req-0/subReq-1", DRIVER_B, P1, D1),
                             result("req-0/subReq-1", DRIVER_B, P1, D2), config=[
-             config_entry("FromClass", ["req-0/subReq-1"], DRIVER_B, "bar")])]),
+             config_entry("FromClass", None, DRIVER_B, "bar")])]),
     case("prioritized-list-subrequests-with-expressions", features=("PrioritizedList",),
          claims=[claim(C0, request(R0, CLASS_A, 1, mem_at_least("1Gi")),
                        first_available(R1, sub("subReq-0", CLASS_A, 1, mem_at_least("4Gi")),
@@ -1371,6 +1397,194 @@ CASES += [
                  resource_slice("slice-3", N1, pool(P1, 3), DRIVER_A, device(D3)),
                  resource_slice(S2, N1, pool(P1, 3), DRIVER_A, device(D2))],
          expect=[allocation(LOCAL1, bound_result(R0, D1), result(R0, DRIVER_A, P1, D2))]),
+]
+
+
+# DRADerivedAttributes (1.37) ------------------------------------------------------------
+
+def derived(name: str, expression: str) -> dict[str, Any]:
+    return {"name": name, "expression": expression}
+
+
+def with_derived(request_: dict[str, Any], *attributes: dict[str, Any]) -> dict[str, Any]:
+    target = request_.get("exactly", request_)
+    target["derivedAttributes"] = list(attributes)
+    return request_
+
+
+DERIVED = ("DerivedAttributes",)
+D4 = "device-4"
+
+CASES += [
+    case("derived-attributes", features=DERIVED,
+         claims=[claim(C0, with_derived(request(R0, CLASS_A), derived(
+                           "derived/sharedNumaNode", f'device.attributes["{DRIVER_A}"]["numa"]')),
+                       with_derived(request(R1, CLASS_B), derived(
+                           "derived/sharedNumaNode",
+                           f'device.attributes["{DRIVER_B}"]["numaNode"]')),
+                       constraints=[match("derived/sharedNumaNode", R0, R1)])],
+         classes=[CA, CB],
+         slices=[resource_slice(S1, N1, P1, DRIVER_A, device(D2, None, attrs(numa="numa-0")),
+                                device(D1, None, attrs(numa="numa-1"))),
+                 resource_slice(S2, N1, P2, DRIVER_B, device(D3, None, attrs(numaNode="numa-1")),
+                                device(D4, None, attrs(numaNode="numa-2")))],
+         expect=[allocation(LOCAL1, result(R0, DRIVER_A, P1, D1),
+                            result(R1, DRIVER_B, P2, D3))]),
+    case("derived-attributes-with-prioritized-list", features=(*DERIVED, "PrioritizedList"),
+         claims=[claim(C0, first_available(
+                           R0,
+                           with_derived(sub("subReq-0", CLASS_A), derived(
+                               "derived/match", f'device.attributes["{DRIVER_A}"]["foo"]')),
+                           with_derived(sub("subReq-1", CLASS_A), derived(
+                               "derived/match", f'device.attributes["{DRIVER_A}"]["bar"]'))),
+                       with_derived(request(R1, CLASS_B), derived(
+                           "derived/match", f'device.attributes["{DRIVER_B}"]["baz"]')),
+                       constraints=[match("derived/match", R0, R1)])],
+         classes=[CA, CB],
+         slices=[resource_slice(S1, N1, P1, DRIVER_A, device(D1, None, attrs(foo="A", bar="B"))),
+                 resource_slice(S2, N1, P2, DRIVER_B, device(D2, None, attrs(baz="B")))],
+         expect=[allocation(LOCAL1, result("req-0/subReq-1", DRIVER_A, P1, D1),
+                            result(R1, DRIVER_B, P2, D2))]),
+    case("derived-attributes-override", features=DERIVED,
+         claims=[claim(C0, with_derived(request(R0, CLASS_A),
+                                        derived("dra.example.com/myAttr", '"value-2"')),
+                       request(R1, CLASS_A),
+                       constraints=[match("dra.example.com/myAttr", R0, R1)])],
+         classes=[device_class(CLASS_A, "dra.example.com")],
+         slices=[resource_slice(S1, N1, P1, "dra.example.com",
+                                device(D1, None, attrs(myAttr="value-1")),
+                                device(D2, None, attrs(myAttr="value-2")))],
+         expect=[allocation(LOCAL1, result(R0, "dra.example.com", P1, D1),
+                            result(R1, "dra.example.com", P1, D2))]),
+    case("derived-attributes-cel-missing-attribute", features=DERIVED,
+         claims=[claim(C0, with_derived(request(R0, CLASS_A), derived(
+                           "derived/missing", f'device.attributes["{DRIVER_A}"]["missingAttr"]')),
+                       constraints=[match("derived/missing", R0)])],
+         classes=[CA],
+         slices=[resource_slice(S1, N1, P1, DRIVER_A, device(D1, None, attrs(existingAttr="yes")))],
+         error="no such key: missingAttr"),
+    case("derived-attributes-type-mismatch", features=DERIVED,
+         claims=[claim(C0, with_derived(request(R0, CLASS_A, 2), derived(
+                           "derived/myAttr", f'device.attributes["{DRIVER_A}"]["static"]')),
+                       constraints=[match("derived/myAttr", R0)])],
+         classes=[CA],
+         slices=[resource_slice(S1, N1, P1, DRIVER_A, device(D1, None, attrs(static="value")),
+                                device(D2, None, attrs(static=1)))]),
+]
+
+# DRADeviceCompatibilityGroups (1.37) -----------------------------------------------------
+
+GROUPS = ("PartitionableDevices", "CompatibilityGroups")
+
+
+def grouped(counter_set_: str, amount: str, *groups: str) -> dict[str, Any]:
+    out = consumes(counter_set_, **{"capacity-0": amount})
+    if groups:
+        out["compatibilityGroups"] = list(groups)
+    return out
+
+
+def counters4(name: str, pool_: object, *sets: str) -> dict[str, Any]:
+    return counters(name, N1, pool_, DRIVER_A,
+                    *[counter_set(cs, **{"capacity-0": "4"}) for cs in sets])
+
+
+CASES += [
+    case("compatibility-groups-compatible", features=GROUPS,
+         claims=[claim(C0, request(R0, CLASS_A), request(R1, CLASS_A))], classes=[CA],
+         slices=[resource_slice(S1, N1, pool(P1, 2), DRIVER_A,
+                                counter_device(D1, grouped(CS1, "2", "mig")),
+                                counter_device(D2, grouped(CS1, "2", "mig"))),
+                 counters4(S2, pool(P1, 2), CS1)],
+         expect=[allocation(LOCAL1, result(R0, DRIVER_A, P1, D1),
+                            result(R1, DRIVER_A, P1, D2))]),
+    case("compatibility-groups-incompatible", features=GROUPS,
+         claims=[claim(C0, request(R0, CLASS_A), request(R1, CLASS_A))], classes=[CA],
+         slices=[resource_slice(S1, N1, pool(P1, 2), DRIVER_A,
+                                counter_device(D1, grouped(CS1, "2", "mig")),
+                                counter_device(D2, grouped(CS1, "2", "vgpu"))),
+                 counters4(S2, pool(P1, 2), CS1)]),
+    case("compatibility-groups-taint-rollback", features=(*GROUPS, "DeviceTaints"),
+         claims=[claim(C0, request(R0, CLASS_A))], classes=[CA],
+         slices=[resource_slice(S1, N1, pool(P1, 2), DRIVER_A,
+                                counter_device(D1, grouped(CS1, "2", "mig"),
+                                               taints=[TAINT_NO_SCHEDULE]),
+                                counter_device(D2, grouped(CS1, "2", "vgpu"))),
+                 counters4(S2, pool(P1, 2), CS1)],
+         expect=[allocation(LOCAL1, result(R0, DRIVER_A, P1, D2))]),
+    case("compatibility-groups-incompatible-with-allocated-peer", features=GROUPS,
+         claims=[claim(C0, request(R0, CLASS_A))], classes=[CA],
+         allocated=[(DRIVER_A, P1, D1)],
+         slices=[resource_slice(S1, N1, pool(P1, 2), DRIVER_A,
+                                counter_device(D1, grouped(CS1, "1", "mig")),
+                                counter_device(D2, grouped(CS1, "1", "vgpu"))),
+                 counters4(S2, pool(P1, 2), CS1)]),
+    case("compatibility-groups-compatible-with-allocated-peer", features=GROUPS,
+         claims=[claim(C0, request(R0, CLASS_A))], classes=[CA],
+         allocated=[(DRIVER_A, P1, D1)],
+         slices=[resource_slice(S1, N1, pool(P1, 2), DRIVER_A,
+                                counter_device(D1, grouped(CS1, "1", "mig")),
+                                counter_device(D2, grouped(CS1, "1", "mig"))),
+                 counters4(S2, pool(P1, 2), CS1)],
+         expect=[allocation(LOCAL1, result(R0, DRIVER_A, P1, D2))]),
+    case("compatibility-groups-disabled-skips-grouped-pool", features=("PartitionableDevices",),
+         claims=[claim(C0, request(R0, CLASS_A))], classes=[CA],
+         slices=[resource_slice(S1, N1, pool(P1, 2), DRIVER_A,
+                                counter_device(D1, grouped(CS1, "2", "mig"))),
+                 counters4(S2, pool(P1, 2), CS1),
+                 resource_slice("slice-3", N1, pool(P2, 2), DRIVER_A,
+                                counter_device(D2, grouped(CS2, "2"))),
+                 counters4("slice-4", pool(P2, 2), CS2)],
+         expect=[allocation(LOCAL1, result(R0, DRIVER_A, P2, D2))]),
+    case("compatibility-groups-disabled-skips-ungrouped-device-in-grouped-pool",
+         features=("PartitionableDevices",),
+         claims=[claim(C0, request(R0, CLASS_A))], classes=[CA],
+         slices=[resource_slice(S1, N1, pool(P1, 3), DRIVER_A,
+                                counter_device(D1, grouped(CS1, "1", "mig"))),
+                 resource_slice(S2, N1, pool(P1, 3), DRIVER_A,
+                                counter_device(D2, grouped(CS1, "1"))),
+                 counters4("slice-3", pool(P1, 3), CS1)]),
+    case("compatibility-groups-multiple-counter-sets", features=GROUPS,
+         claims=[claim(C0, request(R0, CLASS_A), request(R1, CLASS_A))], classes=[CA],
+         slices=[resource_slice(S1, N1, pool(P1, 2), DRIVER_A,
+                                counter_device(D1, grouped(CS1, "2", "mig")),
+                                counter_device(D2, grouped(CS2, "2", "vgpu"))),
+                 counters4(S2, pool(P1, 2), CS1, CS2)],
+         expect=[allocation(LOCAL1, result(R0, DRIVER_A, P1, D1),
+                            result(R1, DRIVER_A, P1, D2))]),
+    case("compatibility-groups-multiple-counter-sets-spanning-device", features=GROUPS,
+         claims=[claim(C0, request(R0, CLASS_A), request(R1, CLASS_A))], classes=[CA],
+         slices=[resource_slice(S1, N1, pool(P1, 2), DRIVER_A,
+                                counter_device(D1, grouped(CS1, "1", "mig")),
+                                counter_device(D2, grouped(CS1, "1", "vgpu"),
+                                               grouped(CS2, "1", "vgpu"))),
+                 counters4(S2, pool(P1, 2), CS1, CS2)]),
+    case("compatibility-groups-with-prioritized-list", features=(*GROUPS, "PrioritizedList"),
+         claims=[claim(C0, request(R0, CLASS_A),
+                       first_available(R1, sub("subReq-0", CLASS_A, 2),
+                                       sub("subReq-1", CLASS_A, 1)))],
+         classes=[CA],
+         slices=[resource_slice(S1, N1, pool(P1, 2), DRIVER_A,
+                                counter_device(D1, grouped(CS1, "1", "mig")),
+                                counter_device(D2, grouped(CS1, "1", "mig")),
+                                counter_device(D3, grouped(CS1, "1", "vgpu"))),
+                 counters4(S2, pool(P1, 2), CS1)],
+         expect=[allocation(LOCAL1, result(R0, DRIVER_A, P1, D1),
+                            result("req-1/subReq-1", DRIVER_A, P1, D2))]),
+    case("compatibility-groups-multiple-claims", features=GROUPS,
+         claims=[simple_claim(C0, R0, CLASS_A), simple_claim(C1, R0, CLASS_A)], classes=[CA],
+         slices=[resource_slice(S1, N1, pool(P1, 2), DRIVER_A,
+                                counter_device(D1, grouped(CS1, "1", "mig")),
+                                counter_device(D2, grouped(CS1, "1", "mig"))),
+                 counters4(S2, pool(P1, 2), CS1)],
+         expect=[allocation(LOCAL1, result(R0, DRIVER_A, P1, D1)),
+                 allocation(LOCAL1, result(R0, DRIVER_A, P1, D2))]),
+    case("compatibility-groups-multiple-claims-incompatible", features=GROUPS,
+         claims=[simple_claim(C0, R0, CLASS_A), simple_claim(C1, R0, CLASS_A)], classes=[CA],
+         slices=[resource_slice(S1, N1, pool(P1, 2), DRIVER_A,
+                                counter_device(D1, grouped(CS1, "1", "mig")),
+                                counter_device(D2, grouped(CS1, "1", "vgpu"))),
+                 counters4(S2, pool(P1, 2), CS1)]),
 ]
 
 

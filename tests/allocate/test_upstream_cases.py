@@ -20,7 +20,8 @@ CASES = sorted((Path(__file__).parent / "cases").glob("upstream-*.yaml"))
 _FLAGS = {"AdminAccess": "admin_access", "PrioritizedList": "prioritized_list",
           "PartitionableDevices": "partitionable_devices", "DeviceTaints": "device_taints",
           "DeviceBindingAndStatus": "binding_conditions",
-          "ConsumableCapacity": "consumable_capacity", "ListTypeAttributes": "list_type_attributes"}
+          "ConsumableCapacity": "consumable_capacity", "ListTypeAttributes": "list_type_attributes",
+          "DerivedAttributes": "derived_attributes", "CompatibilityGroups": "compatibility_groups"}
 
 
 def features_of(names: list[str]) -> Features:

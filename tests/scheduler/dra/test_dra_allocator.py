@@ -240,3 +240,73 @@ def test_hopeless_later_claim_fails_fast_instead_of_trying_every_combination(
     assert time.monotonic() - started < 5
     assert outcome.unsatisfiable and outcome.error is None
     assert "claim ns/nic, request r: 0 of 64 devices fit" in outcome.summary
+
+
+# 1.37 alpha features --------------------------------------------------------------------
+
+def partitioned_slice(*groups: tuple[str, ...]) -> dict[str, Any]:
+    devices = [{"name": f"gpu-{i}", "consumesCounters": [
+        {"counterSet": "gpu", "counters": {"mem": {"value": "1"}},
+         **({"compatibilityGroups": list(g)} if g else {})}]} for i, g in enumerate(groups)]
+    obj = gpu_slice(1, *devices)
+    obj["spec"]["pool"]["resourceSliceCount"] = 2
+    return obj
+
+
+def counter_slice() -> dict[str, Any]:
+    obj = gpu_slice(1, name="counters")
+    obj["spec"]["pool"]["resourceSliceCount"] = 2
+    del obj["spec"]["devices"]
+    obj["spec"]["sharedCounters"] = [{"name": "gpu", "counters": {"mem": {"value": "4"}}}]
+    return obj
+
+
+def test_compatibility_groups_explain_the_clash() -> None:
+    inv = Inventory(FeatureGates({"DRADeviceCompatibilityGroups": True}))
+    gpu_class(inv)
+    inv.set_slice(partitioned_slice(("mig",), ("vgpu",)))
+    inv.set_slice(counter_slice())
+    inv.set_claim(allocated("old", "gpu-0"))
+    outcome = Allocator(inv).allocate(NODE, [claim()])
+    assert outcome.unsatisfiable
+    reasons = {d.device: d.reason for d in outcome.explanation.requests[0].devices}
+    assert reasons["gpu.example.com/node-1/gpu-1"] == (
+        "counter set gpu: compatibility groups [vgpu], incompatible with the devices there, "
+        "which share [mig]")
+
+
+def test_devices_without_groups_only_go_with_each_other() -> None:
+    inv = Inventory(FeatureGates({"DRADeviceCompatibilityGroups": True}))
+    gpu_class(inv)
+    inv.set_slice(partitioned_slice((), ("mig",), ()))
+    inv.set_slice(counter_slice())
+    assert chosen(Allocator(inv).allocate(NODE, [claim(count=2)])) == ["gpu-0", "gpu-2"]
+
+
+def test_grouped_slices_are_ignored_with_the_gate_off(inv: Inventory) -> None:
+    inv.set_slice(partitioned_slice(("mig",), ()))
+    inv.set_slice(counter_slice())
+    assert Allocator(inv).allocate(NODE, [claim()]).unsatisfiable
+
+
+def test_derived_attribute_error_names_request_attribute_and_device() -> None:
+    inv = Inventory(FeatureGates({"DRADerivedAttributes": True}))
+    gpu_class(inv)
+    inv.set_slice(gpu_slice())
+    request = claim(derivedAttributes=[{"name": "derived/numa", "expression":
+                                        f'device.attributes["{DRIVER}"].numa'}])
+    request["spec"]["devices"]["constraints"] = [{"matchAttribute": "derived/numa"}]
+    outcome = Allocator(inv).allocate(NODE, [request])
+    assert outcome.error == (
+        "claim ns/c, request r: evaluate derived attribute derived/numa on device "
+        "gpu.example.com/node-1/gpu-0 failed: no such key: numa. consider using CEL optional "
+        "chaining (.? followed by orValue()) or guarding the check with has() for optional "
+        "fields")
+
+
+def test_derived_attributes_need_their_gate(inv: Inventory) -> None:
+    inv.set_slice(gpu_slice())
+    request = claim(derivedAttributes=[{"name": "derived/x", "expression": '"x"'}])
+    outcome = Allocator(inv).allocate(NODE, [request])
+    assert outcome.error == ("claim ns/c, request r: cannot handle request with derived "
+                             "attributes, the feature is disabled")
