@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import secrets
+import time
 from typing import Any
 
 from draemu.api.meta import time_now
@@ -40,7 +40,9 @@ class EventRecorder:
                 return
             event = {
                 "apiVersion": "v1", "kind": "Event",
-                "metadata": {"name": f"{meta['name']}.{secrets.token_hex(8)}",
+                # upstream's recorder names events <object>.<UnixNano in hex>: in time
+                # order, so `kubectl describe` lists same-second events as they happened
+                "metadata": {"name": f"{meta['name']}.{time.time_ns():x}",
                              "namespace": meta["namespace"]},
                 "involvedObject": involved, "reason": reason, "message": message,
                 "type": type_, "source": {"component": "kubelet", "host": self.node_name},

@@ -295,3 +295,24 @@ async def test_kubelet_restart_with_the_driver_running_prepares_once_unprepares_
     assert driver.prepares == [uid]
     assert driver.unprepares == [uid]
     assert restarted.cache.claims == {}
+
+
+async def test_container_events_are_listed_in_the_order_they_happened(client, node_factory):
+    # kubectl describe sorts events by lastTimestamp (seconds) and keeps the list order
+    # for ties: the list order (by name) must be the order the kubelet emitted them.
+    await node_factory()
+    await client.create("v1", "pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p1", "namespace": "default"},
+        "spec": {"nodeName": "node-1", "containers": [{"name": "main", "image": "busybox"}]}},
+        "default")
+    await eventually(lambda: phase(client, "p1", "Running"))
+
+    async def reasons() -> list[str]:
+        events = (await client.list("v1", "events", "default"))["items"]
+        return [e["reason"] for e in events if e["involvedObject"]["name"] == "p1"]
+
+    async def all_three() -> bool:
+        return {"Pulled", "Created", "Started"} <= set(await reasons())
+
+    await eventually(all_three)
+    assert await reasons() == ["Pulled", "Created", "Started"]
