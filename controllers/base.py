@@ -107,8 +107,11 @@ class Controller:
             except asyncio.CancelledError:
                 raise
             except ApiError as e:
-                if e.code != 409:  # conflicts are routine: retry with fresh state
-                    self.log.info("reconcile failed, will retry", key=key, error=str(e))
+                # Routine, retried with fresh state: a conflict, or an object deleted
+                # while it was reconciled (the informer has not seen the delete yet).
+                routine = e.code in (404, 409)
+                (self.log.debug if routine else self.log.info)(
+                    "reconcile failed, will retry", key=key, error=str(e))
                 self.queue.add_rate_limited(key)
             except Exception:
                 self.log.exception("reconcile crashed, will retry", key=key)
