@@ -129,7 +129,19 @@ def create_cluster(args: argparse.Namespace) -> int:
         time.sleep(0.05)
     record.server = knodes.server_of(record.kubeconfig)
     record.save()
+    drivers = {n["name"]: [d["name"] for d in n.get("drivers") or []]
+               for n in document["nodes"] if n.get("drivers")}
+    missing = knodes.wait_registered(record.kubeconfig, record.nodes, drivers, 60)
+    if missing is not None:
+        record.stop()
+        raise KindError(f"failed to create cluster: not there after 60s: {missing}")
     err(" ✓ Starting control-plane 🕹️")
+    if drivers and not record.workers:
+        err("WARNING: the cluster has no worker nodes: DRAEMU_KIND_DRIVERS are on "
+            f"{', '.join(drivers)}")
+    if drivers:
+        err(" ✓ Publishing DRA devices (draemu: " + ", ".join(
+            sorted({d for ds in drivers.values() for d in ds})) + ") 🎛")
     if wait > 0:
         err(f" • Waiting ≤ {_go_duration(wait)} for control-plane = Ready ⏳")
         started = time.monotonic()

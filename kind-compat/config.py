@@ -10,11 +10,13 @@ from typing import Any
 
 import yaml
 
+import draemu
 from draemu.api.yamlerror import one_line
 
 API_VERSION = "kind.x-k8s.io/v1alpha4"
 DEFAULT_NAME = "kind"
-DEFAULT_IMAGE = "kindest/node:v1.33.1"
+# the node image kind would use for the Kubernetes release draemu serves
+DEFAULT_IMAGE = f"kindest/node:{draemu.KUBERNETES_VERSION}"
 _NAME_RE = re.compile(r"^[a-z0-9.-]+$")
 
 # Field names of each v1alpha4 type, for kind's strict decoding (yaml.v3 KnownFields).

@@ -108,6 +108,39 @@ def wait_nodes_ready(kubeconfig: Path, names: list[str], timeout: float) -> bool
     return asyncio.run(check())
 
 
+def wait_registered(kubeconfig: Path, names: list[str], drivers: dict[str, list[str]],
+                    timeout: float) -> str | None:
+    """Until every node is registered and every driver asked for on a node has published
+    its ResourceSlices there (as kind returns once its nodes have joined); None when so,
+    else what is still missing."""
+    async def check() -> str | None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        missing = "the apiserver did not answer"
+        async with Client.from_kubeconfig(kubeconfig, user_agent="kind-compat") as client:
+            while loop.time() < deadline:
+                try:
+                    nodes = (await client.list("v1", "nodes")).get("items") or []
+                    slices = (await client.list("resource.k8s.io/v1", "resourceslices")
+                              ).get("items") or []
+                except Exception:  # the apiserver may still be coming up
+                    await asyncio.sleep(0.1)
+                    continue
+                registered = {n["metadata"]["name"] for n in nodes}
+                published = {(s["spec"].get("nodeName"), s["spec"].get("driver"))
+                             for s in slices}
+                lacking = [n for n in names if n not in registered]
+                lacking += [f"{driver} on {node}" for node, wanted in drivers.items()
+                            for driver in wanted if (node, driver) not in published]
+                if not lacking:
+                    return None
+                missing = ", ".join(lacking)
+                await asyncio.sleep(0.1)
+        return missing
+
+    return asyncio.run(check())
+
+
 def plugin_dirs(record: ClusterRecord, node: str) -> str:
     """The node's kubelet folders an external DRA driver is pointed at."""
     from draemu.nodelayout import NodeLayout

@@ -108,3 +108,34 @@ def test_get_kubeconfig_of_a_missing_cluster_fails_like_kind(tmp_path):
     result = run_script(tmp_path, "kind get kubeconfig --name nope")
     assert result.returncode == 1
     assert "could not locate any control plane nodes for cluster named 'nope'" in result.stderr
+
+
+def test_create_with_drivers_returns_once_their_slices_are_published(tmp_path):
+    # No config: one control-plane node, which gets the drivers (kind has no workers).
+    script = ("DRAEMU_KIND_DRIVERS=gpu kind create cluster --name solo\n"
+              "kubectl get resourceslices -o jsonpath='{.items[*].spec.nodeName}'; echo\n"
+              "kind delete cluster --name solo\n")
+    result = run_script(tmp_path, script)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[0] == "solo-control-plane"
+    assert ("WARNING: the cluster has no worker nodes: DRAEMU_KIND_DRIVERS are on "
+            "solo-control-plane") in result.stderr
+    assert " ✓ Publishing DRA devices (draemu: gpu.example.com)" in result.stderr
+
+
+def test_the_source_tree_kind_needs_no_activated_venv(tmp_path):
+    """kind-compat/kind runs with the system python3, outside any venv."""
+    script = Path(__file__).resolve().parents[2] / "kind-compat" / "kind"
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env["PATH"] = "/usr/local/bin:/usr/bin:/bin"
+    env["DRAEMU_KIND_HOME"] = str(tmp_path)
+    result = subprocess.run([str(script), "get", "clusters"], env=env, capture_output=True,
+                            text=True, timeout=60)
+    if (script.parents[1] / ".venv" / "bin" / "python").exists():  # after `make install`
+        assert result.returncode == 0, result.stderr
+        assert result.stderr.strip() == "No kind clusters found."
+    else:  # a clone without .venv: one line saying what to do
+        assert result.returncode == 1
+        assert result.stderr.strip() == (
+            f"kind-compat needs draemu's dependencies: run `make install` in "
+            f"{script.parents[1]} (it creates .venv), or `pip install {script.parents[1]}`")
