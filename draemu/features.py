@@ -138,9 +138,6 @@ class FeatureGates:
     def overrides(self) -> dict[str, bool]:
         return dict(self._overrides)
 
-    def to_flag(self) -> str:
-        return ",".join(f"{k}={str(v).lower()}" for k, v in sorted(self._overrides.items()))
-
 
 def _v(*rows: tuple) -> list[Spec]:
     return [Spec(*row) for row in rows]

@@ -185,10 +185,6 @@ class PKI:
     kubelet_client: KeyPair
 
     @property
-    def ca_path(self) -> Path:
-        return self.directory / "ca.crt"
-
-    @property
     def serving_cert_path(self) -> Path:
         return self.directory / "apiserver.crt"
 

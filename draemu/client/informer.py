@@ -76,9 +76,6 @@ class Informer:
     def resource_version(self) -> str | None:
         return self._rv
 
-    def has_synced(self) -> bool:
-        return self._synced.is_set()
-
     def add_handler(self, on_add: Callable | None = None, on_update: Callable | None = None,
                     on_delete: Callable | None = None) -> None:
         """Register handlers. Objects already in the cache are replayed as adds, as

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from draemu.api.yamlerror import one_line
+from draemu.apiserver.registry import discover
 from draemu.features import FeatureGates
 from draemu.scheduler.dra.allocator import AllocationOutcome, Allocator
 from draemu.scheduler.dra.features import Features
@@ -63,10 +64,6 @@ def _flatten(docs: list[Any], source: str, out: list[dict[str, Any]]) -> None:
 
 @functools.cache
 def _strategies() -> dict[str, Any]:
-    try:
-        from draemu.apiserver.registry import discover
-    except ImportError:  # pragma: no cover - the registry ships with draemu
-        return {}
     return {s.kind: s for s in discover() if s.group == "resource.k8s.io"}
 
 

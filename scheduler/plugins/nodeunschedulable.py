@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from draemu.api.meta import toleration_matches
 from draemu.scheduler.framework import SUCCESS, ClusterEvent, CycleState, Status
 from draemu.scheduler.nodeinfo import NodeInfo
-from draemu.scheduler.plugins.tolerations import tolerated
 
 REASON = "node(s) were unschedulable"
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
@@ -23,6 +23,6 @@ class NodeUnschedulable:
         if not node.unschedulable:
             return SUCCESS
         tolerations = (pod.get("spec") or {}).get("tolerations") or []
-        if tolerated(tolerations, UNSCHEDULABLE_TAINT):
+        if any(toleration_matches(t, UNSCHEDULABLE_TAINT) for t in tolerations):
             return SUCCESS
         return Status.unschedulable(REASON, resolvable=False)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from draemu.api.meta import toleration_matches
 from draemu.scheduler.framework import SUCCESS, ClusterEvent, CycleState, Status
 from draemu.scheduler.nodeinfo import NodeInfo
-from draemu.scheduler.plugins.tolerations import tolerated
 
 REASON = "node(s) had untolerated taint(s)"
 MAX_SCORE = 100
@@ -28,7 +28,7 @@ class TaintToleration:
         tolerations = _tolerations(pod)
         for taint in node.taints:
             if taint.get("effect") in ("NoSchedule", "NoExecute") \
-                    and not tolerated(tolerations, taint):
+                    and not any(toleration_matches(t, taint) for t in tolerations):
                 return Status.unschedulable(REASON, resolvable=False)
         return SUCCESS
 
@@ -37,7 +37,7 @@ class TaintToleration:
             return 0
         prefer = [t for t in _tolerations(pod) if t.get("effect") in ("", None, "PreferNoSchedule")]
         return sum(1 for taint in node.taints if taint.get("effect") == "PreferNoSchedule"
-                   and not tolerated(prefer, taint))
+                   and not any(toleration_matches(t, taint) for t in prefer))
 
     def normalize_scores(self, scores: dict[str, int]) -> None:
         # Fewer untolerated PreferNoSchedule taints is better (reverse normalisation).

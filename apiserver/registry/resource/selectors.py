@@ -6,26 +6,16 @@ module only maps its findings onto field errors at `...selectors[i].cel.expressi
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from draemu.api.errors import FieldError, Path, forbidden, internal, invalid, required, too_long
-from draemu.cel import MAX_COST, CELCompileError, compile_derived
+from draemu.cel import MAX_COST, CELCompileError, check_expression, compile_derived
 from draemu.features import FeatureGates
 
 from .fields import Errors, bounded_list, obj
 
 CEL_EXPRESSION_MAX_LENGTH = 10 * 1024
 SELECTORS_MAX = 32
-
-
-def _checker() -> Any:
-    """`draemu.cel.check_expression`, or None while the CEL module is not installed."""
-    try:
-        module = importlib.import_module("draemu.cel")
-    except ImportError:
-        return None
-    return getattr(module, "check_expression", None)
 
 
 def selector_list(items: list[Any] | None, path: Path, gates: FeatureGates,
@@ -52,11 +42,8 @@ def cel_expression(expression: str, path: Path, gates: FeatureGates,
         return [too_long(path, CEL_EXPRESSION_MAX_LENGTH)]
     if not expression:
         return [required(path, "expression is required")]
-    check = _checker()
-    if check is None:
-        return []
     return [_issue_to_error(issue, expression, path)
-            for issue in check(expression, gates=gates, stored=stored)]
+            for issue in check_expression(expression, gates=gates, stored=stored)]
 
 
 def _issue_to_error(issue: Any, expression: str, path: Path) -> FieldError:

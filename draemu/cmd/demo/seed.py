@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
-import sys
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -215,7 +214,3 @@ async def cluster_has_seed_nodes(kubeconfig: Path) -> bool:
     except Exception:
         return False
     return set(SEED_NODES) <= names
-
-
-def print_err(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
