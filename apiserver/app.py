@@ -117,7 +117,7 @@ class API:
         except (ConnectionResetError, asyncio.CancelledError):
             code = 499
             raise
-        except Exception as e:  # noqa: BLE001 - every failure must answer a Status
+        except Exception as e:  # every failure must answer a Status
             log.exception("request failed", method=request.method, path=request.path)
             return status_response(StatusError(500, "InternalError",
                                                f"Internal error occurred: {e!r}"))

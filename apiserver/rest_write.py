@@ -45,7 +45,7 @@ _ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
 _GENERATE_ATTEMPTS = 8
 
 
-class DeleteInstead(Exception):  # noqa: N818 - a signal, not an error
+class DeleteInstead(Exception):  # a signal, not an error
     """An update emptied the finalizers of an object being deleted: remove it."""
 
     def __init__(self, obj: Obj) -> None:

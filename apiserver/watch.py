@@ -57,7 +57,7 @@ def _watch_params(scope: Scope) -> tuple[str, bool, bool | None, float]:
                           f'resourceVersionMatch "{match}" is not allowed for watch')
     timeout = parse_int(q.get("timeoutSeconds"), "timeoutSeconds")
     seconds = float(timeout) if timeout and timeout > 0 else \
-        MIN_REQUEST_TIMEOUT * (1 + random.random())  # noqa: S311 - spreading, not secrecy
+        MIN_REQUEST_TIMEOUT * (1 + random.random())  # spreading, not secrecy
     return rv, bookmarks, send_initial, seconds
 
 

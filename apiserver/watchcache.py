@@ -167,7 +167,7 @@ class WatchCache:
                 # since the changes in between are lost to us.
                 log.warning("watch cache lost the store's watch; reloading", error=str(e))
                 reload = True
-            except Exception as e:  # noqa: BLE001 - keep serving; the store may recover
+            except Exception as e:  # keep serving; the store may recover
                 log.error("watch cache watch failed; reloading", error=repr(e))
                 await asyncio.sleep(0.5)
                 reload = True

@@ -111,7 +111,7 @@ def create_cluster(args: argparse.Namespace) -> int:
            "--preset", str(preset), "--log-format", "json"]
     if gates:
         cmd += ["--feature-gates", gates]
-    log = open(folder / "draemu.log", "wb")  # noqa: SIM115 - handed to the child
+    log = open(folder / "draemu.log", "wb")  # handed to the child
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             start_new_session=True, cwd=folder)
     log.close()
@@ -357,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0 if args.command is None else 1
     if args.quiet:
-        sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+        sys.stderr = open(os.devnull, "w")
     if getattr(args, "name", None) is None and "KIND_CLUSTER_NAME" in os.environ and hasattr(
             args, "name"):
         args.name = os.environ["KIND_CLUSTER_NAME"]

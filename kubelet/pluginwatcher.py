@@ -147,14 +147,14 @@ class PluginWatcher:
         if handler is not None:
             try:
                 await handler.deregister(plugin.name, plugin.endpoint)
-            except Exception as err:  # noqa: BLE001 - a handler error must not stop the loop
+            except Exception as err:  # a handler error must not stop the loop
                 log.error("deregistration failed", plugin=plugin.name, error=str(err))
 
     async def _attempt(self, path: str, identity: tuple[int, int]) -> None:
         try:
             await self.register(path, identity)
             self._backoff.pop(path, None)
-        except Exception as err:  # noqa: BLE001 - retried with backoff
+        except Exception as err:  # retried with backoff
             previous = self._backoff.get(path)
             delay = BACKOFF_START if previous is None or previous.identity != identity else min(
                 previous.delay * 2, BACKOFF_MAX)
@@ -186,7 +186,7 @@ class PluginWatcher:
             self.registered[path] = _Registered(identity, info.type, info.name, endpoint)
             try:
                 await handler.register(info.name, endpoint, versions)
-            except Exception as err:  # noqa: BLE001 - reported to the plugin
+            except Exception as err:  # reported to the plugin
                 await _notify(client, False, f"RegisterPlugin error -- {err}")
                 log.error("plugin handler rejected registration", plugin=info.name,
                           error=str(err))

@@ -131,7 +131,7 @@ class PodWorkers:
                 self.queue.add_rate_limited(key)
             except asyncio.CancelledError:
                 raise
-            except Exception as err:  # noqa: BLE001 - one pod's failure must not stop others
+            except Exception as err:  # one pod's failure must not stop others
                 log.error("pod sync failed", pod=key, error=repr(err))
                 self.queue.add_rate_limited(key)
             finally:

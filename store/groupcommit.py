@@ -68,7 +68,7 @@ class GroupCommit:
                 del self._queue[:MAX_BATCH]
                 try:
                     await self._commit(batch)
-                except Exception as error:  # noqa: BLE001 - a failed batch fails its writers
+                except Exception as error:  # a failed batch fails its writers
                     failure = error if isinstance(error, StoreError) else StoreError(
                         f"write failed: {error!r}")
                     for write in batch:

@@ -269,7 +269,7 @@ class PostgresStore(Store):
                     await self._listen()
                 while await self._poll_once() == POLL_PAGE:
                     pass
-            except Exception as error:  # noqa: BLE001 - the poller must outlive any failure
+            except Exception as error:  # the poller must outlive any failure
                 log.warning("reading new revisions failed; retrying", error=str(error))
 
     async def _poll_once(self) -> int:
@@ -313,7 +313,7 @@ class PostgresStore(Store):
     # -- helpers ---------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
-    async def _connect(self, what: str):  # noqa: ANN202 - an async context manager
+    async def _connect(self, what: str):  # an async context manager
         try:
             async with self._reader.connect() as conn:
                 yield conn

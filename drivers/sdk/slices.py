@@ -119,7 +119,7 @@ class ResourceSliceController:
                 await self.sync()
             except asyncio.CancelledError:
                 raise
-            except Exception as err:  # noqa: BLE001 - reported, then retried with backoff
+            except Exception as err:  # reported, then retried with backoff
                 log.warning("resourceslice sync failed", driver=self.driver_name,
                             node=self.node_name, error=str(err))
                 if self.on_error:

@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import generate  # noqa: E402  (the sibling generator: description helpers, kubernetes-validate)
+import generate  # the sibling generator: description helpers, kubernetes-validate
 
 REFERENCE = Path("/work/shared/reference/openapi")
 PREFIX = "io.k8s.api.resource."

@@ -13,7 +13,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from upstream import (  # noqa: E402
+from upstream import (
     ALL_NODES,
     BOOL_ATTR,
     CLASS_A,

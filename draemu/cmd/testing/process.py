@@ -42,7 +42,7 @@ def draemu_up(folder: Path, *args: str, timeout: float = 60.0) -> Iterator[Runni
     then stop it with SIGTERM (as Ctrl-C would)."""
     folder.mkdir(parents=True, exist_ok=True)
     kubeconfig = folder / "kubeconfig"
-    log = open(folder / "draemu.log", "w")  # noqa: SIM115 - closed below
+    log = open(folder / "draemu.log", "w")  # closed below
     proc = subprocess.Popen(
         [sys.executable, "-m", "draemu", "up", "--data-dir", str(folder / "data"), "--port",
          "0", "--kubeconfig", str(kubeconfig), "--log-format", "json", *args],

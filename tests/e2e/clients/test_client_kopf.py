@@ -14,10 +14,10 @@ import pytest
 
 pytest.importorskip("kopf", reason="kopf is not installed (test extra)")
 
-from client_claims import allocation, claim  # noqa: E402
-from kubernetes import client, config, watch  # noqa: E402
+from client_claims import allocation, claim
+from kubernetes import client, config, watch
 
-from draemu.apiserver.server import APIServer  # noqa: E402
+from draemu.apiserver.server import APIServer
 
 NS = "default"
 OPERATOR = Path(__file__).parents[3] / "examples" / "operator" / "claim_annotator.py"

@@ -11,12 +11,12 @@ import pytest
 
 pytest.importorskip("kr8s", reason="kr8s is not installed (test extra)")
 
-import kr8s.asyncio  # noqa: E402
-import pytest_asyncio  # noqa: E402
-from client_claims import allocation, claim  # noqa: E402
-from kr8s.asyncio.objects import new_class  # noqa: E402
+import kr8s.asyncio
+import pytest_asyncio
+from client_claims import allocation, claim
+from kr8s.asyncio.objects import new_class
 
-from draemu.apiserver.server import APIServer  # noqa: E402
+from draemu.apiserver.server import APIServer
 
 NS = "default"
 # kr8s 0.20 warns that it was only tested up to Kubernetes 1.35; draemu reports 1.37.

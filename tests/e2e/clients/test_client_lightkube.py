@@ -11,19 +11,19 @@ import pytest
 
 pytest.importorskip("lightkube", reason="lightkube is not installed (test extra)")
 
-from client_claims import CONFLICT_MESSAGE, allocation, claim  # noqa: E402
-from lightkube import ApiError, AsyncClient, Client  # noqa: E402
-from lightkube.config.kubeconfig import KubeConfig  # noqa: E402
-from lightkube.models.meta_v1 import ObjectMeta  # noqa: E402
-from lightkube.models.resource_v1 import DeviceClassSpec  # noqa: E402
-from lightkube.resources.resource_v1 import (  # noqa: E402
+from client_claims import CONFLICT_MESSAGE, allocation, claim
+from lightkube import ApiError, AsyncClient, Client
+from lightkube.config.kubeconfig import KubeConfig
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.models.resource_v1 import DeviceClassSpec
+from lightkube.resources.resource_v1 import (
     DeviceClass,
     ResourceClaim,
     ResourceClaimStatus,
 )
-from lightkube.types import PatchType  # noqa: E402
+from lightkube.types import PatchType
 
-from draemu.apiserver.server import APIServer  # noqa: E402
+from draemu.apiserver.server import APIServer
 
 NS = "default"
 
