@@ -266,6 +266,11 @@ class API:
     async def _resource(self, request: web.Request, info: RequestInfo, user: UserInfo
                         ) -> web.StreamResponse:
         resource = self.table.lookup(info.group, info.version, info.resource)
+        if resource is None and "." in info.group:
+            # A custom resource whose CRD was just written (maybe through another
+            # apiserver) is served once the watch cache holds the CRD: read your writes.
+            await self.storage.caught_up()
+            resource = self.table.lookup(info.group, info.version, info.resource)
         if resource is None:
             raise StatusError(404, "NotFound", _NOT_FOUND, {})
         namespace = info.namespace if resource.namespaced else ""

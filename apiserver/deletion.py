@@ -130,8 +130,10 @@ async def delete_one(scope: Scope, storage: Storage, namespace: str, name: str, 
         _check_preconditions(scope, opts, obj)
         meta = obj["metadata"]
         grace = _grace_seconds(scope, opts, obj)
-        finalizers = _finalizers(opts, meta.get("finalizers") or [])
         marked = clone(obj)
+        if not meta.get("deletionTimestamp"):
+            scope.strategy.prepare_for_delete(marked)
+        finalizers = _finalizers(opts, marked["metadata"].get("finalizers") or [])
         marked["metadata"]["finalizers"] = finalizers
         if not finalizers:
             marked["metadata"].pop("finalizers", None)
@@ -168,6 +170,8 @@ async def _mark(scope: Scope, storage: Storage, namespace: str, name: str, opts:
     async def fn(obj: Obj, before: Obj) -> Obj:
         _check_preconditions(scope, opts, obj)
         meta = obj["metadata"]
+        if not meta.get("deletionTimestamp"):
+            scope.strategy.prepare_for_delete(obj)
         finalizers = _finalizers(opts, meta.get("finalizers") or [])
         if finalizers:
             meta["finalizers"] = finalizers

@@ -7,6 +7,8 @@ detection live in `draemu.openapi.schemas`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from draemu.api.errors import StatusError, bad_request, invalid_object
 from draemu.api.types import Obj
 from draemu.apiserver import timestamps
@@ -43,6 +45,10 @@ def check(scope: Scope, obj: Obj, mode: str, old: Obj | None = None) -> Obj:
     if obsolete:
         name = (obj.get("metadata") or {}).get("name") or scope.name
         raise invalid_object(kind, group, name, obsolete)
+    custom = scope.strategy.prune_unknown(obj, version)
+    if custom is not None:
+        obj, unknown = custom
+        return _unknown(kind, version, obj, unknown, mode, scope, None)
     if not schemas.has_kind(group, version, kind):
         return obj
     if not scope.stored_as_served:
@@ -54,7 +60,14 @@ def check(scope: Scope, obj: Obj, mode: str, old: Obj | None = None) -> Obj:
     if found.bad_time:
         # Upstream names the first bad time in schema order: the timestamp walk raises it.
         timestamps.normalize(group, version, kind, obj)
-    unknown = found.unknown
+    return _unknown(kind, version, obj, found.unknown, mode, scope,
+                    lambda: schemas.prune(group, version, kind, obj))
+
+
+def _unknown(kind: str, version: str, obj: Obj, unknown: list[str], mode: str, scope: Scope,
+             prune: Callable[[], Obj] | None) -> Obj:
+    """`mode` applied to the unknown fields found; `prune` drops them (None: `obj` has
+    none left)."""
     if not unknown:
         return obj
     messages = [schemas.strict_message(path) for path in unknown]
@@ -64,4 +77,4 @@ def check(scope: Scope, obj: Obj, mode: str, old: Obj | None = None) -> Obj:
                           f'strict decoding error: {", ".join(messages)}')
     if mode == "Warn":
         scope.warnings.extend(messages)
-    return schemas.prune(group, version, kind, obj)
+    return prune() if prune is not None else obj

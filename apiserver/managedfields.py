@@ -28,15 +28,16 @@ def track(scope: Scope, old: Obj | None, new: Obj, manager_name: str, operation:
     `manager_name` changed relative to `old`. Field paths are those of the request's
     version, as upstream tracks them, so objects are compared in that version."""
     stamp = time_now()
+    strategy, version = scope.strategy, scope.version
+    schema = strategy.schema_node(version)
     if scope.stored_as_served:
         update_managed_fields(old, new, manager_name, operation, scope.api_version, stamp,
-                              subresource=scope.subresource)
+                              subresource=scope.subresource, schema=schema)
         return
-    strategy, version = scope.strategy, scope.version
     served_new = strategy.from_storage(new, version)
     served_old = strategy.from_storage(old, version) if old is not None else None
     update_managed_fields(served_old, served_new, manager_name, operation, scope.api_version,
-                          stamp, subresource=scope.subresource)
+                          stamp, subresource=scope.subresource, schema=schema)
     # An object with no tracked fields (a body that sets nothing) carries no entries.
     entries = served_new["metadata"].get("managedFields")
     if entries is None:

@@ -1,5 +1,6 @@
 """/openapi/v3 (index with hashes, per-group-version documents) and /openapi/v2, built
-by `draemu.openapi` from the served kinds' schemas and cached for the server's life.
+by `draemu.openapi` from the served kinds' schemas and cached until the served kinds
+change (a CustomResourceDefinition comes, changes or goes).
 
 A document URL with the current `?hash=` is immutable (kubectl caches it); a stale
 hash redirects to the current URL, as upstream does.
@@ -7,7 +8,7 @@ hash redirects to the current URL, as upstream does.
 
 from __future__ import annotations
 
-from functools import cache
+from functools import lru_cache
 
 from aiohttp import web
 
@@ -22,8 +23,8 @@ def _not_found() -> StatusError:
     return StatusError(404, "NotFound", "the server could not find the requested resource", {})
 
 
-@cache
-def _documents(table: ResourceTable) -> dict[str, tuple[bytes, str]]:
+@lru_cache(maxsize=8)
+def _documents(table: ResourceTable, generation: int) -> dict[str, tuple[bytes, str]]:
     """'api/v1' / 'apis/<g>/<v>' -> (JSON document, hash as the index advertises it)."""
     from draemu import openapi
 
@@ -37,22 +38,22 @@ def _documents(table: ResourceTable) -> dict[str, tuple[bytes, str]]:
     return out
 
 
-@cache
-def _index(table: ResourceTable) -> bytes:
+@lru_cache(maxsize=8)
+def _index(table: ResourceTable, generation: int) -> bytes:
     from draemu import openapi
 
     return dumps(openapi.openapi_v3_index([r.strategy for r in table.resources]))
 
 
-@cache
-def _v2(table: ResourceTable) -> bytes:
+@lru_cache(maxsize=8)
+def _v2(table: ResourceTable, generation: int) -> bytes:
     from draemu import openapi
 
     return dumps(openapi.openapi_v2_document([r.strategy for r in table.resources]))
 
 
-@cache
-def _v2_protobuf(table: ResourceTable) -> bytes:
+@lru_cache(maxsize=8)
+def _v2_protobuf(table: ResourceTable, generation: int) -> bytes:
     from draemu import openapi
 
     return openapi.openapi_v2_protobuf([r.strategy for r in table.resources])
@@ -72,10 +73,10 @@ def _json(body: bytes, headers: dict[str, str] | None = None) -> web.Response:
 
 def respond(request: web.Request, path: str, table: ResourceTable) -> web.Response:
     if path == "/openapi/v3":
-        return _json(_index(table))
+        return _json(_index(table, table.generation))
     if path.startswith("/openapi/v3/"):
         key = path[len("/openapi/v3/"):]
-        found = _documents(table).get(key)
+        found = _documents(table, table.generation).get(key)
         if found is None:
             raise _not_found()
         body, digest = found
@@ -89,8 +90,8 @@ def respond(request: web.Request, path: str, table: ResourceTable) -> web.Respon
         first = request.headers.get("Accept", "").split(",")[0]
         if "protobuf" in first:
             # kubectl <= 1.28 validates and explains with the gnostic protobuf form only.
-            resp = web.Response(body=_v2_protobuf(table))
+            resp = web.Response(body=_v2_protobuf(table, table.generation))
             resp.headers["Content-Type"] = _v2_protobuf_type()
             return resp
-        return _json(_v2(table))
+        return _json(_v2(table, table.generation))
     raise _not_found()

@@ -27,15 +27,25 @@ APPLY = "application/apply-patch+yaml"
 PATCH_TYPES = [JSON_PATCH, MERGE_PATCH, APPLY, STRATEGIC]
 
 
-def _unsupported(ctype: str) -> StatusError:
+def _unsupported(types: list[str]) -> StatusError:
     return StatusError(415, "UnsupportedMediaType",
                        f'the body of the request was in an unknown format - accepted media '
-                       f'types include: {", ".join(PATCH_TYPES)}')
+                       f'types include: {", ".join(types)}')
+
+
+def patch_types(scope: Scope) -> list[str]:
+    """Custom resources take no strategic merge patch (no patch strategies), as upstream."""
+    if scope.strategy.schema_node(scope.version) is not None:
+        return PATCH_TYPES[:3]
+    return PATCH_TYPES
 
 
 def _schema_ref(scope: Scope) -> Any:
     from draemu.openapi import schemas
 
+    own = scope.strategy.schema_node(scope.version)
+    if own is not None:
+        return own
     return schemas.patch_meta(scope.resource.group, scope.version, scope.resource.kind)
 
 
@@ -88,8 +98,9 @@ def _ssa(scope: Scope, live: Obj | None, applied: Obj, manager: str, force: bool
 
 async def patch(scope: Scope, storage: Storage) -> web.Response:
     ctype = media_type(scope.request.headers.get("Content-Type"))
-    if ctype not in PATCH_TYPES:
-        raise _unsupported(ctype)
+    accepted = patch_types(scope)
+    if ctype not in accepted:
+        raise _unsupported(accepted)
     raw = await read_body(scope.request)
     body = decode(raw, APPLY if ctype == APPLY else "application/json",
                   accepted=["application/json", APPLY])

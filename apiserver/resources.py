@@ -64,18 +64,42 @@ class Resource:
 
 
 class ResourceTable:
+    """Built-in kinds are fixed at start; custom resources come and go with their
+    CustomResourceDefinitions (`add` / `remove`), and `generation` counts those changes
+    so that discovery and OpenAPI caches know when to rebuild."""
+
     def __init__(self, strategies: list[Strategy], gates: FeatureGates) -> None:
         self.resources: list[Resource] = []
         self._by_gvr: dict[tuple[str, str, str], Resource] = {}
         self._by_gr: dict[tuple[str, str], Resource] = {}
+        self.generation = 0
         for strategy in strategies:
             if strategy.feature_gate and not gates.enabled(strategy.feature_gate):
                 continue
-            resource = Resource(strategy)
-            self.resources.append(resource)
-            self._by_gr[(strategy.group, strategy.resource)] = resource
-            for version in strategy.versions:
-                self._by_gvr[(strategy.group, version, strategy.resource)] = resource
+            self._index(Resource(strategy))
+
+    def _index(self, resource: Resource) -> None:
+        strategy = resource.strategy
+        self.resources.append(resource)
+        self._by_gr[(strategy.group, strategy.resource)] = resource
+        for version in strategy.versions:
+            self._by_gvr[(strategy.group, version, strategy.resource)] = resource
+
+    def add(self, strategy: Strategy) -> Resource:
+        """Serve `strategy` (replacing what served its group and resource before)."""
+        self.remove(strategy.group, strategy.resource)
+        resource = Resource(strategy)
+        self._index(resource)
+        self.generation += 1
+        return resource
+
+    def remove(self, group: str, resource: str) -> None:
+        found = self._by_gr.pop((group, resource), None)
+        if found is None:
+            return
+        self.resources = [r for r in self.resources if r is not found]
+        self._by_gvr = {k: v for k, v in self._by_gvr.items() if v is not found}
+        self.generation += 1
 
     def lookup(self, group: str, version: str, resource: str) -> Resource | None:
         return self._by_gvr.get((group, version, resource))
@@ -92,7 +116,7 @@ class ResourceTable:
                 if v not in versions:
                     versions.append(v)
         for versions in out.values():
-            versions.sort(key=_version_priority)
+            versions.sort(key=version_priority)
         return out
 
     def in_group_version(self, group: str, version: str) -> list[Resource]:
@@ -100,7 +124,7 @@ class ResourceTable:
                 if r.group == group and version in r.strategy.versions]
 
 
-def _version_priority(version: str) -> tuple[int, int, int]:
+def version_priority(version: str) -> tuple[int, int, int]:
     """Kubernetes' version order: GA before beta before alpha, higher numbers first."""
     m = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version)
     if not m:

@@ -70,7 +70,7 @@ class Scope:
         return Context(gates=self.gates, user=self.user.name, groups=self.user.groups,
                        dry_run=dry_run,
                        subresource=self.subresource if subresource is None else subresource,
-                       lookup=self.lookup)
+                       lookup=self.lookup, extra={"version": self.version})
 
     def out(self, obj: Obj) -> Obj:
         """A stored object in the request's version."""

@@ -24,6 +24,7 @@ from aiohttp import web
 
 from draemu import kubeconfig, pki
 from draemu.apiserver import reviews
+from draemu.apiserver.apiextensions.serving import CRDServing
 from draemu.apiserver.app import API
 from draemu.apiserver.auth import Authenticator, DefaultAuthorizer, UnionAuthorizer, load_token_file
 from draemu.apiserver.bootstrap import ensure_system_namespaces
@@ -89,6 +90,7 @@ class APIServer:
         self._runner: web.AppRunner | None = None
         self._cache: WatchCache | None = None
         self.api: API | None = None
+        self.crds: CRDServing | None = None
         # A unix socket for components in this process: plain HTTP with a per-identity
         # random token, so they skip TLS on both ends.
         self.loopback_path = ""
@@ -196,6 +198,8 @@ class APIServer:
         self.api.authorizer = UnionAuthorizer(
             NodeAuthorizer(self.api.lookup, self.api.lookup_namespace), DefaultAuthorizer())
         await ensure_system_namespaces(table, storage, opts.feature_gates)
+        self.crds = CRDServing(table, storage)
+        self.crds.start()
         self._runner = web.AppRunner(self.api.build(), access_log=None,
                                      shutdown_timeout=SHUTDOWN_TIMEOUT)
         await self._runner.setup()
@@ -234,6 +238,9 @@ class APIServer:
             # the store, so their reads and writes complete).
             await self._runner.cleanup()
             self._runner = None
+        if self.crds is not None:
+            await self.crds.stop()
+            self.crds = None
         if self._cache is not None:
             await self._cache.stop()
         if self.api is not None and self.api.kubelet_client is not None:

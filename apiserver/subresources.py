@@ -125,7 +125,7 @@ async def scale(scope: Scope, storage: Storage) -> web.Response:
         obj = await storage.get(scope.resource, scope.namespace, scope.name)
         if obj is None:
             raise not_found_error(scope.resource.name, scope.resource.group, scope.name)
-        return scope.respond(scale_of(obj))
+        return scope.respond(scope.strategy.scale_of(obj) or scale_of(obj))
     dry_run = scope.dry_run()
     if method == "PUT":
         body = await body_object(scope)
@@ -141,7 +141,7 @@ async def scale(scope: Scope, storage: Storage) -> web.Response:
         raise StatusError(405, "MethodNotAllowed",
                           f"{method} is not supported on {scope.resource.name}/scale")
     async def propose(obj: Obj) -> Obj:
-        current = scale_of(obj)
+        current = scope.strategy.scale_of(obj) or scale_of(obj)
         wanted = body if not ctype else apply_patch(scope, ctype, copy.deepcopy(current), body)
         _check_scale_types(wanted)
         rv = str((wanted.get("metadata") or {}).get("resourceVersion") or "")
@@ -152,13 +152,13 @@ async def scale(scope: Scope, storage: Storage) -> web.Response:
             raise StatusError(422, "Invalid", f'Scale.autoscaling "{scope.name}" is invalid: '
                               f"spec.replicas: Invalid value: {replicas}: must be greater than "
                               "or equal to 0")
-        obj.setdefault("spec", {})["replicas"] = replicas
+        scope.strategy.set_replicas(obj, replicas)
         return obj
 
     result = await run_update(_with_subresource(scope, "scale"), storage, propose,
                               dry_run=dry_run, manager=managedfields.manager(scope),
                               pinned=False)
-    return scope.respond(scale_of(result))
+    return scope.respond(scope.strategy.scale_of(result) or scale_of(result))
 
 
 # pods/log -------------------------------------------------------------------------------

@@ -108,6 +108,10 @@ class WatchCache:
         # Objects this apiserver's writes just stored, by revision, until their event comes.
         self._adopted: dict[int, tuple[KeyValue, Obj]] = {}
         self._task: asyncio.Task[None] | None = None
+        # prefix -> callbacks run synchronously on each change under it, and with None
+        # after a reload (everything may have changed): how the apiserver follows the
+        # objects that change what it serves (CustomResourceDefinitions).
+        self._listeners: list[tuple[str, Any]] = []
 
     # Lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -177,7 +181,21 @@ class WatchCache:
         for watchers in list(self._watchers.values()):
             for w in list(watchers):
                 self._end(w)
+        for _prefix, listener in self._listeners:
+            self._notify(listener, None)
         self._advance(self.revision)
+
+    def listen(self, prefix: str, listener: Any) -> None:
+        """Call `listener(change)` for every change under `prefix` once the cache holds
+        it, and `listener(None)` after a reload."""
+        self._listeners.append((prefix, listener))
+
+    @staticmethod
+    def _notify(listener: Any, change: Change | None) -> None:
+        try:
+            listener(change)
+        except Exception:  # noqa: BLE001 - a listener must never stop the cache
+            log.exception("watch cache listener failed")
 
     # Changes ------------------------------------------------------------------------------
     def _apply(self, event: Any) -> None:
@@ -205,6 +223,9 @@ class WatchCache:
         if len(self._history) == self._history.maxlen:
             self.oldest = self._history[0].revision - 1
         self._dispatch(change)
+        for prefix, listener in self._listeners:
+            if key.startswith(prefix):
+                self._notify(listener, change)
         self._advance(event.revision)
 
     def _take_adopted(self, kv: KeyValue) -> Obj | None:

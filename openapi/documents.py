@@ -25,10 +25,21 @@ INFO = {"title": "Kubernetes", "version": "v1.37.0"}
 
 
 def signature(strategies: Iterable[Any]) -> tuple[Any, ...]:
-    """What the documents depend on, hashable (strategies are plain objects)."""
+    """What the documents depend on, hashable (strategies are plain objects). Kinds with
+    a schema of their own (custom resources) carry it as JSON text per version."""
     return tuple(sorted((s.group, tuple(s.versions), s.kind, s.resource, bool(s.namespaced),
-                         tuple(sorted(s.subresources)), tuple(sorted(s.verbs)))
+                         tuple(sorted(s.subresources)), tuple(sorted(s.verbs)),
+                         _own_schemas(s))
                         for s in strategies))
+
+
+def _own_schemas(strategy: Any) -> tuple[tuple[str, str], ...]:
+    own = []
+    for version in strategy.versions:
+        definition = strategy.openapi_schema(version)
+        if definition is not None:
+            own.append((version, json.dumps(definition, sort_keys=True)))
+    return tuple(own)
 
 
 class ServedKind:
@@ -36,8 +47,20 @@ class ServedKind:
 
     def __init__(self, sig: tuple[Any, ...]) -> None:
         (self.group, self.versions, self.kind, self.resource, self.namespaced,
-         subresources, self.verbs) = sig
+         subresources, self.verbs, own) = sig
         self.subresources = frozenset(subresources)
+        self.own = {version: json.loads(text) for version, text in own}
+
+
+def own_definitions(served: Iterable[Any]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """(group, version, kind) -> definition of the kinds that bring their schema."""
+    return {(s.group, v, s.kind): d for s in served for v, d in s.own.items()}
+
+
+def own_name(group: str, version: str, kind: str) -> str:
+    """Upstream names a custom resource's definition by its reversed group:
+    `com.example.stable.v1.CronTab`."""
+    return ".".join([*reversed(group.split(".")), version, kind])
 
 
 def group_versions(strategies: Iterable[Any]) -> list[tuple[str, str]]:
@@ -82,11 +105,21 @@ class SchemaSet:
     A kind without a schema file gets an open placeholder so that its paths still
     resolve (its objects are then checked by the server alone)."""
 
-    def __init__(self, group: str, version: str, narrow_gvks: bool = True) -> None:
+    def __init__(self, group: str, version: str, narrow_gvks: bool = True,
+                 own: dict[tuple[str, str, str], dict[str, Any]] | None = None) -> None:
         self.group, self.version, self.narrow_gvks = group, version, narrow_gvks
         self.names: dict[str, dict[str, Any]] = {}
+        self.own = own or {}
 
     def name(self, group: str, version: str, kind: str) -> str:
+        own = self.own.get((group, version, kind))
+        if own is not None:
+            name = own_name(group, version, kind)
+            self._add(name, own)
+            return name
+        base = self.own.get((group, version, kind.removesuffix("List")))
+        if kind.endswith("List") and base is not None:
+            return self._own_list(group, version, kind)
         if schemas.has_kind(group, version, kind):
             name, definition = schemas.for_kind(group, version, kind)
             self._add(name, definition)
@@ -99,6 +132,27 @@ class SchemaSet:
             "type": "object", "x-kubernetes-preserve-unknown-fields": True,
             "x-kubernetes-group-version-kind": [{"group": group, "kind": kind,
                                                  "version": version}]})
+        return name
+
+    def _own_list(self, group: str, version: str, kind: str) -> str:
+        item = self.name(group, version, kind.removesuffix("List"))
+        name = own_name(group, version, kind)
+        self.names[name] = {
+            "description": f"{kind} is a list of {kind.removesuffix('List')}",
+            "type": "object", "required": ["items"],
+            "properties": {
+                "apiVersion": {"type": "string", "description": "APIVersion defines the "
+                               "versioned schema of this representation of an object."},
+                "items": {"type": "array", "description": f"List of {kind.lower()[:-4]}s.",
+                          "items": {"$ref": REF + item}},
+                "kind": {"type": "string", "description": "Kind is a string value "
+                         "representing the REST resource this object represents."},
+                "metadata": {"allOf": [{"$ref": REF + "io.k8s.apimachinery.pkg.apis.meta.v1."
+                                        "ListMeta"}],
+                             "description": "Standard list metadata."}},
+            "x-kubernetes-group-version-kind": [{"group": group, "kind": kind,
+                                                 "version": version}]}
+        self.ref("io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta")
         return name
 
     def ref(self, name: str) -> str:
@@ -138,7 +192,7 @@ def _refs(node: Any) -> list[str]:
 
 
 def _build_v3(group: str, version: str, served: list[Any]) -> dict[str, Any]:
-    needed = SchemaSet(group, version)
+    needed = SchemaSet(group, version, own=own_definitions(served))
     items = path_items(group, version, served, needed.name)
     paths = {item.path: _path_item(item, needed) for item in items}
     return {"openapi": "3.0.0", "info": dict(INFO), "paths": paths,

@@ -13,7 +13,14 @@ from functools import lru_cache
 from typing import Any
 
 from draemu.openapi import schemas
-from draemu.openapi.documents import INFO, SchemaSet, ServedKind, group_versions, signature
+from draemu.openapi.documents import (
+    INFO,
+    SchemaSet,
+    ServedKind,
+    group_versions,
+    own_definitions,
+    signature,
+)
 from draemu.openapi.operations import Operation, Param, path_items
 
 V3_REF = schemas.REF_PREFIX
@@ -27,7 +34,7 @@ def openapi_v2_document(strategies: list[Any]) -> dict[str, Any]:
 @lru_cache(maxsize=8)
 def v2_json_text(sig: tuple[Any, ...]) -> str:
     served = [ServedKind(s) for s in sig]
-    needed = SchemaSet("", "", narrow_gvks=False)
+    needed = SchemaSet("", "", narrow_gvks=False, own=own_definitions(served))
     paths: dict[str, Any] = {}
     for group, version in group_versions(served):
         mine = [s for s in served if s.group == group and version in s.versions]
@@ -87,7 +94,11 @@ def _schema(node: Any) -> Any:
         return [_schema(v) for v in node]
     if not isinstance(node, dict):
         return node
-    out = {k: _schema(v) for k, v in node.items() if k not in ("allOf", "oneOf")}
+    # `properties` maps names to schemas (JSONSchemaProps has properties named `allOf`,
+    # `oneOf` and `$ref`): only its values are schemas.
+    out = {k: ({name: _schema(sub) for name, sub in v.items()}
+               if k == "properties" and isinstance(v, dict) else _schema(v))
+           for k, v in node.items() if k not in ("allOf", "oneOf")}
     all_of = node.get("allOf")
     if all_of and len(all_of) == 1 and "$ref" in all_of[0]:
         out["$ref"] = all_of[0]["$ref"]

@@ -185,6 +185,34 @@ class Strategy:
         """Warning headers to send for an accepted write."""
         return []
 
+    def prepare_for_delete(self, obj: Obj) -> None:
+        """Called on the first delete of an object (before deletionTimestamp is set), as
+        upstream's CRD registry adds its cleanup finalizer and Terminating condition."""
+
+    # Kinds whose schema is not a published one (custom resources) -------------------
+    def prune_unknown(self, obj: Obj, version: str) -> tuple[Obj, list[str]] | None:
+        """The decoded request object of `version` without the fields the kind's own
+        schema does not declare, and their paths (`.spec.foo`); None: the published
+        schema of the kind (`draemu.openapi.schemas`) decides."""
+        return None
+
+    def schema_node(self, version: str) -> Any:
+        """The kind's own schema root (a `SchemaNode`) for patches and managed fields;
+        None: the published one."""
+        return None
+
+    def openapi_schema(self, version: str) -> Obj | None:
+        """The kind's own OpenAPI v3 definition for the documents; None: published."""
+        return None
+
+    def scale_of(self, obj: Obj) -> Obj | None:
+        """The autoscaling/v1 Scale of an object; None: `spec.replicas`, `status.replicas`
+        and `spec.selector` (Deployment, ReplicaSet, ...)."""
+        return None
+
+    def set_replicas(self, obj: Obj, replicas: int) -> None:
+        obj.setdefault("spec", {})["replicas"] = replicas
+
     def obsolete_field_errors(self, obj: Obj, version: str) -> list[FieldError]:
         """Errors for fields an older release had and this one removed, found in a
         decoded request object of `version` BEFORE unknown fields are pruned or refused,

@@ -72,6 +72,9 @@ _EMPTY: dict = {}
 class Env:
     allow_multiple_allocations: bool = True
     list_type_attributes: bool = True  # `includes` available
+    # Names declared beside `device`: the Kubernetes environments' `self`, `object`, ...
+    # (see draemu.cel.kubernetes); their values are dynamically typed.
+    variables: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -151,8 +154,10 @@ class Compiler:
         name = node.name
         if any(name in scope for scope in self.scopes):
             return Compiled(lambda a: a[name], "dyn", 1)
-        if name == "device":
+        if name == "device" and not self.env.variables:
             return Compiled(lambda a: a["device"], "device", 1)
+        if name in self.env.variables:
+            return Compiled(lambda a: a[name], "dyn", 1)
         if name in _TYPE_CONSTANTS:
             t = CelType("null_type" if name == "null_type" else name)
             return Compiled(lambda a: t, "type", 0)

@@ -34,6 +34,8 @@ PACKAGES = {
     "authorization.k8s.io/v1": "io.k8s.api.authorization.v1",
     "authentication.k8s.io/v1": "io.k8s.api.authentication.v1",
     "policy/v1": "io.k8s.api.policy.v1",
+    "admissionregistration.k8s.io/v1": "io.k8s.api.admissionregistration.v1",
+    "apiextensions.k8s.io/v1": "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1",
     "resource.k8s.io/v1": "io.k8s.api.resource.v1",
     "resource.k8s.io/v1beta2": "io.k8s.api.resource.v1beta2",
     "resource.k8s.io/v1beta1": "io.k8s.api.resource.v1beta1",
@@ -243,12 +245,12 @@ def short_type(definition: str) -> str:
 def group_version_of(definition: str, source: dict[str, Any] | None = None) -> str:
     """`io.k8s.api.core.v1.Pod` -> `core/v1`; `io.k8s.api.scheduling.v1alpha3.X` ->
     `scheduling.k8s.io/v1alpha3` (the group its kinds declare); meta types -> `meta`."""
-    if not definition.startswith("io.k8s.api."):
-        return "meta"
     package = definition.rsplit(".", 1)[0]
     for gv, known in PACKAGES.items():
         if known == package:
             return gv
+    if not definition.startswith("io.k8s.api."):
+        return "meta"
     version = package.rsplit(".", 1)[1]
     for name, schema in (source or {}).items():
         if name.startswith(package + ".") and schema.get("x-kubernetes-group-version-kind"):

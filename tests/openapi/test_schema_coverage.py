@@ -45,7 +45,7 @@ def closure(name: str) -> set[str]:
 
 def _refs(node: Any) -> list[str]:
     if isinstance(node, dict):
-        out = [node["$ref"].rsplit("/", 1)[-1]] if "$ref" in node else []
+        out = [node["$ref"].rsplit("/", 1)[-1]] if isinstance(node.get("$ref"), str) else []
         for value in node.values():
             out.extend(_refs(value))
         return out

@@ -1,0 +1,509 @@
+"""Validation of CustomResourceDefinitions (apiextensions.k8s.io/v1), after upstream's
+`pkg/apis/apiextensions/validation` and the structural schema rules of
+`pkg/apiserver/schema`, with upstream's messages for the rules that decide whether a
+CRD can be served: names, group, scope, versions and the one storage version, stored
+versions, structural schemas, list and map types, CEL rules, subresources, printer
+columns."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from draemu.api.errors import (
+    FieldError,
+    Path,
+    forbidden,
+    invalid,
+    invalid_no_value,
+    not_supported,
+    required,
+)
+from draemu.api.names import is_dns1035_label, is_dns1123_subdomain
+from draemu.api.types import Obj
+from draemu.apiserver.apiextensions import celrules, jsonpath
+from draemu.apiserver.apiextensions.schema import compile_pattern
+
+SCOPES = ["Cluster", "Namespaced"]
+COLUMN_TYPES = ["boolean", "date", "integer", "number", "string"]
+COLUMN_FORMATS = ["byte", "date", "date-time", "double", "float", "int32", "int64", "name",
+                  "password"]
+SCHEMA_TYPES = ["array", "boolean", "integer", "number", "object", "string"]
+ROOT_WITH_STATUS = ["description", "type", "required", "properties", "x-kubernetes-validations"]
+REASONS = ["FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid",
+           "FieldValueRequired"]
+CONVERSION_STRATEGIES = ["None", "Webhook"]
+
+
+def storage_version(crd: Obj) -> str:
+    for v in (crd.get("spec") or {}).get("versions") or []:
+        if v.get("storage"):
+            return str(v.get("name") or "")
+    return ""
+
+
+def validate_crd(crd: Obj) -> list[FieldError]:
+    errs: list[FieldError] = []
+    spec = crd.get("spec") or {}
+    names = spec.get("names") or {}
+    name = (crd.get("metadata") or {}).get("name") or ""
+    if name and name != f"{names.get('plural', '')}.{spec.get('group', '')}":
+        errs.append(invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group'))
+    path = Path("spec")
+    group = spec.get("group") or ""
+    if not group:
+        errs.append(required(path.child("group")))
+    elif is_dns1123_subdomain(group):
+        errs.append(invalid(path.child("group"), group, ",".join(is_dns1123_subdomain(group))))
+    elif len(group.split(".")) < 2:
+        errs.append(invalid(path.child("group"), group, "should be a domain with at least one "
+                            "dot"))
+    scope = spec.get("scope") or ""
+    if not scope:
+        errs.append(required(path.child("scope")))
+    elif scope not in SCOPES:
+        errs.append(not_supported(path.child("scope"), scope, SCOPES))
+    versions = spec.get("versions") or []
+    seen: set[str] = set()
+    unique = True
+    storage = 0
+    for i, version in enumerate(versions):
+        vpath = path.child("versions").index(i)
+        vname = version.get("name") or ""
+        if version.get("storage"):
+            storage += 1
+        if vname in seen:
+            unique = False
+        seen.add(vname)
+        problems = is_dns1035_label(vname)
+        if problems:
+            errs.append(invalid(vpath.child("name"), vname, ",".join(problems)))
+        errs += _validate_version(version, vpath)
+    if not versions:
+        errs.append(required(path.child("versions")))
+    if not unique:
+        errs.append(invalid(path.child("versions"), _versions_value(versions),
+                            "must contain unique version names"))
+    if versions and storage != 1:
+        errs.append(invalid(path.child("versions"), _versions_value(versions),
+                            "must have exactly one version marked as storage version"))
+    errs += _validate_names(names, path.child("names"))
+    conversion = spec.get("conversion") or {}
+    strategy = conversion.get("strategy") or "None"
+    if strategy not in CONVERSION_STRATEGIES:
+        errs.append(not_supported(path.child("conversion", "strategy"), strategy,
+                                  CONVERSION_STRATEGIES))
+    elif strategy == "Webhook" and not (conversion.get("webhook") or {}).get("clientConfig"):
+        errs.append(required(path.child("conversion", "webhookClientConfig"),
+                             "required when strategy is set to Webhook"))
+    if spec.get("preserveUnknownFields"):
+        errs.append(invalid(path.child("preserveUnknownFields"), True,
+                            "cannot set to true, set x-kubernetes-preserve-unknown-fields to "
+                            "true in spec.versions[*].schema instead"))
+    errs += validate_stored_versions(crd)
+    return errs
+
+
+def validate_stored_versions(crd: Obj) -> list[FieldError]:
+    stored = ((crd.get("status") or {}).get("storedVersions")) or []
+    versions = [v.get("name") for v in (crd.get("spec") or {}).get("versions") or []]
+    path = Path("status").child("storedVersions")
+    if not stored:
+        return [invalid(path, stored, "must have at least one stored version")]
+    errs: list[FieldError] = []
+    current = storage_version(crd)
+    if current and current not in stored:
+        errs.append(invalid(path, stored, f"must have the storage version {current}"))
+    for i, v in enumerate(stored):
+        if v not in versions:
+            errs.append(invalid(path.index(i), v, f"missing from spec.versions; {v} was "
+                                f"previously a storage version, and must remain in "
+                                f"spec.versions until a storage migration ensures no data "
+                                f"remains persisted in {v} and removes {v} from "
+                                "status.storedVersions"))
+    return errs
+
+
+def validate_crd_update(new: Obj, old: Obj) -> list[FieldError]:
+    errs = validate_crd(new)
+    new_scope = (new.get("spec") or {}).get("scope")
+    old_scope = (old.get("spec") or {}).get("scope")
+    if new_scope != old_scope:
+        errs.append(invalid("spec.scope", new_scope, "field is immutable"))
+    return errs
+
+
+def _versions_value(versions: list[Obj]) -> Any:
+    return versions
+
+
+def _validate_names(names: Obj, path: Path) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for key in ("plural", "singular", "kind", "listKind"):
+        if not names.get(key):
+            errs.append(required(path.child(key)))
+    plural, singular = names.get("plural") or "", names.get("singular") or ""
+    kind, list_kind = names.get("kind") or "", names.get("listKind") or ""
+    if plural and is_dns1035_label(plural):
+        errs.append(invalid(path.child("plural"), plural, ",".join(is_dns1035_label(plural))))
+    if singular and is_dns1035_label(singular):
+        errs.append(invalid(path.child("singular"), singular,
+                            ",".join(is_dns1035_label(singular))))
+    for key, value in (("kind", kind), ("listKind", list_kind)):
+        if value and is_dns1035_label(value.lower()):
+            errs.append(invalid(path.child(key), value, "may have mixed case, but should "
+                                "otherwise match: " + ",".join(is_dns1035_label(value.lower()))))
+    if kind and kind == list_kind:
+        errs.append(invalid(path.child("listKind"), list_kind,
+                            "kind and listKind may not be the same"))
+    for key in ("shortNames", "categories"):
+        for i, value in enumerate(names.get(key) or []):
+            problems = is_dns1035_label(value)
+            if problems:
+                errs.append(invalid(path.child(key).index(i), value, ",".join(problems)))
+    return errs
+
+
+def _validate_version(version: Obj, path: Path) -> list[FieldError]:
+    errs: list[FieldError] = []
+    schema = ((version.get("schema") or {}).get("openAPIV3Schema"))
+    subresources = version.get("subresources") or {}
+    if schema is None:
+        errs.append(required(path.child("schema").child("openAPIV3Schema")))
+    else:
+        errs += validate_schema(schema, path.child("schema"), "status" in subresources)
+    errs += _validate_subresources(subresources, path.child("subresources"))
+    for i, column in enumerate(version.get("additionalPrinterColumns") or []):
+        errs += _validate_column(column, path.child("additionalPrinterColumns").index(i))
+    return errs
+
+
+def _validate_subresources(subresources: Obj, path: Path) -> list[FieldError]:
+    scale = subresources.get("scale")
+    if scale is None:
+        return []
+    errs: list[FieldError] = []
+    spec_path = scale.get("specReplicasPath") or ""
+    status_path = scale.get("statusReplicasPath") or ""
+    if not spec_path:
+        errs.append(required(path.child("scale.specReplicasPath")))
+    elif not spec_path.startswith(".spec."):
+        errs.append(invalid(path.child("scale.specReplicasPath"), spec_path,
+                            "should be a json path under .spec"))
+    if not status_path:
+        errs.append(required(path.child("scale.statusReplicasPath")))
+    elif not status_path.startswith(".status."):
+        errs.append(invalid(path.child("scale.statusReplicasPath"), status_path,
+                            "should be a json path under .status"))
+    selector = scale.get("labelSelectorPath")
+    if selector and not selector.startswith((".spec.", ".status.")):
+        errs.append(invalid(path.child("scale.labelSelectorPath"), selector,
+                            "should be a json path under either .spec or .status"))
+    return errs
+
+
+def _validate_column(column: Obj, path: Path) -> list[FieldError]:
+    errs: list[FieldError] = []
+    if not column.get("name"):
+        errs.append(required(path.child("name")))
+    kind = column.get("type") or ""
+    if not kind:
+        errs.append(required(path.child("type"), "must be one of " + ",".join(COLUMN_TYPES)))
+    elif kind not in COLUMN_TYPES:
+        errs.append(invalid(path.child("type"), kind, "must be one of " +
+                            ",".join(COLUMN_TYPES)))
+    fmt = column.get("format") or ""
+    if fmt and fmt not in COLUMN_FORMATS:
+        errs.append(invalid(path.child("format"), fmt, "must be one of " +
+                            ",".join(COLUMN_FORMATS)))
+    path_text = column.get("jsonPath") or ""
+    if not path_text:
+        errs.append(required(path.child("JSONPath")))
+    else:
+        try:
+            jsonpath.parse(path_text)
+        except jsonpath.JSONPathError as e:
+            errs.append(invalid(path.child("JSONPath"), path_text, str(e)))
+    return errs
+
+
+# Schemas ---------------------------------------------------------------------------------
+
+_UNSUPPORTED = (("id", "id is not supported"),
+                ("additionalItems", "additionalItems is not supported"),
+                ("patternProperties", "patternProperties is not supported"),
+                ("definitions", "definitions is not supported"),
+                ("dependencies", "dependencies is not supported"),
+                ("$ref", "$ref is not supported"))
+
+
+def validate_schema(schema: Obj, path: Path, status_enabled: bool) -> list[FieldError]:
+    """The rules of a version's schema; `path` is `spec.versions[i].schema`."""
+    errs: list[FieldError] = []
+    root = path.child("openAPIV3Schema")
+    if status_enabled:
+        if schema.get("type") not in (None, "object"):
+            errs.append(invalid(root.child("type"), schema.get("type"),
+                                'only "object" is allowed as the type at the root of the '
+                                "schema if the status subresource is enabled"))
+        elif any(k not in ROOT_WITH_STATUS for k in schema if schema.get(k) not in
+                 (None, "", [], {}, False)):
+            errs.append(invalid_no_value(root, "only " + "[" + " ".join(ROOT_WITH_STATUS) +
+                                         "] fields are allowed at the root of the schema if "
+                                         "the status subresource is enabled"))
+    if schema.get("nullable"):
+        errs.append(forbidden(root.child("nullable"), "nullable cannot be true at the root"))
+    errs += _walk(schema, root, "root")
+    if not errs:
+        errs += celrules.check_rules(schema, root)
+    return errs
+
+
+def _walk(s: Obj, path: Path, level: str) -> list[FieldError]:
+    """Structural invariants (pkg/apiserver/schema/validation.go) and the OpenAPI rules
+    upstream checks on each node."""
+    errs: list[FieldError] = []
+    if not isinstance(s, dict):
+        return [invalid(path, s, "must be a schema object")]
+    for key, detail in _UNSUPPORTED:
+        if s.get(key):
+            errs.append(forbidden(path.child(key), detail))
+    kind = s.get("type") or ""
+    if kind and kind not in SCHEMA_TYPES:
+        errs.append(not_supported(path.child("type"), kind, SCHEMA_TYPES))
+    if kind == "null":
+        errs.append(forbidden(path.child("type"), "type cannot be set to null, use nullable "
+                              "as an alternative"))
+    int_or_string = bool(s.get("x-kubernetes-int-or-string"))
+    preserve = s.get("x-kubernetes-preserve-unknown-fields")
+    embedded = bool(s.get("x-kubernetes-embedded-resource"))
+    if preserve is False:
+        errs.append(invalid(path.child("x-kubernetes-preserve-unknown-fields"), False,
+                            "must be true or undefined"))
+    if kind == "array" and s.get("items") is None:
+        errs.append(required(path.child("items"), "must be specified"))
+    if isinstance(s.get("items"), list):
+        errs.append(forbidden(path.child("items"), "items must be a schema object and not an "
+                              "array"))
+    if s.get("uniqueItems"):
+        errs.append(forbidden(path.child("uniqueItems"), "uniqueItems cannot be set to true "
+                              "since the runtime complexity becomes quadratic"))
+    if s.get("properties") and isinstance(s.get("additionalProperties"), dict):
+        errs.append(forbidden(path.child("additionalProperties"),
+                              "additionalProperties and properties are mutual exclusive"))
+    if s.get("additionalProperties") is not None and level == "root":
+        errs.append(forbidden(path.child("additionalProperties"), "must not be used at the "
+                              "root"))
+    if embedded and kind != "object":
+        if not kind:
+            errs.append(required(path.child("type"), "must be object if "
+                                 "x-kubernetes-embedded-resource is true"))
+        else:
+            errs.append(invalid(path.child("type"), kind, "must be object if "
+                                "x-kubernetes-embedded-resource is true"))
+    elif not kind and not int_or_string and not preserve:
+        detail = {"root": "must not be empty at the root",
+                  "item": "must not be empty for specified array items",
+                  "field": "must not be empty for specified object fields"}[level]
+        errs.append(required(path.child("type"), detail))
+    if level == "root" and kind and kind != "object":
+        errs.append(invalid(path.child("type"), kind, "must be object at the root"))
+    if int_or_string and preserve:
+        errs.append(invalid(path.child("x-kubernetes-preserve-unknown-fields"), True,
+                            "must be false if x-kubernetes-int-or-string is true"))
+    pattern = s.get("pattern")
+    if isinstance(pattern, str) and compile_pattern(pattern) is None:
+        errs.append(invalid(path.child("pattern"), pattern,
+                            "must be a valid regular expression, but isn't: invalid pattern"))
+    props = s.get("properties") or {}
+    check_meta = level == "root" or embedded
+    if check_meta:
+        for key in ("kind", "apiVersion"):
+            if key in props and (props[key] or {}).get("type") != "string":
+                errs.append(invalid(path.child("properties").key(key).child("type"),
+                                    (props[key] or {}).get("type", ""), "must be string"))
+    meta = props.get("metadata")
+    if meta is not None:
+        mpath = path.child("properties").key("metadata")
+        if not check_meta:
+            pass
+        elif (meta or {}).get("type") != "object":
+            errs.append(invalid(mpath.child("type"), (meta or {}).get("type", ""),
+                                "must be object"))
+        elif set((meta or {}).get("properties") or {}) - {"name", "generateName"} and \
+                level == "root":
+            errs.append(forbidden(mpath, "must not specify anything other than name and "
+                                  "generateName, but metadata is implicitly specified"))
+    if s.get("x-kubernetes-map-type") is not None:
+        map_type = s["x-kubernetes-map-type"]
+        if map_type not in ("atomic", "granular"):
+            errs.append(not_supported(path.child("x-kubernetes-map-type"), map_type,
+                                      ["atomic", "granular"]))
+        if kind != "object":
+            errs.append(required(path.child("type"), "must be object if "
+                                 "x-kubernetes-map-type is specified") if not kind else
+                        invalid(path.child("type"), kind, "must be object if "
+                                "x-kubernetes-map-type is specified"))
+    errs += _list_type(s, path, kind)
+    for i, rule in enumerate(s.get("x-kubernetes-validations") or []):
+        errs += _rule_shape(rule, path.child("x-kubernetes-validations").index(i))
+    for key, sub in props.items():
+        errs += _walk(sub, path.child("properties").key(key), "field")
+    if isinstance(s.get("items"), dict):
+        errs += _walk(s["items"], path.child("items"), "item")
+    if isinstance(s.get("additionalProperties"), dict):
+        errs += _walk(s["additionalProperties"], path.child("additionalProperties"), "field")
+    for key in ("allOf", "anyOf", "oneOf"):
+        for i, sub in enumerate(s.get(key) or []):
+            errs += _value_validation(sub, path.child(key).index(i))
+    if isinstance(s.get("not"), dict):
+        errs += _value_validation(s["not"], path.child("not"))
+    return errs
+
+
+_STRUCTURAL_ONLY = (("type", "must be empty to be structural"),
+                    ("additionalProperties", "must be undefined to be structural"),
+                    ("default", "must be undefined to be structural"),
+                    ("title", "must be empty to be structural"),
+                    ("description", "must be empty to be structural"),
+                    ("nullable", "must be false to be structural"),
+                    ("x-kubernetes-preserve-unknown-fields", "must be false to be structural"),
+                    ("x-kubernetes-embedded-resource", "must be false to be structural"),
+                    ("x-kubernetes-int-or-string", "must be false to be structural"),
+                    ("x-kubernetes-list-map-keys", "must be empty to be structural"),
+                    ("x-kubernetes-list-type", "must be undefined to be structural"),
+                    ("x-kubernetes-map-type", "must be undefined to be structural"),
+                    ("x-kubernetes-validations", "must be empty to be structural"))
+
+
+def _value_validation(s: Obj, path: Path) -> list[FieldError]:
+    """Inside allOf/anyOf/oneOf/not only value validations may appear."""
+    if not isinstance(s, dict):
+        return []
+    if _int_or_string_pattern(s):
+        return []
+    errs = [forbidden(path.child(key), detail) for key, detail in _STRUCTURAL_ONLY
+            if s.get(key) not in (None, "", False, [], {})]
+    if "metadata" in (s.get("properties") or {}):
+        errs.append(forbidden(path.child("properties").key("metadata"),
+                              "must not be specified in a nested context"))
+    return errs
+
+
+def _int_or_string_pattern(s: Obj) -> bool:
+    return s.get("type") in ("integer", "string") and len(s) == 1
+
+
+def _list_type(s: Obj, path: Path, kind: str) -> list[FieldError]:
+    errs: list[FieldError] = []
+    list_type = s.get("x-kubernetes-list-type")
+    keys = s.get("x-kubernetes-list-map-keys") or []
+    if list_type is not None:
+        if kind != "array":
+            errs.append(required(path.child("type"), "must be array if "
+                                 "x-kubernetes-list-type is specified") if not kind else
+                        invalid(path.child("type"), kind, "must be array if "
+                                "x-kubernetes-list-type is specified"))
+        if list_type not in ("atomic", "set", "map"):
+            errs.append(not_supported(path.child("x-kubernetes-list-type"), list_type,
+                                      ["atomic", "set", "map"]))
+    items = s.get("items") if isinstance(s.get("items"), dict) else None
+    if list_type == "set" and items is not None:
+        if items.get("type") == "object" and items.get("x-kubernetes-map-type") != "atomic":
+            errs.append(invalid(path.child("items").child("x-kubernetes-map-type"),
+                                items.get("x-kubernetes-map-type"),
+                                "must be atomic as item of a list with x-kubernetes-list-type="
+                                "set"))
+    if keys and list_type != "map":
+        errs.append(required(path.child("x-kubernetes-list-type"), "must be map if "
+                             "x-kubernetes-list-map-keys is non-empty") if list_type is None
+                    else invalid(path.child("x-kubernetes-list-type"), list_type,
+                                 "must be map if x-kubernetes-list-map-keys is non-empty"))
+    if list_type == "map":
+        if not keys:
+            errs.append(required(path.child("x-kubernetes-list-map-keys"),
+                                 "must not be empty if x-kubernetes-list-type is map"))
+        if items is None:
+            errs.append(required(path.child("items"), "must have a schema if "
+                                 "x-kubernetes-list-type is map"))
+        elif items.get("type") != "object":
+            errs.append(invalid(path.child("items").child("type"), items.get("type", ""),
+                                "must be object if parent array's x-kubernetes-list-type is "
+                                "map"))
+        else:
+            item_props = items.get("properties") or {}
+            if any(k not in item_props for k in keys):
+                errs.append(invalid(path.child("x-kubernetes-list-map-keys"), keys,
+                                    "entries must all be names of item properties"))
+            if len(set(keys)) != len(keys):
+                errs.append(invalid(path.child("x-kubernetes-list-map-keys"), keys,
+                                    "must not contain duplicate entries"))
+            for k in keys:
+                sub = item_props.get(k) or {}
+                if k in item_props and sub.get("type") not in ("string", "integer", "number",
+                                                              "boolean"):
+                    errs.append(invalid(path.child("items").child("properties").key(k)
+                                        .child("type"), sub.get("type", ""),
+                                        "must be a scalar type if parent array's "
+                                        "x-kubernetes-list-type is map"))
+                required_keys = items.get("required") or []
+                if k in item_props and "default" not in sub and k not in required_keys:
+                    errs.append(required(path.child("items").child("properties").key(k)
+                                         .child("default"), "this property is in "
+                                         "x-kubernetes-list-map-keys, so it must have a "
+                                         "default or be a required property"))
+    return errs
+
+
+def _rule_shape(rule: Obj, path: Path) -> list[FieldError]:
+    errs: list[FieldError] = []
+    if not rule.get("rule"):
+        errs.append(required(path.child("rule"), "rule is not specified"))
+    message = rule.get("message")
+    if message is not None:
+        if not message.strip():
+            errs.append(invalid(path.child("message"), message, "must be non-empty if "
+                                "specified"))
+        elif "\n" in message:
+            errs.append(invalid(path.child("message"), message, "must not contain line "
+                                "breaks"))
+    elif "\n" in (rule.get("rule") or ""):
+        errs.append(required(path.child("message"), "message must be specified if rule "
+                             "contains line breaks"))
+    expr = rule.get("messageExpression")
+    if expr is not None and not expr.strip():
+        errs.append(required(path.child("messageExpression"), "messageExpression must be "
+                             "non-empty if specified"))
+    reason = rule.get("reason")
+    if reason is not None and reason not in REASONS:
+        errs.append(not_supported(path.child("reason"), reason, REASONS))
+    field_path = rule.get("fieldPath")
+    if field_path is not None:
+        if not field_path.strip():
+            errs.append(invalid(path.child("fieldPath"), field_path, "must be non-empty if "
+                                "specified"))
+        elif "\n" in field_path:
+            errs.append(invalid(path.child("fieldPath"), field_path, "must not contain line "
+                                "breaks"))
+        else:
+            try:
+                jsonpath.parse(field_path)
+            except jsonpath.JSONPathError:
+                errs.append(invalid(path.child("fieldPath"), field_path, "must be a valid "
+                                    "path"))
+    return errs
+
+
+def go_rule_value(rule: Obj) -> str:
+    """A ValidationRule as upstream prints the bad value of a rule error (Go's %#v of
+    the internal type)."""
+    def ptr(value: Any, type_: str) -> str:
+        if value is None:
+            return f"(*{type_})(nil)"
+        return f"(*{type_})({json.dumps(value)})"
+    return ("apiextensions.ValidationRule{" + f"Rule:{json.dumps(rule.get('rule', ''))}, "
+            f"Message:{json.dumps(rule.get('message', ''))}, "
+            f"MessageExpression:{json.dumps(rule.get('messageExpression', ''))}, "
+            f"Reason:{ptr(rule.get('reason'), 'apiextensions.FieldValueErrorReason')}, "
+            f"FieldPath:{json.dumps(rule.get('fieldPath', ''))}, "
+            f"OptionalOldSelf:{ptr(rule.get('optionalOldSelf'), 'bool')}" + "}")

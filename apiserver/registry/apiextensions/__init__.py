@@ -1,0 +1,1 @@
+"""Strategies of apiextensions.k8s.io/v1 (CustomResourceDefinition)."""
