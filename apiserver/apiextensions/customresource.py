@@ -10,10 +10,10 @@ import copy
 from typing import Any
 
 from draemu.api.errors import FieldError
+from draemu.api.meta import human_duration, now, parse_time
 from draemu.api.types import Obj
 from draemu.apiserver.apiextensions import celrules, jsonpath
 from draemu.apiserver.apiextensions import schema as structural
-from draemu.apiserver.codec import human_duration, now, parse_time
 from draemu.apiserver.registry.strategy import Column, Context, Strategy
 from draemu.apiserver.resources import version_priority
 from draemu.openapi import schemas
