@@ -251,16 +251,24 @@ async def pod_log(scope: Scope, storage: Storage, providers: LogProviders,
         raise StatusError(503, "ServiceUnavailable",
                           f'no log provider for node "{node}": the node\'s kubelet is not '
                           "connected to this apiserver")
-    resp = web.StreamResponse(status=200)
-    resp.headers["Content-Type"] = "text/plain"
-    resp.enable_chunked_encoding()
-    await resp.prepare(scope.request)
     # Closing the stream when the client goes away ends a follow at once (and with it the
     # connection to a kubelet).
     async with contextlib.aclosing(chunks):
+        # The first chunk before the headers: a log that cannot be read (a container
+        # still waiting to start) is a Status error, not a broken 200.
         try:
-            async for chunk in chunks:
-                await resp.write(chunk)
+            first: bytes | None = await anext(chunks)
+        except StopAsyncIteration:
+            first = None
+        resp = web.StreamResponse(status=200)
+        resp.headers["Content-Type"] = "text/plain"
+        resp.enable_chunked_encoding()
+        await resp.prepare(scope.request)
+        try:
+            if first is not None:
+                await resp.write(first)
+                async for chunk in chunks:
+                    await resp.write(chunk)
         except ConnectionResetError:
             pass
     return resp

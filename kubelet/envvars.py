@@ -4,7 +4,9 @@ Secret keys) and `envFrom`, in the order the kubelet builds it."""
 from __future__ import annotations
 
 import base64
+import math
 
+from draemu.api.quantity import parse_quantity
 from draemu.api.types import Obj
 from draemu.client import ApiError, Client
 
@@ -13,7 +15,7 @@ class EnvError(Exception):
     pass
 
 
-def _field(pod: Obj, path: str, host_ip: str, pod_ip: str | None) -> str:
+def field_value(pod: Obj, path: str, host_ip: str, pod_ip: str | None) -> str:
     meta, spec = pod["metadata"], pod.get("spec") or {}
     simple = {"metadata.name": meta.get("name"), "metadata.namespace": meta.get("namespace"),
               "metadata.uid": meta.get("uid"), "spec.nodeName": spec.get("nodeName"),
@@ -67,7 +69,7 @@ class EnvBuilder:
                 continue
             source = item["valueFrom"]
             if "fieldRef" in source:
-                env[item["name"]] = _field(pod, source["fieldRef"]["fieldPath"], host_ip,
+                env[item["name"]] = field_value(pod, source["fieldRef"]["fieldPath"], host_ip,
                                            pod_ip)
                 continue
             for kind in ("configMap", "secret"):
@@ -84,11 +86,23 @@ class EnvBuilder:
                 break
             else:
                 if "resourceFieldRef" in source:
-                    env[item["name"]] = _resource_field(container, source["resourceFieldRef"])
+                    env[item["name"]] = resource_value(container, source["resourceFieldRef"])
         return env
 
 
-def _resource_field(container: Obj, ref: Obj) -> str:
+def resource_value(container: Obj, ref: Obj) -> str:
+    """A resourceFieldRef: the container's request or limit in units of `divisor`
+    (rounded up, as upstream); an unset limit is reported as 0 here (upstream: the
+    node's allocatable)."""
     kind, _, name = ref["resource"].partition(".")
     value = ((container.get("resources") or {}).get(kind) or {}).get(name)
-    return str(value if value is not None else "0")
+    if value is None:
+        return "0"
+    divisor = ref.get("divisor") or "1"
+    try:
+        amount, unit = parse_quantity(str(value)), parse_quantity(str(divisor))
+    except ValueError as err:
+        raise EnvError(f"resourceFieldRef {ref['resource']}: {err}") from None
+    if unit == 0:
+        raise EnvError(f"resourceFieldRef {ref['resource']}: divisor must not be 0")
+    return str(math.ceil(amount / unit))

@@ -7,6 +7,7 @@ import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from draemu.client import Client
 from draemu.features import FeatureGates
@@ -15,13 +16,15 @@ from draemu.kubelet.dra.claiminfo import ClaimCache
 from draemu.kubelet.dra.manager import DRAManager
 from draemu.kubelet.dra.plugins import SLICE_WIPE_DELAY, DRAPluginManager, wipe_slices
 from draemu.kubelet.events import EventRecorder
+from draemu.kubelet.hostpaths import plugin_endpoint
 from draemu.kubelet.node import NodeAgent, NodeConfig, reachable_address
 from draemu.kubelet.pluginwatcher import PluginWatcher
 from draemu.kubelet.podresources import PodResourcesServer, socket_path
 from draemu.kubelet.pods import PodWorkers
-from draemu.kubelet.runtime import make_runtime
+from draemu.kubelet.runtime import ImageMap, make_runtime
 from draemu.kubelet.server import KubeletServer, LogProvider
 from draemu.kubelet.servingcert import ServingTLS
+from draemu.kubelet.volumes import VolumeManager
 from draemu.kubeletapi import pluginregistration as reg
 from draemu.log import get_logger
 from draemu.nodelayout import NodeLayout
@@ -56,6 +59,10 @@ class KubeletOptions:
     # Upstream: the Lease is renewed every 10 s; an unchanged status is re-posted every 5 min.
     heartbeat_interval: float = 10.0
     node_status_report_interval: float = 300.0
+    # The process runtime: which local programs stand for images, and the apiserver's
+    # address as its containers reach it (empty: the client's server).
+    image_map: ImageMap | None = None
+    api_server_url: str = ""
 
 
 class Kubelet:
@@ -64,7 +71,8 @@ class Kubelet:
         self.options = options
         self.layout = NodeLayout(options.root_dir)
         gates = options.feature_gates
-        self.runtime = make_runtime(options.runtime)
+        self.runtime = make_runtime(options.runtime, options.image_map,
+                                    _host_port(options.api_server_url or client.server))
         self.plugins = DRAPluginManager(client, options.node_name,
                                         health_enabled=gates.enabled("ResourceHealthStatus"),
                                         wipe_delay=options.slice_wipe_delay,
@@ -75,11 +83,12 @@ class Kubelet:
         self.cdi = CDIRegistry([*options.cdi_dirs, self.layout.cdi_dir])
         self.events = EventRecorder(client, options.node_name)
         self.watcher = PluginWatcher(self.layout.registry_dir, {reg.DRA_PLUGIN: self.plugins},
-                                     interval=options.plugin_scan_interval)
+                                     interval=options.plugin_scan_interval,
+                                     endpoint_path=lambda e: plugin_endpoint(self.layout, e))
         self.server = None if options.port is None else KubeletServer(
             self.layout.pods_dir, self._find_pod, self._running, self._list_pods,
-            options.address, options.port, options.tls)
-        self.log_provider = LogProvider(self.layout.pods_dir, self._running)
+            options.address, options.port, options.tls, self._log_instance)
+        self.log_provider = LogProvider(self.layout.pods_dir, self._running, self._log_instance)
         self.podresources = PodResourcesServer(
             socket_path(self.layout.socket_root), self.cache, self._list_pods, self._find_pod,
             self._running, use_active_pods=gates.enabled("KubeletPodResourcesListUseActivePods"))
@@ -113,7 +122,8 @@ class Kubelet:
             self.dra, self.plugins, self.cdi, self.runtime, self.events,
             health_enabled=gates.enabled("ResourceHealthStatus"),
             health_messages=gates.enabled("ResourceHealthStatusMessage"),
-            crash_backoff=o.crash_loop_backoff)
+            crash_backoff=o.crash_loop_backoff,
+            volumes=VolumeManager(self.client, self.layout) if o.runtime == "process" else None)
         await asyncio.gather(self.watcher.start(), self.pods.start())
         await self.podresources.start()
         log.info("kubelet started", node=o.node_name, root=str(self.layout.root),
@@ -145,5 +155,18 @@ class Kubelet:
     def _running(self, namespace: str, name: str, container: str) -> bool:
         return bool(self.pods and self.pods.container_running(namespace, name, container))
 
+    def _log_instance(self, namespace: str, name: str, container: str, previous: bool
+                      ) -> int | None:
+        return self.pods.log_instance(namespace, name, container, previous) if self.pods \
+            else None
+
     def _list_pods(self) -> list[dict[str, Any]]:
         return self.pods.informer.list() if self.pods else []
+
+
+def _host_port(url: str) -> tuple[str, int] | None:
+    """host and port of an https:// URL (None for anything else, e.g. a unix socket)."""
+    parsed = urlsplit(url)
+    if parsed.scheme not in ("https", "http") or not parsed.hostname:
+        return None
+    return parsed.hostname, parsed.port or (443 if parsed.scheme == "https" else 80)

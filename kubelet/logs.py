@@ -55,7 +55,13 @@ def _since(opts: LogOptions) -> datetime | None:
     return None
 
 
-def pick_log_file(container_dir: Path, previous: bool) -> Path | None:
+def pick_log_file(container_dir: Path, previous: bool, instance: int | None = None
+                  ) -> Path | None:
+    """The log to read. `instance`: the restart count of the container instance asked for
+    when the kubelet knows it (-1: none); otherwise the newest file, or the one before."""
+    if instance is not None:
+        path = container_dir / f"{instance}.log"
+        return path if instance >= 0 and path.exists() else None
     files = sorted((p for p in container_dir.glob("*.log") if p.stem.isdigit()),
                    key=lambda p: int(p.stem))
     if previous:

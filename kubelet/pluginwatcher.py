@@ -14,6 +14,7 @@ import asyncio
 import os
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -80,8 +81,11 @@ class PluginWatcher:
     and the only trigger where inotify is unavailable)."""
 
     def __init__(self, directory: Path, handlers: dict[str, PluginHandler],
-                 interval: float = 1.0) -> None:
+                 interval: float = 1.0,
+                 endpoint_path: Callable[[str], str] = lambda endpoint: endpoint) -> None:
         self.directory = directory
+        # A plugin in a container names its socket as it sees it (kubelet/hostpaths.py).
+        self.endpoint_path = endpoint_path
         self.handlers = handlers
         self.interval = interval
         self.registered: dict[str, _Registered] = {}
@@ -173,7 +177,7 @@ class PluginWatcher:
                            f"{info.type} at socket {path}")
                 await _notify(client, False, message)
                 raise RuntimeError(message)
-            endpoint = info.endpoint or path
+            endpoint = self.endpoint_path(info.endpoint) if info.endpoint else path
             versions = list(info.supported_versions)
             try:
                 handler.validate(info.name, endpoint, versions)

@@ -30,7 +30,10 @@ from draemu.kubelet.podstatus import (
     build_status,
     terminated_state,
 )
+from draemu.kubelet.probes import ContainerProber, ProbeRunner
 from draemu.kubelet.runtime.base import Container, ContainerConfig, Runtime, RuntimeError_
+from draemu.kubelet.security import host_port_conflicts, unenforced_settings
+from draemu.kubelet.volumes import VolumeError, VolumeManager, container_mounts
 from draemu.log import get_logger
 
 log = get_logger("kubelet.pods")
@@ -47,7 +50,8 @@ class PodWorkers:
                  pods_dir: Path, dra: DRAManager, plugins: DRAPluginManager,
                  cdi: CDIRegistry, runtime: Runtime, events: EventRecorder, *,
                  health_enabled: bool = False, health_messages: bool = False,
-                 workers: int = 4, crash_backoff: float = BACKOFF_START) -> None:
+                 workers: int = 4, crash_backoff: float = BACKOFF_START,
+                 volumes: VolumeManager | None = None) -> None:
         self.client = client
         self.node_name = node_name
         self.host_ip = host_ip
@@ -61,6 +65,8 @@ class PodWorkers:
         self.health_messages = health_messages
         self.crash_backoff = crash_backoff
         self.env = EnvBuilder(client)
+        # Set for runtimes that mount a pod's volumes (the process runtime).
+        self.volumes = volumes
         self.states: dict[str, PodState] = {}
         self.queue = WorkQueue(base_delay=0.2, max_delay=30.0)
         self.informer = Informer(client, "v1", "pods",
@@ -93,8 +99,11 @@ class PodWorkers:
             return  # fake containers "keep running" and are adopted by the next kubelet
         for state in self.states.values():
             for rec in state.containers.values():
+                if rec.prober is not None:
+                    rec.prober.stop()
                 if rec.handle is not None and not rec.handle.exit_code.done():
                     await self.runtime.kill(rec.handle, 1.0)
+            await self.runtime.remove_pod(state.uid)
 
     def retry_pending(self) -> None:
         """A driver (re)registered: pods waiting to be prepared try again now, not after
@@ -145,7 +154,7 @@ class PodWorkers:
         if state is not None and (pod is None or pod["metadata"]["uid"] != state.uid):
             await self._kill_all(state, 0)
             await self._unprepare(state.uid, None)
-            self._forget(key, state)
+            await self._forget(key, state)
             state = None
         if pod is None:
             return
@@ -222,6 +231,12 @@ class PodWorkers:
                 state.ip = self.host_ip
             elif not state.ip and self._free_ips:
                 state.ip = self._free_ips.pop(0)
+            if self.volumes is not None and state.volumes is None:
+                try:
+                    state.volumes = await self.volumes.setup(pod, self.host_ip, state.ip)
+                except (VolumeError, OSError) as err:
+                    await self.events.pod_event(pod, "Warning", "FailedMount", str(err))
+                    raise Retry from err
             state.stage = "init"
         if state.stage == "init":
             inits = spec.get("initContainers") or []
@@ -265,6 +280,17 @@ class PodWorkers:
             edits = self.cdi.resolve(cdi_ids)
             env = await self.env.build(pod, container, self.host_ip, state.ip)
             env.update(edits.env_map())
+            spec = pod.get("spec") or {}
+            mounts = [m.spec() for m in container_mounts(container, state.volumes)] \
+                if state.volumes is not None else []
+            if self.volumes is not None and spec.get("hostNetwork"):
+                taken = host_port_conflicts(container)
+                if taken:
+                    raise RuntimeError_(f"host port(s) {', '.join(taken)} of container "
+                                        f"{container['name']} already in use on this machine "
+                                        "(hostNetwork pods of every emulated node share its "
+                                        "ports)")
+            pod_sc, sc = spec.get("securityContext") or {}, container.get("securityContext") or {}
             config = ContainerConfig(
                 pod_namespace=meta["namespace"], pod_name=meta["name"], name=container["name"],
                 image=container.get("image", ""), command=list(container.get("command") or []),
@@ -273,9 +299,13 @@ class PodWorkers:
                 log_path=container_log_path(self.pods_dir, meta["namespace"], meta["name"],
                                             meta["uid"], container["name"], rec.restart_count),
                 restart_count=rec.restart_count,
-                annotations=dict(meta.get("annotations") or {}))
+                annotations=dict(meta.get("annotations") or {}),
+                pod_uid=meta["uid"], host_network=bool(spec.get("hostNetwork")), mounts=mounts,
+                run_as_user=sc.get("runAsUser", pod_sc.get("runAsUser")),
+                run_as_group=sc.get("runAsGroup", pod_sc.get("runAsGroup")),
+                supplemental_groups=list(pod_sc.get("supplementalGroups") or []))
             handle = await self.runtime.start(config, init=rec.init)
-        except (CDIError, EnvError, RuntimeError_) as err:
+        except (CDIError, EnvError, RuntimeError_, VolumeError) as err:
             rec.waiting_reason = "CreateContainerError" if not isinstance(err, EnvError) \
                 else "CreateContainerConfigError"
             rec.waiting_message = str(err)
@@ -295,6 +325,47 @@ class PodWorkers:
                                     f"Created container: {container['name']}", field_path)
         await self.events.pod_event(pod, "Normal", "Started",
                                     f"Started container {container['name']}", field_path)
+        for note in handle.notes:
+            await self.events.pod_event(pod, "Warning", "ImageNotMapped", note, field_path)
+        if self.volumes is not None and handle.pid is not None:
+            missing = unenforced_settings(pod, container)
+            if missing:
+                await self.events.pod_event(pod, "Warning", "SecurityContextNotEnforced",
+                                            missing, field_path)
+            if not rec.init:
+                self._start_probes(key, pod, container, rec, field_path)
+
+    def _start_probes(self, key: str, pod: Obj, container: Obj, rec: ContainerRecord,
+                      field_path: str) -> None:
+        if not any(k in container for k in ("startupProbe", "livenessProbe",
+                                            "readinessProbe")):
+            return
+        handle = rec.handle
+        assert handle is not None
+        runtime: Any = self.runtime
+        netns = None if (pod.get("spec") or {}).get("hostNetwork") else \
+            runtime.netns(pod["metadata"]["uid"])
+
+        async def dial(host: str, port: int, timeout: float) -> Any:
+            from draemu.kubelet.runtime.netns import dial as netns_dial
+            return await netns_dial(netns, host, port, timeout)
+
+        async def run(argv: list[str], timeout: float) -> tuple[int, bytes]:
+            return await runtime.exec(handle, argv, timeout)
+
+        async def event(reason: str, message: str) -> None:
+            await self.events.pod_event(pod, "Warning", reason, message, field_path)
+
+        async def failed(message: str) -> None:
+            await self.events.pod_event(pod, "Normal", "Killing", message, field_path)
+            grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
+            await self.runtime.kill(handle, grace)
+
+        prober = ContainerProber(container, ProbeRunner(container, dial, run),
+                                 lambda: self.queue.add(key), event, failed)
+        rec.prober = prober
+        handle.exit_code.add_done_callback(lambda _f: prober.stop())
+        prober.start()
 
     async def _exited(self, key: str, pod: Obj, rec: ContainerRecord) -> bool:
         """Record a container's exit; True when it will be restarted later."""
@@ -337,7 +408,7 @@ class PodWorkers:
             if err.code not in (404, 409):
                 raise
         if state is not None:
-            self._forget(key, state)
+            await self._forget(key, state)
 
     async def _kill_all(self, state: PodState, grace: float, pod: Obj | None = None) -> None:
         running = [r for r in state.containers.values()
@@ -364,8 +435,11 @@ class PodWorkers:
                                             f"Failed to unprepare dynamic resources: {err}")
             raise Retry from err
 
-    def _forget(self, key: str, state: PodState) -> None:
+    async def _forget(self, key: str, state: PodState) -> None:
         self.states.pop(key, None)
+        await self.runtime.remove_pod(state.uid)
+        if self.volumes is not None:
+            self.volumes.teardown(state.uid)
         if state.ip and state.ip != self.host_ip:
             self._free_ips.append(state.ip)
         self.events.forget(state.uid)
@@ -409,6 +483,22 @@ class PodWorkers:
                 raise
 
     # ---- for pods/log
+
+    def log_instance(self, namespace: str, name: str, container: str, previous: bool
+                     ) -> int | None:
+        """Which instance (restart count) of a container `pods/log` reads, as the kubelet
+        picks it from the container's status: the running or finished one, else the last
+        terminated one; with `previous`, the last terminated one. -1: none; None: the
+        container is not known here."""
+        state = self.states.get(f"{namespace}/{name}")
+        rec = state.containers.get(container) if state else None
+        if rec is None:
+            return None
+        if previous:
+            return rec.restart_count - 1 if rec.last_terminated else -1
+        if rec.handle is not None or rec.final is not None:
+            return rec.restart_count
+        return rec.restart_count - 1 if rec.last_terminated else -1
 
     def container_running(self, namespace: str, name: str, container: str) -> bool:
         state = self.states.get(f"{namespace}/{name}")

@@ -25,6 +25,15 @@ class ContainerRecord:
     waiting_reason: str = "ContainerCreating"
     waiting_message: str = ""
     next_start: float = 0.0
+    prober: Any = None  # kubelet/probes.py ContainerProber while the container runs
+
+    @property
+    def probed_started(self) -> bool:
+        return self.prober is None or self.prober.started
+
+    @property
+    def probed_ready(self) -> bool:
+        return self.prober is None or (self.prober.started and self.prober.ready)
 
     def state(self) -> tuple[Obj, bool]:
         """(state object, running)."""
@@ -52,12 +61,16 @@ class PodState:
     transitions: dict[str, tuple[str, str]] = field(default_factory=dict)
     phase_override: str | None = None
     last_posted: Obj | None = None
+    volumes: dict[str, str] | None = None  # volume name -> path (process runtime)
 
 
 def terminated_state(handle: Container) -> Obj:
-    return {"exitCode": handle.exit_code.result(), "reason": handle.reason,
-            "startedAt": handle.started_at, "finishedAt": handle.finished_at,
-            "containerID": f"draemu://{handle.id}"}
+    state: Obj = {"exitCode": handle.exit_code.result(), "reason": handle.reason,
+                  "startedAt": handle.started_at, "finishedAt": handle.finished_at,
+                  "containerID": f"draemu://{handle.id}"}
+    if handle.message:
+        state["message"] = handle.message
+    return state
 
 
 def image_id(image: str) -> str:
@@ -69,8 +82,9 @@ def image_id(image: str) -> str:
 def container_status(rec: ContainerRecord, health: list[Obj] | None) -> Obj:
     state, running = rec.state()
     status: Obj = {"name": rec.name, "image": rec.image, "imageID": image_id(rec.image),
-                   "ready": running and not rec.init, "restartCount": rec.restart_count,
-                   "started": running, "state": state,
+                   "ready": running and not rec.init and rec.probed_ready,
+                   "restartCount": rec.restart_count,
+                   "started": running and rec.probed_started, "state": state,
                    "lastState": {"terminated": rec.last_terminated} if rec.last_terminated
                    else {}}
     if rec.init and rec.final is not None:
@@ -103,7 +117,7 @@ def build_status(pod: Obj, state: PodState, host_ip: str,
     inits = [state.containers[c["name"]] for c in spec.get("initContainers") or []]
     regular = [state.containers[c["name"]] for c in spec.get("containers") or []]
     finished = state.stage == "finished"
-    not_ready = [r.name for r in regular if not r.state()[1]]
+    not_ready = [r.name for r in regular if not (r.state()[1] and r.probed_ready)]
     incomplete = [r.name for r in inits if not (r.final and r.final.get("exitCode") == 0)]
     conditions = [c for c in (pod.get("status") or {}).get("conditions") or []
                   if c.get("type") not in KUBELET_CONDITIONS]

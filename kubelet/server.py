@@ -27,6 +27,9 @@ from draemu.identity import MASTERS, user_from_peercert
 from draemu.kubelet.logs import LogOptions, pick_log_file, pod_log_dir, stream_log
 from draemu.kubelet.servingcert import ServingTLS
 
+# Which instance (restart count) of a container pods/log reads (PodWorkers.log_instance).
+LogInstance = Callable[[str, str, str, bool], "int | None"]
+
 
 def _int(value: str | None) -> int | None:
     return int(value) if value not in (None, "") else None
@@ -35,9 +38,10 @@ def _int(value: str | None) -> int | None:
 class KubeletServer:
     def __init__(self, pods_dir: Path, find_pod: Callable[[str, str], dict[str, Any] | None],
                  running: Callable[[str, str, str], bool], list_pods: Callable[[], list[Any]],
-                 address: str = "127.0.0.1", port: int = 0, tls: ServingTLS | None = None
-                 ) -> None:
+                 address: str = "127.0.0.1", port: int = 0, tls: ServingTLS | None = None,
+                 instance: LogInstance = lambda _ns, _pod, _c, _prev: None) -> None:
         self.pods_dir = pods_dir
+        self.instance = instance
         self.find_pod = find_pod
         self.running = running
         self.list_pods = list_pods
@@ -82,7 +86,8 @@ class KubeletServer:
                           since_seconds=_int(q.get("sinceSeconds")),
                           since_time=q.get("sinceTime") or None,
                           limit_bytes=_int(q.get("limitBytes")))
-        path = pick_log_file(pod_log_dir(self.pods_dir, ns, name, uid) / container, opts.previous)
+        path = pick_log_file(pod_log_dir(self.pods_dir, ns, name, uid) / container, opts.previous,
+                             self.instance(ns, name, container, opts.previous))
         if path is None:
             return web.Response(status=400, text=_missing_log(name, container, opts.previous))
         response = web.StreamResponse(headers={"Content-Type": "text/plain"})
@@ -116,9 +121,11 @@ def _missing_log(name: str, container: str, previous: bool) -> str:
 class LogProvider:
     """What the in-process apiserver asks for `pods/log` on this node."""
 
-    def __init__(self, pods_dir: Path, running: Callable[[str, str, str], bool]) -> None:
+    def __init__(self, pods_dir: Path, running: Callable[[str, str, str], bool],
+                 instance: LogInstance = lambda _ns, _pod, _c, _prev: None) -> None:
         self.pods_dir = pods_dir
         self.running = running
+        self.instance = instance
 
     async def pod_log(self, namespace: str, pod: str, uid: str,
                       options: Any) -> AsyncGenerator[bytes, None]:
@@ -128,7 +135,8 @@ class LogProvider:
                           limit_bytes=options.limit_bytes)
         container = options.container
         path = pick_log_file(pod_log_dir(self.pods_dir, namespace, pod, uid) / container,
-                             opts.previous)
+                             opts.previous, self.instance(namespace, pod, container,
+                                                          opts.previous))
         if path is None:
             raise bad_request(_missing_log(pod, container, opts.previous))
         async for chunk in stream_log(path, opts,

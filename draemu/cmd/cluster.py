@@ -41,6 +41,7 @@ class ClusterOptions:
     preset: str = "seed"
     nodes: int | None = None
     runtime: str = "fake"
+    image_map: Any = None  # kubelet.runtime.ImageMap for the process runtime
     scheduler: bool = True
     controllers: bool = True
     controller_settings: dict[str, float] = field(default_factory=dict)
@@ -117,12 +118,12 @@ class Cluster:
             self.scheduler = Scheduler(self.client("draemu-scheduler"), o.feature_gates)
             await self.scheduler.start()
         self.timings["control-plane"] = time.perf_counter() - t0
-        if o.preset != "empty":
+        if o.preset != "empty" or o.nodes:
             from draemu.cmd.nodes import start_nodes
 
             self.nodes = await start_nodes(
                 o.preset, data_dir=self.data_dir, server=self.apiserver, runtime=o.runtime,
-                nodes=o.nodes, feature_gates=o.feature_gates)
+                nodes=o.nodes, feature_gates=o.feature_gates, image_map=o.image_map)
         self.timings["nodes"] = time.perf_counter() - t0
 
     async def stop(self) -> None:

@@ -25,6 +25,7 @@ from draemu.drivers.presets import NodeSpec, Preset, device_class_object, load_p
 from draemu.drivers.sdk import KubeletPlugin
 from draemu.features import FeatureGates
 from draemu.kubelet.kubelet import Kubelet, KubeletOptions
+from draemu.kubelet.runtime import ImageMap
 from draemu.log import get_logger
 
 log = get_logger("nodes")
@@ -112,7 +113,8 @@ async def ensure_device_classes(client: Client, preset: Preset) -> None:
 async def start_node(spec: NodeSpec, *, kubeconfig: Path, data_dir: Path,
                      runtime: str = "fake", feature_gates: FeatureGates | None = None,
                      server: Any = None, slice_wipe_delay: float | None = None,
-                     crash_loop_backoff: float | None = None, index: int | None = None) -> Node:
+                     crash_loop_backoff: float | None = None, index: int | None = None,
+                     image_map: ImageMap | None = None) -> Node:
     """Start one node's kubelet and built-in drivers. `index` (the node's place in its
     preset) gives it kind-like addresses: InternalIP 172.18.0.<index+2>, pod CIDR
     10.244.<index>.0/24; without it they are derived from the name."""
@@ -129,7 +131,9 @@ async def start_node(spec: NodeSpec, *, kubeconfig: Path, data_dir: Path,
     options = KubeletOptions(node_name=spec.name, root_dir=Path(data_dir) / "nodes" / spec.name,
                              runtime=runtime, labels=labels, taints=spec.taints,
                              capacity=spec.capacity,
-                             feature_gates=feature_gates or FeatureGates())
+                             feature_gates=feature_gates or FeatureGates(),
+                             image_map=image_map,
+                             api_server_url=server.url if server is not None else "")
     if index is not None:
         options.internal_ip = f"172.18.{index // 250}.{index % 250 + 2}"
         options.pod_cidr = f"10.{244 + index // 256}.{index % 256}.0/24"
@@ -164,7 +168,7 @@ async def start_node(spec: NodeSpec, *, kubeconfig: Path, data_dir: Path,
 async def start_nodes(preset: str | Path | Preset, *, data_dir: Path, server: Any = None,
                       kubeconfig: str | Path | None = None, runtime: str = "fake",
                       nodes: int | None = None, feature_gates: FeatureGates | None = None,
-                      wait: bool = True) -> NodesHandle:
+                      wait: bool = True, image_map: ImageMap | None = None) -> NodesHandle:
     """Start every node of a preset (concurrently) and create its DeviceClasses.
 
     `server`: the in-process `APIServer` (node credentials, log providers); otherwise
@@ -182,7 +186,8 @@ async def start_nodes(preset: str | Path | Preset, *, data_dir: Path, server: An
     async def one(index: int, spec: NodeSpec) -> Node:
         path = node_kubeconfig(server, data_dir, spec.name) if server is not None else admin
         return await start_node(spec, kubeconfig=path, data_dir=data_dir, runtime=runtime,
-                                feature_gates=feature_gates, server=server, index=index)
+                                feature_gates=feature_gates, server=server, index=index,
+                                image_map=image_map)
 
     results = await asyncio.gather(*(one(i, s) for i, s in enumerate(chosen.nodes)),
                                    return_exceptions=True)

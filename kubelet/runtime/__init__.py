@@ -1,23 +1,32 @@
-"""Container runtimes: `fake` (default; nothing runs) and `process` (opt-in; local processes)."""
+"""Container runtimes: `fake` (default; nothing runs) and `process` (opt-in; containers are
+local processes in their own namespaces, images mapped to local executables)."""
+
+from typing import Any
 
 from draemu.kubelet.runtime.base import ContainerConfig, Runtime, RuntimeError_
 from draemu.kubelet.runtime.fake import FakeRuntime
-from draemu.kubelet.runtime.process import ProcessRuntime
+from draemu.kubelet.runtime.imagemap import ImageMap, ImageMapError
+from draemu.kubelet.runtime.process import NamespacesUnavailable, ProcessRuntime
 
-RUNTIMES: dict[str, type[Runtime]] = {"fake": FakeRuntime, "process": ProcessRuntime}
+RUNTIMES: dict[str, type[Any]] = {"fake": FakeRuntime, "process": ProcessRuntime}
 
 
-def make_runtime(name: str) -> Runtime:
-    try:
-        return RUNTIMES[name]()
-    except KeyError:
-        raise ValueError(f"unknown runtime {name!r} (known: {', '.join(RUNTIMES)})") from None
+def make_runtime(name: str, image_map: ImageMap | None = None,
+                 api_server: tuple[str, int] | None = None) -> Runtime:
+    if name == "fake":
+        return FakeRuntime()
+    if name == "process":
+        return ProcessRuntime(image_map, api_server)
+    raise ValueError(f"unknown runtime {name!r} (known: {', '.join(RUNTIMES)})")
 
 
 __all__ = [
     "RUNTIMES",
     "ContainerConfig",
     "FakeRuntime",
+    "ImageMap",
+    "ImageMapError",
+    "NamespacesUnavailable",
     "ProcessRuntime",
     "Runtime",
     "RuntimeError_",

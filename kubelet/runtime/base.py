@@ -6,7 +6,7 @@ import asyncio
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from draemu.api.meta import micro_time_now, time_now
 from draemu.kubelet.cdi import ContainerEdits
@@ -31,6 +31,13 @@ class ContainerConfig:
     log_path: Path
     restart_count: int = 0
     annotations: dict[str, str] = field(default_factory=dict)  # the pod's
+    pod_uid: str = ""
+    host_network: bool = False
+    # The pod's volumes as this container mounts them (kubelet/volumes.py Mount.spec()).
+    mounts: list[dict[str, Any]] = field(default_factory=list)
+    run_as_user: int | None = None
+    run_as_group: int | None = None
+    supplemental_groups: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -43,11 +50,16 @@ class Container:
     exit_code: asyncio.Future[int] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future())
     reason: str = ""
+    message: str = ""
+    pid: int | None = None
+    # Warnings for the pod's events (e.g. why an image does not run).
+    notes: list[str] = field(default_factory=list)
 
-    def finish(self, code: int, reason: str) -> None:
+    def finish(self, code: int, reason: str, message: str = "") -> None:
         if not self.exit_code.done():
             self.finished_at = time_now()
             self.reason = reason
+            self.message = message
             self.exit_code.set_result(code)
 
 
@@ -57,6 +69,15 @@ class Runtime(Protocol):
     async def start(self, config: ContainerConfig, init: bool = False) -> Container: ...
 
     async def kill(self, container: Container, grace_seconds: float) -> None: ...
+
+    async def remove_pod(self, pod_uid: str) -> None:
+        """The pod is gone: release what the runtime kept for it (its sandbox)."""
+        ...
+
+    async def exec(self, container: Container, argv: list[str], timeout: float
+                   ) -> tuple[int, bytes]:
+        """Run a command in the container (exec probes): exit code and output."""
+        ...
 
 
 class CRILogWriter:

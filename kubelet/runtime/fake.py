@@ -84,3 +84,10 @@ class FakeRuntime:
     async def kill(self, container: Container, grace_seconds: float) -> None:
         # The demos' containers trap TERM and exit 0.
         container.finish(0, "Completed")
+
+    async def remove_pod(self, pod_uid: str) -> None:
+        return None
+
+    async def exec(self, container: Container, argv: list[str], timeout: float
+                   ) -> tuple[int, bytes]:
+        raise RuntimeError_("the fake runtime runs no commands")

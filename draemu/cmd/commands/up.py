@@ -4,6 +4,7 @@ their DRA drivers — in this process, until Ctrl-C."""
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 HELP = "start a whole DRA cluster (apiserver, scheduler, controllers, nodes, drivers)"
 
@@ -44,7 +45,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runtime", choices=["fake", "process"], default="fake",
                         help="container runtime of the emulated kubelets: fake (nothing is "
                         "executed; logs list what the container would get) or process (runs "
-                        "container commands as local processes)")
+                        "containers as local processes in their own mount and network "
+                        "namespaces; needs root)")
+    parser.add_argument("--image-map", action="append", default=[], metavar="IMAGE=PATH",
+                        help="process runtime: the local executable or folder that stands for "
+                        "an image (repeatable; IMAGE may omit its tag or be a pattern such as "
+                        "'registry.k8s.io/*'); containers of unmapped images do not execute")
+    parser.add_argument("--image-map-file", metavar="FILE",
+                        help="process runtime: image map entries, one IMAGE=PATH per line")
     parser.add_argument("--insecure-http", action="store_true",
                         help="serve plain HTTP without authentication (loopback only)")
     parser.add_argument("--token-auth-file", metavar="FILE",
@@ -66,6 +74,21 @@ def _self_command() -> str:
     if on_path and os.path.realpath(on_path) == here:
         return "draemu"
     return os.path.relpath(sys.argv[0]) if os.path.basename(here) == "draemu" else "draemu"
+
+
+def _image_map(args: argparse.Namespace) -> Any:
+    """The process runtime's image map from --image-map and --image-map-file; checked
+    (paths exist, runtime is process) before anything starts."""
+    from draemu.kubelet.runtime import ImageMap
+
+    image_map = ImageMap()
+    if args.image_map_file:
+        image_map.load_file(args.image_map_file)
+    for entry in args.image_map:
+        image_map.add_entry(entry)
+    if image_map and args.runtime != "process":
+        raise ValueError("--image-map needs --runtime process")
+    return image_map
 
 
 def run(args: argparse.Namespace) -> int:
@@ -101,6 +124,11 @@ def run(args: argparse.Namespace) -> int:
             print("error: --insecure-http is only allowed on a loopback address",
                   file=sys.stderr)
             return 2
+    try:
+        image_map = _image_map(args)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     data_dir = None if args.in_memory else Path(args.data_dir or default_data_dir())
     if data_dir is not None:
         try:
@@ -116,7 +144,8 @@ def run(args: argparse.Namespace) -> int:
         feature_gates=gates, insecure_http=args.insecure_http,
         token_file=Path(args.token_auth_file) if args.token_auth_file else None,
         preset=args.preset, nodes=args.nodes, runtime=args.runtime,
-        scheduler=not args.no_scheduler, controllers=not args.no_controllers)
+        scheduler=not args.no_scheduler, controllers=not args.no_controllers,
+        image_map=image_map)
 
     async def main() -> int:
         cluster = Cluster(options)

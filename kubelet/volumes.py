@@ -1,0 +1,228 @@
+"""A pod's volumes on the emulated node, for the process runtime to mount.
+
+Each volume gets a folder `<node root>/volumes/<pod uid>/<volume name>` (emptyDir, and
+the files of configMap, secret, downwardAPI and projected volumes, written as the
+kubelet writes them: one file per key, `defaultMode`/`mode` permissions), except
+`hostPath`, which is the node's path (kubelet/hostpaths.py). A projected
+`serviceAccountToken` is asked for through the TokenRequest API, bound to the pod, as
+the kubelet does. Volume types that need what draemu does not have (a CSI driver, a
+persistent volume, ...) fail the container's creation with a message naming them.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from draemu.api.types import Obj
+from draemu.client import ApiError, Client
+from draemu.kubelet.envvars import EnvError, field_value, resource_value
+from draemu.kubelet.hostpaths import node_path
+from draemu.nodelayout import NodeLayout
+
+SUPPORTED = ("hostPath", "emptyDir", "configMap", "secret", "downwardAPI", "projected")
+
+
+class VolumeError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Mount:
+    source: str
+    target: str
+    read_only: bool = False
+
+    def spec(self) -> Obj:
+        return {"source": self.source, "target": self.target, "readOnly": self.read_only,
+                "file": not Path(self.source).is_dir()}
+
+
+def _write(folder: Path, files: dict[str, tuple[bytes, int]]) -> None:
+    for rel, (data, mode) in files.items():
+        target = (folder / rel).resolve()
+        if folder.resolve() not in target.parents:
+            raise VolumeError(f"volume item path {rel!r} leaves the volume")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.tmp")
+        tmp.write_bytes(data)
+        tmp.chmod(mode)
+        os.replace(tmp, target)
+
+
+class VolumeManager:
+    def __init__(self, client: Client, layout: NodeLayout) -> None:
+        self.client = client
+        self.layout = layout
+
+    def pod_dir(self, uid: str) -> Path:
+        return self.layout.root / "volumes" / uid
+
+    async def setup(self, pod: Obj, host_ip: str, pod_ip: str | None) -> dict[str, str]:
+        """Every volume of the pod, ready: name -> path on this machine."""
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        out: dict[str, str] = {}
+        for volume in spec.get("volumes") or []:
+            name = volume["name"]
+            kind = next((k for k in volume if k != "name"), "")
+            if kind not in SUPPORTED:
+                raise VolumeError(f'volume "{name}": {kind} volumes are not supported by '
+                                  f"the process runtime (supported: {', '.join(SUPPORTED)})")
+            source = volume[kind] or {}
+            if kind == "hostPath":
+                out[name] = str(self._host_path(name, source))
+                continue
+            folder = self.pod_dir(meta["uid"]) / name
+            folder.mkdir(parents=True, exist_ok=True)
+            if kind != "emptyDir":
+                files = await self._files(pod, kind, source, host_ip, pod_ip)
+                _write(folder, files)
+            out[name] = str(folder)
+        return out
+
+    def teardown(self, uid: str) -> None:
+        shutil.rmtree(self.pod_dir(uid), ignore_errors=True)
+
+    def _host_path(self, name: str, source: Obj) -> Path:
+        path = source.get("path", "")
+        kind = source.get("type") or ""
+        where = node_path(self.layout, path)
+        exists = where.exists()
+        checks = {"Directory": where.is_dir, "File": where.is_file,
+                  "Socket": lambda: exists and stat.S_ISSOCK(where.stat().st_mode),
+                  "CharDevice": lambda: exists and stat.S_ISCHR(where.stat().st_mode),
+                  "BlockDevice": lambda: exists and stat.S_ISBLK(where.stat().st_mode)}
+        if kind in checks and not checks[kind]():
+            what = {"Directory": "a directory", "File": "a file", "Socket": "a socket",
+                    "CharDevice": "a character device", "BlockDevice": "a block device"}[kind]
+            raise VolumeError(f'volume "{name}": hostPath type check failed: {path} is not '
+                              f"{what} (on the emulated node: {where})")
+        if kind == "FileOrCreate" and not exists:
+            where.parent.mkdir(parents=True, exist_ok=True)
+            where.touch(mode=0o644)
+        elif not exists:
+            # DirectoryOrCreate, and no type at all (the container runtime creates it).
+            where.mkdir(parents=True, exist_ok=True, mode=0o755)
+        return where
+
+    async def _files(self, pod: Obj, kind: str, source: Obj, host_ip: str,
+                     pod_ip: str | None) -> dict[str, tuple[bytes, int]]:
+        mode = source.get("defaultMode", 0o644)
+        if kind == "projected":
+            files: dict[str, tuple[bytes, int]] = {}
+            for item in source.get("sources") or []:
+                sub_kind = next(iter(item), "")
+                files.update(await self._projection(pod, sub_kind, item[sub_kind] or {},
+                                                    mode, host_ip, pod_ip))
+            return files
+        return await self._projection(pod, kind, source, mode, host_ip, pod_ip)
+
+    async def _projection(self, pod: Obj, kind: str, source: Obj, mode: int, host_ip: str,
+                          pod_ip: str | None) -> dict[str, tuple[bytes, int]]:
+        namespace = pod["metadata"]["namespace"]
+        if kind in ("configMap", "secret"):
+            name = source.get("name") if kind == "configMap" else \
+                source.get("secretName", source.get("name"))
+            data = await self._data(kind, namespace, name)
+            if data is None:
+                if source.get("optional"):
+                    return {}
+                resource = "configmap" if kind == "configMap" else "secret"
+                raise VolumeError(f'{resource} "{name}" not found')
+            items = source.get("items")
+            if not items:
+                return {key: (value, mode) for key, value in data.items()}
+            out = {}
+            for item in items:
+                if item["key"] not in data:
+                    if source.get("optional"):
+                        continue
+                    raise VolumeError(f'configmap references non-existent config key: '
+                                      f'{item["key"]}' if kind == "configMap" else
+                                      f'references non-existent secret key: {item["key"]}')
+                out[item["path"]] = (data[item["key"]], item.get("mode", mode))
+            return out
+        if kind == "downwardAPI":
+            out = {}
+            for item in source.get("items") or []:
+                try:
+                    if "fieldRef" in item:
+                        value = _field_file(pod, item["fieldRef"]["fieldPath"], host_ip, pod_ip)
+                    else:
+                        ref = item.get("resourceFieldRef") or {}
+                        container = next(
+                            (c for c in (pod.get("spec") or {}).get("containers") or []
+                             if c["name"] == ref.get("containerName")), {})
+                        value = resource_value(container, ref)
+                except EnvError as err:
+                    raise VolumeError(str(err)) from err
+                out[item["path"]] = (value.encode(), item.get("mode", mode))
+            return out
+        if kind == "serviceAccountToken":
+            token = await self._token(pod, source)
+            return {source.get("path", "token"): (token.encode(), mode)}
+        raise VolumeError(f"projected volume source {kind} is not supported by the process "
+                          "runtime")
+
+    async def _data(self, kind: str, namespace: str, name: str) -> dict[str, bytes] | None:
+        resource = "configmaps" if kind == "configMap" else "secrets"
+        try:
+            obj = await self.client.get("v1", resource, name, namespace)
+        except ApiError as err:
+            if err.code == 404:
+                return None
+            raise VolumeError(f"{resource} {name}: {err.message}") from err
+        out = {k: base64.b64decode(v) for k, v in (obj.get("binaryData") or {}).items()}
+        if kind == "configMap":
+            out.update({k: v.encode() for k, v in (obj.get("data") or {}).items()})
+        else:
+            out.update({k: base64.b64decode(v) for k, v in (obj.get("data") or {}).items()})
+        return out
+
+    async def _token(self, pod: Obj, source: Obj) -> str:
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        account = spec.get("serviceAccountName") or "default"
+        request: Obj = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                        "spec": {"expirationSeconds": source.get("expirationSeconds", 3600),
+                                 "boundObjectRef": {"apiVersion": "v1", "kind": "Pod",
+                                                    "name": meta["name"], "uid": meta["uid"]}}}
+        if source.get("audience"):
+            request["spec"]["audiences"] = [source["audience"]]
+        try:
+            answer = await self.client.create("v1", "serviceaccounts", request,
+                                              namespace=meta["namespace"], name=account,
+                                              subresource="token")
+        except ApiError as err:
+            raise VolumeError(f'failed to fetch token: serviceaccounts "{account}" token: '
+                              f"{err.message}") from err
+        return str((answer.get("status") or {}).get("token", ""))
+
+
+def _field_file(pod: Obj, path: str, host_ip: str, pod_ip: str | None) -> str:
+    meta = pod["metadata"]
+    if path in ("metadata.labels", "metadata.annotations"):
+        values = meta.get(path.split(".")[1]) or {}
+        return "\n".join(f'{k}="{v}"' for k, v in sorted(values.items()))
+    return field_value(pod, path, host_ip, pod_ip)
+
+
+def container_mounts(container: Obj, volumes: dict[str, str]) -> list[Mount]:
+    mounts = []
+    for vm in container.get("volumeMounts") or []:
+        source = volumes.get(vm["name"])
+        if source is None:
+            raise VolumeError(f'volumeMount "{vm["name"]}": no volume of that name')
+        if vm.get("subPath"):
+            sub = (Path(source) / vm["subPath"]).resolve()
+            if Path(source).resolve() not in (sub, *sub.parents):
+                raise VolumeError(f'volumeMount "{vm["name"]}": subPath {vm["subPath"]!r} '
+                                  "leaves the volume")
+            if not sub.exists():
+                sub.mkdir(parents=True)
+            source = str(sub)
+        mounts.append(Mount(source, vm["mountPath"], bool(vm.get("readOnly"))))
+    return mounts

@@ -1,0 +1,290 @@
+"""The process runtime against the real apiserver: images mapped to small local programs
+(shell scripts), each container in its own mount namespace with the pod's volumes, each
+pod in its own network namespace, probes, restarts, and what it refuses."""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+from kubelet_e2e import eventually
+
+from draemu.client import Client
+from draemu.cmd.nodes import node_kubeconfig, start_node
+from draemu.drivers.presets import NodeSpec
+from draemu.kubelet.runtime import ImageMap
+from draemu.kubelet.runtime.netns import LAUNCHER
+
+pytestmark = [pytest.mark.e2e,
+              pytest.mark.skipif(os.geteuid() != 0, reason="the process runtime needs root")]
+
+DRIVER_SCRIPT = """#!/bin/sh
+echo "args: $*"
+echo "node=$NODE_NAME pod=$POD_NAME ns=$NAMESPACE mode=$MODE secret=$PASSWORD cpu=$CPU_M"
+echo "config: $(cat /etc/demo/config/mode)"
+echo "secret file: $(cat /etc/demo/secret/password)"
+echo "labels: $(cat /etc/podinfo/labels)"
+echo "scratch: $(ls /scratch)"
+echo "registry: $(ls /var/lib/kubelet/plugins_registry)"
+echo hello > /var/lib/kubelet/plugins/demo.example.com/written-by-pod
+echo "cwd: $(pwd)"
+echo "api: $KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT"
+exec sleep 600
+"""
+
+SERVER_SCRIPT = """#!/bin/sh
+exec python3 -c '
+import http.server, socketserver
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"ok")
+    def log_message(self, *a): pass
+socketserver.TCPServer(("127.0.0.1", 8080), H).serve_forever()'
+"""
+
+
+@pytest.fixture
+async def client(apiserver):
+    async with Client.from_kubeconfig(str(apiserver.kubeconfig_path)) as c:
+        yield c
+
+
+@pytest.fixture
+def images(tmp_path: Path) -> ImageMap:
+    bin_dir = tmp_path / "images"
+    bin_dir.mkdir()
+    for name, text in (("demo-driver", DRIVER_SCRIPT), ("demo-server", SERVER_SCRIPT)):
+        path = bin_dir / name
+        path.write_text(text)
+        path.chmod(0o755)
+    return ImageMap({"registry.example/demo-driver": bin_dir / "demo-driver",
+                     "registry.example/demo-server:v1": bin_dir / "demo-server",
+                     "registry.example/host": Path("/")})
+
+
+@pytest.fixture
+async def node(apiserver, tmp_path, images):
+    path = node_kubeconfig(apiserver, tmp_path, "node-1")
+    started = await start_node(NodeSpec("node-1"), kubeconfig=path, data_dir=tmp_path,
+                               server=apiserver, runtime="process", crash_loop_backoff=0.2,
+                               image_map=images)
+    yield started
+    await started.stop()
+
+
+def pod(name: str, containers: list[dict], **spec) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": {"app": "demo"}},
+            "spec": {"nodeName": "node-1", "terminationGracePeriodSeconds": 2,
+                     "containers": containers, **spec}}
+
+
+async def log_of(client, name: str, **params) -> str:
+    code, _h, body = await client.request(
+        "GET", f"/api/v1/namespaces/default/pods/{name}/log", params=params)
+    return body.decode() if code == 200 else ""
+
+
+async def events_of(client, name: str, reason: str) -> list[dict]:
+    events = await client.list("v1", "events", "default",
+                               field_selector=f"involvedObject.name={name}")
+    return [e for e in events["items"] if e["reason"] == reason]
+
+
+async def ready(client, name: str) -> dict | None:
+    obj = await client.get("v1", "pods", name, "default")
+    conditions = {c["type"]: c["status"] for c in obj["status"].get("conditions") or []}
+    return obj if conditions.get("Ready") == "True" else None
+
+
+async def test_a_mapped_image_runs_with_the_pods_volumes_and_environment(
+        client, node, tmp_path):
+    await client.create("v1", "configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "demo"},
+        "data": {"mode": "fast"}}, "default")
+    await client.create("v1", "secrets", {
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "demo"},
+        "data": {"password": base64.b64encode(b"s3cret").decode()}}, "default")
+    await client.create("v1", "pods", pod("driver", [{
+        "name": "plugin", "image": "registry.example/demo-driver:v0.4.0",
+        "command": ["demo-driver"], "args": ["--verbose"], "workingDir": "/scratch",
+        "resources": {"requests": {"cpu": "250m"}},
+        "env": [
+            {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "NAMESPACE",
+             "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+            {"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "demo", "key": "mode"}}},
+            {"name": "PASSWORD",
+             "valueFrom": {"secretKeyRef": {"name": "demo", "key": "password"}}},
+            {"name": "CPU_M", "valueFrom": {"resourceFieldRef": {
+                "resource": "requests.cpu", "divisor": "1m"}}}],
+        "volumeMounts": [
+            {"name": "registry", "mountPath": "/var/lib/kubelet/plugins_registry"},
+            {"name": "plugins", "mountPath": "/var/lib/kubelet/plugins"},
+            {"name": "config", "mountPath": "/etc/demo/config", "readOnly": True},
+            {"name": "secret", "mountPath": "/etc/demo/secret"},
+            {"name": "podinfo", "mountPath": "/etc/podinfo"},
+            {"name": "scratch", "mountPath": "/scratch"}]}],
+        volumes=[
+            {"name": "registry", "hostPath": {"path": "/var/lib/kubelet/plugins_registry"}},
+            {"name": "plugins", "hostPath": {"path": "/var/lib/kubelet/plugins",
+                                             "type": "DirectoryOrCreate"}},
+            {"name": "config", "configMap": {"name": "demo"}},
+            {"name": "secret", "secret": {"secretName": "demo"}},
+            {"name": "podinfo", "downwardAPI": {"items": [
+                {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]}},
+            {"name": "scratch", "emptyDir": {}}]), "default")
+    (node.kubelet.layout.root / "plugins" / "demo.example.com").mkdir(parents=True)
+
+    async def logged():
+        text = await log_of(client, "driver")
+        return text if "api:" in text else None
+
+    text = await eventually(logged)
+    port = node.kubelet.runtime.api_server[1]
+    assert text.splitlines() == [
+        "args: --verbose",
+        "node=node-1 pod=driver ns=default mode=fast secret=s3cret cpu=250",
+        "config: fast",
+        "secret file: s3cret",
+        'labels: app="demo"',
+        "scratch: ",
+        "registry: ",
+        "cwd: /scratch",
+        f"api: 127.0.0.1:{port}"]
+    written = node.kubelet.layout.root / "plugins" / "demo.example.com" / "written-by-pod"
+    assert written.read_text() == "hello\n"
+    assert not Path("/var/lib/kubelet/plugins/demo.example.com").exists()
+    assert not Path("/scratch").exists()
+
+
+async def test_an_unmapped_image_does_not_execute_and_the_events_say_why(client, node):
+    await client.create("v1", "pods", pod("other", [{
+        "name": "main", "image": "docker.io/library/ubuntu:22.04",
+        "command": ["sh", "-c", "echo ran"],
+        "env": [{"name": "WHO", "value": "draemu"}]}]), "default")
+    (event,) = await eventually(lambda: events_of(client, "other", "ImageNotMapped"))
+    assert event["type"] == "Warning"
+    assert event["message"] == (
+        'image "docker.io/library/ubuntu:22.04" is not in the image map (--image-map): '
+        "container main does not execute and behaves as on the fake runtime")
+    assert await eventually(lambda: ready(client, "other"))
+    assert 'declare -x WHO="draemu"' in await log_of(client, "other")
+
+
+async def test_each_pod_has_its_own_network_and_readiness_probes_reach_it(client, node):
+    probe = {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1}
+    for name in ("web-1", "web-2"):
+        await client.create("v1", "pods", pod(name, [{
+            "name": "web", "image": "registry.example/demo-server:v1",
+            "ports": [{"containerPort": 8080}], "readinessProbe": probe}]), "default")
+    for name in ("web-1", "web-2"):
+        ok = await eventually(lambda n=name: ready(client, n))
+        assert ok["status"]["containerStatuses"][0]["restartCount"] == 0
+
+
+async def test_the_apiserver_is_reachable_inside_the_pods_network(client, node):
+    script = ("import os, socket, ssl; ctx = ssl._create_unverified_context(); "
+              "s = ctx.wrap_socket(socket.create_connection((os.environ['KUBERNETES_SERVICE_HOST'],"
+              " int(os.environ['KUBERNETES_SERVICE_PORT'])))); "
+              "s.sendall(b'GET /livez HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n'); "
+              "print(s.recv(100).split(b'\\r\\n')[0].decode())")
+    await client.create("v1", "pods", pod("caller", [{
+        "name": "main", "image": "registry.example/host",
+        "command": ["python3", "-c", script]}], restartPolicy="Never"), "default")
+
+    async def answered():
+        text = await log_of(client, "caller")
+        return text if text else None
+
+    assert (await eventually(answered)).startswith("HTTP/1.1 ")
+
+
+async def test_a_failing_liveness_probe_restarts_the_container_and_keeps_its_last_log(
+        client, node, tmp_path):
+    marker = tmp_path / "alive"
+    await client.create("v1", "pods", pod("flaky", [{
+        "name": "main", "image": "registry.example/host",
+        "command": ["sh", "-c", "echo run $(date +%N); exec sleep 600"],
+        "livenessProbe": {"exec": {"command": ["test", "-e", str(marker)]},
+                          "initialDelaySeconds": 1, "periodSeconds": 1,
+                          "failureThreshold": 1}}]), "default")
+
+    async def restarted():
+        obj = await client.get("v1", "pods", "flaky", "default")
+        statuses = obj["status"].get("containerStatuses") or []
+        return statuses[0] if statuses and statuses[0]["restartCount"] >= 1 else None
+
+    status = await eventually(restarted)
+    assert status["lastState"]["terminated"]["exitCode"] == 143  # SIGTERM
+    (event, *_) = await eventually(lambda: events_of(client, "flaky", "Unhealthy"))
+    assert event["message"].startswith("Liveness probe failed: command ['test', '-e',")
+    killing = await events_of(client, "flaky", "Killing")
+    assert any(e["message"] == "Container main failed liveness probe, will be restarted"
+               for e in killing)
+    assert (await log_of(client, "flaky", previous="true")).startswith("run ")
+
+
+async def test_a_command_missing_from_the_image_is_a_start_error(client, node):
+    await client.create("v1", "pods", pod("broken", [{
+        "name": "main", "image": "registry.example/host",
+        "command": ["no-such-program-here"]}], restartPolicy="Never"), "default")
+
+    async def failed():
+        obj = await client.get("v1", "pods", "broken", "default")
+        return obj if obj["status"].get("phase") == "Failed" else None
+
+    obj = await eventually(failed)
+    term = obj["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert (term["exitCode"], term["reason"]) == (128, "StartError")
+    assert term["message"] == 'exec "no-such-program-here": No such file or directory'
+
+
+async def test_unsupported_volumes_and_host_ports_taken_are_pod_events(client, node):
+    await client.create("v1", "pods", pod("claims", [{
+        "name": "main", "image": "registry.example/host", "command": ["true"]}],
+        volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]),
+        "default")
+    (event, *_) = await eventually(lambda: events_of(client, "claims", "FailedMount"))
+    assert event["message"] == (
+        'volume "data": persistentVolumeClaim volumes are not supported by the process '
+        "runtime (supported: hostPath, emptyDir, configMap, secret, downwardAPI, projected)")
+
+    import socket
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        await client.create("v1", "pods", pod("hostnet", [{
+            "name": "main", "image": "registry.example/host", "command": ["true"],
+            "ports": [{"containerPort": port}]}], hostNetwork=True), "default")
+        (event, *_) = await eventually(lambda: events_of(client, "hostnet", "Failed"))
+    assert event["message"] == (
+        f"Error: host port(s) {port}/TCP of container main already in use on this machine "
+        "(hostNetwork pods of every emulated node share its ports)")
+
+
+def test_without_root_the_runtime_refuses_to_start():
+    # The launcher needs only the standard library: any Python the user may run does.
+    folder = Path(tempfile.mkdtemp())
+    launcher = folder / "launch.py"
+    shutil.copy(LAUNCHER, launcher)
+    folder.chmod(0o755)
+    launcher.chmod(0o644)
+    python = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3")
+                   if os.access(p, os.X_OK)), None)
+    if python is None:
+        pytest.skip("no system Python that another user may run")
+    result = subprocess.run([python, "-I", "-S", str(launcher)], input=b'{"mode": "check"}',
+                            capture_output=True, user=65534, check=False)
+    shutil.rmtree(folder)
+    assert result.returncode == 127
+    assert result.stderr.decode() == (
+        "draemu-launch: the process runtime runs containers in their own mount and network "
+        "namespaces and needs root (running as uid 65534)\n")
