@@ -14,6 +14,7 @@ import asyncio
 import ipaddress
 import time
 from pathlib import Path
+from typing import Any
 
 from draemu.api.types import Obj
 from draemu.client import ApiError, Client, Informer, WorkQueue, key_of
@@ -32,6 +33,7 @@ from draemu.kubelet.podstatus import (
 )
 from draemu.kubelet.probes import ContainerProber, ProbeRunner
 from draemu.kubelet.runtime.base import Container, ContainerConfig, Runtime, RuntimeError_
+from draemu.kubelet.runtime.netns import dial as netns_dial
 from draemu.kubelet.security import host_port_conflicts, unenforced_settings
 from draemu.kubelet.volumes import VolumeError, VolumeManager, container_mounts
 from draemu.log import get_logger
@@ -347,7 +349,6 @@ class PodWorkers:
             runtime.netns(pod["metadata"]["uid"])
 
         async def dial(host: str, port: int, timeout: float) -> Any:
-            from draemu.kubelet.runtime.netns import dial as netns_dial
             return await netns_dial(netns, host, port, timeout)
 
         async def run(argv: list[str], timeout: float) -> tuple[int, bytes]:

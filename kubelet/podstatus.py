@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import Any
 
 from draemu.api.meta import time_now
 from draemu.api.types import Obj
