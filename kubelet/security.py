@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import socket
 
+from draemu.api.types import Obj
+
 # Settings that narrow what the container may do; none is enforced here.
 _RESTRICTIONS = {
     "capabilities": lambda v: bool(v.get("drop") or v.get("add")),
