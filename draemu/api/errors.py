@@ -134,6 +134,10 @@ def invalid(path: Path | str, value: Any, detail: str = "") -> FieldError:
     return FieldError("Invalid", _path(path), value, detail)
 
 
+def invalid_no_value(path: Path | str, detail: str) -> FieldError:
+    return FieldError("Invalid", _path(path), None, detail, show_value=False)
+
+
 def not_supported(path: Path | str, value: Any, supported: list[str]) -> FieldError:
     detail = ""
     if supported:

@@ -18,12 +18,14 @@ _DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + r"(\." + _DNS1123_LABEL_FMT + ")*"
 _QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _LABEL_VALUE_FMT = "(" + _QUALIFIED_NAME_FMT + ")?"
 _C_IDENTIFIER_FMT = "[A-Za-z_][A-Za-z0-9_]*"
+_DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
 
 _DNS1123_LABEL = re.compile(f"^{_DNS1123_LABEL_FMT}$")
 _DNS1123_SUBDOMAIN = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}$")
 _QUALIFIED_NAME = re.compile(f"^{_QUALIFIED_NAME_FMT}$")
 _LABEL_VALUE = re.compile(f"^{_LABEL_VALUE_FMT}$")
 _C_IDENTIFIER = re.compile(f"^{_C_IDENTIFIER_FMT}$")
+_DNS1035_LABEL = re.compile(f"^{_DNS1035_LABEL_FMT}$")
 
 
 def regex_error(msg: str, fmt: str, *examples: str) -> str:
@@ -66,6 +68,18 @@ def is_dns1123_subdomain(value: str) -> list[str]:
             "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
             "'-' or '.', and must start and end with an alphanumeric character",
             _DNS1123_SUBDOMAIN_FMT, "example.com"))
+    return errs
+
+
+def is_dns1035_label(value: str) -> list[str]:
+    errs = []
+    if len(value) > DNS1123_LABEL_MAX:
+        errs.append(max_len_error(DNS1123_LABEL_MAX))
+    if not _DNS1035_LABEL.match(value):
+        errs.append(regex_error(
+            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
+            "with an alphabetic character, and end with an alphanumeric character",
+            _DNS1035_LABEL_FMT, "my-name", "abc-123"))
     return errs
 
 
