@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from draemu.client import Client, SharedInformers
 from draemu.controllers.base import Controller, ControllerContext
+from draemu.controllers.cronjob import CronJobController
 from draemu.controllers.daemonset import DaemonSetController
 from draemu.controllers.deployment import DeploymentController
 from draemu.controllers.devicetainteviction import DeviceTaintEvictionController
 from draemu.controllers.discovery import served
+from draemu.controllers.disruption import DisruptionController
+from draemu.controllers.endpoints import EndpointsController, EndpointSliceController
 from draemu.controllers.garbagecollector import GarbageCollector
 from draemu.controllers.job import JobController
 from draemu.controllers.namespace import NamespaceController
@@ -19,8 +22,10 @@ from draemu.controllers.nodelifecycle import NodeLifecycleController
 from draemu.controllers.replicaset import ReplicaSetController
 from draemu.controllers.resourceclaim import ResourceClaimController
 from draemu.controllers.resourcepoolstatus import ResourcePoolStatusController
+from draemu.controllers.resourcequota import ResourceQuotaController
 from draemu.controllers.serviceaccount import RootCACertPublisher, ServiceAccountController
 from draemu.controllers.statefulset import StatefulSetController
+from draemu.controllers.ttlafterfinished import TTLAfterFinishedController
 from draemu.features import FeatureGates
 from draemu.log import get_logger
 
@@ -35,6 +40,12 @@ SIMPLE: dict[str, type[Controller]] = {
     "deployment": DeploymentController,
     "daemonset": DaemonSetController,
     "statefulset": StatefulSetController,
+    "cronjob": CronJobController,
+    "endpoints": EndpointsController,
+    "endpointslice": EndpointSliceController,
+    "resourcequota": ResourceQuotaController,
+    "disruption": DisruptionController,
+    "ttl-after-finished": TTLAfterFinishedController,
     "resourcepoolstatus": ResourcePoolStatusController,
     "serviceaccount": ServiceAccountController,
     "root-ca-cert-publisher": RootCACertPublisher,

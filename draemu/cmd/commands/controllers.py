@@ -14,8 +14,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--controllers", default="", metavar="A,B",
                         help="controllers to run (default: all): resourceclaim, "
                         "device-taint-eviction, node-lifecycle, job, replicaset, deployment, "
-                        "daemonset, statefulset, garbagecollector, namespace, "
-                        "resourcepoolstatus, serviceaccount, root-ca-cert-publisher")
+                        "daemonset, statefulset, cronjob, endpoints, endpointslice, "
+                        "resourcequota, disruption, ttl-after-finished, garbagecollector, "
+                        "namespace, resourcepoolstatus, serviceaccount, root-ca-cert-publisher")
     parser.add_argument("--feature-gates", default="", metavar="A=true,B=false",
                         help="feature gates, as kube-controller-manager takes them")
 
