@@ -16,6 +16,7 @@ import shutil
 import ssl
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,11 +30,12 @@ from draemu.apiserver.app import API
 from draemu.apiserver.auth import Authenticator, DefaultAuthorizer, UnionAuthorizer, load_token_file
 from draemu.apiserver.bootstrap import ensure_system_namespaces
 from draemu.apiserver.kubeletclient import KubeletClient
+from draemu.apiserver.metrics import Labels
 from draemu.apiserver.nodeauthz import NodeAuthorizer
 from draemu.apiserver.registry import discover
 from draemu.apiserver.resources import ResourceTable
 from draemu.apiserver.storage import Storage
-from draemu.apiserver.subresources import LogProviders
+from draemu.apiserver.subresources import LogProvider, LogProviders
 from draemu.apiserver.watchcache import WatchCache
 from draemu.client import Client
 from draemu.features import FeatureGates
@@ -150,6 +152,22 @@ class APIServer:
         return Client("http://localhost", token=token, user_agent=user_agent,
                       unix_socket=self.loopback_path,
                       ca_pem=self.pki.ca.cert_pem if self.pki is not None else None)
+
+    # Components in this process -----------------------------------------------------------------
+    def register_log_provider(self, node: str, provider: LogProvider) -> None:
+        """Serve `pods/log` of the pods on `node` from `provider` (a kubelet in this
+        process) instead of calling the node's kubelet over the network."""
+        self.log_providers.register(node, provider)
+
+    def unregister_log_provider(self, node: str) -> None:
+        self.log_providers.unregister(node)
+
+    def add_gauge(self, name: str, collect: Callable[[], dict[Labels, float]]) -> None:
+        """Serve one more gauge on /metrics: `collect()` gives its value per label set
+        (a component in this process shows its own figures there)."""
+        if self.api is None:
+            raise RuntimeError("the apiserver is not started")
+        self.api.metrics.gauges[name] = collect
 
     # Lifecycle ---------------------------------------------------------------------------------
     async def start(self) -> None:

@@ -110,8 +110,7 @@ class Cluster:
             # In one process, the apiserver's /metrics also shows the controllers'.
             manager = self.controllers
             for name in manager.metrics():
-                self.apiserver.api.metrics.gauges[name] = (
-                    lambda n=name: manager.metrics().get(n, {}))
+                self.apiserver.add_gauge(name, lambda n=name: manager.metrics().get(n, {}))
         if o.scheduler:
             from draemu.scheduler import Scheduler
 

@@ -16,7 +16,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from draemu.api.nodelabels import kubelet_may_set_label
 from draemu.client import ApiError, Client
@@ -28,6 +28,9 @@ from draemu.kubelet.kubelet import Kubelet, KubeletOptions
 from draemu.kubelet.runtime import ImageMap
 from draemu.log import get_logger
 
+if TYPE_CHECKING:
+    from draemu.apiserver.server import APIServer
+
 log = get_logger("nodes")
 
 
@@ -38,7 +41,7 @@ class Node:
     client: Client
     kubeconfig: Path
     drivers: list[KubeletPlugin] = field(default_factory=list)
-    server: Any = None
+    server: APIServer | None = None
     stopped: bool = False
 
     async def stop(self) -> None:
@@ -50,7 +53,7 @@ class Node:
             await plugin.stop()
         await self.kubelet.stop()
         if self.server is not None:
-            self.server.log_providers.unregister(self.name)
+            self.server.unregister_log_provider(self.name)
         await self.client.close()
 
     @property
@@ -92,7 +95,7 @@ class NodesHandle:
         await asyncio.gather(*(n.stop() for n in self.nodes.values()))
 
 
-def node_kubeconfig(server: Any, data_dir: Path, name: str) -> Path:
+def node_kubeconfig(server: APIServer, data_dir: Path, name: str) -> Path:
     """Write `<data_dir>/nodes/<name>/kubeconfig` with the node's credentials."""
     path = Path(data_dir) / "nodes" / name / "kubeconfig"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -112,7 +115,7 @@ async def ensure_device_classes(client: Client, preset: Preset) -> None:
 
 async def start_node(spec: NodeSpec, *, kubeconfig: Path, data_dir: Path,
                      runtime: str = "fake", feature_gates: FeatureGates | None = None,
-                     server: Any = None, slice_wipe_delay: float | None = None,
+                     server: APIServer | None = None, slice_wipe_delay: float | None = None,
                      crash_loop_backoff: float | None = None, index: int | None = None,
                      image_map: ImageMap | None = None) -> Node:
     """Start one node's kubelet and built-in drivers. `index` (the node's place in its
@@ -146,7 +149,7 @@ async def start_node(spec: NodeSpec, *, kubeconfig: Path, data_dir: Path,
     try:
         await kubelet.start()
         if server is not None:
-            server.log_providers.register(spec.name, kubelet.log_provider)
+            server.register_log_provider(spec.name, kubelet.log_provider)
         if admin_labels:
             async with server.loopback_client("draemu") as admin:
                 await admin.patch("v1", "nodes", spec.name,
@@ -165,7 +168,8 @@ async def start_node(spec: NodeSpec, *, kubeconfig: Path, data_dir: Path,
     return node
 
 
-async def start_nodes(preset: str | Path | Preset, *, data_dir: Path, server: Any = None,
+async def start_nodes(preset: str | Path | Preset, *, data_dir: Path,
+                      server: APIServer | None = None,
                       kubeconfig: str | Path | None = None, runtime: str = "fake",
                       nodes: int | None = None, feature_gates: FeatureGates | None = None,
                       wait: bool = True, image_map: ImageMap | None = None) -> NodesHandle:

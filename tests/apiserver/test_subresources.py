@@ -102,7 +102,7 @@ class _Provider:
 async def test_pod_log_streams_from_the_nodes_provider(client: Client,
                                                       apiserver: APIServer) -> None:
     provider = _Provider()
-    apiserver.log_providers.register("n1", provider)
+    apiserver.register_log_provider("n1", provider)
     await client.post(PODS, pod("l2", node="n1"))
     reply = await client.get(f"{PODS}/l2/log?tailLines=5")
     assert reply.status == 200
@@ -112,7 +112,7 @@ async def test_pod_log_streams_from_the_nodes_provider(client: Client,
 
 async def test_pod_log_for_an_unknown_container_is_400(client: Client,
                                                       apiserver: APIServer) -> None:
-    apiserver.log_providers.register("n1", _Provider())
+    apiserver.register_log_provider("n1", _Provider())
     await client.post(PODS, pod("l3", node="n1"))
     reply = await client.get(f"{PODS}/l3/log?container=nope")
     assert reply.status == 400

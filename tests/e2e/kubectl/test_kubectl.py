@@ -278,7 +278,7 @@ def test_logs_come_from_the_nodes_log_provider(k: Kubectl, module_apiserver: API
                           ) -> AsyncIterator[bytes]:
             yield f"hello from {pod}/{options.container}\n".encode()
 
-    module_apiserver.log_providers.register("log-node", Provider())
+    module_apiserver.register_log_provider("log-node", Provider())
     pod = yaml.safe_load(POD.format(name="talker"))
     pod["spec"]["nodeName"] = "log-node"
     k("create", "-f", write(tmp_path, "pod.json", json.dumps(pod)))
