@@ -17,7 +17,7 @@ from draemu.kubelet.dra.manager import DRAManager
 from draemu.kubelet.dra.plugins import SLICE_WIPE_DELAY, DRAPluginManager, wipe_slices
 from draemu.kubelet.events import EventRecorder
 from draemu.kubelet.hostpaths import plugin_endpoint
-from draemu.kubelet.node import NodeAgent, NodeConfig, reachable_address
+from draemu.kubelet.node import DECLARABLE_FEATURES, NodeAgent, NodeConfig, reachable_address
 from draemu.kubelet.pluginwatcher import PluginWatcher
 from draemu.kubelet.podresources import PodResourcesServer, socket_path
 from draemu.kubelet.pods import PodWorkers
@@ -79,7 +79,8 @@ class Kubelet:
                                         on_health=self._health_changed,
                                         on_register=self._plugin_registered)
         self.cache = ClaimCache(self.layout.checkpoint_file)
-        self.dra = DRAManager(client, self.plugins, self.cache)
+        self.dra = DRAManager(client, self.plugins, self.cache,
+                              optional_node_operations=gates.enabled("DRAOptionalNodeOperations"))
         self.cdi = CDIRegistry([*options.cdi_dirs, self.layout.cdi_dir])
         self.events = EventRecorder(client, options.node_name)
         self.watcher = PluginWatcher(self.layout.registry_dir, {reg.DRA_PLUGIN: self.plugins},
@@ -104,7 +105,9 @@ class Kubelet:
         self.layout.create()
         self.cache.load()
         cfg = NodeConfig(o.node_name, labels=o.labels, taints=o.taints,
-                         internal_ip=o.internal_ip, pod_cidr=o.pod_cidr)
+                         internal_ip=o.internal_ip, pod_cidr=o.pod_cidr,
+                         declared_features=[f for f in DECLARABLE_FEATURES
+                                            if o.feature_gates.enabled(f)])
         if self.server is not None:
             await self.server.start()
             cfg.internal_ip = reachable_address(o.address)

@@ -47,6 +47,9 @@ class NodeConfig:
     internal_ip: str = ""
     pod_cidr: str = ""
     kubelet_port: int = 10250
+    # status.declaredFeatures (NodeDeclaredFeatures): what this kubelet supports that the
+    # scheduler must know, e.g. DRAOptionalNodeOperations.
+    declared_features: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         digest = hashlib.sha256(self.name.encode()).digest()
@@ -119,7 +122,14 @@ def node_status(cfg: NodeConfig, boot_id: str, previous: dict[str, Any] | None) 
             "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": _arch(),
         },
         "images": [],
+        **({"declaredFeatures": sorted(cfg.declared_features)} if cfg.declared_features
+           else {}),
     }
+
+
+# Node features of the 1.37 registry (component-helpers/nodedeclaredfeatures) that a
+# kubelet declares when their feature gate is on.
+DECLARABLE_FEATURES = ("DRANodeAllocatableResources", "DRAOptionalNodeOperations")
 
 
 class NodeAgent:

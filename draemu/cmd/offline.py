@@ -173,11 +173,17 @@ def build_inventory(inputs: Inputs, gates: FeatureGates, features: Features | No
 
 def node_object(inputs: Inputs, name: str, labels: dict[str, str]) -> dict[str, Any]:
     merged: dict[str, str] = {}
+    declared: list[str] = []
     for n in inputs.nodes:
         if (n.get("metadata") or {}).get("name") == name:
             merged.update((n.get("metadata") or {}).get("labels") or {})
+            declared = list((n.get("status") or {}).get("declaredFeatures") or declared)
     merged.update(labels)
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": merged}}
+    node: dict[str, Any] = {"apiVersion": "v1", "kind": "Node",
+                            "metadata": {"name": name, "labels": merged}}
+    if declared:  # what the allocator checks of a node's status (DRAOptionalNodeOperations)
+        node["status"] = {"declaredFeatures": declared}
+    return node
 
 
 def run(objects: list[dict[str, Any]], node_name: str, node_labels: dict[str, str],

@@ -52,7 +52,14 @@ class ClaimInfo:
     namespace: str
     pod_uids: set[str] = field(default_factory=set)
     driver_state: dict[str, list[DeviceState]] = field(default_factory=dict)
+    # DRAOptionalNodeOperations: per driver, the node operations its results all skip
+    # ("*", "NodePrepareResources", "NodeUnprepareResources").
+    skip: dict[str, list[str]] = field(default_factory=dict)
     prepared: bool = False  # in memory only
+
+    def skips(self, driver: str, operation: str) -> bool:
+        ops = self.skip.get(driver) or []
+        return "*" in ops or operation in ops
 
     @property
     def key(self) -> str:
@@ -62,15 +69,48 @@ class ClaimInfo:
         return {"ClaimUID": self.claim_uid, "ClaimName": self.claim_name,
                 "Namespace": self.namespace,
                 "PodUIDs": {uid: {} for uid in sorted(self.pod_uids)},
-                "DriverState": {driver: {"Devices": [d.to_json() for d in devices]}
+                "DriverState": {driver: {"Devices": [d.to_json() for d in devices],
+                                         **({"skipNodeOperations": self.skip[driver]}
+                                            if self.skip.get(driver) else {})}
                                 for driver, devices in self.driver_state.items()}}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ClaimInfo:
+        states = data.get("DriverState") or {}
         return cls(data["ClaimUID"], data["ClaimName"], data["Namespace"],
                    set(data.get("PodUIDs") or {}),
                    {driver: [DeviceState.from_json(d) for d in state.get("Devices") or []]
-                    for driver, state in (data.get("DriverState") or {}).items()})
+                    for driver, state in states.items()},
+                   {driver: list(state["skipNodeOperations"])
+                    for driver, state in states.items() if state.get("skipNodeOperations")})
+
+
+def skipped_operations(results: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Per driver, the node operations every one of its results skips (upstream's
+    computeDriverStates): "*" when all skip everything, else the operations each result
+    skips by name or by "*"."""
+    totals: dict[str, int] = {}
+    counts: dict[str, dict[str, int]] = {}
+    for result in results:
+        driver = result.get("driver", "")
+        totals[driver] = totals.get(driver, 0) + 1
+        ops = result.get("skipNodeOperations") or []
+        if not ops:
+            continue
+        per = counts.setdefault(driver, {})
+        for op in ["*"] if "*" in ops else ops:
+            per[op] = per.get(op, 0) + 1
+    out: dict[str, list[str]] = {}
+    for driver, total in totals.items():
+        per = counts.get(driver, {})
+        everything = per.get("*", 0)
+        if everything == total:
+            out[driver] = ["*"]
+            continue
+        ops = sorted(op for op, n in per.items() if op != "*" and n + everything == total)
+        if ops:
+            out[driver] = ops
+    return out
 
 
 class ClaimCache:

@@ -5,7 +5,9 @@ changes nothing (claim names from the pod, claims from the API, ownership, reser
 allocation, registered drivers), then — under the cache lock — cache entries and a
 checkpoint, one NodePrepareResources call per driver with all of the pod's claims that
 still need it, and a second checkpoint once they are prepared. Unprepare is the reverse
-and only calls the drivers when the last pod using a claim is gone.
+and only calls the drivers when the last pod using a claim is gone. Drivers whose results
+all skip a node operation (DRAOptionalNodeOperations, `skipNodeOperations`) are not
+called for it.
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ import grpc
 
 from draemu.api.types import Obj
 from draemu.client import ApiError, Client
-from draemu.kubelet.dra.claiminfo import ClaimCache, ClaimInfo, DeviceState
+from draemu.kubelet.dra.claiminfo import ClaimCache, ClaimInfo, DeviceState, skipped_operations
 from draemu.kubelet.dra.plugins import DRAPluginManager
 from draemu.log import get_logger
 
 log = get_logger("kubelet.dra")
 
 CALL_TIMEOUT = 45.0
+PREPARE, UNPREPARE = "NodePrepareResources", "NodeUnprepareResources"
 
 
 class DRAError(Exception):
@@ -63,17 +66,19 @@ def _controlled_by(claim: Obj, pod: Obj) -> bool:
 
 class DRAManager:
     def __init__(self, client: Client, plugins: DRAPluginManager, cache: ClaimCache,
-                 call_timeout: float = CALL_TIMEOUT) -> None:
+                 call_timeout: float = CALL_TIMEOUT, optional_node_operations: bool = False
+                 ) -> None:
         self.client = client
         self.plugins = plugins
         self.cache = cache
         self.call_timeout = call_timeout
+        self.optional_node_operations = optional_node_operations  # DRAOptionalNodeOperations
         self.lock = asyncio.Lock()
 
     async def prepare_resources(self, pod: Obj) -> None:
         meta = pod["metadata"]
         pod_uid = meta["uid"]
-        checked: list[tuple[Obj, set[str]]] = []
+        checked: list[tuple[Obj, set[str], dict[str, list[str]]]] = []
         for _pod_claim, name, from_template in pod_claims(pod):
             if name is None:
                 continue
@@ -93,17 +98,23 @@ class DRAManager:
             allocation = status.get("allocation")
             if not allocation:
                 raise DRAError(f"claim {name}: not allocated")
-            drivers = {r["driver"] for r in (allocation.get("devices") or {}).get("results")
-                       or []}
+            results = (allocation.get("devices") or {}).get("results") or []
+            drivers = {r["driver"] for r in results}
+            skip = skipped_operations(results)
+            if skip and not self.optional_node_operations:
+                raise DRAError(f"ResourceClaim {name}: DRAOptionalNodeOperations feature gate "
+                               "is disabled on kubelet")
             for driver in sorted(drivers):
+                if any(op in ("*", PREPARE) for op in skip.get(driver, ())):
+                    continue  # a driver that prepares nothing need not be running
                 if not self.plugins.registered(driver):
                     raise DRAError(f"prepare dynamic resources: DRA driver {driver} is not "
                                    "registered")
-            checked.append((claim, drivers))
+            checked.append((claim, drivers, skip))
 
         async with self.lock:
             batches: dict[str, list[ClaimInfo]] = {}
-            for claim, drivers in checked:
+            for claim, drivers, skip in checked:
                 cm = claim["metadata"]
                 key = f"{cm['namespace']}/{cm['name']}"
                 info = self.cache.claims.get(key)
@@ -112,12 +123,13 @@ class DRAManager:
                                    f"different UID {info.claim_uid} still exists")
                 if info is None:
                     info = ClaimInfo(cm["uid"], cm["name"], cm["namespace"],
-                                     driver_state={d: [] for d in drivers})
+                                     driver_state={d: [] for d in drivers}, skip=skip)
                     self.cache.claims[key] = info
                 info.pod_uids.add(pod_uid)
                 if not info.prepared:
                     for driver in drivers:
-                        batches.setdefault(driver, []).append(info)
+                        if not info.skips(driver, PREPARE):
+                            batches.setdefault(driver, []).append(info)
             self.cache.save()
             for driver, infos in sorted(batches.items()):
                 await self._prepare_with(driver, infos)
@@ -179,8 +191,11 @@ class DRAManager:
                 if info.pod_uids - {pod_uid}:
                     info.pod_uids.discard(pod_uid)
                     continue
-                for driver in info.driver_state:
-                    batches.setdefault(driver, []).append(info)
+                for driver in list(info.driver_state):
+                    if info.skips(driver, UNPREPARE):
+                        del info.driver_state[driver]
+                    else:
+                        batches.setdefault(driver, []).append(info)
                 if not info.driver_state:
                     del self.cache.claims[info.key]
             for driver, infos in sorted(batches.items()):

@@ -46,6 +46,9 @@ Groups = frozenset[str] | None
 NO_GROUPS: frozenset[str] = frozenset({""})
 # Upstream's Filter status when the allocation ran out of time (DRASchedulerFilterTimeout).
 TIMED_OUT = "timed out trying to allocate devices"
+# The node feature (status.declaredFeatures) a kubelet that honours skipNodeOperations
+# declares.
+OPTIONAL_NODE_OPERATIONS = "DRAOptionalNodeOperations"
 
 
 
@@ -170,6 +173,7 @@ class _Search:
         meta = node.get("metadata") or {}
         self.node_name: str = meta.get("name", "")
         self.labels: dict[str, str] = dict(meta.get("labels") or {})
+        self.declared_features = set((node.get("status") or {}).get("declaredFeatures") or [])
         self.raw_claims = claims
         self.state = StateView(inv.state, extra)
         self.claims: list[ClaimState] = []
@@ -367,6 +371,12 @@ class _Search:
         per-device node checks), else why not. CEL errors are fatal."""
         if device.binding_conditions and not self.features.binding_conditions:
             return "has binding conditions, but DRADeviceBindingConditions is disabled"
+        if device.slice.skip_node_operations:
+            if not self.features.optional_node_operations:
+                return "its slice skips node operations, but DRAOptionalNodeOperations is disabled"
+            if OPTIONAL_NODE_OPERATIONS not in self.declared_features:
+                return (f"its slice skips node operations, but node {self.node_name} does not "
+                        f"declare the {OPTIONAL_NODE_OPERATIONS} feature")
         for i, expression in enumerate(spec.class_selectors):
             if not self._verdict(expression, device, f"class {spec.class_name}", i):
                 return f"class {spec.class_name} selector #{i} is false: {one_line(expression)}"

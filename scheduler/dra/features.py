@@ -19,6 +19,7 @@ class Features:
     list_type_attributes: bool = False
     derived_attributes: bool = False
     compatibility_groups: bool = False
+    optional_node_operations: bool = False
 
     @classmethod
     def from_gates(cls, gates: FeatureGates | None) -> Features:
@@ -35,4 +36,5 @@ class Features:
             list_type_attributes=g.enabled("DRAListTypeAttributes"),
             derived_attributes=g.enabled("DRADerivedAttributes"),
             compatibility_groups=g.enabled("DRADeviceCompatibilityGroups"),
+            optional_node_operations=g.enabled("DRAOptionalNodeOperations"),
         )

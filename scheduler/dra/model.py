@@ -103,6 +103,7 @@ class Slice:
     order: int  # arrival order, for stable sorting of equal names
     has_binding_conditions: bool
     uses_compatibility_groups: bool = False
+    skip_node_operations: list[str] = field(default_factory=list)
 
     @property
     def pool_id(self) -> tuple[str, str]:
@@ -133,6 +134,7 @@ def build_slice(obj: dict[str, Any], order: int) -> Slice:
         devices=[],
         order=order,
         has_binding_conditions=False,
+        skip_node_operations=list(spec.get("skipNodeOperations") or []),
     )
     for raw in spec.get("devices") or []:
         device = Device(

@@ -19,6 +19,8 @@ def build_result(claim: ClaimState, node_name: str) -> dict[str, Any]:
             r["adminAccess"] = True
         if spec.tolerations:
             r["tolerations"] = spec.tolerations
+        if device.slice.skip_node_operations:
+            r["skipNodeOperations"] = list(device.slice.skip_node_operations)
         if device.binding_conditions:
             r["bindingConditions"] = list(device.binding_conditions)
             r["bindingFailureConditions"] = list(device.binding_failure_conditions)

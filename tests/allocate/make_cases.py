@@ -1588,6 +1588,30 @@ CASES += [
 ]
 
 
+# DRAOptionalNodeOperations (1.37) -------------------------------------------------------
+
+def skipping(slice_: dict[str, Any], *operations: str) -> dict[str, Any]:
+    slice_["spec"]["skipNodeOperations"] = list(operations)
+    return slice_
+
+
+def declaring(node_: dict[str, Any], *features: str) -> dict[str, Any]:
+    node_["status"] = {"declaredFeatures": list(features)}
+    return node_
+
+
+CASES += [
+    case("optional-node-operations", features=("OptionalNodeOperations",),
+         claims=[simple_claim(C0, R0, CLASS_A)], classes=[CA],
+         slices=[skipping(one_device_slice(S1, N1, P1, DRIVER_A), "*")],
+         node_=declaring(node(N1, "region-1"), "DRAOptionalNodeOperations"),
+         expect=[allocation(LOCAL1, result(R0, DRIVER_A, P1, D1, skipNodeOperations=["*"]))]),
+    case("optional-node-operations-missing-feature", features=("OptionalNodeOperations",),
+         claims=[simple_claim(C0, R0, CLASS_A)], classes=[CA],
+         slices=[skipping(one_device_slice(S1, N1, P1, DRIVER_A), "*")]),
+]
+
+
 def main() -> None:
     out = Path(__file__).parent / "cases"
     out.mkdir(exist_ok=True)

@@ -21,7 +21,8 @@ _FLAGS = {"AdminAccess": "admin_access", "PrioritizedList": "prioritized_list",
           "PartitionableDevices": "partitionable_devices", "DeviceTaints": "device_taints",
           "DeviceBindingAndStatus": "binding_conditions",
           "ConsumableCapacity": "consumable_capacity", "ListTypeAttributes": "list_type_attributes",
-          "DerivedAttributes": "derived_attributes", "CompatibilityGroups": "compatibility_groups"}
+          "DerivedAttributes": "derived_attributes", "CompatibilityGroups": "compatibility_groups",
+          "OptionalNodeOperations": "optional_node_operations"}
 
 
 def features_of(names: list[str]) -> Features:
@@ -50,7 +51,8 @@ def _normal_result(r: dict[str, Any]) -> tuple:
     return (r["request"], r["driver"], r["pool"], r["device"], bool(r.get("adminAccess")),
             repr(r.get("tolerations")), repr(r.get("bindingConditions")),
             repr(r.get("bindingFailureConditions")), share is not None,
-            repr(sorted((r.get("consumedCapacity") or {}).items())))
+            repr(sorted((r.get("consumedCapacity") or {}).items())),
+            repr(r.get("skipNodeOperations")))
 
 
 def normal(allocation: dict[str, Any]) -> dict[str, Any]:

@@ -69,14 +69,15 @@ async def setup(tmp_path):
     plugins = DRAPluginManager(ClaimsAPI(), "node-1", wipe_delay=3600)
     fakes = []
 
-    async def make(version=dra.V1, claims=()):
+    async def make(version=dra.V1, claims=(), optional_node_operations=False):
         plugin = FakePlugin(version)
         path = str(tmp_path / f"dra-{len(fakes)}.sock")
         await plugin.start(path)
         fakes.append(plugin)
         await plugins.register("gpu.example.com", path, [version.registration_name])
         api = ClaimsAPI(list(claims))
-        manager = DRAManager(api, plugins, ClaimCache(tmp_path / "dra_manager_state"))
+        manager = DRAManager(api, plugins, ClaimCache(tmp_path / "dra_manager_state"),
+                             optional_node_operations=optional_node_operations)
         return plugin, manager
 
     yield make
@@ -280,3 +281,57 @@ async def test_a_plugin_not_serving_its_first_version_gets_the_next_one(tmp_path
     finally:
         await plugins.stop()
         await beta_only.stop()
+
+
+# DRAOptionalNodeOperations --------------------------------------------------------------
+
+def skipping(c: dict, *operations: str) -> dict:
+    for result in c["status"]["allocation"]["devices"]["results"]:
+        result["skipNodeOperations"] = list(operations)
+    return c
+
+
+async def test_devices_that_skip_node_operations_are_neither_prepared_nor_unprepared(setup):
+    plugin, manager = await setup(claims=[skipping(claim("a", "uid-a"), "*")],
+                                  optional_node_operations=True)
+    await manager.prepare_resources(pod(("x", "a")))
+    assert plugin.prepare_requests == []
+    assert manager.cache.claims["default/a"].skip == {"gpu.example.com": ["*"]}
+    await manager.unprepare_resources(POD_UID)
+    assert plugin.unprepare_requests == []
+    assert manager.cache.claims == {}
+
+
+async def test_skipping_only_unprepare_still_prepares(setup):
+    plugin, manager = await setup(claims=[skipping(claim("a", "uid-a"),
+                                                   "NodeUnprepareResources")],
+                                  optional_node_operations=True)
+    await manager.prepare_resources(pod(("x", "a")))
+    assert len(plugin.prepare_requests) == 1
+    await manager.unprepare_resources(POD_UID)
+    assert plugin.unprepare_requests == []
+
+
+async def test_an_operation_is_skipped_only_if_every_device_of_the_driver_skips_it(setup):
+    c = claim("a", "uid-a", devices=("gpu-0", "gpu-1"))
+    c["status"]["allocation"]["devices"]["results"][0]["skipNodeOperations"] = ["*"]
+    plugin, manager = await setup(claims=[c], optional_node_operations=True)
+    await manager.prepare_resources(pod(("x", "a")))
+    assert len(plugin.prepare_requests) == 1
+
+
+async def test_skipped_operations_survive_a_restart(setup, tmp_path):
+    _plugin, manager = await setup(claims=[skipping(claim("a", "uid-a"),
+                                                    "NodePrepareResources")],
+                                   optional_node_operations=True)
+    await manager.prepare_resources(pod(("x", "a")))
+    restored = ClaimCache(tmp_path / "dra_manager_state")
+    restored.load()
+    assert restored.claims["default/a"].skip == {"gpu.example.com": ["NodePrepareResources"]}
+
+
+async def test_a_kubelet_without_the_gate_refuses_claims_that_skip(setup):
+    _plugin, manager = await setup(claims=[skipping(claim("a", "uid-a"), "*")])
+    with pytest.raises(DRAError, match="^ResourceClaim a: DRAOptionalNodeOperations feature "
+                                       "gate is disabled on kubelet$"):
+        await manager.prepare_resources(pod(("x", "a")))

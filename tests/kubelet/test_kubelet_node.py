@@ -6,7 +6,7 @@ import pytest
 from kubelet_e2e import eventually
 
 from draemu.client import Client
-from draemu.kubelet.node import NodeAgent, NodeConfig
+from draemu.kubelet.node import NodeAgent, NodeConfig, node_status
 
 
 @pytest.fixture
@@ -60,3 +60,10 @@ async def test_a_deleted_node_registers_again(agent):
 
     await eventually(back)
     assert await ready_status(client) == "True"
+
+
+def test_the_node_declares_the_features_the_scheduler_must_know() -> None:
+    plain = node_status(NodeConfig("n"), "boot", None)
+    assert "declaredFeatures" not in plain
+    cfg = NodeConfig("n", declared_features=["DRAOptionalNodeOperations"])
+    assert node_status(cfg, "boot", None)["declaredFeatures"] == ["DRAOptionalNodeOperations"]
