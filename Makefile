@@ -44,6 +44,8 @@ test: $(TEST_STAMP)
 	@if command -v go >/dev/null || [ -x /usr/local/go/bin/go ]; then \
 		echo "building the Go test programs (cached under $${DRAEMU_GO_CACHE:-.cache/go})"; \
 		bash tests/e2e/go/build.sh; \
+		echo "building helm (cached beside them)"; \
+		bash tests/e2e/helm/build.sh; \
 	else echo "warning: Go not found; the Go client tests are skipped (fail under CI=true)"; fi
 	DRAEMU_KUBECTL=$$( [ -x $(KUBECTL_135) ] && echo $(abspath $(KUBECTL_135)) ) $(PY) -m pytest $(PYTEST_ARGS)
 

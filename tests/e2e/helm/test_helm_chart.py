@@ -1,0 +1,204 @@
+"""A driver's Helm chart on draemu: the upstream dra-example-driver chart (the module
+version tests/e2e/go/exampledriver pins), rendered by a real helm (tests/e2e/helm/
+build.sh), its kubelet plugin pods run on `draemu up --preset empty --nodes 2 --runtime
+process` with the chart's image mapped to the plugin binary tests/e2e/go/build.sh built.
+The upstream demo pods (`demo/examples`, image ubuntu:22.04 mapped to this machine's own
+file system) then get GPUs and print their environment."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from draemu.cmd.testing.process import RunningDraemu, draemu_up
+
+HERE = Path(__file__).parent
+REPO = HERE.parents[2]
+GO_DIR = REPO / "tests" / "e2e" / "go"
+GO_CACHE = Path(os.environ.get("DRAEMU_GO_CACHE") or REPO / ".cache" / "go")
+BIN = GO_CACHE / "bin"
+CHART_IMAGE = "registry.k8s.io/dra-example-driver/dra-example-driver"
+NAMESPACE = "dra-example-driver"
+RELEASE = "dra-example-driver"
+DRIVER = "gpu.example.com"
+NODES = ("node-1", "node-2")
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900),
+              pytest.mark.skipif(os.geteuid() != 0, reason="the process runtime needs root")]
+
+
+def example_driver_version() -> str:
+    text = (GO_DIR / "exampledriver" / "go.mod").read_text()
+    match = re.search(r"^\s*sigs\.k8s\.io/dra-example-driver (v\S+)", text, re.MULTILINE)
+    assert match, "exampledriver/go.mod pins no sigs.k8s.io/dra-example-driver version"
+    return match.group(1)
+
+
+def module_dir() -> Path:
+    return GO_CACHE / "mod" / "sigs.k8s.io" / f"dra-example-driver@{example_driver_version()}"
+
+
+@pytest.fixture(scope="module")
+def go_bin() -> Path:
+    if shutil.which("go") is None and not Path("/usr/local/go/bin/go").exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail("Go is required under CI=true: no `go` on PATH")
+        pytest.skip("Go is not installed (needed to build helm and the example driver)")
+    for script in (GO_DIR / "build.sh", HERE / "build.sh"):
+        result = subprocess.run(["bash", str(script)], capture_output=True, text=True,
+                                timeout=850, check=False)
+        if result.returncode != 0:
+            pytest.fail(f"{script} failed:\n{result.stdout}\n{result.stderr}")
+    return BIN
+
+
+@pytest.fixture(scope="module")
+def chart() -> Path:
+    path = module_dir() / "deployments" / "helm" / "dra-example-driver"
+    assert (path / "Chart.yaml").exists(), f"the chart is not in the module cache: {path}"
+    return path
+
+
+@pytest.fixture(scope="module")
+def cluster(go_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningDraemu]:
+    with draemu_up(tmp_path_factory.mktemp("helm"), "--preset", "empty", "--nodes", "2",
+                   "--runtime", "process",
+                   "--image-map", f"{CHART_IMAGE}={go_bin / 'dra-example-kubeletplugin'}",
+                   "--image-map", "ubuntu:22.04=/") as running:
+        yield running
+
+
+def helm(cluster: RunningDraemu, *args: str, check: bool = True
+         ) -> subprocess.CompletedProcess[str]:
+    home = cluster.kubeconfig.parent / "helm-home"
+    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "HOME": str(home),
+           "HELM_CACHE_HOME": str(home / "cache"), "HELM_CONFIG_HOME": str(home / "config"),
+           "HELM_DATA_HOME": str(home / "data")}
+    result = subprocess.run([str(BIN / "helm"), *args], env=env, capture_output=True,
+                            text=True, timeout=300, check=False)
+    if check and result.returncode != 0:
+        raise AssertionError(f"helm {' '.join(args)} exited {result.returncode}:\n"
+                             f"{result.stdout}\n{result.stderr}")
+    return result
+
+
+def get_json(cluster: RunningDraemu, *args: str) -> dict[str, Any]:
+    return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 90) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+
+
+def driver_slices(cluster: RunningDraemu) -> list[dict[str, Any]]:
+    return [s for s in get_json(cluster, "resourceslices")["items"]
+            if s["spec"]["driver"] == DRIVER]
+
+
+def pod_ready(pod: dict[str, Any]) -> bool:
+    return any(c["type"] == "Ready" and c["status"] == "True"
+               for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+@pytest.fixture(scope="module")
+def rendered(cluster: RunningDraemu, chart: Path) -> list[dict[str, Any]]:
+    """The chart as `helm template` renders it for this cluster's version."""
+    version = json.loads(cluster.kubectl("get", "--raw", "/version").stdout)
+    out = helm(cluster, "template", RELEASE, str(chart), "--namespace", NAMESPACE,
+               "--kube-version", version["gitVersion"]).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def test_the_charts_plugin_pods_run_the_local_binary_register_and_serve_demo_pods(
+        cluster: RunningDraemu, rendered: list[dict[str, Any]]) -> None:
+    """Until DaemonSets, RBAC and ServiceAccount tokens are served, the DaemonSet's pod
+    template is run as one pod per node, with the admin kubeconfig (a Secret) instead
+    of the ServiceAccount's token."""
+    by_kind = {d["kind"]: d for d in rendered}
+    daemonset = by_kind["DaemonSet"]
+    cluster.kubectl("create", "namespace", NAMESPACE)
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(
+        [by_kind["ServiceAccount"], by_kind["DeviceClass"]]))
+    cluster.kubectl("create", "secret", "generic", "admin-kubeconfig", "-n", NAMESPACE,
+                    f"--from-file=kubeconfig={cluster.kubeconfig}")
+    template = daemonset["spec"]["template"]
+    started = time.monotonic()
+    pods = []
+    for node in NODES:
+        pod = copy.deepcopy(template)
+        pod.update(apiVersion="v1", kind="Pod")
+        pod["metadata"]["name"] = f"{daemonset['metadata']['name']}-{node}"
+        pod["metadata"]["namespace"] = NAMESPACE
+        pod["spec"]["nodeName"] = node
+        plugin = pod["spec"]["containers"][0]
+        plugin["env"].append({"name": "KUBECONFIG", "value": "/etc/draemu/kubeconfig"})
+        plugin["volumeMounts"].append({"name": "admin", "mountPath": "/etc/draemu",
+                                       "readOnly": True})
+        pod["spec"]["volumes"].append({"name": "admin",
+                                       "secret": {"secretName": "admin-kubeconfig"}})
+        pods.append(pod)
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(pods))
+
+    def ready_pods() -> list[str]:
+        items = get_json(cluster, "pods", "-n", NAMESPACE)["items"]
+        names = [p["spec"]["nodeName"] for p in items if pod_ready(p)]
+        return names if len(names) == len(NODES) else []
+
+    assert sorted(wait_for("the plugin pods to be Ready", ready_pods)) == list(NODES)
+
+    def published() -> list[dict[str, Any]]:
+        slices = driver_slices(cluster)
+        return slices if len(slices) == len(NODES) else []
+
+    slices = wait_for("one ResourceSlice per node", published)
+    seconds = time.monotonic() - started
+    print(f"plugin pods created -> slices published: {seconds:.1f}s")
+    assert sorted(s["spec"]["nodeName"] for s in slices) == list(NODES)
+    assert all(len(s["spec"]["devices"]) == 8 for s in slices)
+
+    # The plugin wrote its CDI specs to /var/run/cdi, which is its node's CDI folder.
+    data = Path(cluster.kubeconfig.parent / "data" / "nodes")
+    for node in NODES:
+        assert list((data / node / "cdi").glob("k8s.gpu.example.com-*")), node
+
+    demo = module_dir() / "demo" / "examples" / "basic-resourceclaimtemplate" / \
+        "basic-resourceclaimtemplate.yaml"
+    cluster.kubectl("apply", "-f", str(demo))
+    demo_ns = "basic-resourceclaimtemplate"
+
+    def demo_running() -> list[dict[str, Any]]:
+        items = get_json(cluster, "pods", "-n", demo_ns)["items"]
+        return items if len(items) == 2 and all(pod_ready(p) for p in items) else []
+
+    wait_for("the demo pods to run", demo_running)
+    gpus = set()
+    for pod in demo_running():
+        name = pod["metadata"]["name"]
+        log = wait_for(f"{name}'s log", lambda n=name: cluster.kubectl(
+            "logs", "-n", demo_ns, n).stdout)
+        found = re.findall(r'declare -x GPU_DEVICE_\d+="(gpu-\d+)"', log)
+        assert len(found) == 1, log
+        assert "# CDI device" not in log  # bash's own `export`, not the fake runtime's
+        gpus.add((pod["spec"]["nodeName"], found[0]))
+    assert len(gpus) == 2  # each pod got a GPU of its own
+
+    cluster.kubectl("delete", "-f", str(demo), "--wait=true", timeout=120)
+    cluster.kubectl("delete", "pods", "-n", NAMESPACE, "--all", "--wait=true", timeout=120)
