@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp import web
 
 import draemu
-from draemu.api.errors import StatusError, forbidden_error, not_found_error
+from draemu.api.errors import StatusError, not_found_error
 from draemu.apiserver import (
     deletion,
     discovery,
@@ -26,7 +26,13 @@ from draemu.apiserver import (
     subresources,
     watch,
 )
-from draemu.apiserver.auth import PUBLIC_PATHS, Attributes, Authenticator, Authorizer
+from draemu.apiserver.auth import (
+    PUBLIC_PATHS,
+    Attributes,
+    Authenticator,
+    Authorizer,
+    forbidden,
+)
 from draemu.apiserver.codec import (
     decode,
     json_response,
@@ -35,6 +41,7 @@ from draemu.apiserver.codec import (
     read_body,
     status_response,
 )
+from draemu.apiserver.impersonation import Impersonator, wanted_user
 from draemu.apiserver.kubeletclient import KubeletClient
 from draemu.apiserver.metrics import Metrics
 from draemu.apiserver.requestinfo import RequestInfo, parse
@@ -144,7 +151,22 @@ class API:
                 found = ANONYMOUS
             user = found
         request[USER_KEY] = user
+        wanted = wanted_user(request.headers)
+        if wanted is not None:
+            # The request is then authorized (and answered) as the impersonated user.
+            request[USER_KEY] = Impersonator(self.authorizer).impersonate(
+                wanted, self._request_attributes(request, user))
         return await handler(request)
+
+    def _request_attributes(self, request: web.Request, user: UserInfo) -> Attributes:
+        info: RequestInfo = request[INFO_KEY]
+        if not info.resource_request:
+            return Attributes(user, info.verb, path=request.path.rstrip("/") or "/")
+        field_selector = request.query.get("fieldSelector", "")
+        return Attributes(user, info.verb, info.group, info.version, info.resource,
+                          info.subresource, info.namespace,
+                          info.name or _selected_name(info.verb, field_selector), info.path,
+                          field_selector)
 
     @web.middleware
     async def limit_in_flight(self, request: web.Request, handler: Handler
@@ -193,24 +215,8 @@ class API:
 
     def _authorize(self, attrs: Attributes, info: RequestInfo) -> None:
         decision = self.authorizer.authorize(attrs)
-        if decision.allowed:
-            return
-        user = attrs.user.name
-        if not info.resource_request:
-            raise forbidden_error(f'forbidden: User "{user}" cannot {attrs.verb} path '
-                                  f'"{attrs.path}"')
-        what = attrs.resource + (f"/{attrs.subresource}" if attrs.subresource else "")
-        qualified = f"{attrs.resource}.{attrs.group}" if attrs.group else attrs.resource
-        where = f' in the namespace "{attrs.namespace}"' if attrs.namespace else \
-            " at the cluster scope"
-        subject = f'{qualified} "{attrs.name}" is forbidden' if attrs.name else \
-            f"{qualified} is forbidden"
-        because = f": {decision.reason}" if decision.reason else ""
-        raise forbidden_error(
-            f'{subject}: User "{user}" cannot {attrs.verb} resource "{what}" in API group '
-            f'"{attrs.group}"{where}{because}',
-            {"name": attrs.name, **({"group": attrs.group} if attrs.group else {}),
-             "kind": attrs.resource})
+        if not decision.allowed:
+            raise forbidden(attrs, decision.reason)
 
     async def _node_restriction(self, request: web.Request, attrs: Attributes) -> None:
         """NodeRestriction: on create it reads the object (the handler reads it again from
@@ -298,7 +304,8 @@ class API:
                               "the server does not allow this method on the requested resource",
                               {})
         scope = Scope(request, info, resource, info.version, namespace, user,
-                      negotiate(request.headers.get("Accept")), self.gates, self.lookup)
+                      negotiate(request.headers.get("Accept")), self.gates, self.lookup,
+                      authorizer=self.authorizer)
         if (resource.group, resource.name) in reviews.RESOURCES:
             return await reviews.create(scope, self.authorizer)
         if sub == "log" and info.verb == "get":

@@ -3,8 +3,11 @@
 Identities follow kube-apiserver: a client certificate's CN is the user and its O
 entries the groups; a token file is kube's CSV (`token,user,uid,"group1,group2"`).
 Every authenticated user is also in `system:authenticated`. Nodes authenticate as
-`system:node:<name>` in `system:nodes`, which `UserInfo.node_name` recognises; the
-node authorizer (nodeauthz.py) says what they may do.
+`system:node:<name>` in `system:nodes`, which `UserInfo.node_name` recognises.
+
+Authorization is kube-apiserver's chain with `--authorization-mode=Node,RBAC`:
+system:masters first (`PrivilegedGroupAuthorizer`), then the Node authorizer
+(nodeauthz.py), then RBAC (apiserver/rbac/), joined by `UnionAuthorizer`.
 """
 
 from __future__ import annotations
@@ -15,10 +18,10 @@ import ssl
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
+from draemu.api.errors import StatusError, forbidden_error
 from draemu.identity import (
-    AUTHENTICATED,
     MASTERS,
     UserInfo,
     user_from_peercert,
@@ -104,6 +107,28 @@ class Attributes:
         return bool(self.resource)
 
 
+def forbidden(attrs: Attributes, reason: str = "") -> StatusError:
+    """The 403 of a refused request, in upstream's words (ForbiddenStatusError):
+    `<resource>.<group> "<name>" is forbidden: User "<u>" cannot <verb> resource "<res>"
+    in API group "<g>" in the namespace "<ns>"`, then `: <reason>` when there is one."""
+    user = attrs.user.name
+    because = f": {reason}" if reason else ""
+    if not attrs.resource_request:
+        return forbidden_error(f'forbidden: User "{user}" cannot {attrs.verb} path '
+                               f'"{attrs.path}"{because}')
+    what = attrs.resource + (f"/{attrs.subresource}" if attrs.subresource else "")
+    qualified = f"{attrs.resource}.{attrs.group}" if attrs.group else attrs.resource
+    where = f' in the namespace "{attrs.namespace}"' if attrs.namespace else \
+        " at the cluster scope"
+    subject = f'{qualified} "{attrs.name}" is forbidden' if attrs.name else \
+        f"{qualified} is forbidden"
+    return forbidden_error(
+        f'{subject}: User "{user}" cannot {attrs.verb} resource "{what}" in API group '
+        f'"{attrs.group}"{where}{because}',
+        {"name": attrs.name, **({"group": attrs.group} if attrs.group else {}),
+         "kind": attrs.resource})
+
+
 @dataclass(frozen=True)
 class Decision:
     allowed: bool
@@ -116,7 +141,8 @@ class Authorizer(Protocol):
 
 class UnionAuthorizer:
     """The first authorizer that allows decides; otherwise the reasons of those that
-    gave one are joined, as kube-apiserver's union authorizer does."""
+    gave one are joined, as kube-apiserver's union authorizer does. Its rules are the
+    union of its authorizers' (`rules_for`: SelfSubjectRulesReview, escalation checks)."""
 
     def __init__(self, *authorizers: Authorizer) -> None:
         self.authorizers = authorizers
@@ -131,25 +157,32 @@ class UnionAuthorizer:
                 reasons.append(decision.reason)
         return Decision(False, ", ".join(reasons))
 
+    def rules_for(self, user: UserInfo, namespace: str
+                  ) -> tuple[list[dict[str, Any]], list[str]]:
+        """(PolicyRules, resolution errors) of `user` in `namespace`."""
+        rules: list[dict[str, Any]] = []
+        errors: list[str] = []
+        for authorizer in self.authorizers:
+            resolve = getattr(authorizer, "rules_for", None)
+            if resolve is not None:
+                more, problems = resolve(user, namespace)
+                rules += more
+                errors += problems
+        return rules, errors
 
-class DefaultAuthorizer:
-    """system:masters may do anything; public paths are open to everyone; anyone
-    authenticated may review itself (SelfSubjectAccessReview / SelfSubjectReview) and
-    read discovery. Nodes get more from the node authorizer."""
 
-    _SELF_REVIEWS = frozenset({"selfsubjectaccessreviews", "selfsubjectreviews",
-                               "selfsubjectrulesreviews"})
+class PrivilegedGroupAuthorizer:
+    """system:masters may do anything (upstream's privileged-group authorizer, first in
+    the chain); everyone else is left to the Node and RBAC authorizers."""
+
+    _ALL = [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]},
+            {"verbs": ["*"], "nonResourceURLs": ["*"]}]
 
     def authorize(self, attrs: Attributes) -> Decision:
-        user = attrs.user
-        if MASTERS in user.groups:
-            return Decision(True, "system:masters")
-        if not attrs.resource_request:
-            if attrs.path in PUBLIC_PATHS:
-                return Decision(True, "public")
-            if AUTHENTICATED in user.groups and attrs.verb == "get":
-                return Decision(True, "discovery")
-        elif attrs.resource in self._SELF_REVIEWS and attrs.verb == "create" \
-                and AUTHENTICATED in user.groups:
-            return Decision(True, "self review")
+        if MASTERS in attrs.user.groups:
+            return Decision(True, "")
         return Decision(False, "")
+
+    def rules_for(self, user: UserInfo, namespace: str
+                  ) -> tuple[list[dict[str, Any]], list[str]]:
+        return ([dict(r) for r in self._ALL] if MASTERS in user.groups else []), []

@@ -1,15 +1,18 @@
-"""The virtual, create-only review kinds that `kubectl auth` uses:
-SelfSubjectAccessReview and SelfSubjectRulesReview (authorization.k8s.io/v1) are
-answered by the authorizer, SelfSubjectReview (authentication.k8s.io/v1) by the
-authenticator. Nothing is stored."""
+"""The virtual, create-only review kinds: SelfSubjectAccessReview,
+SelfSubjectRulesReview (`kubectl auth can-i [--list]`), SubjectAccessReview and
+LocalSubjectAccessReview (authorization.k8s.io/v1) are answered by the authorizer, as
+the request would be (RBAC, Node, system:masters); SelfSubjectReview
+(authentication.k8s.io/v1, `kubectl auth whoami`) by the authenticator. Nothing is
+stored."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar
 
 from aiohttp import web
 
-from draemu.api.errors import bad_request
+from draemu.api.errors import FieldError, Path, StatusError, bad_request, invalid, invalid_object
 from draemu.api.types import Obj
 from draemu.apiserver.auth import Attributes, Authorizer
 from draemu.apiserver.registry.strategy import Strategy
@@ -38,6 +41,19 @@ class SelfSubjectRulesReviewStrategy(_Review):
     resource = "selfsubjectrulesreviews"
 
 
+class SubjectAccessReviewStrategy(_Review):
+    group = "authorization.k8s.io"
+    kind = "SubjectAccessReview"
+    resource = "subjectaccessreviews"
+
+
+class LocalSubjectAccessReviewStrategy(_Review):
+    group = "authorization.k8s.io"
+    kind = "LocalSubjectAccessReview"
+    resource = "localsubjectaccessreviews"
+    namespaced = True
+
+
 class SelfSubjectReviewStrategy(_Review):
     group = "authentication.k8s.io"
     kind = "SelfSubjectReview"
@@ -45,6 +61,7 @@ class SelfSubjectReviewStrategy(_Review):
 
 
 STRATEGIES = [SelfSubjectAccessReviewStrategy(), SelfSubjectRulesReviewStrategy(),
+              SubjectAccessReviewStrategy(), LocalSubjectAccessReviewStrategy(),
               SelfSubjectReviewStrategy()]
 RESOURCES = {(s.group, s.resource) for s in STRATEGIES}
 
@@ -60,19 +77,27 @@ def _answer(scope: Scope, body: Obj, status: Obj) -> web.Response:
     return scope.respond(out, 201)
 
 
-def _access(user: UserInfo, spec: Obj, authorizer: Authorizer) -> Obj:
+def _invalid(scope: Scope, errors: list[FieldError]) -> StatusError:
+    return invalid_object(scope.resource.kind, scope.resource.group, "", errors)
+
+
+def _attributes(scope: Scope, user: UserInfo, spec: Obj) -> Attributes:
+    """The request a review asks about; 422 unless exactly one kind of attributes."""
     res = spec.get("resourceAttributes")
     non_res = spec.get("nonResourceAttributes")
-    if res:
-        attrs = Attributes(user, res.get("verb", ""), res.get("group", ""),
-                           res.get("version", ""), res.get("resource", ""),
-                           res.get("subresource", ""), res.get("namespace", ""),
-                           res.get("name", ""))
-    elif non_res:
-        attrs = Attributes(user, non_res.get("verb", ""), path=non_res.get("path", ""))
-    else:
-        return {"allowed": False, "evaluationError": "spec: Invalid value: either "
-                "resourceAttributes or nonResourceAttributes must be set"}
+    if (res is None) == (non_res is None):
+        raise _invalid(scope, [invalid(Path("spec"), non_res, "exactly one of "
+                                       "nonResourceAttributes or resourceAttributes must be "
+                                       "specified")])
+    if res is not None:
+        return Attributes(user, res.get("verb", ""), res.get("group", ""),
+                          res.get("version", "") or "*", res.get("resource", ""),
+                          res.get("subresource", ""), res.get("namespace", ""),
+                          res.get("name", ""))
+    return Attributes(user, non_res.get("verb", ""), path=non_res.get("path", ""))
+
+
+def _decide(authorizer: Authorizer, attrs: Attributes) -> Obj:
     decision = authorizer.authorize(attrs)
     status: Obj = {"allowed": decision.allowed}
     if decision.reason:
@@ -80,20 +105,54 @@ def _access(user: UserInfo, spec: Obj, authorizer: Authorizer) -> Obj:
     return status
 
 
-def _rules(user: UserInfo, authorizer: Authorizer) -> Obj:
-    everything = authorizer.authorize(Attributes(user, "*", "*", "*", "*"))
-    if everything.allowed:
-        return {"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-                "incomplete": False}
-    return {"resourceRules": [{"verbs": ["create"], "apiGroups": ["authorization.k8s.io"],
-                               "resources": ["selfsubjectaccessreviews",
-                                             "selfsubjectrulesreviews"]},
-                              {"verbs": ["create"], "apiGroups": ["authentication.k8s.io"],
-                               "resources": ["selfsubjectreviews"]}],
-            "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": [
-                "/healthz", "/livez", "/readyz", "/version", "/version/"]}],
-            "incomplete": False}
+def _subject(scope: Scope, spec: Obj) -> UserInfo:
+    """The user of a (Local)SubjectAccessReview: exactly as given (no groups added)."""
+    if not spec.get("user") and not spec.get("groups"):
+        raise _invalid(scope, [invalid(Path("spec").child("user"), spec.get("user") or "",
+                                       "at least one of user or group must be specified")])
+    extra = {k: list(v or []) for k, v in (spec.get("extra") or {}).items()}
+    return UserInfo(spec.get("user") or "", uid=spec.get("uid") or "",
+                    groups=tuple(spec.get("groups") or ()), extra=extra)
+
+
+def _local_namespace(scope: Scope, body: Obj, spec: Obj) -> None:
+    namespace = (body.get("metadata") or {}).get("namespace") or scope.namespace
+    res = spec.get("resourceAttributes")
+    errors = []
+    if res is not None and res.get("namespace", "") != namespace:
+        errors.append(invalid(Path("spec.resourceAttributes.namespace"),
+                              res.get("namespace", ""), "must match metadata.namespace"))
+    if spec.get("nonResourceAttributes") is not None:
+        errors.append(invalid(Path("spec.nonResourceAttributes"),
+                              spec["nonResourceAttributes"], "disallowed on this kind of request"))
+    if errors:
+        raise _invalid(scope, errors)
+    if namespace != scope.namespace:
+        raise bad_request(f"spec.resourceAttributes.namespace must match namespace: "
+                          f"{scope.namespace}")
+
+
+def _rules(user: UserInfo, namespace: str, authorizer: Authorizer) -> Obj:
+    rules, errors = authorizer.rules_for(user, namespace)  # type: ignore[attr-defined]
+    resource_rules, non_resource_rules = [], []
+    for rule in rules:
+        if rule.get("resources"):
+            out = {"verbs": list(rule.get("verbs") or []),
+                   "apiGroups": list(rule.get("apiGroups") or []),
+                   "resources": list(rule["resources"])}
+            if rule.get("resourceNames"):
+                out["resourceNames"] = list(rule["resourceNames"])
+            resource_rules.append(out)
+        if rule.get("nonResourceURLs"):
+            non_resource_rules.append({"verbs": list(rule.get("verbs") or []),
+                                       "nonResourceURLs": list(rule["nonResourceURLs"])})
+    status: Obj = {"resourceRules": resource_rules, "nonResourceRules": non_resource_rules,
+                   # Nodes' permissions are not rules: upstream calls their list incomplete.
+                   "incomplete": user.node_name is not None}
+    if errors:
+        status["evaluationError"] = errors[0] if len(errors) == 1 else \
+            "[" + ", ".join(errors) + "]"
+    return status
 
 
 async def create(scope: Scope, authorizer: Authorizer) -> web.Response:
@@ -101,11 +160,21 @@ async def create(scope: Scope, authorizer: Authorizer) -> web.Response:
     scope.check_type_meta(body)
     _check_types(scope, body)
     spec = body.get("spec") or {}
-    if scope.resource.name == "selfsubjectreviews":
+    name = scope.resource.name
+    if name == "selfsubjectreviews":
         return _answer(scope, body, {"userInfo": scope.user.to_json()})
-    if scope.resource.name == "selfsubjectrulesreviews":
-        return _answer(scope, body, _rules(scope.user, authorizer))
-    return _answer(scope, body, _access(scope.user, spec, authorizer))
+    if name == "selfsubjectrulesreviews":
+        namespace = spec.get("namespace") or ""
+        if not namespace:
+            raise bad_request("no namespace on request")
+        return _answer(scope, body, _rules(scope.user, namespace, authorizer))
+    if name == "selfsubjectaccessreviews":
+        return _answer(scope, body, _decide(authorizer, _attributes(scope, scope.user, spec)))
+    attrs = _attributes(scope, UserInfo(""), spec)
+    if name == "localsubjectaccessreviews":
+        _local_namespace(scope, body, spec)
+    subject = _subject(scope, spec)
+    return _answer(scope, body, _decide(authorizer, replace(attrs, user=subject)))
 
 
 def _check_types(scope: Scope, body: Obj) -> None:

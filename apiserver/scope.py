@@ -32,6 +32,8 @@ class Scope:
     gates: FeatureGates
     lookup: Callable[..., Any]
     warnings: list[str] = field(default_factory=list)
+    # The request's authorizer, for strategies that check what the user may do.
+    authorizer: Any = None
 
     @property
     def strategy(self) -> Strategy:
@@ -70,7 +72,8 @@ class Scope:
         return Context(gates=self.gates, user=self.user.name, groups=self.user.groups,
                        dry_run=dry_run,
                        subresource=self.subresource if subresource is None else subresource,
-                       lookup=self.lookup, extra={"version": self.version})
+                       lookup=self.lookup, extra={"version": self.version},
+                       user_info=self.user, authorizer=self.authorizer)
 
     def out(self, obj: Obj) -> Obj:
         """A stored object in the request's version."""

@@ -27,11 +27,18 @@ from draemu import kubeconfig, pki
 from draemu.apiserver import reviews
 from draemu.apiserver.apiextensions.serving import CRDServing
 from draemu.apiserver.app import API
-from draemu.apiserver.auth import Authenticator, DefaultAuthorizer, UnionAuthorizer, load_token_file
+from draemu.apiserver.auth import (
+    Authenticator,
+    PrivilegedGroupAuthorizer,
+    UnionAuthorizer,
+    load_token_file,
+)
 from draemu.apiserver.bootstrap import ensure_system_namespaces
 from draemu.apiserver.kubeletclient import KubeletClient
 from draemu.apiserver.metrics import Labels
 from draemu.apiserver.nodeauthz import NodeAuthorizer
+from draemu.apiserver.rbac.authorizer import RBACAuthorizer
+from draemu.apiserver.rbac.bootstrap import ensure_bootstrap_policy
 from draemu.apiserver.registry import discover
 from draemu.apiserver.resources import ResourceTable
 from draemu.apiserver.storage import Storage
@@ -207,15 +214,19 @@ class APIServer:
             ssl_context = _ssl_context(self.pki)
             kubelet_client = KubeletClient(self.pki)
         self.api = API(table, storage, opts.feature_gates, Authenticator(tokens),
-                       DefaultAuthorizer(),
+                       PrivilegedGroupAuthorizer(),
                        opts.insecure_http, f"{opts.address}:{opts.port}",
                        log_providers=self.log_providers, kubelet_client=kubelet_client,
                        max_readonly=opts.max_requests_inflight,
                        max_mutating=opts.max_mutating_requests_inflight)
-        # The node authorizer reads related objects (a pod's node...) from the watch cache.
+        # --authorization-mode=Node,RBAC behind system:masters, as kubeadm sets it up. The
+        # node and RBAC authorizers read related objects and bindings from the watch cache.
         self.api.authorizer = UnionAuthorizer(
-            NodeAuthorizer(self.api.lookup, self.api.lookup_namespace), DefaultAuthorizer())
+            PrivilegedGroupAuthorizer(),
+            NodeAuthorizer(self.api.lookup, self.api.lookup_namespace),
+            RBACAuthorizer(self.api.lookup, self.api.lookup_namespace))
         await ensure_system_namespaces(table, storage, opts.feature_gates)
+        await ensure_bootstrap_policy(table, storage, opts.feature_gates)
         self.crds = CRDServing(table, storage)
         self.crds.start()
         self._runner = web.AppRunner(self.api.build(), access_log=None,

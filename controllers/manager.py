@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from draemu.client import Client, SharedInformers
 from draemu.controllers.base import Controller, ControllerContext
+from draemu.controllers.clusterroleaggregation import ClusterRoleAggregationController
 from draemu.controllers.cronjob import CronJobController
 from draemu.controllers.daemonset import DaemonSetController
 from draemu.controllers.deployment import DeploymentController
@@ -49,6 +50,7 @@ SIMPLE: dict[str, type[Controller]] = {
     "resourcepoolstatus": ResourcePoolStatusController,
     "serviceaccount": ServiceAccountController,
     "root-ca-cert-publisher": RootCACertPublisher,
+    "clusterrole-aggregation": ClusterRoleAggregationController,
 }
 DISCOVERING = {"garbagecollector": GarbageCollector, "namespace": NamespaceController}
 ALL = [*SIMPLE, *DISCOVERING]

@@ -16,6 +16,8 @@ MASTERS = "system:masters"
 NODES = "system:nodes"
 AUTHENTICATED = "system:authenticated"
 NODE_PREFIX = "system:node:"
+SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
+SERVICE_ACCOUNTS = "system:serviceaccounts"
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,24 @@ class UserInfo:
 ANONYMOUS = UserInfo("system:anonymous", groups=("system:unauthenticated",))
 # The identity of requests on the loopback-only plain-HTTP endpoint.
 INSECURE_ADMIN = UserInfo("system:admin", groups=(MASTERS, AUTHENTICATED))
+
+
+def service_account_user(namespace: str, name: str) -> str:
+    return f"{SERVICE_ACCOUNT_PREFIX}{namespace}:{name}"
+
+
+def service_account_groups(namespace: str) -> tuple[str, ...]:
+    return (SERVICE_ACCOUNTS, f"{SERVICE_ACCOUNTS}:{namespace}", AUTHENTICATED)
+
+
+def split_service_account(username: str) -> tuple[str, str] | None:
+    """(namespace, name) of a `system:serviceaccount:<ns>:<name>` user, else None."""
+    if not username.startswith(SERVICE_ACCOUNT_PREFIX):
+        return None
+    namespace, sep, name = username[len(SERVICE_ACCOUNT_PREFIX):].partition(":")
+    if not sep or not namespace or not name or ":" in name:
+        return None
+    return namespace, name
 
 
 def with_authenticated(groups: list[str]) -> tuple[str, ...]:

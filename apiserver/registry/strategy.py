@@ -44,6 +44,12 @@ class Context:
     # Set by the apiserver: `await ctx.get(resource, group, namespace, name)` -> obj | None.
     lookup: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # The requesting user (draemu.identity.UserInfo) and the apiserver's authorizer, for
+    # strategies whose rules depend on what the user may do (RBAC's escalation checks,
+    # ResourceClaim status authorization): `authorizer.authorize(Attributes)`,
+    # `authorizer.rules_for(user, namespace)`. None outside a request.
+    user_info: Any = None
+    authorizer: Any = None
 
 
 @dataclass(frozen=True)

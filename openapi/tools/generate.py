@@ -36,6 +36,7 @@ PACKAGES = {
     "policy/v1": "io.k8s.api.policy.v1",
     "admissionregistration.k8s.io/v1": "io.k8s.api.admissionregistration.v1",
     "apiextensions.k8s.io/v1": "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1",
+    "rbac.authorization.k8s.io/v1": "io.k8s.api.rbac.v1",
     "resource.k8s.io/v1": "io.k8s.api.resource.v1",
     "resource.k8s.io/v1beta2": "io.k8s.api.resource.v1beta2",
     "resource.k8s.io/v1beta1": "io.k8s.api.resource.v1beta1",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from draemu.apiserver.auth import Attributes, DefaultAuthorizer, TokenFileError, load_token_file
+from draemu.apiserver.auth import TokenFileError, load_token_file
 from draemu.identity import UserInfo, user_from_peercert
 
 
@@ -37,11 +37,3 @@ def test_a_node_name_needs_the_nodes_group() -> None:
     assert UserInfo("system:node:n1", groups=("system:authenticated",)).node_name is None
 
 
-def test_plain_users_may_review_themselves_but_not_write() -> None:
-    bob = UserInfo("bob", groups=("system:authenticated",))
-    authz = DefaultAuthorizer()
-    assert authz.authorize(Attributes(bob, "create", "authorization.k8s.io", "v1",
-                                      "selfsubjectaccessreviews")).allowed
-    assert not authz.authorize(Attributes(bob, "create", "", "v1", "pods",
-                                          namespace="default")).allowed
-    assert authz.authorize(Attributes(bob, "get", path="/apis")).allowed
