@@ -11,7 +11,7 @@ that match DATA ship as package data of the package above them.
 
 from setuptools import find_packages, setup
 
-DATA = ["*.json", "*.yaml", "*.yml", "*.proto", "*.txt", "*.md", "kind"]
+DATA = ["*.json", "*.yaml", "*.yml", "*.proto", "*.txt", "*.md", "kind", "static/*"]
 
 # find_packages follows the links (os.walk(followlinks=True)).
 names = find_packages(include=["draemu", "draemu.*"])

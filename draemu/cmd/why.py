@@ -23,25 +23,49 @@ class PodClaims:
     missing: list[str]
 
 
-async def claims_of(client: Client, pod: dict[str, Any]) -> PodClaims:
-    ns = pod["metadata"].get("namespace", "default")
+def _claim_refs(pod: dict[str, Any]) -> list[tuple[str, str | None, str]]:
+    """(reference name, claim name or None when not created yet, template) per claim."""
     generated = {s.get("name"): s.get("resourceClaimName")
                  for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
+    return [(ref.get("name"), ref.get("resourceClaimName") or generated.get(ref.get("name")),
+             ref.get("resourceClaimTemplateName", ""))
+            for ref in (pod.get("spec") or {}).get("resourceClaims") or []]
+
+
+def _not_created(ref: str, template: str) -> str:
+    return (f"{ref}: the claim from template {template} does not exist yet (the resource "
+            "claim controller creates it)")
+
+
+async def claims_of(client: Client, pod: dict[str, Any]) -> PodClaims:
+    ns = pod["metadata"].get("namespace", "default")
     found: list[dict[str, Any]] = []
     missing: list[str] = []
-    for ref in (pod.get("spec") or {}).get("resourceClaims") or []:
-        name = ref.get("resourceClaimName") or generated.get(ref.get("name"))
+    for ref, name, template in _claim_refs(pod):
         if not name:
-            template = ref.get("resourceClaimTemplateName", "")
-            missing.append(f"{ref.get('name')}: the claim from template {template} does not "
-                           "exist yet (the resource claim controller creates it)")
+            missing.append(_not_created(ref, template))
             continue
         try:
             found.append(await client.get(V1, "resourceclaims", name, ns))
         except ApiError as e:
             if e.code != 404:
                 raise
-            missing.append(f"{ref.get('name')}: resourceclaim {ns}/{name} not found")
+            missing.append(f"{ref}: resourceclaim {ns}/{name} not found")
+    return PodClaims(found, missing)
+
+
+def claims_from(pod: dict[str, Any], claims: dict[str, dict[str, Any]]) -> PodClaims:
+    """`claims_of` from a cache of claims by `namespace/name` (an informer's)."""
+    ns = pod["metadata"].get("namespace", "default")
+    found: list[dict[str, Any]] = []
+    missing: list[str] = []
+    for ref, name, template in _claim_refs(pod):
+        if not name:
+            missing.append(_not_created(ref, template))
+        elif f"{ns}/{name}" in claims:
+            found.append(claims[f"{ns}/{name}"])
+        else:
+            missing.append(f"{ref}: resourceclaim {ns}/{name} not found")
     return PodClaims(found, missing)
 
 
@@ -61,24 +85,33 @@ class Cluster:
     slices: list[dict[str, Any]]
 
 
+def assemble(pod: dict[str, Any], pod_claims: PodClaims, classes: list[dict[str, Any]],
+             slices: list[dict[str, Any]], taint_rules: list[dict[str, Any]],
+             claims: list[dict[str, Any]], nodes: list[dict[str, Any]],
+             gates: FeatureGates | None = None) -> Cluster:
+    inv = Inventory(gates)
+    for obj in classes:
+        inv.set_class(obj)
+    for obj in slices:
+        inv.set_slice(obj)
+    for obj in taint_rules:
+        inv.set_taint_rule(obj)
+    own = {claim_key(c) for c in pod_claims.claims}
+    for obj in claims:
+        if claim_key(obj) not in own:
+            inv.set_claim(obj)
+    nodes = sorted(nodes, key=lambda n: n["metadata"]["name"])
+    return Cluster(pod, pod_claims, inv, nodes, slices)
+
+
 async def load(client: Client, namespace: str, name: str,
                gates: FeatureGates | None = None) -> Cluster:
     pod = await client.get("v1", "pods", name, namespace)
-    pod_claims = await claims_of(client, pod)
-    inv = Inventory(gates)
-    for obj in await _items(client, "deviceclasses"):
-        inv.set_class(obj)
-    slices = await _items(client, "resourceslices")
-    for obj in slices:
-        inv.set_slice(obj)
-    for obj in await _items(client, "devicetaintrules"):
-        inv.set_taint_rule(obj)
-    own = {claim_key(c) for c in pod_claims.claims}
-    for obj in await _items(client, "resourceclaims"):
-        if claim_key(obj) not in own:
-            inv.set_claim(obj)
-    nodes = sorted(await _items(client, "nodes", "v1"), key=lambda n: n["metadata"]["name"])
-    return Cluster(pod, pod_claims, inv, nodes, slices)
+    return assemble(pod, await claims_of(client, pod), await _items(client, "deviceclasses"),
+                    await _items(client, "resourceslices"),
+                    await _items(client, "devicetaintrules"),
+                    await _items(client, "resourceclaims"), await _items(client, "nodes", "v1"),
+                    gates)
 
 
 async def explain_pod(client: Client, namespace: str, name: str,
@@ -90,10 +123,13 @@ async def explain_pod(client: Client, namespace: str, name: str,
 async def why_report(client: Client, namespace: str, name: str,
                      gates: FeatureGates | None = None) -> str:
     """What `draemu why` prints: the explanation and, for a pod placed with claims, the
-    decision replayed device by device (the demo prints the same)."""
+    decision replayed device by device (the demo and the web view show the same)."""
+    return report(await load(client, namespace, name, gates))
+
+
+def report(c: Cluster) -> str:
     from draemu.cmd.decisions import decision_table
 
-    c = await load(client, namespace, name, gates)
     text = render(c.pod, c.pod_claims, c.inventory, c.nodes)
     if (c.pod.get("spec") or {}).get("nodeName") and c.pod_claims.claims:
         text += ("\n\nThe decision, replayed device by device (this pod's claims taken as "

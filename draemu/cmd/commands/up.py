@@ -4,7 +4,14 @@ their DRA drivers — in this process, until Ctrl-C."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported when used: `draemu up --help` stays quick
+    from draemu.client import Client
+    from draemu.cmd.ui.model import LiveModel
+    from draemu.cmd.ui.server import UIServer
+    from draemu.features import FeatureGates
 
 HELP = "start a whole DRA cluster (apiserver, scheduler, controllers, nodes, drivers)"
 
@@ -57,6 +64,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="serve plain HTTP without authentication (loopback only)")
     parser.add_argument("--token-auth-file", metavar="FILE",
                         help="CSV of bearer tokens: token,user,uid,\"group1,group2\"")
+    parser.add_argument("--ui-port", type=int, default=0, metavar="N",
+                        help="port of the web view (its address, with a one-time token, is "
+                        "printed in the banner); 0 picks a free one (default: 0)")
+    parser.add_argument("--no-ui", action="store_true", help="do not serve the web view")
     parser.add_argument("--no-scheduler", action="store_true", help="do not run the scheduler")
     parser.add_argument("--no-controllers", action="store_true",
                         help="do not run the controllers")
@@ -149,6 +160,7 @@ def run(args: argparse.Namespace) -> int:
 
     async def main() -> int:
         cluster = Cluster(options)
+        ui = WebView(gates, demo=args.preset == "seed") if not args.no_ui else None
         try:
             try:
                 await cluster.start()
@@ -166,6 +178,12 @@ def run(args: argparse.Namespace) -> int:
                 except ConfigError as e:
                     print(f"error: --merge-kubeconfig: {e}", file=sys.stderr)
                     return 1
+            if ui is not None:
+                try:
+                    await ui.start(cluster.kubeconfig_path, args.address, args.ui_port)
+                except OSError as e:
+                    print(f"error: cannot serve the web view: {e}", file=sys.stderr)
+                    return 1
             nodes = cluster.node_names
             print(f"draemu is ready in {cluster.timings['nodes']:.2f} s "
                   f"(API in {cluster.timings['apiserver']:.2f} s)")
@@ -175,6 +193,8 @@ def run(args: argparse.Namespace) -> int:
                   + ("  (temporary, removed at exit)" if args.in_memory else ""))
             print(f"  preset:      {args.preset} ({len(nodes)} nodes"
                   + (f": {', '.join(nodes)})" if len(nodes) <= 8 else ")"))
+            if ui is not None:
+                print(f"  web view:    {ui.url}")
             print()
             if args.merge_kubeconfig:
                 print("The 'draemu' context is now current in your kubeconfig. Try:")
@@ -191,6 +211,37 @@ def run(args: argparse.Namespace) -> int:
             print("stopping...", file=sys.stderr, flush=True)
             return 0
         finally:
+            if ui is not None:
+                await ui.stop()
             await cluster.stop()
 
     return aio.run(main())
+
+
+class WebView:
+    """The web view served beside the cluster, as an API client of it."""
+
+    def __init__(self, gates: FeatureGates, *, demo: bool) -> None:
+        self.gates = gates
+        self.demo = demo
+        self.url = ""
+        self._parts: tuple[Client, LiveModel, UIServer] | None = None
+
+    async def start(self, kubeconfig: Path, address: str, port: int) -> None:
+        from draemu.client import Client
+        from draemu.cmd.ui.model import LiveModel
+        from draemu.cmd.ui.server import UIServer
+
+        client = Client.from_kubeconfig(kubeconfig, user_agent="draemu-ui")
+        model = LiveModel(client, self.gates)
+        server = UIServer(client, model, demo=self.demo)
+        self._parts = (client, model, server)
+        await model.start()
+        self.url = await server.start(address, port)
+
+    async def stop(self) -> None:
+        if self._parts is not None:
+            client, model, server = self._parts
+            await server.stop()
+            await model.stop()
+            await client.close()

@@ -1,0 +1,224 @@
+"""The web view's HTTP server: one page, its script and style, and a small JSON API.
+
+- `GET /?token=T` checks the one-time token printed by `draemu up` / `draemu ui`, sets
+  it as an HTTP-only cookie and redirects to `/`; every other path needs that cookie
+  (or `Authorization: Bearer T`). It listens on loopback unless told otherwise.
+- `GET /api/state`: the snapshot (model.py); `GET /api/stream`: the same as
+  Server-Sent Events, one per change (coalesced over 100 ms), so the page is live.
+- `GET /api/why?namespace=NS&name=POD`: `draemu why` for one pod.
+- `POST /api/whatif` `{"manifest": "<YAML>"}`: where a claim would land, and why not
+  elsewhere. Reads only: nothing is written to the cluster.
+- `GET /api/demo`, `POST /api/demo/step`: the seed demo's scenarios one at a time
+  (only when started with the demo enabled: it applies and deletes the examples).
+
+The page is server-rendered HTML with one small script (no framework, nothing fetched
+from elsewhere at run time): it works offline and needs no build step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import secrets
+from importlib import resources
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from draemu.api import jsonfast
+from draemu.client import ApiError, Client
+from draemu.cmd.ui.model import LiveModel, wait_for_change
+
+COOKIE = "draemu-ui"
+STATIC = {"app.js": "text/javascript", "app.css": "text/css"}
+COALESCE = 0.1  # seconds: changes closer than this reach the page as one update
+
+
+def _static(name: str) -> str:
+    return resources.files("draemu.cmd.ui").joinpath("static", name).read_text()
+
+
+class UIServer:
+    def __init__(self, client: Client, model: LiveModel, *, demo: bool = False,
+                 token: str | None = None) -> None:
+        self.client = client
+        self.model = model
+        self.token = token or secrets.token_urlsafe(18)
+        self.demo = SeedSteps(client) if demo else None
+        self.app = web.Application(middlewares=[self._auth])
+        self.app.add_routes([
+            web.get("/", self.page), web.get("/static/{name}", self.static),
+            web.get("/api/state", self.state), web.get("/api/stream", self.stream),
+            web.get("/api/why", self.why), web.post("/api/whatif", self.what_if),
+            web.get("/api/demo", self.demo_state), web.post("/api/demo/step", self.demo_step),
+        ])
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+
+    async def start(self, address: str = "127.0.0.1", port: int = 0) -> str:
+        """Serve; returns the URL to open (with the token)."""
+        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, address, port)
+        await site.start()
+        sockets = site._server.sockets if site._server else []  # type: ignore[union-attr]
+        bound = sockets[0].getsockname()[1] if sockets else port
+        host = f"[{address}]" if ":" in address else address
+        self.url = f"http://{host}:{bound}/?token={self.token}"
+        return self.url
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    # Authentication --------------------------------------------------------------------
+    def _valid(self, value: str | None) -> bool:
+        return bool(value) and hmac.compare_digest(value.encode(), self.token.encode())
+
+    @web.middleware
+    async def _auth(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        if request.path == "/" and self._valid(request.query.get("token")):
+            response = web.HTTPFound("/")
+            response.set_cookie(COOKIE, self.token, httponly=True, samesite="Strict")
+            raise response
+        bearer = request.headers.get("Authorization", "")
+        if self._valid(request.cookies.get(COOKIE)) or (
+                bearer.startswith("Bearer ") and self._valid(bearer[7:])):
+            return await handler(request)
+        if request.path.startswith("/api/"):
+            return web.json_response({"error": "unauthorized: open the URL draemu printed "
+                                      "(it carries the token)"}, status=401)
+        return web.Response(status=401, content_type="text/html", text=(
+            "<!doctype html><title>draemu</title><p>Open the address <code>draemu up</code> "
+            "or <code>draemu ui</code> printed: it carries a one-time token.</p>"))
+
+    # Page ------------------------------------------------------------------------------
+    async def page(self, request: web.Request) -> web.Response:
+        return web.Response(text=_static("index.html"), content_type="text/html",
+                            headers={"Cache-Control": "no-store"})
+
+    async def static(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if name not in STATIC:
+            raise web.HTTPNotFound()
+        return web.Response(text=_static(name), content_type=STATIC[name])
+
+    # API -------------------------------------------------------------------------------
+    def _snapshot(self) -> dict[str, Any]:
+        snap = self.model.snapshot()
+        snap["demo"] = self.demo.describe() if self.demo else None
+        return snap
+
+    async def state(self, request: web.Request) -> web.Response:
+        return _json(self._snapshot())
+
+    async def stream(self, request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                               "Cache-Control": "no-store"})
+        await response.prepare(request)
+        seen = -1
+        try:
+            while True:
+                if self.model.version != seen:
+                    seen = self.model.version
+                    await response.write(b"data: " + jsonfast.dumps(self._snapshot()) + b"\n\n")
+                if await wait_for_change(self.model, seen, 15.0):
+                    await asyncio.sleep(COALESCE)
+                else:
+                    await response.write(b": keep-alive\n\n")
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        return response
+
+    async def why(self, request: web.Request) -> web.Response:
+        pod = self.model.pod(request.query.get("namespace", "default"),
+                             request.query.get("name", ""))
+        if pod is None:
+            return _json({"error": "no such pod"}, 404)
+        return _json({"text": self.model.explain(pod)})
+
+    async def what_if(self, request: web.Request) -> web.Response:
+        try:
+            body = await request.json()
+            manifest = body["manifest"]
+            if not isinstance(manifest, str):
+                raise TypeError
+        except (ValueError, KeyError, TypeError):
+            return _json({"error": 'send {"manifest": "<YAML of a ResourceClaim>"}'}, 400)
+        if len(manifest) > 256 * 1024:
+            return _json({"error": "the manifest is larger than 256 KiB"}, 413)
+        result = await asyncio.get_running_loop().run_in_executor(
+            None, self.model.what_if, manifest)
+        return _json(result, 400 if "error" in result else 200)
+
+    async def demo_state(self, request: web.Request) -> web.Response:
+        return _json(self.demo.describe() if self.demo else {"enabled": False})
+
+    async def demo_step(self, request: web.Request) -> web.Response:
+        if self.demo is None:
+            return _json({"error": "the demo is not enabled here (draemu up --preset seed "
+                          "or draemu ui --demo)"}, 403)
+        try:
+            await self.demo.step()
+        except ApiError as e:
+            return _json({"error": str(e)}, 409)
+        return _json(self.demo.describe())
+
+
+def _json(obj: Any, status: int = 200) -> web.Response:
+    return web.Response(body=jsonfast.dumps(obj), status=status,
+                        content_type="application/json")
+
+
+# The seed demo, step by step ----------------------------------------------------------
+SCENARIOS = [
+    ("Scenario 1: large model training gets an 80 GB GPU", ["1-large-model-training.yaml"]),
+    ("Scenario 2a: two pods share one GPU through one claim", ["2a-shared-gpu-claim.yaml"]),
+    ("Scenario 2b: consumable capacity, 10Gi each of one GPU", ["2b-consumable-capacity.yaml"]),
+    ("Scenario 3: a GPU and an RDMA NIC on the same NUMA node", ["3-gpu-plus-nic.yaml"]),
+]
+RESOURCE = {"Pod": ("v1", "pods"), "Job": ("batch/v1", "jobs"),
+            "ResourceClaim": ("resource.k8s.io/v1", "resourceclaims"),
+            "ResourceClaimTemplate": ("resource.k8s.io/v1", "resourceclaimtemplates")}
+
+
+class SeedSteps:
+    """Applies each scenario's manifests in turn, deleting the previous scenario's."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.current = -1
+        self._lock = asyncio.Lock()
+
+    def describe(self) -> dict[str, Any]:
+        return {"enabled": True, "current": self.current,
+                "steps": [title for title, _ in SCENARIOS]}
+
+    def _objects(self, index: int) -> list[dict[str, Any]]:
+        folder = resources.files("draemu.examples.seed")
+        out = []
+        for name in SCENARIOS[index][1]:
+            out += [d for d in yaml.safe_load_all(folder.joinpath(name).read_text()) if d]
+        return out
+
+    async def step(self) -> None:
+        async with self._lock:
+            if self.current >= 0:
+                for obj in reversed(self._objects(self.current)):
+                    api_version, resource = RESOURCE[obj["kind"]]
+                    with contextlib.suppress(ApiError):
+                        await self.client.delete(api_version, resource,
+                                                 obj["metadata"]["name"], "default",
+                                                 propagation_policy="Background")
+            self.current = (self.current + 1) % (len(SCENARIOS) + 1)
+            if self.current == len(SCENARIOS):  # past the last: back to the start
+                self.current = -1
+                return
+            for obj in self._objects(self.current):
+                api_version, resource = RESOURCE[obj["kind"]]
+                await self.client.patch(api_version, resource, obj["metadata"]["name"],
+                                        jsonfast.dumps(obj).decode(), patch_type="apply",
+                                        namespace="default", field_manager="draemu-ui",
+                                        force=True)
