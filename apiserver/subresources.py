@@ -59,6 +59,8 @@ async def binding(scope: Scope, storage: Storage) -> web.Response:
             raise conflict("pods/binding", "", scope.name,
                            f'pod {scope.name} is already assigned to node "{current}"')
         pod.setdefault("spec", {})["nodeName"] = node
+        if scope.gates.enabled("ClearingNominatedNodeNameAfterBinding"):
+            pod.setdefault("status", {}).pop("nominatedNodeName", None)
         if annotations:
             meta.setdefault("annotations", {}).update(annotations)
         conditions = pod.setdefault("status", {}).setdefault("conditions", [])

@@ -191,6 +191,9 @@ for _name, _specs, _deps in [
     ("NodeDeclaredFeatures", _v(("1.35", False, ALPHA), ("1.36", True, BETA),
                                 ("1.37", True, GA, True)), ()),
     ("SchedulerPreQueueingHints", _v(("1.37", False, ALPHA)), ()),
+    # pods/binding clears status.nominatedNodeName.
+    ("ClearingNominatedNodeNameAfterBinding", _v(("1.34", False, ALPHA), ("1.35", True, BETA)),
+     ()),
     # Kubelet PodResources API (Get and the dynamic resources are GA in 1.36); List reports
     # only active pods unless the deprecated gate is turned off.
     ("KubeletPodResourcesDynamicResources", _v(("1.27", False, ALPHA), ("1.34", True, BETA),

@@ -59,6 +59,17 @@ async def test_binding_assigns_the_node_and_marks_pod_scheduled(client: Client) 
     assert 'pod b1 is already assigned to node "node-1"' in again.json["message"]
 
 
+async def test_binding_clears_the_nominated_node(client: Client) -> None:
+    await client.post(PODS, pod("b2"))
+    status = {"status": {"nominatedNodeName": "node-2"}}
+    assert (await client.patch(f"{PODS}/b2/status", status,
+                               "application/merge-patch+json")).status == 200
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "b2"},
+               "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"}}
+    assert (await client.post(f"{PODS}/b2/binding", binding)).status == 201
+    assert "nominatedNodeName" not in (await client.get(f"{PODS}/b2")).json["status"]
+
+
 async def test_eviction_deletes_the_pod_with_201_success(client: Client) -> None:
     await client.post(PODS, pod("e1"))
     eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "e1"}}
