@@ -27,8 +27,11 @@ async def start_builtin_driver(spec: DriverSpec, node_name: str, client: Client,
     """Serve the driver's plugin sockets and publish its ResourceSlices."""
     driver = make_driver(spec, node_name, cdi_dir)
     driver.write_common_spec()
+    # Device metadata files (KEP-5304) carry each device's ResourceSlice attributes into
+    # its containers, at /var/run/kubernetes.io/dra-device-attributes/...
     plugin = KubeletPlugin(driver, driver_name=spec.name, node_name=node_name, client=client,
-                           registrar_dir=registrar_dir, plugin_data_dir=plugin_data_dir)
+                           registrar_dir=registrar_dir, plugin_data_dir=plugin_data_dir,
+                           device_metadata=True, cdi_dir=cdi_dir)
     await plugin.start()
     await plugin.publish_resources(driver.resources())
     return plugin

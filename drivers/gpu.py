@@ -27,7 +27,7 @@ from draemu.drivers.inventory import (
     stable_uuid,
 )
 from draemu.drivers.nodedriver import NodeDriver
-from draemu.drivers.sdk import Pool, PreparedDevice
+from draemu.drivers.sdk import DeviceMetadata, Pool, PreparedDevice
 from draemu.drivers.sdk import PrepareResult as Result
 
 CONFIG_API_VERSION = "gpu.resource.example.com/v1alpha1"
@@ -170,7 +170,8 @@ class GPUDriver(NodeDriver):
                 prepared.append(PreparedDevice(
                     pool_name=result["pool"], device_name=name, requests=[result["request"]],
                     cdi_device_ids=[self.cdi.device_id("common"), self.cdi.device_id(cdi_name)],
-                    share_id=share))
+                    share_id=share,
+                    metadata=DeviceMetadata(attributes=dict(device.get("attributes") or {}))))
         except ConfigError as err:
             return Result(error=f"error applying GPU config: {err}")
         if cdi_devices:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from draemu.api.types import Obj
 from draemu.drivers.inventory import NUMA_ATTRIBUTE, PCIE_ROOT_ATTRIBUTE, attribute, stable_uuid
 from draemu.drivers.nodedriver import NodeDriver
-from draemu.drivers.sdk import Pool, PreparedDevice
+from draemu.drivers.sdk import DeviceMetadata, Pool, PreparedDevice
 from draemu.drivers.sdk import PrepareResult as Result
 
 
@@ -72,7 +72,8 @@ class NICDriver(NodeDriver):
             prepared.append(PreparedDevice(
                 pool_name=result["pool"], device_name=name, requests=[result["request"]],
                 cdi_device_ids=[self.cdi.device_id("common"),
-                                self.cdi.device_id(f"{uid}-{name}")]))
+                                self.cdi.device_id(f"{uid}-{name}")],
+                metadata=DeviceMetadata(attributes=dict(attrs))))
         if cdi_devices:
             self.cdi.write(uid, cdi_devices)
         return Result(devices=prepared)

@@ -22,6 +22,7 @@ import grpc
 from draemu.api.types import Obj
 from draemu.client import ApiError, Client
 from draemu.drivers.sdk.health import HealthReporter
+from draemu.drivers.sdk.metadata import MetadataWriter
 from draemu.drivers.sdk.slices import ResourceSliceController
 from draemu.drivers.sdk.types import ClaimRef, Driver, DriverResources, PrepareResult
 from draemu.kubeletapi import dra, health, rpc
@@ -32,6 +33,7 @@ log = get_logger("kubeletplugin")
 
 DEFAULT_REGISTRAR_DIR = "/var/lib/kubelet/plugins_registry"
 DEFAULT_PLUGINS_DIR = "/var/lib/kubelet/plugins"
+DEFAULT_CDI_DIR = "/var/run/cdi"
 UNIX_PATH_MAX = 108
 
 
@@ -41,7 +43,11 @@ class KubeletPlugin:
                  plugin_data_dir: str | Path | None = None,
                  serialize: bool = True, rolling_update_uid: str | None = None,
                  node_v1: bool = True, node_v1beta1: bool = True,
-                 health_service: bool = True) -> None:
+                 health_service: bool = True, device_metadata: bool = False,
+                 cdi_dir: str | Path = DEFAULT_CDI_DIR,
+                 metadata_versions: tuple[str, ...] = ("v1beta1",)) -> None:
+        """`device_metadata`: write KEP-5304 device metadata files for prepared claims
+        and mount them into containers through CDI (upstream's EnableDeviceMetadata)."""
         self.driver = driver
         self.driver_name = driver_name
         self.node_name = node_name
@@ -55,6 +61,8 @@ class KubeletPlugin:
         self.dra_socket = self.plugin_data_dir / f"dra{suffix}.sock"
         self.versions = [v for v, on in ((dra.V1, node_v1), (dra.V1BETA1, node_v1beta1)) if on]
         self.health = HealthReporter() if health_service else None
+        self.metadata = (MetadataWriter(driver_name, self.plugin_data_dir, cdi_dir,
+                                        metadata_versions) if device_metadata else None)
         self.registration_status: Any = None
         self.registered = asyncio.Event()
         self.slices = ResourceSliceController(client, driver_name, node_name)
@@ -180,7 +188,8 @@ class KubeletPlugin:
                     uid = claim["metadata"]["uid"]
                     result = results.get(uid) or PrepareResult(
                         error="driver returned no result for this claim")
-                    _fill_prepare(version, response.claims[uid], result)
+                    metadata_ids = self._write_metadata(claim, result)
+                    _fill_prepare(version, response.claims[uid], result, metadata_ids)
             return response
         return prepare
 
@@ -189,6 +198,10 @@ class KubeletPlugin:
             refs = [ClaimRef(c.namespace, c.name, c.uid) for c in request.claims]
             async with self._serialized():
                 errors = await self.driver.unprepare_resource_claims(refs)
+            if self.metadata is not None:
+                for ref in refs:
+                    if not errors.get(ref.uid):
+                        self.metadata.cleanup(ref.namespace, ref.name, ref.uid)
             response = version.NodeUnprepareResourcesResponse()
             for ref in refs:
                 error = errors.get(ref.uid)
@@ -196,16 +209,42 @@ class KubeletPlugin:
             return response
         return unprepare
 
+    def _write_metadata(self, claim: Obj, result: PrepareResult) -> dict[str, str]:
+        """The device metadata files of a prepared claim; CDI device IDs by request. A
+        failure is logged and leaves the claim without them, as upstream."""
+        if self.metadata is None or result.error:
+            return {}
+        try:
+            return self.metadata.write_prepared(claim, result.devices)
+        except OSError as err:
+            log.error("failed to write device metadata", claim=claim["metadata"]["name"],
+                      error=str(err))
+            return {}
 
-def _fill_prepare(version: dra.DRAVersion, out: Any, result: PrepareResult) -> None:
+    async def update_request_metadata(self, namespace: str, name: str, uid: str,
+                                      request: str, devices: list[Any]) -> None:
+        """Rewrite a prepared request's metadata file with the devices' `metadata` (e.g.
+        network data known only once the pod's sandbox exists); bumps its generation."""
+        if self.metadata is None:
+            raise RuntimeError("device metadata is not enabled")
+        self.metadata.update_request(namespace, name, uid, request, devices)
+
+
+def _fill_prepare(version: dra.DRAVersion, out: Any, result: PrepareResult,
+                  metadata_ids: dict[str, str]) -> None:
     if result.error:
         out.error = result.error
         return
+    injected: set[str] = set()
     for device in result.devices:
-        item = out.devices.add(
-            # Subrequests are an allocation detail; containers name main requests.
-            request_names=[r.split("/", 1)[0] for r in device.requests],
-            pool_name=device.pool_name, device_name=device.device_name,
-            cdi_device_ids=device.cdi_device_ids)
+        # Subrequests are an allocation detail; containers name main requests.
+        requests = [r.split("/", 1)[0] for r in device.requests]
+        cdi_ids = list(device.cdi_device_ids)
+        for request in requests:  # the metadata mount rides on the request's first device
+            if request in metadata_ids and request not in injected:
+                cdi_ids.append(metadata_ids[request])
+                injected.add(request)
+        item = out.devices.add(request_names=requests, pool_name=device.pool_name,
+                               device_name=device.device_name, cdi_device_ids=cdi_ids)
         if device.share_id is not None and version.has_share_id:
             item.share_id = device.share_id

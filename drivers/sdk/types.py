@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from draemu.api.types import Obj
+from draemu.drivers.sdk.metadata import DeviceMetadata
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,9 @@ class PreparedDevice:
     requests: list[str] = field(default_factory=list)  # empty: serves all requests
     cdi_device_ids: list[str] = field(default_factory=list)
     share_id: str | None = None
+    # Attributes and network data for the containers' device metadata files (KEP-5304),
+    # written when the plugin has `device_metadata` on.
+    metadata: DeviceMetadata | None = None
 
 
 @dataclass

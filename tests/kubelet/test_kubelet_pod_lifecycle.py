@@ -3,6 +3,8 @@ the process runtime, init containers."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from kubelet_e2e import allocate, create_claim, create_pod, eventually
 
@@ -101,8 +103,9 @@ async def test_failed_prepare_is_an_event_and_the_pod_recovers_with_the_driver(
 
 
 async def test_unhealthy_device_shows_in_allocated_resources_status(client, node_factory):
-    node = await node_factory(gates=FeatureGates({"ResourceHealthStatus": True,
-                                                  "ResourceHealthStatusMessage": True}))
+    """By default: ResourceHealthStatus and ResourceHealthStatusMessage are beta and on
+    since 1.36."""
+    node = await node_factory()
     driver = GPUDriver("gpu.example.com", "node-1", node.cdi_dir, [{"count": 1}])
     plugin = await add_driver(node, driver)
     await plugin.health.set("node-1", "gpu-0", True)
@@ -124,6 +127,20 @@ async def test_unhealthy_device_shows_in_allocated_resources_status(client, node
         "resourceID": "k8s.gpu.example.com/gpu=common", "health": "Unhealthy",
         "message": "XID 79"}]}
     assert uid  # the claim's devices are the ones reported
+
+
+async def test_device_health_stays_out_of_pod_status_with_the_gate_off(client, node_factory):
+    node = await node_factory(gates=FeatureGates({"ResourceHealthStatus": False}))
+    driver = GPUDriver("gpu.example.com", "node-1", node.cdi_dir, [{"count": 1}])
+    plugin = await add_driver(node, driver)
+    claim = await create_claim(client, "c1")
+    pod = await create_pod(client, "p1", "node-1", "c1")
+    await allocate(client, claim, pod, "gpu.example.com", "node-1", "gpu-0")
+    await eventually(lambda: phase(client, "p1", "Running"))
+    await plugin.health.set("node-1", "gpu-0", False, message="XID 79")
+    await asyncio.sleep(0.5)  # the gate-on test sees the change well within this
+    got = await client.get("v1", "pods", "p1", "default")
+    assert "allocatedResourcesStatus" not in got["status"]["containerStatuses"][0]
 
 
 async def test_process_runtime_runs_the_command_and_reports_its_exit(client, node_factory):

@@ -79,8 +79,10 @@ async def test_list_shows_the_claims_devices_with_the_drivers_cdi_ids(client, po
     (device,) = dynamic.claim_resources
     assert (device.driver_name, device.pool_name, device.device_name) == (
         "gpu.example.com", "node-1", "gpu-1")
+    uid = claim["metadata"]["uid"]
+    # The driver's own CDI devices, then the mount of the device metadata file (KEP-5304).
     assert [c.name for c in device.cdi_devices] == [
-        f"{CDI_KIND}=common", f"{CDI_KIND}={claim['metadata']['uid']}-gpu-1"]
+        f"{CDI_KIND}=common", f"{CDI_KIND}={uid}-gpu-1", f"gpu.example.com/metadata={uid}_gpu"]
     assert not device.HasField("share_id")
     assert (list(container.devices), list(container.cpu_ids), list(container.memory)) == (
         [], [], [])
