@@ -20,6 +20,7 @@ from draemu.apiserver import (
     nodeauthz,
     openapi_serving,
     patching,
+    remotecommand,
     rest_read,
     rest_write,
     reviews,
@@ -172,7 +173,7 @@ class API:
     async def limit_in_flight(self, request: web.Request, handler: Handler
                               ) -> web.StreamResponse:
         info = request[INFO_KEY]
-        if info.verb in _LONG_RUNNING or info.subresource == "log" or (
+        if info.verb in _LONG_RUNNING or info.subresource in ("log", "exec") or (
                 not info.resource_request and request.path.rstrip("/") in _EXEMPT_PATHS):
             # Long-running requests and the health checks of whoever watches over us
             # do not count against the limit.
@@ -308,6 +309,9 @@ class API:
                       authorizer=self.authorizer)
         if (resource.group, resource.name) in reviews.RESOURCES:
             return await reviews.create(scope, self.authorizer)
+        if sub == "exec" and resource.name == "pods" and info.verb in ("get", "create"):
+            return await remotecommand.pod_exec(scope, self.storage, self.log_providers,
+                                                subresources.container_of)
         if sub == "log" and info.verb == "get":
             return await subresources.pod_log(scope, self.storage, self.log_providers,
                                               self.kubelet_client)

@@ -20,11 +20,13 @@ SUBRESOURCES: dict[str, tuple[str | None, str | None, str, tuple[str, ...]]] = {
     "eviction": ("policy", "v1", "Eviction", ("create",)),
     "finalize": (None, None, "", ("update",)),
     "log": ("", "v1", "Pod", ("get",)),
+    "exec": ("", "v1", "PodExecOptions", ("create", "get")),
 }
 
 
 # Subresources the handlers serve whatever the strategy declares.
-HANDLER_SUBRESOURCES: dict[tuple[str, str], frozenset[str]] = {("", "pods"): frozenset({"log"})}
+HANDLER_SUBRESOURCES: dict[tuple[str, str], frozenset[str]] = {
+    ("", "pods"): frozenset({"log", "exec"})}
 
 
 def subresources_of(r: Resource) -> frozenset[str]:

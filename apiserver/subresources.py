@@ -198,7 +198,9 @@ class LogProviders:
         return self._by_node.get(node)
 
 
-def _container(pod: Obj, name: str, wanted: str) -> str:
+def container_of(pod: Obj, name: str, wanted: str) -> str:
+    """The container a pods/log or pods/exec request means (kubectl's default-container
+    annotation, or the only one)."""
     spec = pod.get("spec") or {}
     names = [c.get("name", "") for c in spec.get("containers") or []]
     others = [c.get("name", "") for c in (spec.get("initContainers") or []) +
@@ -226,7 +228,7 @@ async def pod_log(scope: Scope, storage: Storage, providers: LogProviders,
         raise not_found_error("pods", "", scope.name)
     q = scope.query
     options = LogOptions(
-        container=_container(pod, scope.name, q.get("container", "")),
+        container=container_of(pod, scope.name, q.get("container", "")),
         follow=parse_bool(q.get("follow"), "follow"),
         previous=parse_bool(q.get("previous"), "previous"),
         timestamps=parse_bool(q.get("timestamps"), "timestamps"),

@@ -16,6 +16,7 @@ from draemu.kubelet.dra.claiminfo import ClaimCache
 from draemu.kubelet.dra.manager import DRAManager
 from draemu.kubelet.dra.plugins import SLICE_WIPE_DELAY, DRAPluginManager, wipe_slices
 from draemu.kubelet.events import EventRecorder
+from draemu.kubelet.execsession import ExecError, ExecSession
 from draemu.kubelet.hostpaths import plugin_endpoint
 from draemu.kubelet.node import DECLARABLE_FEATURES, NodeAgent, NodeConfig, reachable_address
 from draemu.kubelet.pluginwatcher import PluginWatcher
@@ -89,7 +90,8 @@ class Kubelet:
         self.server = None if options.port is None else KubeletServer(
             self.layout.pods_dir, self._find_pod, self._running, self._list_pods,
             options.address, options.port, options.tls, self._log_instance)
-        self.log_provider = LogProvider(self.layout.pods_dir, self._running, self._log_instance)
+        self.log_provider = LogProvider(self.layout.pods_dir, self._running, self._log_instance,
+                                        self._exec)
         self.podresources = PodResourcesServer(
             socket_path(self.layout.socket_root), self.cache, self._list_pods, self._find_pod,
             self._running, use_active_pods=gates.enabled("KubeletPodResourcesListUseActivePods"))
@@ -162,6 +164,12 @@ class Kubelet:
                       ) -> int | None:
         return self.pods.log_instance(namespace, name, container, previous) if self.pods \
             else None
+
+    async def _exec(self, namespace: str, name: str, container: str, argv: list[str],
+                    stdin: bool, tty: bool) -> ExecSession | None:
+        if self.pods is None:
+            raise ExecError(f'container not found ("{container}")')
+        return await self.pods.exec(namespace, name, container, argv, stdin, tty)
 
     def _list_pods(self) -> list[dict[str, Any]]:
         return self.pods.informer.list() if self.pods else []

@@ -24,6 +24,7 @@ from draemu.kubelet.dra.manager import DRAError, DRAManager
 from draemu.kubelet.dra.plugins import DRAPluginManager
 from draemu.kubelet.envvars import EnvBuilder, EnvError
 from draemu.kubelet.events import EventRecorder
+from draemu.kubelet.execsession import ExecError, ExecSession
 from draemu.kubelet.logs import container_log_path
 from draemu.kubelet.podstatus import (
     ContainerRecord,
@@ -34,6 +35,7 @@ from draemu.kubelet.podstatus import (
 from draemu.kubelet.probes import ContainerProber, ProbeRunner
 from draemu.kubelet.runtime.base import Container, ContainerConfig, Runtime, RuntimeError_
 from draemu.kubelet.runtime.netns import dial as netns_dial
+from draemu.kubelet.runtime.process import container_env
 from draemu.kubelet.security import host_port_conflicts, unenforced_settings
 from draemu.kubelet.volumes import VolumeError, VolumeManager, container_mounts
 from draemu.log import get_logger
@@ -482,6 +484,23 @@ class PodWorkers:
         except ApiError as err:
             if err.code != 404:
                 raise
+
+    # ---- for pods/exec
+
+    async def exec(self, namespace: str, name: str, container: str, argv: list[str],
+                   stdin: bool, tty: bool) -> ExecSession | None:
+        """`argv` in the container; with no argv, only whether that is possible."""
+        state = self.states.get(f"{namespace}/{name}")
+        rec = state.containers.get(container) if state else None
+        handle = rec.handle if rec is not None else None
+        if handle is None or handle.exit_code.done():
+            raise ExecError(f'container not found ("{container}")')
+        if handle.pid is None:
+            raise ExecError(f'container "{container}" of pod "{name}" does not execute '
+                            f"(its image runs as on the fake runtime): nothing to exec into")
+        if not argv:
+            return None
+        return await ExecSession.start(handle.pid, argv, container_env(handle.pid), stdin, tty)
 
     # ---- for pods/log
 

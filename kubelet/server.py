@@ -16,7 +16,7 @@ kube-apiserver-kubelet-client identity) may call: a real kubelet asks the apiser
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from aiohttp import web
 
 from draemu.api.errors import bad_request
 from draemu.identity import MASTERS, user_from_peercert
+from draemu.kubelet.execsession import ExecError
 from draemu.kubelet.logs import LogOptions, pick_log_file, pod_log_dir, stream_log
 from draemu.kubelet.servingcert import ServingTLS
 
@@ -119,13 +120,25 @@ def _missing_log(name: str, container: str, previous: bool) -> str:
 
 
 class LogProvider:
-    """What the in-process apiserver asks for `pods/log` on this node."""
+    """What the in-process apiserver asks for `pods/log` and `pods/exec` on this node."""
 
     def __init__(self, pods_dir: Path, running: Callable[[str, str, str], bool],
-                 instance: LogInstance = lambda _ns, _pod, _c, _prev: None) -> None:
+                 instance: LogInstance = lambda _ns, _pod, _c, _prev: None,
+                 exec_: Callable[..., Awaitable[Any]] | None = None) -> None:
         self.pods_dir = pods_dir
         self.running = running
         self.instance = instance
+        self.exec = exec_
+
+    async def pod_exec(self, namespace: str, pod: str, container: str, command: list[str],
+                       stdin: bool, tty: bool) -> Any:
+        """An ExecSession (kubelet/execsession.py) running `command` in the container."""
+        if self.exec is None:
+            raise bad_request(f'container not found ("{container}")')
+        try:
+            return await self.exec(namespace, pod, container, command, stdin, tty)
+        except ExecError as err:
+            raise bad_request(str(err)) from err
 
     async def pod_log(self, namespace: str, pod: str, uid: str,
                       options: Any) -> AsyncGenerator[bytes, None]:

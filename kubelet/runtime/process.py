@@ -24,6 +24,7 @@ import signal
 import subprocess
 from typing import Any
 
+from draemu.kubelet.execsession import nsenter_argv
 from draemu.kubelet.runtime.base import Container, ContainerConfig, CRILogWriter, RuntimeError_
 from draemu.kubelet.runtime.fake import FakeRuntime
 from draemu.kubelet.runtime.imagemap import ImageMap, ImageMapError
@@ -215,7 +216,7 @@ class ProcessRuntime:
         if container.pid is None or container.exit_code.done():
             raise RuntimeError_("container is not running")
         proc = await asyncio.create_subprocess_exec(
-            "nsenter", "-t", str(container.pid), "-m", "-n", "-w", "--", *argv,
+            *nsenter_argv(container.pid, argv),
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT, env=env or container_env(container.pid))
         try:

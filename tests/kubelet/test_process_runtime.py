@@ -4,6 +4,7 @@ pod in its own network namespace, probes, restarts, and what it refuses."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import shutil
@@ -288,3 +289,41 @@ def test_without_root_the_runtime_refuses_to_start():
     assert result.stderr.decode() == (
         "draemu-launch: the process runtime runs containers in their own mount and network "
         "namespaces and needs root (running as uid 65534)\n")
+
+
+async def kubectl(apiserver, *args: str, stdin: bytes = b"") -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        "kubectl", "--kubeconfig", str(apiserver.kubeconfig_path), *args,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(stdin), 60)
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs kubectl")
+async def test_kubectl_exec_runs_in_the_containers_namespaces(client, node, apiserver):
+    await client.create("v1", "pods", pod("shell", [{
+        "name": "main", "image": "registry.example/host", "command": ["sleep", "600"],
+        "env": [{"name": "WHO", "value": "draemu"}],
+        "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+        volumes=[{"name": "data", "emptyDir": {}}]), "default")
+    await eventually(lambda: ready(client, "shell"))
+    code, out, err = await kubectl(apiserver, "exec", "shell", "--", "sh", "-c",
+                                   "echo $WHO; ls -d /data; ip -o link | wc -l; exit 3")
+    assert (code, out) == (3, "draemu\n/data\n1\n")
+    assert err == "command terminated with exit code 3\n"
+    code, out, _ = await kubectl(apiserver, "exec", "-i", "shell", "--", "cat",
+                                 stdin=b"through stdin\n")
+    assert (code, out) == (0, "through stdin\n")
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs kubectl")
+async def test_kubectl_exec_into_a_container_that_does_not_run_is_refused(
+        client, node, apiserver):
+    await client.create("v1", "pods", pod("faked", [{
+        "name": "main", "image": "docker.io/library/ubuntu:22.04"}]), "default")
+    await eventually(lambda: ready(client, "faked"))
+    code, _out, err = await kubectl(apiserver, "exec", "faked", "--", "true")
+    assert code == 1
+    assert err == ('Error from server (BadRequest): container "main" of pod "faked" does not '
+                   "execute (its image runs as on the fake runtime): nothing to exec into\n")
