@@ -84,6 +84,7 @@ class API:
     max_readonly: int = 400
     max_mutating: int = 200
     ready: asyncio.Event = field(default_factory=asyncio.Event)
+    admission: Any = None  # ValidatingAdmission, set by the server
 
     # Lookups for strategies (ctx.lookup): synchronous reads of the watch cache.
     def lookup(self, resource: str, group: str, namespace: str, name: str) -> Any:
@@ -306,7 +307,7 @@ class API:
                               {})
         scope = Scope(request, info, resource, info.version, namespace, user,
                       negotiate(request.headers.get("Accept")), self.gates, self.lookup,
-                      authorizer=self.authorizer)
+                      authorizer=self.authorizer, admission=self.admission)
         if (resource.group, resource.name) in reviews.RESOURCES:
             return await reviews.create(scope, self.authorizer)
         if sub == "exec" and resource.name == "pods" and info.verb in ("get", "create"):

@@ -129,6 +129,7 @@ async def delete_one(scope: Scope, storage: Storage, namespace: str, name: str, 
             raise not_found_error(resource.name, resource.group, name)
         _check_preconditions(scope, opts, obj)
         meta = obj["metadata"]
+        scope.admit("DELETE", None, obj, dry_run)
         grace = _grace_seconds(scope, opts, obj)
         marked = clone(obj)
         if not meta.get("deletionTimestamp"):

@@ -170,6 +170,7 @@ async def create_object(scope: Scope, storage: Storage, obj: Obj, *, dry_run: bo
         raise _invalid(scope, obj, errors)
     check_namespace_accepts(scope, meta["name"])
     scope.warnings.extend(strategy.warnings(obj, ctx))
+    scope.admit("CREATE", obj, None, dry_run, subresource="")
     if dry_run:
         return obj
     for _ in range(_GENERATE_ATTEMPTS):
@@ -251,6 +252,7 @@ def prepare_update(scope: Scope, new: Obj, old: Obj, *, dry_run: bool, manager: 
     if errors:
         raise _invalid(scope, new, errors)
     scope.warnings.extend(strategy.warnings(new, ctx))
+    scope.admit("UPDATE", new, old, dry_run)
     if operation != "Apply":
         managedfields.track(scope, old, new, manager, operation)
     if _same(new, old):

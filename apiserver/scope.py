@@ -34,6 +34,8 @@ class Scope:
     warnings: list[str] = field(default_factory=list)
     # The request's authorizer, for strategies that check what the user may do.
     authorizer: Any = None
+    # Validating admission (ValidatingAdmissionPolicies); None: nothing to admit.
+    admission: Any = None
 
     @property
     def strategy(self) -> Strategy:
@@ -74,6 +76,23 @@ class Scope:
                        subresource=self.subresource if subresource is None else subresource,
                        lookup=self.lookup, extra={"version": self.version},
                        user_info=self.user, authorizer=self.authorizer)
+
+    def admit(self, operation: str, obj: Obj | None, old: Obj | None, dry_run: bool,
+              subresource: str | None = None) -> None:
+        """Validating admission of a write (storage-version objects; policies see them in
+        the request's version). Raises the denial; warnings go to the response."""
+        if self.admission is None:
+            return
+        meta = (obj or old or {}).get("metadata") or {}
+        self.admission.admit(
+            operation=operation, group=self.resource.group, version=self.version,
+            resource=self.resource.name,
+            subresource=self.subresource if subresource is None else subresource,
+            kind=self.resource.kind, namespaced=self.resource.namespaced,
+            namespace=self.namespace, name=meta.get("name") or self.name,
+            obj=self.out(obj) if obj is not None else None,
+            old=self.out(old) if old is not None else None, user=self.user,
+            dry_run=dry_run, warnings=self.warnings)
 
     def out(self, obj: Obj) -> Obj:
         """A stored object in the request's version."""

@@ -25,6 +25,7 @@ from aiohttp import web
 
 from draemu import kubeconfig, pki
 from draemu.apiserver import reviews
+from draemu.apiserver.admission.policies import ValidatingAdmission
 from draemu.apiserver.apiextensions.serving import CRDServing
 from draemu.apiserver.app import API
 from draemu.apiserver.auth import (
@@ -227,6 +228,7 @@ class APIServer:
             RBACAuthorizer(self.api.lookup, self.api.lookup_namespace))
         await ensure_system_namespaces(table, storage, opts.feature_gates)
         await ensure_bootstrap_policy(table, storage, opts.feature_gates)
+        self.api.admission = ValidatingAdmission(table, self._cache)
         self.crds = CRDServing(table, storage)
         self.crds.start()
         self._runner = web.AppRunner(self.api.build(), access_log=None,
