@@ -31,6 +31,7 @@ BIN = GO_CACHE / "bin"
 CHART_IMAGE = "registry.k8s.io/dra-example-driver/dra-example-driver"
 NAMESPACE = "dra-example-driver"
 RELEASE = "dra-example-driver"
+PODS_NAMESPACE = "example-driver-pods"  # the plugin pods run without the DaemonSet
 DRIVER = "gpu.example.com"
 NODES = ("node-1", "node-2")
 
@@ -132,12 +133,14 @@ def test_the_charts_plugin_pods_run_the_local_binary_register_and_serve_demo_pod
     """Until DaemonSets, RBAC and ServiceAccount tokens are served, the DaemonSet's pod
     template is run as one pod per node, with the admin kubeconfig (a Secret) instead
     of the ServiceAccount's token."""
-    by_kind = {d["kind"]: d for d in rendered}
+    by_kind = {d["kind"]: copy.deepcopy(d) for d in rendered}
     daemonset = by_kind["DaemonSet"]
-    cluster.kubectl("create", "namespace", NAMESPACE)
+    account = by_kind["ServiceAccount"]
+    account["metadata"]["namespace"] = PODS_NAMESPACE
+    cluster.kubectl("create", "namespace", PODS_NAMESPACE)
     cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(
-        [by_kind["ServiceAccount"], by_kind["DeviceClass"]]))
-    cluster.kubectl("create", "secret", "generic", "admin-kubeconfig", "-n", NAMESPACE,
+        [account, by_kind["DeviceClass"]]))
+    cluster.kubectl("create", "secret", "generic", "admin-kubeconfig", "-n", PODS_NAMESPACE,
                     f"--from-file=kubeconfig={cluster.kubeconfig}")
     template = daemonset["spec"]["template"]
     started = time.monotonic()
@@ -146,7 +149,7 @@ def test_the_charts_plugin_pods_run_the_local_binary_register_and_serve_demo_pod
         pod = copy.deepcopy(template)
         pod.update(apiVersion="v1", kind="Pod")
         pod["metadata"]["name"] = f"{daemonset['metadata']['name']}-{node}"
-        pod["metadata"]["namespace"] = NAMESPACE
+        pod["metadata"]["namespace"] = PODS_NAMESPACE
         pod["spec"]["nodeName"] = node
         plugin = pod["spec"]["containers"][0]
         plugin["env"].append({"name": "KUBECONFIG", "value": "/etc/draemu/kubeconfig"})
@@ -158,7 +161,7 @@ def test_the_charts_plugin_pods_run_the_local_binary_register_and_serve_demo_pod
     cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(pods))
 
     def ready_pods() -> list[str]:
-        items = get_json(cluster, "pods", "-n", NAMESPACE)["items"]
+        items = get_json(cluster, "pods", "-n", PODS_NAMESPACE)["items"]
         names = [p["spec"]["nodeName"] for p in items if pod_ready(p)]
         return names if len(names) == len(NODES) else []
 
@@ -201,4 +204,75 @@ def test_the_charts_plugin_pods_run_the_local_binary_register_and_serve_demo_pod
     assert len(gpus) == 2  # each pod got a GPU of its own
 
     cluster.kubectl("delete", "-f", str(demo), "--wait=true", timeout=120)
-    cluster.kubectl("delete", "pods", "-n", NAMESPACE, "--all", "--wait=true", timeout=120)
+    cluster.kubectl("delete", "namespace", PODS_NAMESPACE, "--wait=true", timeout=120)
+    cluster.kubectl("delete", "deviceclass", DRIVER)
+    wait_for("the slices to go", lambda: not driver_slices(cluster) or None, timeout=120)
+
+
+# What `helm install` of the chart needs from the apiserver (kind -> API group).
+CHART_NEEDS = {"daemonsets": "apps", "clusterroles": "rbac.authorization.k8s.io",
+               "clusterrolebindings": "rbac.authorization.k8s.io", "services": "",
+               "validatingadmissionpolicies": "admissionregistration.k8s.io",
+               "validatingadmissionpolicybindings": "admissionregistration.k8s.io"}
+
+
+def missing_for_the_chart(cluster: RunningDraemu) -> list[str]:
+    served = set(cluster.kubectl("api-resources", "-o", "name").stdout.split())
+    missing = [f"{kind}.{group}".rstrip(".") for kind, group in CHART_NEEDS.items()
+               if f"{kind}.{group}".rstrip(".") not in served]
+    sa = cluster.kubectl("get", "--raw", "/api/v1").stdout
+    if '"serviceaccounts/token"' not in sa:
+        missing.append("serviceaccounts/token (TokenRequest)")
+    return missing
+
+
+def plugin_pods(cluster: RunningDraemu) -> list[dict[str, Any]]:
+    return [p for p in get_json(cluster, "pods", "-n", NAMESPACE)["items"]
+            if p["metadata"].get("labels", {}).get("app.kubernetes.io/component") ==
+            "kubeletplugin"]
+
+
+def test_helm_install_upgrade_and_uninstall_of_the_unchanged_chart(
+        cluster: RunningDraemu, chart: Path) -> None:
+    missing = missing_for_the_chart(cluster)
+    if missing:
+        pytest.skip(f"the apiserver does not serve yet: {', '.join(missing)}")
+    started = time.monotonic()
+    helm(cluster, "install", RELEASE, str(chart), "--namespace", NAMESPACE,
+         "--create-namespace", "--wait", "--timeout", "3m")
+
+    def published() -> list[dict[str, Any]]:
+        slices = driver_slices(cluster)
+        return slices if sorted(s["spec"]["nodeName"] for s in slices) == list(NODES) else []
+
+    slices = wait_for("one ResourceSlice per node", published)
+    print(f"helm install -> slices published: {time.monotonic() - started:.1f}s")
+    assert all(len(s["spec"]["devices"]) == 8 for s in slices)
+    pods = plugin_pods(cluster)
+    assert sorted(p["spec"]["nodeName"] for p in pods) == list(NODES)
+    assert all(pod_ready(p) for p in pods)
+    for pod in pods:  # the plugin's only credentials are its ServiceAccount's token
+        assert pod["spec"]["serviceAccountName"] == f"{RELEASE}-service-account"
+        env = {e["name"] for e in pod["spec"]["containers"][0].get("env") or []}
+        assert "KUBECONFIG" not in env
+
+    old = {p["metadata"]["uid"] for p in pods}
+    started = time.monotonic()
+    helm(cluster, "upgrade", RELEASE, str(chart), "--namespace", NAMESPACE,
+         "--set", "kubeletPlugin.numDevices=4", "--wait", "--timeout", "3m")
+
+    def rolled() -> list[dict[str, Any]]:
+        now = plugin_pods(cluster)
+        fresh = [p for p in now if p["metadata"]["uid"] not in old and pod_ready(p)]
+        slices = driver_slices(cluster)
+        done = len(fresh) == len(now) == len(NODES) and len(slices) == len(NODES) and \
+            all(len(s["spec"]["devices"]) == 4 for s in slices)
+        return fresh if done else []
+
+    wait_for("the DaemonSet to roll to 4 devices per node", rolled, timeout=180)
+    print(f"helm upgrade -> new slices published: {time.monotonic() - started:.1f}s")
+
+    helm(cluster, "uninstall", RELEASE, "--namespace", NAMESPACE, "--wait")
+    wait_for("the plugin pods to go", lambda: not plugin_pods(cluster) or None, timeout=120)
+    wait_for("the slices to go", lambda: not driver_slices(cluster) or None, timeout=120)
+    assert not get_json(cluster, "daemonsets", "-n", NAMESPACE)["items"]
