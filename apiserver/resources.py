@@ -6,6 +6,7 @@ discovery, routing, storage keys and the watch cache all read it.
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -68,7 +69,11 @@ class ResourceTable:
     CustomResourceDefinitions (`add` / `remove`), and `generation` counts those changes
     so that discovery and OpenAPI caches know when to rebuild."""
 
-    def __init__(self, strategies: list[Strategy], gates: FeatureGates) -> None:
+    def __init__(self, strategies: list[Strategy], gates: FeatureGates,
+                 legacy_versions: bool = False) -> None:
+        """`legacy_versions`: also serve the versions strategies list as legacy (draemu's
+        own, for old manifests). The gates' emulated release decides which versions are
+        served at all."""
         self.resources: list[Resource] = []
         self._by_gvr: dict[tuple[str, str, str], Resource] = {}
         self._by_gr: dict[tuple[str, str], Resource] = {}
@@ -76,6 +81,12 @@ class ResourceTable:
         for strategy in strategies:
             if strategy.feature_gate and not gates.enabled(strategy.feature_gate):
                 continue
+            served = served_versions(strategy, gates.emulated_version, legacy_versions)
+            if not served:
+                continue
+            if served != tuple(strategy.versions):
+                strategy = copy.copy(strategy)
+                strategy.versions = served  # type: ignore[misc]  # this table's view
             self._index(Resource(strategy))
 
     def _index(self, resource: Resource) -> None:
@@ -122,6 +133,27 @@ class ResourceTable:
     def in_group_version(self, group: str, version: str) -> list[Resource]:
         return [r for r in self.resources
                 if r.group == group and version in r.strategy.versions]
+
+
+def _release(text: str) -> tuple[int, int]:
+    major, _, minor = text.partition(".")
+    return int(major), int(minor)
+
+
+def served_versions(strategy: Strategy, release: str, legacy: bool) -> tuple[str, ...]:
+    """The versions of a kind that Kubernetes `release` ("1.37") serves, plus draemu's
+    legacy ones when asked."""
+    out = []
+    for version in strategy.versions:
+        if version in strategy.legacy_versions:
+            if legacy:
+                out.append(version)
+            continue
+        since, until = strategy.version_releases.get(version, ("0.0", None))
+        if _release(since) <= _release(release) and (until is None or
+                                                    _release(release) < _release(until)):
+            out.append(version)
+    return tuple(out)
 
 
 def version_priority(version: str) -> tuple[int, int, int]:

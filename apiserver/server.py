@@ -67,6 +67,9 @@ class APIServerOptions:
     port: int = 0
     insecure_http: bool = False
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
+    # Also serve the versions draemu keeps for old manifests (resource.k8s.io/v1alpha3 of
+    # Kubernetes 1.31), which no release it emulates serves.
+    legacy_versions: bool = False
     token_file: Path | None = None
     max_requests_inflight: int = 400
     max_mutating_requests_inflight: int = 200
@@ -206,7 +209,7 @@ class APIServer:
         strategies = discover()
         served = {(s.group, s.resource) for s in strategies}
         strategies += [s for s in reviews.STRATEGIES if (s.group, s.resource) not in served]
-        table = ResourceTable(strategies, opts.feature_gates)
+        table = ResourceTable(strategies, opts.feature_gates, opts.legacy_versions)
         ssl_context = None
         kubelet_client = None
         if not opts.insecure_http:

@@ -88,6 +88,13 @@ class Strategy:
     storage_version: ClassVar[str]
     # version -> Warning header text for deprecated versions.
     deprecated_versions: ClassVar[dict[str, str]] = {}
+    # version -> (first release that serves it, first release that no longer does, or
+    # None): which versions an emulated release (--emulated-version) serves. Versions
+    # not listed are served by every release draemu emulates.
+    version_releases: ClassVar[dict[str, tuple[str, str | None]]] = {}
+    # Versions no Kubernetes release draemu emulates serves, kept for old manifests and
+    # served only when the apiserver is told to (APIServerOptions.legacy_versions).
+    legacy_versions: ClassVar[tuple[str, ...]] = ()
     # Subresources this kind serves besides the main resource ("status", "scale", ...).
     subresources: ClassVar[frozenset[str]] = frozenset()
     verbs: ClassVar[tuple[str, ...]] = ("create", "delete", "deletecollection", "get", "list",

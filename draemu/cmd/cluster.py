@@ -40,6 +40,9 @@ class ClusterOptions:
     token_file: Path | None = None
     preset: str = "seed"
     nodes: int | None = None
+    # Serve resource.k8s.io/v1alpha3 in its 1.31 shape; None: as the preset says
+    # (`legacyV1alpha3`, on in the seed preset).
+    legacy_v1alpha3: bool | None = None
     runtime: str = "fake"
     image_map: Any = None  # kubelet.runtime.ImageMap for the process runtime
     scheduler: bool = True
@@ -91,10 +94,15 @@ class Cluster:
         t0 = time.perf_counter()
         store_url = o.store_url or ("sqlite://:memory:" if o.in_memory else None)
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        legacy = o.legacy_v1alpha3
+        if legacy is None:
+            from draemu.drivers.presets import load_preset
+
+            legacy = load_preset(o.preset, o.nodes).legacy_v1alpha3
         self.apiserver = APIServer(APIServerOptions(
             data_dir=self.data_dir, store_url=store_url, address=o.address, port=o.port,
             insecure_http=o.insecure_http, feature_gates=o.feature_gates,
-            token_file=o.token_file))
+            legacy_versions=legacy, token_file=o.token_file))
         await self.apiserver.start()
         self.timings["apiserver"] = time.perf_counter() - t0
         if o.kubeconfig is not None:

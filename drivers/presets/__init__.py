@@ -45,6 +45,9 @@ class Preset:
     description: str
     device_classes: list[dict[str, Any]]
     nodes: list[NodeSpec]
+    # `legacyV1alpha3: true`: the cluster also serves resource.k8s.io/v1alpha3 in its
+    # Kubernetes 1.31 shape, for manifests written then (the seed preset's introduction).
+    legacy_v1alpha3: bool = False
 
 
 def available() -> list[str]:
@@ -141,8 +144,11 @@ def load_preset(name_or_path: str | Path, nodes: int | None = None) -> Preset:
         if not isinstance(entry.get("name"), str) or not isinstance(entry.get("driver"), str):
             raise PresetError(f"{path}: deviceClasses[{index}] needs a name and a driver "
                               "(strings)")
+    legacy = data.get("legacyV1alpha3", False)
+    if not isinstance(legacy, bool):
+        raise PresetError(f"{path}: legacyV1alpha3 must be true or false")
     return Preset(name=path.stem, description=str(data.get("description", "")),
-                  device_classes=list(classes), nodes=out)
+                  device_classes=list(classes), nodes=out, legacy_v1alpha3=legacy)
 
 
 def device_class_object(entry: dict[str, Any]) -> dict[str, Any]:

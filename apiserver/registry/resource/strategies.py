@@ -15,17 +15,28 @@ from .fields import obj
 GROUP = "resource.k8s.io"
 _ALL = ("v1", "v1beta2", "v1beta1", "v1alpha3")
 # (deprecated in, unavailable in) per version, from the prerelease lifecycle markers.
-# v1alpha3 of the four original kinds was removed upstream in 1.32; draemu keeps serving
-# it so that 1.31-era manifests apply, and says so.
-_LIFECYCLE = {"v1beta2": ("1.36", "1.39"), "v1beta1": ("1.35", "1.38"),
-              "v1alpha3": ("1.32", "1.32")}
+_LIFECYCLE = {"v1beta2": ("1.36", "1.39"), "v1beta1": ("1.35", "1.38")}
 _TAINT_RULE_LIFECYCLE = {"v1beta2": ("1.39", "1.42"), "v1alpha3": ("1.36", "1.39")}
+# (first release serving it, first release not serving it) per version.
+_RELEASES: dict[str, tuple[str, str | None]] = {
+    "v1": ("1.34", None), "v1beta2": ("1.33", "1.39"), "v1beta1": ("1.32", "1.38")}
+_TAINT_RULE_RELEASES: dict[str, tuple[str, str | None]] = {
+    "v1": ("1.37", None), "v1beta2": ("1.36", "1.42"), "v1alpha3": ("1.33", "1.39")}
+# v1alpha3 of the four original kinds, in its Kubernetes 1.31 shape: gone upstream since
+# 1.32, served by draemu only when asked (`--legacy-v1alpha3`; the seed preset does) so
+# that the DRA introduction's manifests apply as published.
+_LEGACY = ("v1alpha3",)
 
 
-def _warnings(kind: str, lifecycle: dict[str, tuple[str, str]]) -> dict[str, str]:
-    return {version: f"{GROUP}/{version} {kind} is deprecated in v{dep}+, unavailable in "
-                     f"v{gone}+; use {GROUP}/v1 {kind}"
-            for version, (dep, gone) in lifecycle.items()}
+def _warnings(kind: str, lifecycle: dict[str, tuple[str, str]],
+              legacy: tuple[str, ...] = ()) -> dict[str, str]:
+    out = {version: f"{GROUP}/{version} {kind} is deprecated in v{dep}+, unavailable in "
+                    f"v{gone}+; use {GROUP}/v1 {kind}"
+           for version, (dep, gone) in lifecycle.items()}
+    for version in legacy:
+        out[version] = (f"{GROUP}/{version} {kind} is served by draemu for old manifests; "
+                        f"Kubernetes 1.34+ does not serve it; use {GROUP}/v1 {kind}")
+    return out
 
 
 class ResourceStrategy(Strategy):
@@ -78,7 +89,9 @@ class DeviceClassStrategy(ResourceStrategy):
     namespaced = False
     versions = _ALL
     has_generation = True  # starts at 1, bumped by spec changes
-    deprecated_versions = _warnings("DeviceClass", _LIFECYCLE)
+    deprecated_versions = _warnings("DeviceClass", _LIFECYCLE, _LEGACY)
+    version_releases = _RELEASES
+    legacy_versions = _LEGACY
 
     def prepare_for_create(self, o: Obj, ctx: Context) -> None:
         gates.class_spec(o.get("spec"), None, ctx.gates)
@@ -115,7 +128,9 @@ class ResourceClaimStrategy(ResourceStrategy):
     resource = "resourceclaims"
     singular = "resourceclaim"
     versions = _ALL
-    deprecated_versions = _warnings("ResourceClaim", _LIFECYCLE)
+    deprecated_versions = _warnings("ResourceClaim", _LIFECYCLE, _LEGACY)
+    version_releases = _RELEASES
+    legacy_versions = _LEGACY
     subresources = frozenset({"status"})
 
     def prepare_for_create(self, o: Obj, ctx: Context) -> None:
@@ -165,7 +180,9 @@ class ResourceClaimTemplateStrategy(ResourceStrategy):
     resource = "resourceclaimtemplates"
     singular = "resourceclaimtemplate"
     versions = _ALL
-    deprecated_versions = _warnings("ResourceClaimTemplate", _LIFECYCLE)
+    deprecated_versions = _warnings("ResourceClaimTemplate", _LIFECYCLE, _LEGACY)
+    version_releases = _RELEASES
+    legacy_versions = _LEGACY
 
     def prepare_for_create(self, o: Obj, ctx: Context) -> None:
         gates.claim_spec(obj(o.get("spec")).get("spec"), None, ctx.gates)
@@ -193,7 +210,9 @@ class ResourceSliceStrategy(ResourceStrategy):
     namespaced = False
     versions = _ALL
     has_generation = True  # starts at 1, bumped by spec changes
-    deprecated_versions = _warnings("ResourceSlice", _LIFECYCLE)
+    deprecated_versions = _warnings("ResourceSlice", _LIFECYCLE, _LEGACY)
+    version_releases = _RELEASES
+    legacy_versions = _LEGACY
 
     def prepare_for_create(self, o: Obj, ctx: Context) -> None:
         gates.slice_spec(o.get("spec"), None, ctx.gates)
@@ -245,6 +264,7 @@ class DeviceTaintRuleStrategy(ResourceStrategy):
     versions = ("v1", "v1beta2", "v1alpha3")
     has_generation = True  # starts at 1, bumped by spec changes
     deprecated_versions = _warnings("DeviceTaintRule", _TAINT_RULE_LIFECYCLE)
+    version_releases = _TAINT_RULE_RELEASES
     subresources = frozenset({"status"})
 
     def prepare_for_create(self, o: Obj, ctx: Context) -> None:

@@ -28,6 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "directory), sqlite://:memory:, postgresql://user@host:port/db")
     parser.add_argument("--feature-gates", default="", metavar="A=true,B=false",
                         help="feature gates to change from Kubernetes 1.37's defaults")
+    from draemu.cmd.commands._common import add_emulation_arguments
+
+    add_emulation_arguments(parser, "off")
     parser.add_argument("--insecure-http", action="store_true",
                         help="serve plain HTTP without authentication (loopback only)")
     parser.add_argument("--token-auth-file", type=Path, default=None,
@@ -46,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from draemu.features import FeatureGateError, FeatureGates
 
     try:
-        gates = FeatureGates.parse(args.feature_gates)
+        gates = FeatureGates.parse(args.feature_gates, args.emulated_version)
     except FeatureGateError as e:
         print(f"draemu apiserver: --feature-gates: {e}", file=sys.stderr)
         return 2
@@ -64,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     options = APIServerOptions(data_dir=data_dir, store_url=store_url, address=args.address,
                                port=args.port, insecure_http=args.insecure_http,
-                               feature_gates=gates, token_file=args.token_auth_file)
+                               feature_gates=gates, token_file=args.token_auth_file,
+                               legacy_versions=bool(args.legacy_v1alpha3))
 
     async def serve() -> int:
         server = APIServer(options)

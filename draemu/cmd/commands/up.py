@@ -44,6 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--feature-gates", default="", metavar="A=true,B=false",
                         help="feature gates with Kubernetes' names, e.g. "
                         "DRAListTypeAttributes=true")
+    from draemu.cmd.commands._common import add_emulation_arguments
+
+    add_emulation_arguments(parser, "on for the seed preset, off otherwise")
     parser.add_argument("--preset", default="seed", metavar="NAME|FILE",
                         help="nodes and drivers to start: seed (the DRA introduction's three "
                         "GPU nodes), example, empty, or a preset YAML file (default: seed)")
@@ -116,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     from draemu.features import FeatureGateError, FeatureGates
 
     try:
-        gates = FeatureGates.parse(args.feature_gates)
+        gates = FeatureGates.parse(args.feature_gates, args.emulated_version)
     except FeatureGateError as e:
         print(f"error: --feature-gates: {e}", file=sys.stderr)
         return 2
@@ -155,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
         feature_gates=gates, insecure_http=args.insecure_http,
         token_file=Path(args.token_auth_file) if args.token_auth_file else None,
         preset=args.preset, nodes=args.nodes, runtime=args.runtime,
+        legacy_v1alpha3=args.legacy_v1alpha3,
         scheduler=not args.no_scheduler, controllers=not args.no_controllers,
         image_map=image_map)
 
