@@ -85,6 +85,8 @@ class API:
     max_mutating: int = 200
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     admission: Any = None  # ValidatingAdmission, set by the server
+    # What strategies keep between requests (Context.extra["state"]): one per server.
+    registry_state: dict[str, Any] = field(default_factory=dict)
 
     # Lookups for strategies (ctx.lookup): synchronous reads of the watch cache.
     def lookup(self, resource: str, group: str, namespace: str, name: str) -> Any:
@@ -98,6 +100,13 @@ class API:
         if r is None:
             return []
         return [obj for _key, obj in self.storage.cache.list(r.key(namespace, ""))]
+
+    def list_objects(self, resource: str, group: str, namespace: str) -> list[Any]:
+        """Every object of a resource in `namespace` ("": all namespaces)."""
+        r = self.table.by_group_resource(group, resource)
+        if r is None:
+            return []
+        return [obj for _key, obj in self.storage.cache.list(r.namespace_prefix(namespace))]
 
     # Middlewares -----------------------------------------------------------------------------
     @web.middleware
@@ -307,7 +316,8 @@ class API:
                               {})
         scope = Scope(request, info, resource, info.version, namespace, user,
                       negotiate(request.headers.get("Accept")), self.gates, self.lookup,
-                      authorizer=self.authorizer, admission=self.admission)
+                      authorizer=self.authorizer, admission=self.admission,
+                      listing=self.list_objects, state=self.registry_state)
         if (resource.group, resource.name) in reviews.RESOURCES:
             return await reviews.create(scope, self.authorizer)
         if sub == "exec" and resource.name == "pods" and info.verb in ("get", "create"):

@@ -36,6 +36,10 @@ class Scope:
     authorizer: Any = None
     # Validating admission (ValidatingAdmissionPolicies); None: nothing to admit.
     admission: Any = None
+    listing: Callable[..., Any] | None = None
+    # State the strategies keep per server (Context.extra["state"]), e.g. the service
+    # address reservations: the same dict for every request of one server.
+    state: dict[str, Any] = field(default_factory=dict)
 
     @property
     def strategy(self) -> Strategy:
@@ -74,7 +78,8 @@ class Scope:
         return Context(gates=self.gates, user=self.user.name, groups=self.user.groups,
                        dry_run=dry_run,
                        subresource=self.subresource if subresource is None else subresource,
-                       lookup=self.lookup, extra={"version": self.version},
+                       lookup=self.lookup, listing=self.listing,
+                       extra={"version": self.version, "state": self.state},
                        user_info=self.user, authorizer=self.authorizer)
 
     def admit(self, operation: str, obj: Obj | None, old: Obj | None, dry_run: bool,

@@ -34,7 +34,7 @@ from draemu.apiserver.auth import (
     UnionAuthorizer,
     load_token_file,
 )
-from draemu.apiserver.bootstrap import ensure_system_namespaces
+from draemu.apiserver.bootstrap import ensure_system_namespaces, ensure_system_objects
 from draemu.apiserver.kubeletclient import KubeletClient
 from draemu.apiserver.metrics import Labels
 from draemu.apiserver.nodeauthz import NodeAuthorizer
@@ -247,6 +247,14 @@ class APIServer:
         self.loopback_path = self._loopback_socket_path()
         await web.UnixSite(self._runner, self.loopback_path).start()
         os.chmod(self.loopback_path, 0o600)
+        front_proxy_ca = None
+        if self.pki is not None:
+            front_proxy_ca = (await asyncio.to_thread(pki.ensure_front_proxy,
+                                                      self.pki.directory))[0].cert_pem
+        await ensure_system_objects(table, storage, opts.feature_gates, self.api.list_objects,
+                                    self.api.registry_state, opts.address, self.port,
+                                    self.pki.ca.cert_pem if self.pki is not None else None,
+                                    front_proxy_ca)
         self.write_kubeconfig(self.kubeconfig_path)
         self.api.ready.set()
 

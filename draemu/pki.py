@@ -227,3 +227,20 @@ def ensure_pki(directory: Path, address: str) -> PKI:
                                           ["system:masters"])
         _save(directory, "apiserver-kubelet-client", kubelet_client)
     return PKI(directory, ca, serving, admin, kubelet_client)
+
+
+def ensure_front_proxy(directory: Path) -> tuple[KeyPair, KeyPair]:
+    """The front-proxy CA and the one client certificate it signs (`front-proxy-client`,
+    kubeadm's names): what kube-apiserver publishes as `requestheader-client-ca-file` in
+    the extension-apiserver-authentication ConfigMap. Only a holder of that client
+    certificate may assert a user in X-Remote-* headers to a component's secure port."""
+    ca = _load(directory, "front-proxy-ca")
+    client = _load(directory, "front-proxy-client")
+    if ca is None:
+        ca = make_ca("front-proxy-ca")
+        _save(directory, "front-proxy-ca", ca)
+        client = None
+    if client is None:
+        client = make_client_cert(ca, "front-proxy-client", [])
+        _save(directory, "front-proxy-client", client)
+    return ca, client

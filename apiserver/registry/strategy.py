@@ -43,6 +43,11 @@ class Context:
     # Lets a strategy look at other objects (e.g. a namespace's labels for adminAccess).
     # Set by the apiserver: `await ctx.get(resource, group, namespace, name)` -> obj | None.
     lookup: Any = None
+    # Lists objects from the same cache: `ctx.listing(resource, group, namespace)` -> [obj]
+    # (namespace "" for every namespace or a cluster-scoped kind).
+    listing: Any = None
+    # Request facts ("version") and, under "state", what strategies keep per server
+    # between requests (the same dict for every request of one server).
     extra: dict[str, Any] = field(default_factory=dict)
     # The requesting user (draemu.identity.UserInfo) and the apiserver's authorizer, for
     # strategies whose rules depend on what the user may do (RBAC's escalation checks,

@@ -44,7 +44,8 @@ async def test_field_selector_on_name_and_namespace(client: Client) -> None:
     await _seed(client)
     assert await _names(client, "fieldSelector=metadata.name%3Db") == ["b"]
     assert await _names(client, "fieldSelector=metadata.name!%3Db") == ["a", "c"]
-    other = await client.get("/api/v1/configmaps?fieldSelector=metadata.namespace%3Dkube-system")
+    other = await client.get(
+        "/api/v1/configmaps?fieldSelector=metadata.namespace%3Dkube-node-lease")
     assert other.json["items"] == []
 
 
@@ -93,10 +94,12 @@ async def test_garbage_continue_token_is_400(client: Client) -> None:
 
 async def test_all_namespaces_list(client: Client) -> None:
     await client.post(CM, configmap("here"))
-    await client.post("/api/v1/namespaces/kube-system/configmaps", configmap("there"))
+    await client.post("/api/v1/namespaces/kube-public/configmaps", configmap("there"))
     body = (await client.get("/api/v1/configmaps")).json
+    # The apiserver's own extension-apiserver-authentication ConfigMap is there too.
     assert {(i["metadata"]["namespace"], i["metadata"]["name"]) for i in body["items"]} == {
-        ("default", "here"), ("kube-system", "there")}
+        ("default", "here"), ("kube-public", "there"),
+        ("kube-system", "extension-apiserver-authentication")}
 
 
 async def test_table_list_has_columns_rows_and_partial_metadata(client: Client) -> None:

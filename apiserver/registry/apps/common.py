@@ -3,7 +3,11 @@ status counters. (/scale is served by the apiserver's subresource handlers.)"""
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 from draemu.api.errors import FieldError, Path, invalid, not_supported, required
+from draemu.api.names import regex_error
 from draemu.api.types import Obj
 from draemu.apiserver.registry.core.common import nonnegative
 from draemu.apiserver.registry.core.podtemplate import validate_pod_template
@@ -15,6 +19,25 @@ from draemu.apiserver.registry.core.selector import (
 )
 
 STATUS_EXCEEDS_REPLICAS = "cannot be greater than status.replicas"
+_PERCENT = re.compile(r"^[0-9]+%$")
+
+
+def validate_int_or_percent(value: Any, path: Path) -> list[FieldError]:
+    if isinstance(value, str):
+        if not _PERCENT.match(value):
+            return [invalid(path, value, regex_error(
+                "a valid percent string must be a numeric string followed by an ending '%'",
+                "[0-9]+%", "1%", "93%"))]
+        return []
+    if isinstance(value, int):
+        return nonnegative(value, path)
+    return [invalid(path, value, "must be an integer or percentage (e.g '5%')")]
+
+
+def int_or_percent_value(value: Any) -> int:
+    if isinstance(value, str) and _PERCENT.match(value):
+        return int(value[:-1])
+    return value if isinstance(value, int) else 0
 
 
 def validate_selector_and_template(spec: Obj, path: Path, kind: str) -> list[FieldError]:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from draemu.api.errors import FieldError, Path, forbidden, invalid, not_supported, required
-from draemu.api.names import regex_error
 from draemu.api.types import Obj
 from draemu.apiserver.registry.apps.common import (
+    int_or_percent_value,
     validate_counters,
+    validate_int_or_percent,
     validate_replica_counts,
     validate_selector_and_template,
 )
@@ -26,26 +26,7 @@ from draemu.apiserver.registry.strategy import (
     Strategy,
 )
 
-_PERCENT = re.compile(r"^[0-9]+%$")
 STRATEGY_TYPES = ["Recreate", "RollingUpdate"]
-
-
-def _validate_int_or_percent(value: Any, path: Path) -> list[FieldError]:
-    if isinstance(value, str):
-        if not _PERCENT.match(value):
-            return [invalid(path, value, regex_error(
-                "a valid percent string must be a numeric string followed by an ending '%'",
-                "[0-9]+%", "1%", "93%"))]
-        return []
-    if isinstance(value, int):
-        return nonnegative(value, path)
-    return [invalid(path, value, "must be an integer or percentage (e.g '5%')")]
-
-
-def _int_or_percent_value(value: Any) -> int:
-    if isinstance(value, str) and _PERCENT.match(value):
-        return int(value[:-1])
-    return value if isinstance(value, int) else 0
 
 
 def _validate_strategy(strategy: Obj, path: Path) -> list[FieldError]:
@@ -62,12 +43,12 @@ def _validate_strategy(strategy: Obj, path: Path) -> list[FieldError]:
     if rolling is None:
         return [required(p, "this should be defaulted and never be nil")]
     unavailable, surge = rolling.get("maxUnavailable"), rolling.get("maxSurge")
-    errs = _validate_int_or_percent(unavailable, p.child("maxUnavailable"))
-    errs += _validate_int_or_percent(surge, p.child("maxSurge"))
-    if _int_or_percent_value(unavailable) == 0 and _int_or_percent_value(surge) == 0:
+    errs = validate_int_or_percent(unavailable, p.child("maxUnavailable"))
+    errs += validate_int_or_percent(surge, p.child("maxSurge"))
+    if int_or_percent_value(unavailable) == 0 and int_or_percent_value(surge) == 0:
         errs.append(invalid(p.child("maxUnavailable"), unavailable,
                             "may not be 0 when `maxSurge` is 0"))
-    if isinstance(unavailable, str) and _int_or_percent_value(unavailable) > 100:
+    if isinstance(unavailable, str) and int_or_percent_value(unavailable) > 100:
         errs.append(invalid(p.child("maxUnavailable"), unavailable,
                             "must not be greater than 100%"))
     return errs

@@ -97,7 +97,9 @@ def _validate_generated_selector(job: Obj) -> list[FieldError]:
     return errs
 
 
-def _validate_spec(spec: Obj, path: Path) -> list[FieldError]:
+def validate_job_spec(spec: Obj, path: Path, selector_required: bool = True
+                      ) -> list[FieldError]:
+    """A Job's spec; a CronJob's job template has no selector yet (`selector_required`)."""
     errs: list[FieldError] = []
     for name in ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit",
                  "ttlSecondsAfterFinished"):
@@ -128,7 +130,8 @@ def _validate_spec(spec: Obj, path: Path) -> list[FieldError]:
                             'only "Never" is supported when podFailurePolicy is specified'))
     selector = spec.get("selector")
     if selector is None:
-        errs.append(required(path.child("selector")))
+        if selector_required:
+            errs.append(required(path.child("selector")))
     else:
         errs += validate_label_selector(selector, path.child("selector"))
         labels = (template.get("metadata") or {}).get("labels") or {}
@@ -212,7 +215,7 @@ class JobStrategy(Strategy):
 
     def validate(self, obj: Obj, ctx: Context) -> list[FieldError]:
         spec = obj.get("spec") or {}
-        errs = _validate_generated_selector(obj) + _validate_spec(spec, Path("spec"))
+        errs = _validate_generated_selector(obj) + validate_job_spec(spec, Path("spec"))
         completions = spec.get("completions")
         if spec.get("completionMode") == "Indexed" and completions:
             name = (obj.get("metadata") or {}).get("name") or ""
@@ -225,7 +228,7 @@ class JobStrategy(Strategy):
     def validate_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
         spec, old_spec = new.get("spec") or {}, old.get("spec") or {}
         path = Path("spec")
-        errs = _validate_generated_selector(new) + _validate_spec(spec, path)
+        errs = _validate_generated_selector(new) + validate_job_spec(spec, path)
         errs += _validate_completions_update(spec, old_spec, path)
         errs += immutable(spec.get("selector"), old_spec.get("selector"), path.child("selector"))
         errs += _validate_template_update(new, old, path.child("template"))

@@ -37,6 +37,7 @@ from draemu.apiserver.registry.core.podspec_validation import (
     obsolete_claim_source_errors,
     validate_pod_spec,
 )
+from draemu.apiserver.registry.scheduling.priorityclass import resolve_priority
 from draemu.apiserver.registry.strategy import (
     AGE,
     AGE_COLUMN,
@@ -50,8 +51,6 @@ from draemu.apiserver.registry.strategy import (
 DEFAULT_TOLERATION_SECONDS = 300
 _NOT_READY = "node.kubernetes.io/not-ready"
 _UNREACHABLE = "node.kubernetes.io/unreachable"
-# Priorities of the built-in PriorityClasses, as the Priority admission plugin resolves them.
-SYSTEM_PRIORITIES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
 SPEC_UPDATE_FORBIDDEN = (
     "pod updates may not change fields other than `spec.containers[*].image`,"
     "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only "
@@ -106,9 +105,7 @@ class PodStrategy(Strategy):
             (obj.get("metadata") or {}).get("annotations") or {})
         if not spec.get("serviceAccountName") and not mirror:
             spec["serviceAccountName"] = spec["serviceAccount"] = "default"
-        if spec.get("priority") is None:
-            spec["priority"] = SYSTEM_PRIORITIES.get(spec.get("priorityClassName") or "", 0)
-        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+        resolve_priority(obj, ctx)
         add_default_tolerations(spec)
         status: Obj = {"phase": "Pending", "qosClass": qos_class(spec)}
         if spec.get("schedulingGates"):

@@ -401,7 +401,7 @@ def _validate_env_from(sources: list[Obj], path: Path) -> list[FieldError]:
     return errs
 
 
-def _validate_port_num_or_name(port: Any, path: Path) -> list[FieldError]:
+def validate_port_num_or_name(port: Any, path: Path) -> list[FieldError]:
     if isinstance(port, int):
         if not 1 <= port <= 65535:
             return [invalid(path, port, inclusive_range(1, 65535))]
@@ -429,12 +429,12 @@ def _validate_handler(handler: Obj, path: Path, kinds: tuple[str, ...]) -> list[
         elif kind == "httpGet":
             if not action.get("path"):
                 errs.append(required(p.child("path")))
-            errs += _validate_port_num_or_name(action.get("port"), p.child("port"))
+            errs += validate_port_num_or_name(action.get("port"), p.child("port"))
             scheme = action.get("scheme") or ""
             if scheme not in ("HTTP", "HTTPS"):
                 errs.append(not_supported(p.child("scheme"), scheme, ["HTTP", "HTTPS"]))
         elif kind == "tcpSocket":
-            errs += _validate_port_num_or_name(action.get("port"), p.child("port"))
+            errs += validate_port_num_or_name(action.get("port"), p.child("port"))
         elif kind == "grpc":
             port = action.get("port") or 0
             if not 1 <= port <= 65535:

@@ -1,0 +1,1 @@
+"""discovery.k8s.io/v1 EndpointSlice."""

@@ -1,0 +1,1 @@
+"""networking.k8s.io/v1: ServiceCIDR and IPAddress."""

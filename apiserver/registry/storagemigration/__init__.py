@@ -1,0 +1,1 @@
+"""storagemigration.k8s.io/v1 StorageVersionMigration."""

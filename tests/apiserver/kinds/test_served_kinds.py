@@ -1,0 +1,46 @@
+"""Every kind the real kube-scheduler and kube-controller-manager list is served over
+HTTP: create, get, list as a Table with upstream's columns, watch-able, in discovery."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from apiclient import Client
+from samples import SAMPLES
+
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+pytestmark = pytest.mark.unit
+
+
+def _id(sample: tuple) -> str:
+    return sample[1]["kind"]
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=_id)
+async def test_kind_is_created_read_back_and_printed(client: Client, sample: tuple) -> None:
+    path, obj, columns = sample
+    created = await client.post(path, copy.deepcopy(obj))
+    assert created.status == 201, created.json
+    name = obj["metadata"]["name"]
+    got = await client.get(f"{path}/{name}")
+    assert got.status == 200 and got.json["kind"] == obj["kind"]
+    table = (await client.get(path, headers={"Accept": TABLE})).json
+    assert [c["name"] for c in table["columnDefinitions"]] == columns
+    row = next(r for r in table["rows"] if r["cells"][0].split(" ")[0] == name)
+    assert len(row["cells"]) == len(columns)
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=_id)
+async def test_kind_is_in_aggregated_discovery(client: Client, sample: tuple) -> None:
+    path, obj, _ = sample
+    api_version = obj["apiVersion"]
+    plural = path.rsplit("/", 1)[1]
+    doc = (await client.get("/apis" if "/" in api_version else "/api", headers={
+        "Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"})).json
+    group = api_version.rpartition("/")[0]
+    found = [r for g in doc["items"] if g["metadata"].get("name", "") == group
+             for v in g["versions"] if v["version"] == api_version.rpartition("/")[2]
+             for r in v["resources"] if r["resource"] == plural]
+    assert found, f"{plural} not in discovery of {api_version}"
+    assert {"list", "watch", "create"} <= set(found[0]["verbs"])
