@@ -17,6 +17,7 @@ from draemu.apiserver import (
     deletion,
     discovery,
     health,
+    httperrors,
     nodeauthz,
     openapi_serving,
     patching,
@@ -203,7 +204,8 @@ class API:
 
     def build(self) -> web.Application:
         app = web.Application(middlewares=[self.errors, self.authenticate, self.limit_in_flight],
-                              client_max_size=4 * 1024 * 1024)
+                              client_max_size=4 * 1024 * 1024,
+                              handler_args=httperrors.HANDLER_ARGS)
         app.router.add_route("*", "/{tail:.*}", self.route)
         self.metrics.gauges["apiserver_registered_watchers"] = lambda: {
             (): float(self.storage.cache.watcher_count)}

@@ -18,10 +18,12 @@ from aiohttp import StreamReader, web
 
 from draemu.api import jsonfast
 from draemu.api.errors import StatusError, bad_request
+from draemu.apiserver import yamlload
 
 JSON = "application/json"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 MAX_BODY = 3 * 1024 * 1024
+MAX_INT_DIGITS = yamlload.MAX_INT_DIGITS
 
 _TRUE = {"1", "t", "T", "TRUE", "true", "True"}
 _FALSE = {"0", "f", "F", "FALSE", "false", "False"}
@@ -166,27 +168,124 @@ def _without_lone_surrogates(value: Any) -> Any:
 
 def _decode_text(raw: bytes, ctype: str) -> Any:
     if ctype.endswith("yaml"):
-        try:
-            return _from_yaml(raw)
-        except yaml.YAMLError as e:
-            raise bad_request(f"error converting YAML to JSON: {e}") from None
+        return _from_yaml(raw)
     try:
-        return jsonfast.loads(raw)
+        return _from_json(raw)
     except (ValueError, UnicodeDecodeError) as e:
-        # Clients sometimes send YAML with a JSON type; YAML is a superset of JSON.
+        # Clients sometimes send YAML with a JSON type; YAML is a superset of JSON. The
+        # YAML loader keeps the same limits.
         try:
-            value = _from_yaml(raw)
+            value, _ = yamlload.load(raw)
+        except yamlload.YAMLLimitError as limit:
+            raise bad_request(f"error converting YAML to JSON: {limit}") from None
         except yaml.YAMLError:
             raise bad_request(f"couldn't get version/kind; json parse error: {e}") from None
+        jsonfast.note_non_finite(value)
         if isinstance(value, (dict, list)):
             return value
         raise bad_request(f"couldn't get version/kind; json parse error: {e}") from None
 
 
+class _IntegerTooLong(Exception):
+    pass
+
+
+def _bounded_int(text: str) -> int:
+    if len(text) > MAX_INT_DIGITS + 1 and len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise _IntegerTooLong(text)
+    return int(text)
+
+
+def _from_json(raw: bytes) -> Any:
+    try:
+        return jsonfast.loads(raw, parse_int=_bounded_int)
+    except _IntegerTooLong as e:
+        raise _integer_too_long(raw, str(e)) from None
+
+
+def _integer_too_long(raw: bytes, text: str) -> StatusError:
+    """The field that holds the first too long integer, found by a second parse that
+    marks it (only bodies that have one pay for it)."""
+    marker = object()
+
+    def mark(digits: str) -> Any:
+        return marker if len(digits.lstrip("-")) > MAX_INT_DIGITS else 0
+
+    path = _path_of(json.loads(raw, parse_int=mark), marker)
+    message = (f"json: cannot unmarshal number {text[:20]}... into Go value of type "
+               f"int64 or float64: it has {len(text.lstrip('-'))} digits, at most "
+               f"{MAX_INT_DIGITS} are allowed")
+    where = f" (field {path})" if path else ""
+    return StatusError(400, "BadRequest", f"{message}{where}",
+                       {"causes": [{"reason": "FieldValueInvalid", "message": message,
+                                    "field": path}]})
+
+
+def _path_of(value: Any, marker: object) -> str:
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        if item is marker:
+            return path
+        if isinstance(item, dict):
+            stack.extend((v, f"{path}.{k}" if path else k) for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
+    return ""
+
+
 def _from_yaml(raw: bytes) -> Any:
-    value = yaml.safe_load(raw)
+    try:
+        value, _ = yamlload.load(raw)
+    except yaml.YAMLError as e:
+        raise bad_request(f"error converting YAML to JSON: {e}") from None
     jsonfast.note_non_finite(value)  # .nan, .inf
     return value
+
+
+def duplicate_fields(raw: bytes, content_type: str | None) -> list[str]:
+    """Paths of the object keys `raw` (a body `decode` accepted) has more than once, for
+    fieldValidation's `duplicate field` errors: a second parse, in the json module with a
+    hook per object (orjson keeps the last value silently)."""
+    ctype = media_type(content_type) or JSON
+    if ctype == PROTOBUF:
+        return []
+    if ctype in _YAML_TYPES or ctype.endswith("yaml"):
+        return yamlload.load(raw)[1]
+    twice: list[tuple[dict[str, Any], str]] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(items)
+        if len(obj) != len(items):
+            seen: set[str] = set()
+            for key, _ in items:
+                if key in seen:
+                    twice.append((obj, key))
+                seen.add(key)
+        return obj
+
+    try:
+        value = json.loads(raw, object_pairs_hook=pairs, parse_int=_bounded_int)
+    except (ValueError, UnicodeDecodeError, _IntegerTooLong, RecursionError):
+        return yamlload.load(raw)[1] if ctype == JSON else []
+    if not twice:
+        return []
+    where = _paths_of_objects(value, {id(obj) for obj, _ in twice})
+    return [f"{where[id(obj)]}.{key}" if where.get(id(obj)) else key for obj, key in twice]
+
+
+def _paths_of_objects(value: Any, wanted: set[int]) -> dict[int, str]:
+    found: dict[int, str] = {}
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack and len(found) < len(wanted):
+        item, path = stack.pop()
+        if isinstance(item, dict):
+            if id(item) in wanted:
+                found[id(item)] = path
+            stack.extend((v, f"{path}.{k}" if path else k) for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
+    return found
 
 
 # Go's decoder stops at 10000 levels; Python's recursive code (copies, validation,

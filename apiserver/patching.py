@@ -115,11 +115,12 @@ async def patch(scope: Scope, storage: Storage) -> web.Response:
                           "Forbidden: may not be specified for non-apply patch")
     force = scope.flag("force")
     manager = managedfields.manager(scope)
+    twice = fieldvalidation.duplicates(scope, raw, mode)
     if is_apply:
         if not isinstance(body, dict):
             raise bad_request("apply patch must be an object")
         scope.check_type_meta(body)
-        body = fieldvalidation.check(scope, body, mode)
+        body = fieldvalidation.check(scope, body, mode, duplicate=twice)
         existing = await storage.get_latest(scope.resource, scope.namespace, scope.name)
         if existing is None and scope.subresource == "":
             meta = body.setdefault("metadata", {})
@@ -139,7 +140,7 @@ async def patch(scope: Scope, storage: Storage) -> web.Response:
             patched = apply_patch(scope, ctype, current, body)
             if not isinstance(patched, dict):
                 raise bad_request("the patched object is not an object")
-            patched = fieldvalidation.check(scope, patched, mode, old)
+            patched = fieldvalidation.check(scope, patched, mode, old, twice)
         _check_precondition(scope, patched, old)
         scope.check_type_meta(patched)
         return to_storage(scope, patched)

@@ -125,7 +125,8 @@ async def create(scope: Scope, storage: Storage) -> web.Response:
     mode = fieldvalidation.directive(scope)
     manager = managedfields.manager(scope)
     scope.check_type_meta(obj)
-    obj = fieldvalidation.check(scope, obj, mode)
+    twice = fieldvalidation.duplicates(scope, await read_body(scope.request), mode)
+    obj = fieldvalidation.check(scope, obj, mode, duplicate=twice)
     if _meta(obj).get("resourceVersion"):
         raise bad_request("resourceVersion should not be set on objects to be created")
     _set_namespace(scope, _meta(obj))
@@ -327,7 +328,9 @@ async def update(scope: Scope, storage: Storage) -> web.Response:
     mode = fieldvalidation.directive(scope)
     manager = managedfields.manager(scope)
     scope.check_type_meta(body)
-    body = fieldvalidation.check(scope, body, mode, fieldvalidation.cached(scope, storage))
+    twice = fieldvalidation.duplicates(scope, await read_body(scope.request), mode)
+    body = fieldvalidation.check(scope, body, mode, fieldvalidation.cached(scope, storage),
+                                 twice)
     meta = _meta(body)
     if meta.get("name") and meta["name"] != scope.name:
         raise bad_request(f"the name of the object ({meta['name']}) does not match the name "

@@ -24,7 +24,7 @@ from typing import Any
 from aiohttp import web
 
 from draemu import kubeconfig, pki
-from draemu.apiserver import reviews
+from draemu.apiserver import httperrors, reviews
 from draemu.apiserver.admission.policies import ValidatingAdmission
 from draemu.apiserver.apiextensions.serving import CRDServing
 from draemu.apiserver.app import API
@@ -237,6 +237,7 @@ class APIServer:
         self._runner = web.AppRunner(self.api.build(), access_log=None,
                                      shutdown_timeout=SHUTDOWN_TIMEOUT)
         await self._runner.setup()
+        httperrors.answer_with_status(self._runner)
         site = web.TCPSite(self._runner, opts.address, opts.port, ssl_context=ssl_context,
                            backlog=1024, reuse_address=True)
         await site.start()

@@ -14,7 +14,7 @@ from aiohttp import web
 from draemu.api.errors import StatusError, bad_request, conflict, not_found_error
 from draemu.api.meta import time_now
 from draemu.api.types import Obj
-from draemu.apiserver import managedfields
+from draemu.apiserver import managedfields, timestamps
 from draemu.apiserver.codec import (
     decode,
     media_type,
@@ -29,6 +29,7 @@ from draemu.apiserver.registry.core.common import selector_requirements
 from draemu.apiserver.rest_write import body_object, run_update
 from draemu.apiserver.scope import Scope
 from draemu.apiserver.storage import MODIFIED, Storage
+from draemu.openapi import schemas
 
 
 def _created_status() -> Obj:
@@ -38,7 +39,7 @@ def _created_status() -> Obj:
 
 # pods/binding ---------------------------------------------------------------------------
 async def binding(scope: Scope, storage: Storage) -> web.Response:
-    body = await body_object(scope)
+    body = _typed_body("Binding", await body_object(scope))
     target = body.get("target") or {}
     node = target.get("name") or ""
     if not node:
@@ -161,6 +162,16 @@ async def scale(scope: Scope, storage: Storage) -> web.Response:
                               dry_run=dry_run, manager=managedfields.manager(scope),
                               pinned=False)
     return scope.respond(scope.strategy.scale_of(result) or scale_of(result))
+
+
+def _typed_body(kind: str, body: Obj) -> Obj:
+    """A core/v1 body whose JSON types match `kind`'s schema (upstream's decoding into the
+    Go type): `"target": [...]` is a 400 naming the field, not a crash further on."""
+    found = schemas.check_request("", "v1", kind, body, None, timestamps.format_value)
+    if found.type_error:
+        raise bad_request(f'{kind} in version "v1" cannot be handled as a {kind}: '
+                          f"{found.type_error}")
+    return body
 
 
 # pods/log -------------------------------------------------------------------------------

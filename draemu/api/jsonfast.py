@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -35,14 +36,15 @@ _OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 _non_finite_seen = False
 
 
-def loads(data: bytes | bytearray) -> Any:
-    """`json.loads(data)`."""
+def loads(data: bytes | bytearray, parse_int: Callable[[str], Any] | None = None) -> Any:
+    """`json.loads(data)`; `parse_int` as json's, for the integers orjson cannot read
+    (request bodies bound their length with it)."""
     if data.translate(_DIGITS).find(_LONG_NUMBER) < 0:
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:
             pass
-    return json.loads(data, parse_constant=_constant, parse_float=_float)
+    return json.loads(data, parse_constant=_constant, parse_float=_float, parse_int=parse_int)
 
 
 def dumps(obj: Any) -> bytes:
