@@ -88,6 +88,7 @@ class API:
     admission: Any = None  # ValidatingAdmission, set by the server
     # What strategies keep between requests (Context.extra["state"]): one per server.
     registry_state: dict[str, Any] = field(default_factory=dict)
+    webhooks: Any = None  # Webhooks, set by the server
 
     # Lookups for strategies (ctx.lookup): synchronous reads of the watch cache.
     def lookup(self, resource: str, group: str, namespace: str, name: str) -> Any:
@@ -319,7 +320,8 @@ class API:
         scope = Scope(request, info, resource, info.version, namespace, user,
                       negotiate(request.headers.get("Accept")), self.gates, self.lookup,
                       authorizer=self.authorizer, admission=self.admission,
-                      listing=self.list_objects, state=self.registry_state)
+                      listing=self.list_objects, state=self.registry_state,
+                      webhooks=self.webhooks)
         if (resource.group, resource.name) in reviews.RESOURCES:
             return await reviews.create(scope, self.authorizer)
         if sub == "exec" and resource.name == "pods" and info.verb in ("get", "create"):

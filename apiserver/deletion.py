@@ -130,6 +130,7 @@ async def delete_one(scope: Scope, storage: Storage, namespace: str, name: str, 
         _check_preconditions(scope, opts, obj)
         meta = obj["metadata"]
         scope.admit("DELETE", None, obj, dry_run)
+        await scope.admit_webhooks("DELETE", None, obj, dry_run)
         grace = _grace_seconds(scope, opts, obj)
         marked = clone(obj)
         if not meta.get("deletionTimestamp"):

@@ -150,6 +150,8 @@ async def create_object(scope: Scope, storage: Storage, obj: Obj, *, dry_run: bo
     prefix = meta.get("generateName") or ""
     if not wanted_name and prefix:
         meta["name"] = generate_name(prefix)
+    obj = await scope.mutate("CREATE", obj, None, dry_run, subresource="")
+    meta = _meta(obj)
     if operation != "Apply":  # server-side apply has set managedFields itself
         # On the decoded, defaulted object, before the strategy's admission-like
         # additions (default tolerations, service account, priority), which upstream's
@@ -172,6 +174,7 @@ async def create_object(scope: Scope, storage: Storage, obj: Obj, *, dry_run: bo
     check_namespace_accepts(scope, meta["name"])
     scope.warnings.extend(strategy.warnings(obj, ctx))
     scope.admit("CREATE", obj, None, dry_run, subresource="")
+    await scope.admit_webhooks("CREATE", obj, None, dry_run, subresource="")
     if dry_run:
         return obj
     for _ in range(_GENERATE_ATTEMPTS):
@@ -293,13 +296,14 @@ async def run_update(scope: Scope, storage: Storage, propose: Mutation, *, dry_r
     outcome: dict[str, Obj] = {}
 
     async def fn(private: Obj, old: Obj) -> Obj:
-        new = await propose(private)
+        new = await scope.mutate("UPDATE", await propose(private), old, dry_run)
         try:
             prepared = prepare_update(scope, new, old, dry_run=dry_run, manager=manager,
                                       operation=operation)
         except DeleteInstead as d:
             outcome["delete"] = d.obj
             raise Unchanged() from None
+        await scope.admit_webhooks("UPDATE", prepared, old, dry_run)
         if dry_run:
             outcome["dry_run"] = prepared
             raise Unchanged()

@@ -12,6 +12,7 @@ from multidict import MultiMapping
 
 from draemu.api.errors import StatusError, bad_request
 from draemu.api.types import Obj
+from draemu.apiserver.admission.matching import Request
 from draemu.apiserver.codec import Accept, json_response, parse_bool
 from draemu.apiserver.registry.strategy import Context, Strategy
 from draemu.apiserver.requestinfo import RequestInfo
@@ -40,6 +41,8 @@ class Scope:
     # State the strategies keep per server (Context.extra["state"]), e.g. the service
     # address reservations: the same dict for every request of one server.
     state: dict[str, Any] = field(default_factory=dict)
+    # Admission webhooks (Webhooks); None: none are called.
+    webhooks: Any = None
 
     @property
     def strategy(self) -> Strategy:
@@ -98,6 +101,39 @@ class Scope:
             obj=self.out(obj) if obj is not None else None,
             old=self.out(old) if old is not None else None, user=self.user,
             dry_run=dry_run, warnings=self.warnings)
+
+    def _admission_request(self, operation: str, obj: Obj | None, old: Obj | None,
+                           subresource: str | None = None) -> Request:
+        meta = (obj or old or {}).get("metadata") or {}
+        return Request(operation, self.resource.group, self.version, self.resource.name,
+                       self.subresource if subresource is None else subresource,
+                       self.resource.kind, self.namespace, meta.get("name") or self.name,
+                       self.resource.namespaced)
+
+    async def mutate(self, operation: str, obj: Obj, old: Obj | None, dry_run: bool,
+                     subresource: str | None = None) -> Obj:
+        """`obj` (storage version) after the mutating admission webhooks."""
+        if self.webhooks is None or not self.webhooks.has_any(self.resource.group,
+                                                               self.resource.name):
+            return obj
+        req = self._admission_request(operation, obj, old, subresource)
+        served = self.out(obj)
+        mutated = await self.webhooks.mutate(req, served, self.out(old) if old else None,
+                                             self.user, dry_run, self.warnings)
+        if mutated is served:
+            return obj
+        return self.strategy.to_storage(mutated, self.version)
+
+    async def admit_webhooks(self, operation: str, obj: Obj | None, old: Obj | None,
+                             dry_run: bool, subresource: str | None = None) -> None:
+        """The validating admission webhooks of a write (after the policies)."""
+        if self.webhooks is None or not self.webhooks.has_any(self.resource.group,
+                                                               self.resource.name):
+            return
+        req = self._admission_request(operation, obj, old, subresource)
+        await self.webhooks.validate(req, self.out(obj) if obj is not None else None,
+                                     self.out(old) if old is not None else None, self.user,
+                                     dry_run, self.warnings)
 
     def out(self, obj: Obj) -> Obj:
         """A stored object in the request's version."""

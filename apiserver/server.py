@@ -26,6 +26,7 @@ from aiohttp import web
 from draemu import kubeconfig, pki
 from draemu.apiserver import httperrors, reviews
 from draemu.apiserver.admission.policies import ValidatingAdmission
+from draemu.apiserver.admission.webhooks import Webhooks
 from draemu.apiserver.apiextensions.serving import CRDServing
 from draemu.apiserver.app import API
 from draemu.apiserver.auth import (
@@ -232,6 +233,7 @@ class APIServer:
         await ensure_system_namespaces(table, storage, opts.feature_gates)
         await ensure_bootstrap_policy(table, storage, opts.feature_gates)
         self.api.admission = ValidatingAdmission(table, self._cache)
+        self.api.webhooks = Webhooks(table, self._cache)
         self.crds = CRDServing(table, storage)
         self.crds.start()
         self._runner = web.AppRunner(self.api.build(), access_log=None,
@@ -284,6 +286,8 @@ class APIServer:
         if self.crds is not None:
             await self.crds.stop()
             self.crds = None
+        if self.api is not None and self.api.webhooks is not None:
+            await self.api.webhooks.close()
         if self._cache is not None:
             await self._cache.stop()
         if self.api is not None and self.api.kubelet_client is not None:

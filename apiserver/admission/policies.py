@@ -97,7 +97,7 @@ class ValidatingAdmission:
         if namespaced and namespace:
             ns_res = self.resource_of("", "namespaces")
             ns_obj = self.cache.get(ns_res.key("", namespace)) if ns_res is not None else None
-        request = _request_variable(req, user, dry_run)
+        request = request_variable(req, user, dry_run)
         denied: tuple[str, str, Decision] | None = None
         for _key, binding in bindings:
             spec = binding.get("spec") or {}
@@ -255,18 +255,25 @@ def _message(validation: Obj, context: dict[str, Any]) -> str:
     return message or f"failed expression: {(validation.get('expression') or '').strip()}"
 
 
-def _request_variable(req: Request, user: Any, dry_run: bool) -> Obj:
+def request_variable(req: Request, user: Any, dry_run: bool) -> Obj:
     kind = {"group": req.group, "version": req.version, "kind": req.kind}
     resource = {"group": req.group, "version": req.version, "resource": req.resource}
     out: Obj = {"uid": str(uuid.uuid4()), "kind": kind, "resource": resource,
                 "requestKind": kind, "requestResource": resource, "name": req.name,
                 "namespace": req.namespace, "operation": req.operation,
-                "userInfo": {"username": getattr(user, "name", ""),
-                             "groups": list(getattr(user, "groups", ()) or ())},
+                "userInfo": user_info(user),
                 "dryRun": dry_run}
     if req.subresource:
         out["subResource"] = out["requestSubResource"] = req.subresource
     return out
+
+
+def user_info(user: Any) -> Obj:
+    """The request's user as `request.userInfo` has it: every field present (a typed
+    UserInfo in upstream's CEL), so `request.userInfo.extra[?'k']` works for anyone."""
+    return {"username": getattr(user, "name", ""), "uid": getattr(user, "uid", ""),
+            "groups": list(getattr(user, "groups", ()) or ()),
+            "extra": {k: list(v) for k, v in (getattr(user, "extra", None) or {}).items()}}
 
 
 def _namespace_variable(ns: Obj | None) -> Obj | None:

@@ -1,6 +1,6 @@
 """admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration and
 MutatingWebhookConfiguration: stored, defaulted and validated as upstream does
-(webhooks are not called yet)."""
+(`draemu.apiserver.admission.webhooks` calls the webhooks)."""
 
 from __future__ import annotations
 

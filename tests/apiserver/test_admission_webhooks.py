@@ -1,0 +1,185 @@
+"""Admission webhooks called over HTTPS with the configuration's caBundle: a validating
+webhook's denial and warnings, a mutating webhook's JSONPatch, failurePolicy when the
+webhook cannot be reached (a Service without endpoints, as emulated pods serve
+nothing), matchConditions."""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest_asyncio
+from aiohttp import web
+from apiclient import Client
+
+from draemu import pki
+
+CONFIGS = "/apis/admissionregistration.k8s.io/v1"
+CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+
+
+class Hook:
+    """An HTTPS admission webhook on a free local port."""
+
+    def __init__(self) -> None:
+        self.ca = pki.make_ca("webhook-ca")
+        self.reviews: list[dict[str, Any]] = []
+        self.url = ""
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> None:
+        pair = pki.make_serving_cert(self.ca, "127.0.0.1")
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        with tempfile.TemporaryDirectory() as d:
+            cert, key = Path(d) / "c.crt", Path(d) / "c.key"
+            cert.write_bytes(pair.cert_pem)
+            key.write_bytes(pair.key_pem)
+            ctx.load_cert_chain(cert, key)
+        app = web.Application()
+        app.router.add_post("/validate", self.validate)
+        app.router.add_post("/mutate", self.mutate)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=ctx)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"https://127.0.0.1:{port}"
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @property
+    def ca_bundle(self) -> str:
+        return base64.b64encode(self.ca.cert_pem).decode()
+
+    async def validate(self, request: web.Request) -> web.Response:
+        review = await request.json()
+        self.reviews.append(review)
+        req = review["request"]
+        obj = req.get("object") or {}
+        allowed = (obj.get("data") or {}).get("color") != "red"
+        response: dict[str, Any] = {"uid": req["uid"], "allowed": allowed,
+                                    "warnings": ["checked by the test webhook"]}
+        if not allowed:
+            response["status"] = {"code": 403, "reason": "Forbidden",
+                                  "message": "red is not allowed"}
+        return web.json_response({"apiVersion": "admission.k8s.io/v1",
+                                  "kind": "AdmissionReview", "response": response})
+
+    async def mutate(self, request: web.Request) -> web.Response:
+        review = await request.json()
+        req = review["request"]
+        patch = [{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}]
+        return web.json_response({"apiVersion": "admission.k8s.io/v1",
+                                  "kind": "AdmissionReview", "response": {
+                                      "uid": req["uid"], "allowed": True,
+                                      "patchType": "JSONPatch",
+                                      "patch": base64.b64encode(
+                                          json.dumps(patch).encode()).decode()}})
+
+
+@pytest_asyncio.fixture
+async def hook() -> AsyncIterator[Hook]:
+    server = Hook()
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+def configuration(kind: str, name: str, client_config: dict[str, Any],
+                  **extra: Any) -> dict[str, Any]:
+    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+            "metadata": {"name": name},
+            "webhooks": [{"name": f"{name}.hooks.example.com", "clientConfig": client_config,
+                          "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                          "rules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                     "operations": ["CREATE", "UPDATE"],
+                                     "resources": ["configmaps"]}], **extra}]}
+
+
+def configmap(name: str, **data: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
+
+
+async def test_validating_webhook_denies_with_upstreams_message(client: Client,
+                                                                 hook: Hook) -> None:
+    config = configuration("ValidatingWebhookConfiguration", "colors",
+                           {"url": f"{hook.url}/validate", "caBundle": hook.ca_bundle})
+    assert (await client.post(f"{CONFIGS}/validatingwebhookconfigurations", config)
+            ).status == 201
+    reply = await client.post(CONFIGMAPS, configmap("red", color="red"))
+    assert (reply.status, reply.json["reason"]) == (403, "Forbidden")
+    assert reply.json["message"] == ('admission webhook "colors.hooks.example.com" denied '
+                                     "the request: red is not allowed")
+    ok = await client.post(CONFIGMAPS, configmap("blue", color="blue"))
+    assert ok.status == 201
+    assert ok.headers.getall("Warning") == ['299 - "checked by the test webhook"']
+    request = hook.reviews[-1]["request"]
+    assert (request["operation"], request["kind"], request["resource"]["resource"],
+            request["namespace"], request["object"]["data"], request["oldObject"]) == (
+        "CREATE", {"group": "", "version": "v1", "kind": "ConfigMap"}, "configmaps",
+        "default", {"color": "blue"}, None)
+
+
+async def test_mutating_webhook_patch_is_applied(client: Client, hook: Hook) -> None:
+    config = configuration("MutatingWebhookConfiguration", "labels",
+                           {"url": f"{hook.url}/mutate", "caBundle": hook.ca_bundle})
+    assert (await client.post(f"{CONFIGS}/mutatingwebhookconfigurations", config)
+            ).status == 201
+    reply = await client.post(CONFIGMAPS, configmap("plain"))
+    assert reply.status == 201, reply.body
+    assert reply.json["metadata"]["labels"] == {"mutated": "yes"}
+
+
+async def test_unknown_ca_fails_closed(client: Client, hook: Hook) -> None:
+    other = base64.b64encode(pki.make_ca("other").cert_pem).decode()
+    config = configuration("ValidatingWebhookConfiguration", "strict",
+                           {"url": f"{hook.url}/validate", "caBundle": other})
+    assert (await client.post(f"{CONFIGS}/validatingwebhookconfigurations", config)
+            ).status == 201
+    reply = await client.post(CONFIGMAPS, configmap("any"))
+    assert reply.status == 500
+    assert reply.json["message"].startswith(
+        'Internal error occurred: failed calling webhook "strict.hooks.example.com": '
+        f'failed to call webhook: Post "{hook.url}/validate?timeout=10s": tls: ')
+
+
+async def test_service_without_endpoints_follows_failure_policy(client: Client) -> None:
+    service = {"service": {"name": "hook", "namespace": "default", "path": "/validate"}}
+    config = configuration("ValidatingWebhookConfiguration", "pods", service)
+    assert (await client.post(f"{CONFIGS}/validatingwebhookconfigurations", config)
+            ).status == 201
+    reply = await client.post(CONFIGMAPS, configmap("blocked"))
+    assert reply.status == 500
+    assert reply.json["message"] == (
+        'Internal error occurred: failed calling webhook "pods.hooks.example.com": failed '
+        'to call webhook: Post "https://hook.default.svc:443/validate?timeout=10s": no '
+        'endpoints available for service "hook"')
+    current = (await client.get(f"{CONFIGS}/validatingwebhookconfigurations/pods")).json
+    current["webhooks"][0]["failurePolicy"] = "Ignore"
+    assert (await client.put(f"{CONFIGS}/validatingwebhookconfigurations/pods", current)
+            ).status == 200
+    assert (await client.post(CONFIGMAPS, configmap("through"))).status == 201
+
+
+async def test_match_conditions_skip_the_call(client: Client, hook: Hook) -> None:
+    config = configuration("ValidatingWebhookConfiguration", "cond",
+                           {"url": f"{hook.url}/validate", "caBundle": hook.ca_bundle},
+                           matchConditions=[{"name": "only-checked",
+                                             "expression": "has(object.metadata.labels) && "
+                                                           "'check' in object.metadata.labels"}])
+    assert (await client.post(f"{CONFIGS}/validatingwebhookconfigurations", config)
+            ).status == 201
+    assert (await client.post(CONFIGMAPS, configmap("unchecked", color="red"))).status == 201
+    assert hook.reviews == []
+    checked = configmap("checked", color="red")
+    checked["metadata"]["labels"] = {"check": "1"}
+    assert (await client.post(CONFIGMAPS, checked)).status == 403
