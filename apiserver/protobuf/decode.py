@@ -69,11 +69,15 @@ _OUTPUT = {name: [(f[0], f[1], _rule(f[2], f[4])) for f in table]
 Where = tuple[str, str]
 
 
+_PACKAGES = {"rbac.authorization.k8s.io": "rbac"}
+
+
 def message_name(group: str, version: str, kind: str) -> str | None:
     """The schema's message for a kind, or None when draemu does not take it as a body."""
     if kind == "DeleteOptions":  # registered in every group version, one message
         return "meta.v1.DeleteOptions"
-    package = "core" if group == "" else group.removesuffix(".k8s.io")
+    # The Go package's folder: the group without .k8s.io, but rbac for RBAC's group.
+    package = "core" if group == "" else _PACKAGES.get(group, group.removesuffix(".k8s.io"))
     name = f"{package}.{version}.{kind}"
     return name if name in KINDS else None
 

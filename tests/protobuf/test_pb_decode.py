@@ -61,7 +61,10 @@ def test_message_names() -> None:
     assert message_name("resource.k8s.io", "v1beta2", "ResourceSlice") == \
         "resource.v1beta2.ResourceSlice"
     assert message_name("apps", "v1", "Scale") is None  # draemu serves autoscaling/v1 Scale
-    assert message_name("", "v1", "Service") is None
+    assert message_name("", "v1", "Service") == "core.v1.Service"
+    assert message_name("rbac.authorization.k8s.io", "v1", "ClusterRole") == \
+        "rbac.v1.ClusterRole"
+    assert message_name("", "v1", "ComponentStatus") is None  # not taken as a body
     assert message_name("", "v1", "PodSpec") is None  # a message, not a kind
 
 
@@ -158,7 +161,8 @@ def test_extra_values_are_plain_lists() -> None:
      """Object 'Kind' is missing in 'runtime.TypeMeta{APIVersion:"v1", Kind:""}'"""),
     (envelope(b"", "", "Pod"),
      """Object 'apiVersion' is missing in 'runtime.TypeMeta{APIVersion:"", Kind:"Pod"}'"""),
-    (envelope(b"", "v1", "Service"), 'no kind "Service" is registered for version "v1"'),
+    (envelope(b"", "v1", "ComponentStatus"),
+     'no kind "ComponentStatus" is registered for version "v1"'),
     (envelope(b"", "apps/v2", "Deployment"),
      'no kind "Deployment" is registered for version "apps/v2"'),
     (envelope(b"", "v1", "ConfigMap", contentEncoding="gzip"),

@@ -17,11 +17,17 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
+	certsv1 "k8s.io/api/certificates/v1"
 	coordv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	resourcev1alpha3 "k8s.io/api/resource/v1alpha3"
 	resourcev1beta1 "k8s.io/api/resource/v1beta1"
@@ -122,7 +128,7 @@ func objects() map[string]runtime.Object {
 	gpuConfig := runtime.RawExtension{Raw: []byte(`{"apiVersion":"gpu.example.com/v1","kind":"GpuConfig","sharing":{"strategy":"TimeSlicing"}}`)}
 	selector := []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
 		Expression: `device.driver == "gpu.example.com" && device.attributes["gpu.example.com"].model == "A100"`}}}
-	return map[string]runtime.Object{
+	objs := map[string]runtime.Object{
 		"pod": &corev1.Pod{ObjectMeta: meta("pod"), Spec: podSpec(), Status: corev1.PodStatus{
 			Phase: corev1.PodRunning, StartTime: &created, PodIP: "10.0.0.1",
 			PodIPs:     []corev1.PodIP{{IP: "10.0.0.1"}},
@@ -293,6 +299,151 @@ func objects() map[string]runtime.Object {
 		"resourcepoolstatusrequest-v1alpha3": &resourcev1alpha3.ResourcePoolStatusRequest{ObjectMeta: metav1.ObjectMeta{Name: "q"},
 			Spec: resourcev1alpha3.ResourcePoolStatusRequestSpec{Driver: "gpu.example.com", PoolName: ptr("node-1"), Limit: ptr[int32](0)}},
 	}
+	for name, obj := range moreObjects() {
+		objs[name] = obj
+	}
+	return objs
+}
+
+// The kinds the real kube-scheduler and kube-controller-manager write, and the rest of
+// what draemu serves for them.
+func moreObjects() map[string]runtime.Object {
+	template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "demo"}}, Spec: podSpec()}
+	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "demo"},
+		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"x"}}}}
+	claimSpec := corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{"storage": resource.MustParse("1Gi")}},
+		StorageClassName: ptr(""), VolumeMode: ptr(corev1.PersistentVolumeFilesystem)}
+	maxUnavailable := intstr.FromString("25%")
+	return map[string]runtime.Object{
+		"service": &corev1.Service{ObjectMeta: meta("svc"), Spec: corev1.ServiceSpec{
+			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromString("http"), NodePort: 30080},
+				{Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(5353), AppProtocol: ptr("dns")}},
+			Selector: map[string]string{"app": "demo"}, ClusterIP: "10.96.0.10", ClusterIPs: []string{"10.96.0.10"},
+			Type: corev1.ServiceTypeNodePort, SessionAffinity: corev1.ServiceAffinityNone, PublishNotReadyAddresses: false,
+			IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol}, IPFamilyPolicy: ptr(corev1.IPFamilyPolicySingleStack),
+			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster, InternalTrafficPolicy: ptr(corev1.ServiceInternalTrafficPolicyCluster)},
+			Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "1.2.3.4"}}}}},
+		"endpoints": &corev1.Endpoints{ObjectMeta: meta("svc"), Subsets: []corev1.EndpointSubset{{
+			Addresses: []corev1.EndpointAddress{{IP: "10.0.0.1", Hostname: "web-0", NodeName: ptr("node-1"),
+				TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web-0", UID: "u2"}}},
+			NotReadyAddresses: []corev1.EndpointAddress{{IP: "10.0.0.2"}},
+			Ports:             []corev1.EndpointPort{{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP, AppProtocol: ptr("http")}}}}},
+		"persistentvolume": &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv"}, Spec: corev1.PersistentVolumeSpec{
+			Capacity: corev1.ResourceList{"storage": resource.MustParse("10Gi")},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/data", Type: ptr(corev1.HostPathDirectoryOrCreate)}},
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, ClaimRef: &corev1.ObjectReference{Namespace: "default", Name: "c"},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain, StorageClassName: "fast", MountOptions: []string{"ro"}},
+			Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound, LastPhaseTransitionTime: &created}},
+		"persistentvolumeclaim": &corev1.PersistentVolumeClaim{ObjectMeta: meta("data"), Spec: claimSpec,
+			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, Capacity: corev1.ResourceList{"storage": resource.MustParse("1Gi")}}},
+		"replicationcontroller": &corev1.ReplicationController{ObjectMeta: meta("rc"), Spec: corev1.ReplicationControllerSpec{
+			Replicas: ptr[int32](0), MinReadySeconds: 5, Selector: map[string]string{"app": "demo"}, Template: &template},
+			Status: corev1.ReplicationControllerStatus{Replicas: 2, ReadyReplicas: 1, ObservedGeneration: 3}},
+		"resourcequota": &corev1.ResourceQuota{ObjectMeta: meta("q"), Spec: corev1.ResourceQuotaSpec{
+			Hard:   corev1.ResourceList{"pods": resource.MustParse("10"), "requests.cpu": resource.MustParse("4"), "gpu.example.com.deviceclass.resource.k8s.io/devices": resource.MustParse("2")},
+			Scopes: []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeNotTerminating},
+			ScopeSelector: &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{{
+				ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpIn, Values: []string{"high"}}}}},
+			Status: corev1.ResourceQuotaStatus{Hard: corev1.ResourceList{"pods": resource.MustParse("10")}, Used: corev1.ResourceList{"pods": resource.MustParse("0")}}},
+		"limitrange": &corev1.LimitRange{ObjectMeta: meta("lr"), Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+			Type: corev1.LimitTypeContainer, Max: corev1.ResourceList{"cpu": resource.MustParse("2")},
+			Default: corev1.ResourceList{"memory": resource.MustParse("256Mi")}, MaxLimitRequestRatio: corev1.ResourceList{"cpu": resource.MustParse("4")}}}}},
+		"podtemplate": &corev1.PodTemplate{ObjectMeta: meta("pt"), Template: template},
+		"daemonset": &appsv1.DaemonSet{ObjectMeta: meta("ds"), Spec: appsv1.DaemonSetSpec{Selector: selector, Template: template,
+			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: &maxUnavailable, MaxSurge: ptr(intstr.FromInt32(0))}},
+			MinReadySeconds: 0, RevisionHistoryLimit: ptr[int32](10)},
+			Status: appsv1.DaemonSetStatus{CurrentNumberScheduled: 0, NumberMisscheduled: 0, DesiredNumberScheduled: 3, NumberReady: 2,
+				ObservedGeneration: 3, UpdatedNumberScheduled: 3, NumberAvailable: 2, NumberUnavailable: 1, CollisionCount: ptr[int32](0),
+				Conditions: []appsv1.DaemonSetCondition{{Type: "X", Status: corev1.ConditionTrue, LastTransitionTime: created}}}},
+		"statefulset": &appsv1.StatefulSet{ObjectMeta: meta("db"), Spec: appsv1.StatefulSetSpec{Replicas: ptr[int32](3), Selector: selector,
+			Template: template, ServiceName: "db", PodManagementPolicy: appsv1.ParallelPodManagement,
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}, Spec: claimSpec}},
+			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr[int32](0), MaxUnavailable: &maxUnavailable}},
+			RevisionHistoryLimit: ptr[int32](10), Ordinals: &appsv1.StatefulSetOrdinals{Start: 0},
+			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+				WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType, WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType}},
+			Status: appsv1.StatefulSetStatus{ObservedGeneration: 3, Replicas: 0, ReadyReplicas: 2, CurrentRevision: "db-1", UpdateRevision: "db-2",
+				CollisionCount: ptr[int32](0), AvailableReplicas: 0}},
+		"controllerrevision": &appsv1.ControllerRevision{ObjectMeta: meta("ds-5d4b"),
+			Data: runtime.RawExtension{Raw: []byte(`{"spec":{"template":{"$patch":"replace","metadata":{"labels":{"app":"demo"}}}}}`)}, Revision: 0},
+		"horizontalpodautoscaler": &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: meta("hpa"), Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{Kind: "Deployment", Name: "web", APIVersion: "apps/v1"},
+			MinReplicas:    ptr[int32](1), MaxReplicas: 5,
+			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
+				Name: "cpu", Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr[int32](0)}}}},
+			Behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr[int32](300),
+				Tolerance: ptr(resource.MustParse("0.1")), Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PodsScalingPolicy, Value: 1, PeriodSeconds: 60}}}}},
+			Status: autoscalingv2.HorizontalPodAutoscalerStatus{CurrentReplicas: 1, DesiredReplicas: 0, LastScaleTime: &created}},
+		"cronjob": &batchv1.CronJob{ObjectMeta: meta("cj"), Spec: batchv1.CronJobSpec{Schedule: "*/5 * * * *", TimeZone: ptr("Europe/Berlin"),
+			StartingDeadlineSeconds: ptr[int64](0), ConcurrencyPolicy: batchv1.ForbidConcurrent, Suspend: ptr(false),
+			JobTemplate: batchv1.JobTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"a": "b"}},
+				Spec: batchv1.JobSpec{BackoffLimit: ptr[int32](0), Template: template}},
+			SuccessfulJobsHistoryLimit: ptr[int32](3), FailedJobsHistoryLimit: ptr[int32](1)},
+			Status: batchv1.CronJobStatus{Active: []corev1.ObjectReference{{Kind: "Job", Namespace: "default", Name: "cj-1", UID: "u3", APIVersion: "batch/v1", ResourceVersion: "7"}},
+				LastScheduleTime: &created, LastSuccessfulTime: &before}},
+		"endpointslice": &discoveryv1.EndpointSlice{ObjectMeta: meta("svc-abc"), AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"},
+				Conditions: discoveryv1.EndpointConditions{Ready: ptr(true), Serving: ptr(true), Terminating: ptr(false)},
+				Hostname: ptr("web-0"), TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web-0", UID: "u2"},
+				DeprecatedTopology: map[string]string{"a": "b"}, NodeName: ptr("node-1"), Zone: ptr(""),
+				Hints: &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: "z"}}}}},
+			Ports: []discoveryv1.EndpointPort{{Name: ptr(""), Protocol: ptr(corev1.ProtocolTCP), Port: ptr[int32](8080), AppProtocol: ptr("http")}}},
+		"poddisruptionbudget": &policyv1.PodDisruptionBudget{ObjectMeta: meta("pdb"), Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptr(intstr.FromInt32(0)), Selector: &metav1.LabelSelector{},
+			UnhealthyPodEvictionPolicy: ptr(policyv1.AlwaysAllow)},
+			Status: policyv1.PodDisruptionBudgetStatus{ObservedGeneration: 3, DisruptedPods: map[string]metav1.Time{"p": created},
+				DisruptionsAllowed: 0, CurrentHealthy: 2, DesiredHealthy: 2, ExpectedPods: 3,
+				Conditions: []metav1.Condition{{Type: "DisruptionAllowed", Status: metav1.ConditionFalse, ObservedGeneration: 3,
+					LastTransitionTime: created, Reason: "InsufficientPods", Message: ""}}}},
+		"role": &rbacv1.Role{ObjectMeta: meta("r"), Rules: []rbacv1.PolicyRule{{Verbs: []string{"get", "list"}, APIGroups: []string{""},
+			Resources: []string{"pods"}, ResourceNames: []string{"a"}}}},
+		"clusterrole": &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "cr"}, Rules: []rbacv1.PolicyRule{{Verbs: []string{"get"},
+			NonResourceURLs: []string{"/healthz"}}},
+			AggregationRule: &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"agg": "true"}}}}},
+		"rolebinding": &rbacv1.RoleBinding{ObjectMeta: meta("rb"), Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "alice"},
+			{Kind: "ServiceAccount", Name: "default", Namespace: "default"}}, RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "r"}},
+		"clusterrolebinding": &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "crb"},
+			Subjects: []rbacv1.Subject{{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "system:nodes"}},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cr"}},
+		"priorityclass": &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 0, GlobalDefault: false,
+			Description: "d", PreemptionPolicy: ptr(corev1.PreemptNever)},
+		"storageclass": &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"}, Provisioner: "example.com/csi",
+			Parameters: map[string]string{"type": "ssd"}, ReclaimPolicy: ptr(corev1.PersistentVolumeReclaimDelete),
+			AllowVolumeExpansion: ptr(false), VolumeBindingMode: ptr(storagev1.VolumeBindingWaitForFirstConsumer),
+			AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: "zone", Values: []string{"a"}}}}}},
+		"csinode": &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "node-1",
+			Annotations:     map[string]string{"storage.alpha.kubernetes.io/migrated-plugins": "kubernetes.io/aws-ebs"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "node-1", UID: "u4"}}},
+			Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: "example.com/csi", NodeID: "n1", TopologyKeys: []string{"zone"},
+				Allocatable: &storagev1.VolumeNodeResources{Count: ptr[int32](0)}}}}},
+		"csidriver": &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "example.com/csi"}, Spec: storagev1.CSIDriverSpec{
+			AttachRequired: ptr(false), PodInfoOnMount: ptr(true), VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent},
+			StorageCapacity: ptr(false), FSGroupPolicy: ptr(storagev1.FileFSGroupPolicy), RequiresRepublish: ptr(false),
+			TokenRequests: []storagev1.TokenRequest{{Audience: "a", ExpirationSeconds: ptr[int64](600)}}}},
+		"csistoragecapacity": &storagev1.CSIStorageCapacity{ObjectMeta: meta("cap"), StorageClassName: "fast",
+			NodeTopology: &metav1.LabelSelector{MatchLabels: map[string]string{"zone": "a"}}, Capacity: ptr(resource.MustParse("100Gi")),
+			MaximumVolumeSize: ptr(resource.MustParse("0"))},
+		"volumeattachment": &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "va"}, Spec: storagev1.VolumeAttachmentSpec{
+			Attacher: "example.com/csi", Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr("pv")}, NodeName: "node-1"},
+			Status: storagev1.VolumeAttachmentStatus{Attached: false, AttachmentMetadata: map[string]string{"k": ""},
+				AttachError: &storagev1.VolumeError{Time: created, Message: "m", ErrorCode: ptr[int32](0)}}},
+		"certificatesigningrequest": &certsv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "csr"}, Spec: certsv1.CertificateSigningRequestSpec{
+			Request: []byte("-----BEGIN CERTIFICATE REQUEST-----\n"), SignerName: "kubernetes.io/kube-apiserver-client",
+			ExpirationSeconds: ptr[int32](3600), Usages: []certsv1.KeyUsage{certsv1.UsageClientAuth}, Username: "alice",
+			Groups: []string{"g"}, Extra: map[string]certsv1.ExtraValue{"scopes": {"a", "b"}}},
+			Status: certsv1.CertificateSigningRequestStatus{Conditions: []certsv1.CertificateSigningRequestCondition{{
+				Type: certsv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "AutoApproved", LastUpdateTime: created}}}},
+		"tokenreview": &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: "abc", Audiences: []string{"api"}}},
+		"subjectaccessreview": &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+			ResourceAttributes: &authzv1.ResourceAttributes{Namespace: "default", Verb: "get", Resource: "pods",
+				LabelSelector: &authzv1.LabelSelectorAttributes{RawSelector: "a=b"}},
+			User: "alice", Groups: []string{"g"}, Extra: map[string]authzv1.ExtraValue{"k": {"v"}}, UID: "u5"}},
+		"localsubjectaccessreview": &authzv1.LocalSubjectAccessReview{ObjectMeta: metav1.ObjectMeta{Namespace: "default"},
+			Spec: authzv1.SubjectAccessReviewSpec{NonResourceAttributes: &authzv1.NonResourceAttributes{Path: "/x", Verb: "get"}, User: "bob"}},
+	}
 }
 
 func main() {
@@ -304,7 +455,8 @@ func main() {
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme,
 		coordv1.AddToScheme, eventsv1.AddToScheme, authzv1.AddToScheme, authnv1.AddToScheme, policyv1.AddToScheme,
 		autoscalingv1.AddToScheme, resourcev1.AddToScheme, resourcev1beta1.AddToScheme, resourcev1beta2.AddToScheme,
-		resourcev1alpha3.AddToScheme} {
+		resourcev1alpha3.AddToScheme, autoscalingv2.AddToScheme, certsv1.AddToScheme, discoveryv1.AddToScheme,
+		rbacv1.AddToScheme, schedulingv1.AddToScheme, storagev1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			panic(err)
 		}
