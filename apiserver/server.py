@@ -45,7 +45,7 @@ from draemu.apiserver.registry import discover
 from draemu.apiserver.resources import ResourceTable
 from draemu.apiserver.storage import Storage
 from draemu.apiserver.subresources import LogProvider, LogProviders
-from draemu.apiserver.watchcache import WatchCache
+from draemu.apiserver.watchcache import HISTORY, WATCHER_QUEUE, WatchCache
 from draemu.client import Client
 from draemu.features import FeatureGates
 from draemu.identity import AUTHENTICATED, MASTERS, UserInfo
@@ -74,6 +74,9 @@ class APIServerOptions:
     token_file: Path | None = None
     max_requests_inflight: int = 400
     max_mutating_requests_inflight: int = 200
+    # The watch cache's sizes (see WatchCache).
+    watch_history: int = HISTORY
+    watcher_queue: int = WATCHER_QUEUE
     # An already opened store to serve instead of opening `store_url` (it is then
     # not closed by stop()).
     store: Any = None
@@ -204,7 +207,8 @@ class APIServer:
 
     async def _serve(self, tokens: dict[str, Any]) -> None:
         opts = self.options
-        self._cache = WatchCache(self.store)
+        self._cache = WatchCache(self.store, history=opts.watch_history,
+                                 watcher_queue=opts.watcher_queue)
         await self._cache.start()
         storage = Storage(self.store, self._cache)
         strategies = discover()

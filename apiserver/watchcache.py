@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 from collections import OrderedDict, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from draemu.api import jsonfast
@@ -57,8 +57,7 @@ class TooOld(Exception):
 @dataclass(eq=False)
 class Watcher:
     prefix: str
-    queue: asyncio.Queue[Change | None] = field(
-        default_factory=lambda: asyncio.Queue(WATCHER_QUEUE))
+    queue: asyncio.Queue[Change | None]
     dropped: bool = False
 
 
@@ -95,12 +94,17 @@ def bucket_of(key: str) -> str:
 
 
 class WatchCache:
-    def __init__(self, store: Any) -> None:
+    """`history`: changes kept for watches that resume from a resourceVersion;
+    `watcher_queue`: events a watcher may lag behind before it is dropped."""
+
+    def __init__(self, store: Any, *, history: int = HISTORY,
+                 watcher_queue: int = WATCHER_QUEUE) -> None:
         self.store = store
+        self.watcher_queue = watcher_queue
         self.revision = 0
         self.oldest = 0  # history is complete for changes after this revision
         self._buckets: dict[str, _Bucket] = {}
-        self._history: deque[Change] = deque(maxlen=HISTORY)
+        self._history: deque[Change] = deque(maxlen=history)
         self._watchers: dict[str, set[Watcher]] = {}
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._encoded: dict[str, tuple[str, bytes]] = {}
@@ -350,7 +354,7 @@ class WatchCache:
         replayed into its queue first). Raises TooOld when the history is gone."""
         if after < self.oldest:
             raise TooOld(after, self.oldest + 1)
-        w = Watcher(prefix)
+        w = Watcher(prefix, asyncio.Queue(self.watcher_queue))
         if after < self.revision:
             for change in self._history:
                 if change.revision > after and change.key.startswith(prefix):

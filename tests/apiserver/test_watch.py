@@ -4,13 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
 
 import aiohttp
 from apiclient import CM, Client, configmap, next_event, ssl_context_for
 
-from draemu.apiserver import watchcache
 from draemu.apiserver.server import APIServer
 from draemu.cmd.testing.apiserver import start_apiserver
+from draemu.store import WatchTooSlowError
+from draemu.store.factory import open_store
+
+
+@asynccontextmanager
+async def _server(tmp_path: Path, **options: Any) -> AsyncIterator[tuple[Client, APIServer]]:
+    """An apiserver of its own (e.g. with a small watch cache) and a client for it."""
+    server = await start_apiserver(tmp_path / "own", **options)
+    try:
+        async with aiohttp.ClientSession() as session:
+            yield Client(server.url, session, ssl_context_for(server.kubeconfig_path)), server
+    finally:
+        await server.stop()
 
 
 async def _rv(client: Client) -> str:
@@ -59,22 +75,18 @@ async def test_watch_without_revision_starts_with_synthetic_added_events(
         resp.close()
 
 
-async def test_too_old_revision_is_an_error_event_410(client: Client, apiserver: APIServer,
-                                                      monkeypatch) -> None:
-    monkeypatch.setattr(watchcache, "HISTORY", 3)
-    assert apiserver.api is not None
-    cache = apiserver.api.storage.cache
-    cache._history = type(cache._history)(cache._history, maxlen=3)
-    for i in range(5):
-        await client.post(CM, configmap(f"h{i}"))
-    resp = await client.stream(f"{CM}?watch=true&resourceVersion=1")
-    try:
-        event = await next_event(resp)
-        assert event["type"] == "ERROR"
-        assert event["object"]["code"] == 410 and event["object"]["reason"] == "Expired"
-        assert event["object"]["message"].startswith("too old resource version: 1 (")
-    finally:
-        resp.close()
+async def test_too_old_revision_is_an_error_event_410(tmp_path) -> None:
+    async with _server(tmp_path, watch_history=3) as (client, _):
+        for i in range(5):
+            await client.post(CM, configmap(f"h{i}"))
+        resp = await client.stream(f"{CM}?watch=true&resourceVersion=1")
+        try:
+            event = await next_event(resp)
+            assert event["type"] == "ERROR"
+            assert event["object"]["code"] == 410 and event["object"]["reason"] == "Expired"
+            assert event["object"]["message"].startswith("too old resource version: 1 (")
+        finally:
+            resp.close()
 
 
 async def test_watch_list_sends_initial_events_then_annotated_bookmark(client: Client) -> None:
@@ -150,19 +162,17 @@ async def test_table_watch_sends_column_definitions_only_first(client: Client) -
         resp.close()
 
 
-async def test_slow_watcher_is_dropped_without_blocking_writes(client: Client,
-                                                              apiserver: APIServer,
-                                                              monkeypatch) -> None:
-    monkeypatch.setattr(watchcache, "WATCHER_QUEUE", 2)
-    rv = await _rv(client)
-    assert apiserver.api is not None
-    cache = apiserver.api.storage.cache
-    watcher = cache.watch("/registry/core/configmaps/", int(rv))
-    for i in range(5):
-        assert (await client.post(CM, configmap(f"s{i}"))).status == 201
-    await cache.wait_for(int(rv) + 5)
-    assert watcher.dropped
-    assert watcher.queue.get_nowait() is None
+async def test_slow_watcher_is_dropped_without_blocking_writes(tmp_path) -> None:
+    async with _server(tmp_path, watcher_queue=2) as (client, server):
+        rv = await _rv(client)
+        assert server.api is not None
+        cache = server.api.storage.cache
+        watcher = cache.watch("/registry/core/configmaps/", int(rv))
+        for i in range(5):
+            assert (await client.post(CM, configmap(f"s{i}"))).status == 201
+        await cache.wait_for(int(rv) + 5)
+        assert watcher.dropped
+        assert watcher.queue.get_nowait() is None
 
 
 async def test_send_initial_events_false_watches_from_now(client: Client) -> None:
@@ -177,31 +187,38 @@ async def test_send_initial_events_false_watches_from_now(client: Client) -> Non
         resp.close()
 
 
-async def test_cache_that_falls_behind_the_store_reloads_and_ends_watches(
-        client: Client, apiserver: APIServer, monkeypatch) -> None:
-    from draemu.store import WatchTooSlowError
+async def test_cache_that_falls_behind_the_store_reloads_and_ends_watches(tmp_path) -> None:
+    store = await open_store("sqlite://:memory:")
+    behind = False
+    original = store.watch
 
-    assert apiserver.api is not None
-    cache = apiserver.api.storage.cache
-    rv = await _rv(client)
-    watcher = cache.watch("/registry/core/configmaps/", int(rv))
-    original = cache.store.watch
-    failed = False
+    async def watch(prefix: str, revision: int) -> AsyncIterator[Any]:
+        # The store's watch, which gives up (as a real one does when its consumer lags)
+        # on the first event after `behind` is set.
+        nonlocal behind
+        stream = original(prefix, revision)
+        try:
+            async for event in stream:
+                if behind:
+                    behind = False
+                    raise WatchTooSlowError("behind")
+                yield event
+        finally:
+            await stream.aclose()
 
-    def failing_once(prefix: str, revision: int):
-        nonlocal failed
-        if not failed:
-            failed = True
-            raise WatchTooSlowError("behind")
-        return original(prefix, revision)
-
-    monkeypatch.setattr(cache.store, "watch", failing_once)
-    cache._task.cancel()  # restart the feed so that it opens a new (failing) store watch
-    await asyncio.gather(cache._task, return_exceptions=True)
-    cache._task = asyncio.create_task(cache._run())
-    await client.post(CM, configmap("after-reload"))
-    assert (await asyncio.wait_for(watcher.queue.get(), 10)) is None  # told to re-list
-    assert (await client.get(f"{CM}/after-reload")).status == 200
+    store.watch = watch
+    try:
+        async with _server(tmp_path, store=store) as (client, server):
+            assert server.api is not None
+            cache = server.api.storage.cache
+            watcher = cache.watch("/registry/core/configmaps/", int(await _rv(client)))
+            behind = True
+            await client.post(CM, configmap("lost"))
+            assert (await asyncio.wait_for(watcher.queue.get(), 10)) is None  # re-list
+            await client.post(CM, configmap("after-reload"))
+            assert (await client.get(f"{CM}/after-reload")).status == 200
+    finally:
+        await store.close()
 
 
 async def test_stopping_the_server_ends_open_watches_promptly(tmp_path) -> None:
