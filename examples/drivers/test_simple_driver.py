@@ -13,6 +13,8 @@ from simple_driver import SimpleDriver
 from draemu.client import Client
 from draemu.drivers.sdk import KubeletPlugin
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture
 def draemu_nodes():

@@ -12,6 +12,8 @@ import yaml
 
 from draemu.cmd.cli import main
 
+pytestmark = pytest.mark.unit
+
 GPU_CLASS = """
 apiVersion: resource.k8s.io/v1
 kind: DeviceClass
@@ -201,6 +203,7 @@ def test_unparsable_file_is_unusable_input(tmp_path: Path,
     assert "not valid YAML or JSON" in capsys.readouterr().err
 
 
+@pytest.mark.e2e  # a real process
 def test_stdin_through_a_real_process() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "draemu", "allocate", "-f", "-", "--node", "node-1", "-o",

@@ -9,10 +9,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from draemu.cmd import offline
 from draemu.features import FeatureGates
+
+pytestmark = pytest.mark.unit
 
 CASES = [yaml.safe_load(p.read_text())
          for p in sorted((Path(__file__).parent / "cases").glob("upstream-*.yaml"))]

@@ -14,6 +14,8 @@ from draemu.cmd import offline
 from draemu.features import FeatureGates
 from draemu.scheduler.dra.features import Features
 
+pytestmark = pytest.mark.unit
+
 CASES = sorted((Path(__file__).parent / "cases").glob("upstream-*.yaml"))
 
 # Upstream's allocator feature flags; a case turns on exactly the ones it lists.

@@ -10,6 +10,8 @@ from draemu.client import Client
 from draemu.cmd.cli import main
 from draemu.cmd.why import explain_pod
 
+pytestmark = pytest.mark.unit
+
 V1 = "resource.k8s.io/v1"
 DRIVER = "gpu.example.com"
 

@@ -9,6 +9,8 @@ import pytest
 from draemu.apiserver.auth import TokenFileError, load_token_file
 from draemu.identity import UserInfo, user_from_peercert
 
+pytestmark = pytest.mark.unit
+
 
 def test_token_file_lines_become_users_with_groups(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"

@@ -8,6 +8,8 @@ from draemu.api.errors import StatusError
 from draemu.api.meta import human_duration
 from draemu.apiserver.codec import negotiate, parse_bool
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(("text", "value"), [("true", True), ("True", True), ("1", True),
                                              ("t", True), ("FALSE", False), ("0", False),

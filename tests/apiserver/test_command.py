@@ -7,7 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
+
+pytestmark = pytest.mark.e2e
 
 
 def test_apiserver_command_serves_and_shuts_down_on_sigterm(tmp_path: Path) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 from apiclient import CM, Client, configmap
+
+pytestmark = pytest.mark.unit
 
 
 async def test_create_sets_system_metadata_and_returns_201(client: Client) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 from apiclient import CM, PODS, Client, configmap, pod
+
+pytestmark = pytest.mark.unit
 
 
 async def test_delete_without_finalizers_removes_and_returns_success_status(

@@ -13,6 +13,8 @@ from apiclient import CM, Client, configmap, ssl_context_for
 from draemu.apiserver.server import APIServer
 from draemu.cmd.testing.apiserver import start_apiserver
 
+pytestmark = pytest.mark.unit
+
 V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
 

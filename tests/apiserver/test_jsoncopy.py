@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from draemu.apiserver.jsoncopy import clone
+
+pytestmark = pytest.mark.unit
 
 
 def test_clone_shares_no_dict_or_list_with_the_original() -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 from apiclient import CM, Client, configmap
+
+pytestmark = pytest.mark.unit
 
 TABLE = ("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;"
          "g=meta.k8s.io,application/json")

@@ -12,6 +12,8 @@ import pytest
 from draemu.apiserver.server import APIServer
 from draemu.client import ApiError, Client
 
+pytestmark = pytest.mark.unit
+
 
 async def test_loopback_client_is_the_apiserver_identity_in_system_masters(
         apiserver: APIServer) -> None:

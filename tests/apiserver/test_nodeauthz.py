@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from apiclient import CM, PODS, Client, configmap, pod
+
+pytestmark = pytest.mark.unit
 
 NODES = "/api/v1/nodes"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"

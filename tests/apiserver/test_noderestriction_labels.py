@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from apiclient import PODS, Client, pod
 
+pytestmark = pytest.mark.unit
+
 NODES = "/api/v1/nodes"
 SECRETS = "/api/v1/namespaces/default/secrets"
 KUBELET_LABELS = {

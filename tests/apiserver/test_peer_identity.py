@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from draemu.apiserver.auth import Authenticator
 from draemu.identity import UserInfo
+
+pytestmark = pytest.mark.unit
 
 
 class FakeTLS:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
 from draemu import pki
+
+pytestmark = pytest.mark.unit
 
 
 def _sans(pem: bytes) -> set[str]:

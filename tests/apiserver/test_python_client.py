@@ -9,6 +9,8 @@ from kubernetes.client.rest import ApiException
 
 from draemu.apiserver.server import APIServer
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture(scope="module")
 def core(module_apiserver: APIServer) -> client.CoreV1Api:

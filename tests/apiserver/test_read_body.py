@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+import pytest
 import pytest_asyncio
 from aiohttp import ClientSession, web
 from aiohttp.test_utils import TestServer
 
 from draemu.api.errors import StatusError
 from draemu.apiserver.codec import MAX_BODY, read_body
+
+pytestmark = pytest.mark.unit
 
 
 async def echo(request: web.Request) -> web.Response:

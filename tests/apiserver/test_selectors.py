@@ -7,6 +7,8 @@ import pytest
 from draemu.api.errors import StatusError
 from draemu.apiserver.selectors import parse_field_selector, parse_label_selector
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(("text", "labels", "expected"), [
     ("a=1", {"a": "1"}, True),

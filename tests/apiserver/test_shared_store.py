@@ -6,10 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import aiohttp
+import pytest
 from apiclient import CM, Client, configmap, next_event, ssl_context_for
 
 from draemu.cmd.testing.apiserver import start_apiserver
 from draemu.store import open_store
+
+pytestmark = pytest.mark.unit
 
 
 async def test_two_apiservers_on_one_store_read_each_others_writes(tmp_path: Path) -> None:

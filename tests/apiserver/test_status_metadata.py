@@ -4,7 +4,10 @@ ResetObjectMetaForStatus) take none, a Deployment's labels stay."""
 
 from __future__ import annotations
 
+import pytest
 from apiclient import PODS, Client, pod
+
+pytestmark = pytest.mark.unit
 
 MERGE = "application/merge-patch+json"
 NODES = "/api/v1/nodes"

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 import pytest_asyncio
 
 from draemu.apiserver.resources import Resource
@@ -15,6 +16,8 @@ from draemu.apiserver.storage import Storage
 from draemu.apiserver.watchcache import WatchCache, decode
 from draemu.store.factory import open_store
 from draemu.store.model import KeyValue
+
+pytestmark = pytest.mark.unit
 
 CONFIGMAPS = Resource(SimpleNamespace(  # type: ignore[arg-type]
     group="", resource="configmaps", kind="ConfigMap", namespaced=True, storage_group=None,

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import pytest
 from apiclient import PODS, Client, pod
 
 from draemu.apiserver.server import APIServer
 from draemu.apiserver.subresources import LogOptions
+
+pytestmark = pytest.mark.unit
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 

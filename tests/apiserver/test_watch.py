@@ -10,12 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 from apiclient import CM, Client, configmap, next_event, ssl_context_for
 
 from draemu.apiserver.server import APIServer
 from draemu.cmd.testing.apiserver import start_apiserver
 from draemu.store import WatchTooSlowError
 from draemu.store.factory import open_store
+
+pytestmark = pytest.mark.unit
 
 
 @asynccontextmanager

@@ -13,6 +13,8 @@ from celpy import celtypes
 
 from draemu.cel import compile_expression
 
+pytestmark = pytest.mark.unit
+
 DEVICE = {"name": "gpu-0", "driver": "gpu.example.com",
           "attributes": {"model": {"string": "A100"}, "cores": {"int": 108},
                          "mig": {"bool": True}}}

@@ -15,6 +15,8 @@ from draemu.cel import (
 )
 from draemu.features import FeatureGates
 
+pytestmark = pytest.mark.unit
+
 DRIVER = "dra.example.com"
 
 

@@ -5,6 +5,8 @@ import yaml
 
 from draemu.client import ConfigError, config
 
+pytestmark = pytest.mark.unit
+
 
 def _kubeconfig(server="https://127.0.0.1:6443", **user):
     return {

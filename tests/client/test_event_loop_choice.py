@@ -8,6 +8,8 @@ import pytest
 
 from draemu import aio
 
+pytestmark = pytest.mark.unit
+
 
 async def _loop_class() -> str:
     return type(asyncio.get_running_loop()).__module__

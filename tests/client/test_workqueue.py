@@ -4,6 +4,8 @@ import pytest
 
 from draemu.client import ShutDown, WorkQueue
 
+pytestmark = pytest.mark.unit
+
 
 async def test_a_key_added_twice_is_handed_out_once():
     q = WorkQueue()

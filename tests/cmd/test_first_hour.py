@@ -15,6 +15,8 @@ from draemu.cmd import datadir
 from draemu.store.dirlock import DirectoryLock
 from draemu.store.errors import StoreLockedError
 
+pytestmark = pytest.mark.unit
+
 
 def test_first_start_records_the_preset(tmp_path: Path) -> None:
     datadir.check_preset(tmp_path / "d", "seed", None)
@@ -60,6 +62,7 @@ def _draemu(*args: str, **kw) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.e2e
+@pytest.mark.e2e  # a real process
 def test_up_on_another_presets_data_dir_says_what_to_do(tmp_path: Path) -> None:
     datadir.check_preset(tmp_path, "seed", None)
     proc = _draemu("up", "--preset", "empty", "--data-dir", str(tmp_path), "--port", "0")
@@ -71,6 +74,7 @@ def test_up_on_another_presets_data_dir_says_what_to_do(tmp_path: Path) -> None:
 
 
 @pytest.mark.e2e
+@pytest.mark.e2e  # a real process
 def test_a_locked_data_dir_is_one_line_without_a_traceback(tmp_path: Path) -> None:
     datadir.check_preset(tmp_path, "empty", None)
     held = DirectoryLock(tmp_path / "draemu.lock", f"the data directory {tmp_path}")

@@ -8,6 +8,8 @@ import pytest
 from draemu.api.meta import format_time, now
 from draemu.client import ApiError, Client
 
+pytestmark = pytest.mark.unit
+
 RESOURCE = "resource.k8s.io/v1"
 
 

@@ -1,10 +1,14 @@
+
 from datetime import timedelta
 
+import pytest
 from controller_fakes import context
 
 from draemu.api.meta import format_time, now
 from draemu.controllers.devicetainteviction import DeviceTaintEvictionController
 from draemu.controllers.nodelifecycle import UNREACHABLE, NodeLifecycleController, eviction_delay
+
+pytestmark = pytest.mark.unit
 
 NO_EXECUTE = {"key": UNREACHABLE, "effect": "NoExecute"}
 

@@ -1,10 +1,15 @@
+
 import asyncio
+
+import pytest
 
 from draemu.apiserver.server import APIServer, APIServerOptions
 from draemu.client import Client
 from draemu.controllers.manager import ControllerManager
 from draemu.controllers.resourcepoolstatus import pool_statuses
 from draemu.features import FeatureGates
+
+pytestmark = pytest.mark.unit
 
 
 def _slice(pool, devices, generation=1, count=1, node="n1"):

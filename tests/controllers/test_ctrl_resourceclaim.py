@@ -1,3 +1,5 @@
+
+import pytest
 from controller_fakes import context
 
 from draemu.controllers.resourceclaim import (
@@ -6,6 +8,8 @@ from draemu.controllers.resourceclaim import (
     ResourceClaimController,
     generate_name,
 )
+
+pytestmark = pytest.mark.unit
 
 
 def _pod(name="p", phase="Pending", **spec):

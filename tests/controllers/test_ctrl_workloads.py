@@ -1,9 +1,13 @@
+
+import pytest
 from controller_fakes import context
 
 from draemu.api.meta import format_time, now
 from draemu.controllers.deployment import DeploymentController, resolve, template_hash
 from draemu.controllers.job import TRACKING, JobController, format_indexes, parse_indexes
 from draemu.controllers.replicaset import ReplicaSetController
+
+pytestmark = pytest.mark.unit
 
 TEMPLATE = {"metadata": {"labels": {"app": "web"}},
             "spec": {"containers": [{"name": "c", "image": "nginx"}]}}

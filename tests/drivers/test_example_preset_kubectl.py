@@ -11,6 +11,8 @@ import pytest
 
 from draemu.cmd.cluster import Cluster, ClusterOptions
 
+pytestmark = pytest.mark.e2e
+
 MANIFEST = """
 apiVersion: resource.k8s.io/v1
 kind: ResourceClaimTemplate

@@ -14,6 +14,8 @@ from kubelet_e2e import eventually
 
 from draemu.client import ApiError
 
+pytestmark = pytest.mark.e2e
+
 DRIVER = Path(__file__).parents[2] / "examples" / "drivers" / "simple_driver.py"
 
 

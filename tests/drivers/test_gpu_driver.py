@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from draemu.drivers.gpu import GPUDriver
 from draemu.drivers.sdk import ClaimRef
+
+pytestmark = pytest.mark.unit
 
 
 def claim(results, config=()):

@@ -10,6 +10,8 @@ from draemu.drivers.sdk import KubeletPlugin
 from draemu.kubeletapi import dra, rpc
 from draemu.kubeletapi import pluginregistration as reg
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture
 async def plugin(tmp_path):

@@ -8,6 +8,8 @@ from draemu.client import ConfigError
 from draemu.cmd.testing.apiserver import start_apiserver
 from draemu.drivers.sdk import in_cluster_client
 
+pytestmark = pytest.mark.unit
+
 
 async def test_in_cluster_client_authenticates_with_the_service_account_token(
         tmp_path, monkeypatch):

@@ -9,6 +9,8 @@ from draemu.client import Client
 from draemu.drivers.gpu import build_devices
 from draemu.drivers.sdk import DriverResources, Pool, ResourceSliceController
 
+pytestmark = pytest.mark.unit
+
 API = "resource.k8s.io/v1"
 
 

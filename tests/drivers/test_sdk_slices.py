@@ -1,6 +1,10 @@
 """How the SDK splits a pool into ResourceSlices within the API's limits."""
 
+import pytest
+
 from draemu.drivers.sdk import Pool, split_pool
+
+pytestmark = pytest.mark.unit
 
 
 def devices(n, **extra):

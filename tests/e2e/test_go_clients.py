@@ -51,7 +51,7 @@ JSON = "application/json"
 
 # A cold build downloads ~200 modules and compiles client-go twice (two k8s versions);
 # warm, build.sh takes a couple of seconds.
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,8 @@ from draemu.kindcompat.cli import KindError, parse_duration
 from draemu.kindcompat.config import ConfigError, parse
 from draemu.kindcompat.nodes import node_labels, preset, supported_gates
 
+pytestmark = pytest.mark.unit
+
 DRA_CONFIG = """\
 kind: Cluster
 apiVersion: kind.x-k8s.io/v1alpha4

@@ -6,7 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
+
+pytestmark = pytest.mark.e2e
 
 KIND = str(Path(sys.executable).parent / "kind")
 

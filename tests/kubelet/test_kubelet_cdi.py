@@ -11,6 +11,8 @@ import yaml
 from draemu.drivers.sdk import CDIWriter
 from draemu.kubelet.cdi import CDIError, CDIRegistry
 
+pytestmark = pytest.mark.unit
+
 
 def write(path, spec, as_json=False):
     path.write_text(json.dumps(spec) if as_json else yaml.safe_dump(spec))

@@ -7,10 +7,13 @@ import os
 import signal
 import sys
 
+import pytest
 from kubelet_e2e import eventually
 
 from draemu.client import Client
 from draemu.cmd.cli import build_parser
+
+pytestmark = pytest.mark.unit
 
 
 def main(argv: list[str]) -> int:
@@ -36,6 +39,7 @@ def test_node_kubeconfig_without_a_cluster_says_how_to_get_one(tmp_path, capsys)
     assert "draemu up" in capsys.readouterr().err
 
 
+@pytest.mark.e2e  # a real process
 async def test_kubelet_command_runs_a_node_with_its_preset_drivers(apiserver, tmp_path):
     kubeconfig = tmp_path / "node-1.kubeconfig"
     apiserver.write_kubeconfig(kubeconfig, user="system:node:node-1", groups=["system:nodes"])

@@ -15,6 +15,8 @@ from draemu.kubelet.dra.manager import DRAError, DRAManager
 from draemu.kubelet.dra.plugins import DRAPluginManager
 from draemu.kubeletapi import dra, rpc
 
+pytestmark = pytest.mark.unit
+
 POD_UID = "pod-uid"
 
 

@@ -9,6 +9,8 @@ from draemu.client import ApiError, Client
 from draemu.cmd.nodes import node_kubeconfig, start_node
 from draemu.drivers.presets import DriverSpec, NodeSpec
 
+pytestmark = pytest.mark.unit
+
 GPU = DriverSpec("gpu.example.com", "gpu", {"gpus": [{"count": 2, "memory": "80Gi"}]})
 
 

@@ -9,6 +9,8 @@ from kubelet_e2e import eventually
 from draemu.client import Client
 from draemu.kubelet.kubelet import Kubelet, KubeletOptions
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture
 async def kubelet(apiserver, tmp_path):

@@ -15,6 +15,8 @@ from kubelet_e2e import eventually
 
 from draemu.client import Client
 
+pytestmark = pytest.mark.e2e
+
 KUBECTL = "/usr/bin/kubectl"
 # Prints three lines, later a fourth, then exits: `logs -f` must see the fourth and end.
 SCRIPT = "echo line-1; echo line-2; echo line-3; sleep 1; echo line-4"

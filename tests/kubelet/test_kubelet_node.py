@@ -8,6 +8,8 @@ from kubelet_e2e import eventually
 from draemu.client import Client
 from draemu.kubelet.node import NodeAgent, NodeConfig, node_status
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture
 async def agent(apiserver):

@@ -16,6 +16,8 @@ from draemu.drivers.sdk import KubeletPlugin, PrepareResult
 from draemu.features import FeatureGates
 from draemu.kubelet.kubelet import Kubelet
 
+pytestmark = pytest.mark.unit
+
 
 class FlakyGPUDriver(GPUDriver):
     """Fails prepare until told to recover."""

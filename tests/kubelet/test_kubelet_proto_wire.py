@@ -3,8 +3,12 @@ on the wire, full service and method names, and registration strings."""
 
 from __future__ import annotations
 
+import pytest
+
 from draemu.kubeletapi import dra, health
 from draemu.kubeletapi import pluginregistration as reg
+
+pytestmark = pytest.mark.unit
 
 
 def tag(number: int, wire_type: int = 2) -> bytes:

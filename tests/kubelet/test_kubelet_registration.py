@@ -15,6 +15,8 @@ from draemu.kubeletapi import dra, rpc
 from draemu.kubeletapi import pluginregistration as reg
 from draemu.nodelayout import NodeLayout
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture
 def layout(tmp_path):

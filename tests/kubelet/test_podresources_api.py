@@ -19,6 +19,8 @@ from draemu.drivers.presets import DriverSpec, NodeSpec
 from draemu.kubeletapi import podresources as pr
 from draemu.kubeletapi.rpc import unix_target
 
+pytestmark = pytest.mark.unit
+
 GPU = DriverSpec("gpu.example.com", "gpu", {"gpus": [{"count": 2, "memory": "80Gi"}]})
 CDI_KIND = "k8s.gpu.example.com/gpu"
 

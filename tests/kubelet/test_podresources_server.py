@@ -23,6 +23,8 @@ from draemu.kubelet.podresources import (
 from draemu.kubeletapi import podresources as pr
 from draemu.kubeletapi.rpc import unix_target
 
+pytestmark = pytest.mark.unit
+
 DRIVER = "gpu.example.com"
 LIST = pr.ListPodResourcesRequest()
 

@@ -3,7 +3,11 @@ and method names."""
 
 from __future__ import annotations
 
+import pytest
+
 from draemu.kubeletapi import podresources as pr
+
+pytestmark = pytest.mark.unit
 
 
 def tag(number: int, wire_type: int = 2) -> bytes:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import pytest
+
 from draemu.apiserver.registry.strategy import Strategy
 from draemu.openapi import (
     document_hash,
@@ -11,6 +13,8 @@ from draemu.openapi import (
     openapi_v3_document,
     openapi_v3_index,
 )
+
+pytestmark = pytest.mark.unit
 
 
 class Pods(Strategy):

@@ -17,7 +17,8 @@ from draemu.apiserver.server import APIServer
 KUBECTL_DIR = Path(os.path.realpath(shutil.which("kubectl") or "/usr/bin/kubectl")).parent
 KUBECTLS = [p for p in (KUBECTL_DIR / "kubectl.1.27", KUBECTL_DIR / "kubectl.1.28")
             if p.exists()]
-pytestmark = pytest.mark.skipif(not KUBECTLS, reason="kubectl 1.27/1.28 are not installed")
+pytestmark = [pytest.mark.e2e,
+              pytest.mark.skipif(not KUBECTLS, reason="kubectl 1.27/1.28 are not installed")]
 
 
 @pytest.fixture(scope="module")

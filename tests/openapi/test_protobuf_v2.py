@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import pytest
 import yaml
 
 from draemu.apiserver.registry.strategy import Strategy
 from draemu.openapi import V2_PROTOBUF_CONTENT_TYPE, openapi_v2_protobuf
+
+pytestmark = pytest.mark.unit
 
 
 class Pods(Strategy):

@@ -12,6 +12,8 @@ import pytest
 
 from draemu.openapi import schemas
 
+pytestmark = pytest.mark.unit
+
 UPSTREAM = json.loads((Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema"
                        / "v1.37.0-local" / "_definitions.json").read_text())["$defs"]
 

@@ -17,6 +17,8 @@ from draemu.apiserver import timestamps
 from draemu.openapi import schemas
 from draemu.openapi.schemas.node import LIST, MAP, STRUCT, SchemaNode
 
+pytestmark = pytest.mark.unit
+
 KINDS = [("", "v1", "Pod"), ("resource.k8s.io", "v1", "ResourceClaim"),
          ("events.k8s.io", "v1", "Event"), ("coordination.k8s.io", "v1", "Lease")]
 TIME_REFS = {"io.k8s.apimachinery.pkg.apis.meta.v1.Time",

@@ -6,6 +6,8 @@ import pytest
 
 from draemu.openapi import schemas
 
+pytestmark = pytest.mark.unit
+
 FIELD = "json: cannot unmarshal {} into Go struct field {} of type {}"
 
 

@@ -8,6 +8,8 @@ import pytest
 
 from draemu.openapi import schemas
 
+pytestmark = pytest.mark.unit
+
 
 def pod(**extra_spec):
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": "b"}},

@@ -7,6 +7,8 @@ import pytest
 from draemu.api.errors import StatusError
 from draemu.apiserver.patch import apply_json_patch, apply_merge_patch
 
+pytestmark = pytest.mark.unit
+
 CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "labels": {"a": "1"}},
       "data": {"k": "v"}, "list": [1, 2]}
 

@@ -8,11 +8,14 @@ import json
 from typing import Any
 
 import managed_reference as reference
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from draemu.apiserver.patch import fieldpath, update_managed_fields
 from draemu.apiserver.patch.managed import schema_of
+
+pytestmark = pytest.mark.unit
 
 SETTINGS = settings(max_examples=300, deadline=None, derandomize=True, database=None)
 HISTORIES = settings(SETTINGS, max_examples=150)

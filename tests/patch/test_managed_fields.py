@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import copy
 
+import pytest
+
 from draemu.apiserver.patch import (
     manager_from_user_agent,
     server_side_apply,
     update_managed_fields,
 )
+
+pytestmark = pytest.mark.unit
 
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z"
 

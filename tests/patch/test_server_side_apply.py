@@ -10,6 +10,8 @@ import pytest
 from draemu.api.errors import StatusError
 from draemu.apiserver.patch import conflict_error, server_side_apply, update_managed_fields
 
+pytestmark = pytest.mark.unit
+
 T0, T1, T2 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z", "2026-01-01T00:02:00Z"
 
 

@@ -9,6 +9,8 @@ from draemu.api.errors import StatusError
 from draemu.apiserver.patch import apply_strategic_merge_patch
 from draemu.openapi import schemas
 
+pytestmark = pytest.mark.unit
+
 POD = schemas.patch_meta("", "v1", "Pod")
 DEPLOYMENT = schemas.patch_meta("apps", "v1", "Deployment")
 

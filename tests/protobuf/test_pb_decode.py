@@ -20,6 +20,8 @@ from pb_encode import (
 
 from draemu.apiserver.protobuf import ProtobufError, decode, message_name
 
+pytestmark = pytest.mark.unit
+
 CLAIM = {
     "kind": "ResourceClaim", "apiVersion": "resource.k8s.io/v1",
     "metadata": {"name": "c", "namespace": "default", "labels": {"a": "b"},

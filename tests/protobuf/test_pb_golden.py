@@ -15,6 +15,8 @@ import pytest
 from draemu.apiserver.protobuf import decode, message_name
 from draemu.apiserver.protobuf.schema import KINDS
 
+pytestmark = pytest.mark.unit
+
 GOLDEN = Path(__file__).with_name("fixtures") / "golden"
 CASES = sorted(p.stem for p in GOLDEN.glob("*.pb"))
 

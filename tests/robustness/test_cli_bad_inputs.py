@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.unit
+
 BAD_FILES: dict[str, bytes] = {
     "unclosed-flow": b"nodes: [\n",
     "a-list": b"- a\n- b\n",

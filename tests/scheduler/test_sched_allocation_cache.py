@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pytest
+
 from draemu.scheduler.plugins.allocationcache import AllocationCache, NodeVersions
 from draemu.scheduler.plugins.inflight import InFlight, pinned_nodes
+
+pytestmark = pytest.mark.unit
 
 
 def node_slice(name: str, node: str | None, pool: str) -> dict:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from sched_helpers import node, pod
 
 from draemu.scheduler.cache import Cache
+
+pytestmark = pytest.mark.unit
 
 
 def bound(p: dict, node_name: str) -> dict:

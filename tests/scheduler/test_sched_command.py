@@ -6,10 +6,13 @@ import asyncio
 import signal
 import sys
 
+import pytest
 from sched_helpers import node, pod
 
 from draemu.client import Client
 from draemu.cmd.testing.apiserver import apiserver  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.e2e
 
 
 async def test_scheduler_command_binds_pods_and_stops_on_sigterm(apiserver):  # noqa: F811

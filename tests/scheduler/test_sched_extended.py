@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from sched_helpers import pod
 
 from draemu.scheduler.plugins.extendedresources import (
@@ -10,6 +11,8 @@ from draemu.scheduler.plugins.extendedresources import (
     is_extended,
     pod_extended_requests,
 )
+
+pytestmark = pytest.mark.unit
 
 
 def device_class(name: str, extended: str | None = None, created: str = "2026-01-01T00:00:00Z"):

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from draemu.scheduler.fiterror import fit_error_message
 from draemu.scheduler.framework import Status
+
+pytestmark = pytest.mark.unit
 
 
 def test_histogram_is_counted_and_sorted():

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from sched_helpers import node, pod
 
 from draemu.scheduler.framework import Code, CycleState, Framework, PreFilterResult, Status
 from draemu.scheduler.nodeinfo import NodeInfo
+
+pytestmark = pytest.mark.unit
 
 
 class Narrowing:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from sched_helpers import node, pod
 
 from draemu.scheduler.framework import Code, CycleState
@@ -11,6 +12,8 @@ from draemu.scheduler.plugins.nodename import NodeName
 from draemu.scheduler.plugins.noderesources import NodeResourcesFit
 from draemu.scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from draemu.scheduler.plugins.tainttoleration import TaintToleration
+
+pytestmark = pytest.mark.unit
 
 
 def run_filter(plugin, p: dict, info: NodeInfo):

@@ -29,6 +29,8 @@ from draemu.cmd.testing.apiserver import apiserver  # noqa: F401  (fixture)
 from draemu.features import FeatureGates
 from draemu.scheduler import Scheduler
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture
 async def client(apiserver) -> AsyncIterator[Client]:  # noqa: F811

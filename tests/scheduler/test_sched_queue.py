@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from sched_helpers import pod
 
 from draemu.scheduler.framework import ClusterEvent
 from draemu.scheduler.queue import SchedulingQueue
+
+pytestmark = pytest.mark.unit
 
 SLICE_ADD = ClusterEvent("ResourceSlice", "Add")
 NODE_ADD = ClusterEvent("Node", "Add")

@@ -64,12 +64,15 @@ async def store(store_url: str) -> AsyncIterator[Store]:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Tests that use `store` or `store_url` run on every backend unless they pick some
-    with `@pytest.mark.backends(...)`."""
+    with `@pytest.mark.backends(...)`; the PostgreSQL runs are marked e2e."""
     if "store_url" not in metafunc.fixturenames:
         return
     marker = metafunc.definition.get_closest_marker("backends")
     backends = list(marker.args) if marker else BACKENDS
-    metafunc.parametrize("store_url", backends, indirect=True)
+    # A PostgreSQL server is a real process: those runs are end to end.
+    metafunc.parametrize("store_url", [
+        pytest.param(b, marks=[pytest.mark.e2e] if b == "postgresql" else []) for b in backends
+    ], indirect=True)
 
 
 def pytest_configure(config: pytest.Config) -> None:

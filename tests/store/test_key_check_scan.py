@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from draemu.store.errors import InvalidKeyError
 from draemu.store.validation import MAX_KEY_BYTES, check_key, check_prefix
 
+pytestmark = pytest.mark.unit
+
 SETTINGS = settings(max_examples=500, deadline=None, derandomize=True, database=None)
 PIECES = st.sampled_from(["/", ".", "..", "a", "registry", "é", "\x00", "\x1f", "\x7f", " ",
                           "\ud800", "\udfff", "\ue000", "\U0001f600", "x" * 700])

@@ -18,6 +18,8 @@ from draemu.store import (
     open_store,
 )
 
+pytestmark = pytest.mark.unit
+
 CHILD = Path(__file__).with_name("store_child.py")
 BAD_KEYS = ["", "registry/pods/a", "/", "/registry//a", "/registry/pods/", "/registry/../a",
             "/registry/a\x00b", "/registry/a\nb", "/registry/\ud800", "/" + "x" * 3000]
@@ -110,6 +112,7 @@ async def test_second_store_on_the_same_data_directory_fails_at_once(tmp_path: P
     await (await open_store(url, data_dir=tmp_path)).close()
 
 
+@pytest.mark.e2e  # a real process
 async def test_second_draemu_process_on_the_same_store_fails_at_once(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'state.db'}"
     async with await open_store(url):
@@ -134,6 +137,7 @@ async def test_lock_dies_with_its_holder(tmp_path: Path) -> None:
         holder.wait(60)
 
 
+@pytest.mark.e2e  # a real process
 async def test_read_only_data_directory_is_reported(tmp_path: Path) -> None:
     data_dir = tmp_path / "ro"
     data_dir.mkdir()

@@ -10,7 +10,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from draemu.store import open_store
+
+pytestmark = pytest.mark.e2e
 
 CHILD = Path(__file__).with_name("store_child.py")
 TIMEOUT = 60

@@ -6,6 +6,8 @@ import pytest
 
 from draemu.store.validation import check_key, check_prefix, prefix_end
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize("key", ["/registry/pods/default/p1", "/registry/resource.k8s.io/"
                                  "resourceclaims/ns/claim.v1", "/registry/cm/ns/ünïcödé",

@@ -11,6 +11,8 @@ import pytest
 
 from draemu.store import ConflictError, Event, Store, Watch, open_store, postgres
 
+pytestmark = pytest.mark.e2e
+
 CHILD = Path(__file__).with_name("store_child.py")
 TIMEOUT = 60
 

@@ -12,7 +12,7 @@ import pytest
 
 from draemu.store import KeyExistsError, StoreError, open_store, postgres
 
-pytestmark = pytest.mark.backends("postgresql")
+pytestmark = [pytest.mark.e2e, pytest.mark.backends("postgresql")]
 CHILD = Path(__file__).with_name("store_child.py")
 TIMEOUT = 60
 

@@ -27,6 +27,8 @@ from draemu.store import (
     Watch,
 )
 
+pytestmark = pytest.mark.unit
+
 KEYS = ["a", "b", "a/x", "c/d"]
 PREFIXES = ["", "a", "a/", "c/"]
 TIMEOUT = 10

@@ -21,6 +21,8 @@ from draemu.store import (
 )
 from draemu.store import watch as watch_module
 
+pytestmark = pytest.mark.unit
+
 TIMEOUT = 10
 
 

@@ -19,6 +19,8 @@ from kubernetes import client, config, watch
 
 from draemu.apiserver.server import APIServer
 
+pytestmark = pytest.mark.e2e
+
 NS = "default"
 OPERATOR = Path(__file__).parents[3] / "examples" / "operator" / "claim_annotator.py"
 CLASSES = "dra.example.com/device-classes"

@@ -20,7 +20,7 @@ from draemu.apiserver.server import APIServer
 
 NS = "default"
 # kr8s 0.20 warns that it was only tested up to Kubernetes 1.35; draemu reports 1.37.
-pytestmark = pytest.mark.filterwarnings("ignore:Kubernetes version v1.37")
+pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore:Kubernetes version v1.37")]
 ResourceClaim = new_class(kind="ResourceClaim", version="resource.k8s.io/v1", namespaced=True)
 
 

@@ -14,6 +14,8 @@ from kubernetes.client.rest import ApiException
 
 from draemu.apiserver.server import APIServer
 
+pytestmark = pytest.mark.e2e
+
 NS = "default"
 
 

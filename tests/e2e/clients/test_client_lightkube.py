@@ -25,6 +25,8 @@ from lightkube.types import PatchType
 
 from draemu.apiserver.server import APIServer
 
+pytestmark = pytest.mark.e2e
+
 NS = "default"
 
 

@@ -18,6 +18,8 @@ from kubernetes import client, config, watch
 
 from draemu.cmd.testing.process import draemu_up
 
+pytestmark = pytest.mark.e2e
+
 NS = "default"
 POD = {
     "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "cluster-pod"},

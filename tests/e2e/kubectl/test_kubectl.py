@@ -18,6 +18,8 @@ from draemu.apiserver.server import APIServer
 from draemu.apiserver.subresources import LogOptions
 from draemu.cmd.testing.apiserver import Kubectl
 
+pytestmark = pytest.mark.e2e
+
 CM = """apiVersion: v1
 kind: ConfigMap
 metadata:

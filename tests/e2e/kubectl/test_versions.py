@@ -12,6 +12,8 @@ from kubectl_helpers import BINARIES, write
 
 from draemu.cmd.testing.apiserver import Kubectl
 
+pytestmark = pytest.mark.e2e
+
 VERSIONS = sorted(BINARIES, key=lambda v: tuple(int(p) for p in v.split(".")))
 
 

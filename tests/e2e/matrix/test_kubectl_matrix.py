@@ -78,7 +78,7 @@ data:
   level: "{level}"
 """
 
-pytestmark = pytest.mark.parametrize("version", VERSIONS)
+pytestmark = [pytest.mark.e2e, pytest.mark.parametrize("version", VERSIONS)]
 
 
 def test_get_shows_the_example_cluster(version: str, kubectl_at: At) -> None:

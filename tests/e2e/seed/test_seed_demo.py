@@ -4,6 +4,10 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.e2e
+
 
 def test_demo_walks_through_every_scenario_and_cleans_up(tmp_path):
     env = {**os.environ, "HOME": str(tmp_path)}

@@ -9,6 +9,8 @@ import pytest
 
 from draemu.cmd.testing.process import RunningDraemu, draemu_up
 
+pytestmark = pytest.mark.e2e
+
 EXAMPLES = Path(__file__).parents[3] / "examples" / "seed"
 NUMA = "resource.kubernetes.io/numaNode"
 

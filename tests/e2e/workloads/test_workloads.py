@@ -8,6 +8,8 @@ import pytest
 
 from draemu.cmd.testing.process import RunningDraemu, draemu_up
 
+pytestmark = pytest.mark.e2e
+
 DEPLOYMENT = """\
 apiVersion: apps/v1
 kind: Deployment

@@ -13,6 +13,8 @@ from draemu.apiserver.registry.apps.deployment import DeploymentStrategy
 from draemu.apiserver.registry.apps.replicaset import ReplicaSetStrategy
 from draemu.apiserver.registry.strategy import AGE
 
+pytestmark = pytest.mark.unit
+
 DEPLOY, RS = DeploymentStrategy(), ReplicaSetStrategy()
 
 

@@ -15,6 +15,8 @@ from draemu.apiserver.registry.core.secret import SecretStrategy
 from draemu.apiserver.registry.core.serviceaccount import ServiceAccountStrategy
 from draemu.apiserver.registry.strategy import AGE
 
+pytestmark = pytest.mark.unit
+
 CM, SECRET, SA, LEASE = ConfigMapStrategy(), SecretStrategy(), ServiceAccountStrategy(), \
     LeaseStrategy()
 KEY_MSG = ("a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. "

@@ -11,6 +11,8 @@ from draemu.apiserver.registry import discover
 from draemu.apiserver.registry.core.event import EventStrategy
 from draemu.apiserver.registry.events.event import EventsV1Strategy
 
+pytestmark = pytest.mark.unit
+
 CORE, NEW = EventStrategy(), EventsV1Strategy()
 META = {"name": "web.17a2b", "namespace": "default"}
 

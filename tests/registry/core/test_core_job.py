@@ -11,6 +11,8 @@ from core_helpers import created, ctx, rendered
 from draemu.apiserver.registry.batch.job import JobStrategy
 from draemu.apiserver.registry.strategy import AGE
 
+pytestmark = pytest.mark.unit
+
 JOB = JobStrategy()
 UID = "0b6f1d4e-4a0c-4d5e-9a51-0c7cbbd1a001"  # what core_helpers.created assigns
 

@@ -12,6 +12,8 @@ from draemu.apiserver.registry.meta import (
     validate_object_meta_update,
 )
 
+pytestmark = pytest.mark.unit
+
 META = Path("metadata")
 SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "

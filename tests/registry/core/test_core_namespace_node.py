@@ -13,6 +13,8 @@ from draemu.apiserver.registry.core.node import NodeStrategy
 from draemu.apiserver.registry.meta import validate_object_meta
 from draemu.apiserver.registry.strategy import AGE
 
+pytestmark = pytest.mark.unit
+
 NS = NamespaceStrategy()
 NODE = NodeStrategy()
 

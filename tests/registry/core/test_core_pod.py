@@ -12,6 +12,8 @@ from draemu.api.errors import StatusError
 from draemu.apiserver.registry.core.pod import PodStrategy
 from draemu.apiserver.registry.strategy import AGE
 
+pytestmark = pytest.mark.unit
+
 S = PodStrategy()
 LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
              "'-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "

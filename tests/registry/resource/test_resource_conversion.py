@@ -15,6 +15,8 @@ from draemu.api.errors import StatusError
 from draemu.api.types import Obj
 from draemu.apiserver.registry.resource import conversion, defaults
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize("obj", [FULL_CLAIM, FULL_SLICE], ids=["claim", "slice"])
 @pytest.mark.parametrize("version", ["v1beta2", "v1beta1"])

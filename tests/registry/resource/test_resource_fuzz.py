@@ -16,6 +16,8 @@ from draemu.apiserver.registry.strategy import Context
 from draemu.features import FeatureGates
 from draemu.openapi import schemas
 
+pytestmark = pytest.mark.unit
+
 MAX_DEPTH = 7
 words = st.sampled_from(["", "a", "gpu", "GPU", "node-1", "x/y", "a/b/c", "example.com/numa",
                          "1Gi", "-1", "ExactCount", "All", "true", "1.2.3", "NoSchedule"])

@@ -16,7 +16,7 @@ from draemu.cmd.testing.apiserver import ServerThread
 
 KUBECTL_DIR = Path(os.path.realpath(shutil.which("kubectl") or "/usr/bin/kubectl")).parent
 KUBECTLS = [p for p in (KUBECTL_DIR / "kubectl", KUBECTL_DIR / "kubectl.1.33") if p.exists()]
-pytestmark = pytest.mark.skipif(not KUBECTLS, reason="kubectl is not installed")
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not KUBECTLS, reason="kubectl is not installed")]
 
 CLAIM_V1 = """
 apiVersion: resource.k8s.io/v1

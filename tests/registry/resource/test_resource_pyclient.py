@@ -12,6 +12,8 @@ import pytest
 
 from draemu.cmd.testing.apiserver import ServerThread
 
+pytestmark = pytest.mark.unit
+
 client = pytest.importorskip("kubernetes.client")
 config = pytest.importorskip("kubernetes.config")
 

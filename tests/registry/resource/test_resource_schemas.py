@@ -17,6 +17,8 @@ from draemu.apiserver.registry.resource import conversion
 from draemu.apiserver.registry.resource.strategies import STRATEGIES
 from draemu.openapi import schemas
 
+pytestmark = pytest.mark.unit
+
 FILES = sorted(Path(schemas.DATA_DIR).glob("resource.k8s.io__*.json"))
 
 

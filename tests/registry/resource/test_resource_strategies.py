@@ -21,6 +21,8 @@ from draemu.apiserver.registry.resource.strategies import (
 from draemu.apiserver.registry.strategy import AGE, Context
 from draemu.features import FeatureGates
 
+pytestmark = pytest.mark.unit
+
 RESULT = {"request": "gpu", "driver": "gpu.example.com", "pool": "node-1", "device": "gpu-0"}
 ALLOCATION = {"devices": {"results": [RESULT]}}
 POD = {"resource": "pods", "name": "p", "uid": "3f1f0e8c-0000-4000-8000-000000000001"}

@@ -21,6 +21,8 @@ from draemu.apiserver.registry.resource.strategies import (
 from draemu.apiserver.registry.strategy import Context
 from draemu.features import FeatureGates
 
+pytestmark = pytest.mark.unit
+
 C_ID = ("a valid C identifier must start with alphabetic character or '_', followed by a string "
         "of alphanumeric characters or '_' (e.g. 'my_name',  or 'MY_NAME',  or 'MyName', regex "
         "used for validation is '[A-Za-z_][A-Za-z0-9_]*')")

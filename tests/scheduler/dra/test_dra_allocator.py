@@ -10,6 +10,8 @@ import pytest
 from draemu.features import FeatureGates
 from draemu.scheduler.dra import Allocator, Inventory
 
+pytestmark = pytest.mark.unit
+
 DRIVER = "gpu.example.com"
 NODE = {"metadata": {"name": "node-1"}}
 

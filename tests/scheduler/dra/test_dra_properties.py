@@ -8,6 +8,7 @@ from collections import Counter, defaultdict
 from fractions import Fraction
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +16,8 @@ from draemu.api.quantity import Quantity
 from draemu.cel import compile_expression
 from draemu.scheduler.dra import Allocator, Inventory
 from draemu.scheduler.dra.features import Features
+
+pytestmark = pytest.mark.unit
 
 NODE = {"metadata": {"name": "n1", "labels": {"zone": "z1"}}}
 DRIVERS = ("d1.example.com", "d2.example.com")
