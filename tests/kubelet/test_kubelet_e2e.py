@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from kubelet_e2e import allocate, create_claim, create_pod, eventually
 
 from draemu.client import ApiError, Client
 from draemu.cmd.nodes import node_kubeconfig, start_node
+from draemu.cmd.testing.e2e import allocate, create_claim, create_pod, eventually
 from draemu.drivers.presets import DriverSpec, NodeSpec
 
 pytestmark = pytest.mark.unit

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import aiohttp
 import pytest
-from kubelet_e2e import eventually
 
 from draemu.client import Client
+from draemu.cmd.testing.e2e import eventually
 from draemu.kubelet.kubelet import Kubelet, KubeletOptions
 
 pytestmark = pytest.mark.unit

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from kubelet_e2e import eventually
 
 from draemu.client import Client
+from draemu.cmd.testing.e2e import eventually
 from draemu.kubelet.node import NodeAgent, NodeConfig, node_status
 
 pytestmark = pytest.mark.unit

@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from kubelet_e2e import allocate, create_claim, create_pod, eventually
 
 from draemu.client import ApiError, Client
 from draemu.cmd.nodes import node_kubeconfig, start_node
+from draemu.cmd.testing.e2e import allocate, create_claim, create_pod, eventually
 from draemu.drivers.gpu import GPUDriver
 from draemu.drivers.presets import NodeSpec
 from draemu.drivers.sdk import KubeletPlugin, PrepareResult

@@ -10,11 +10,11 @@ from typing import Any
 
 import grpc
 import pytest
-from kubelet_e2e import allocate, create_claim, create_pod, eventually
 from podresources_client import PodResourcesClient
 
 from draemu.client import Client
 from draemu.cmd.nodes import Node, node_kubeconfig, start_node
+from draemu.cmd.testing.e2e import allocate, create_claim, create_pod, eventually
 from draemu.drivers.presets import DriverSpec, NodeSpec
 from draemu.kubeletapi import podresources as pr
 from draemu.kubeletapi.rpc import unix_target

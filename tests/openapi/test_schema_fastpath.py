@@ -17,7 +17,7 @@ from draemu.apiserver import timestamps
 from draemu.openapi import schemas
 from draemu.openapi.schemas.node import LIST, MAP, STRUCT, SchemaNode
 
-pytestmark = pytest.mark.unit
+pytestmark = [pytest.mark.slow, pytest.mark.unit]
 
 KINDS = [("", "v1", "Pod"), ("resource.k8s.io", "v1", "ResourceClaim"),
          ("events.k8s.io", "v1", "Event"), ("coordination.k8s.io", "v1", "Lease")]

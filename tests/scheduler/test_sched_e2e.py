@@ -13,7 +13,7 @@ from draemu.client import Client
 from draemu.cmd.testing.apiserver import apiserver  # noqa: F401  (fixture)
 from draemu.scheduler import Scheduler
 
-pytestmark = pytest.mark.unit
+pytestmark = [pytest.mark.slow, pytest.mark.unit]
 
 R = "resource.k8s.io/v1"
 DRIVER = "gpu.example.com"

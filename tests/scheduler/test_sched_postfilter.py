@@ -29,7 +29,7 @@ from draemu.cmd.testing.apiserver import apiserver  # noqa: F401  (fixture)
 from draemu.features import FeatureGates
 from draemu.scheduler import Scheduler
 
-pytestmark = pytest.mark.unit
+pytestmark = [pytest.mark.slow, pytest.mark.unit]
 
 
 @pytest.fixture

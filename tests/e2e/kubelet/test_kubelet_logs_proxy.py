@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from kubelet_e2e import eventually
 
 from draemu.client import Client
+from draemu.cmd.testing.e2e import eventually
 
 pytestmark = pytest.mark.e2e
 

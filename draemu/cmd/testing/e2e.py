@@ -1,4 +1,5 @@
-"""Helpers for end-to-end tests: objects, waiting on conditions, allocating by hand."""
+"""Helpers for tests against a running apiserver: waiting on a condition, objects,
+allocating a claim by hand as the scheduler would."""
 
 from __future__ import annotations
 

@@ -128,7 +128,7 @@ def test_create_with_drivers_returns_once_their_slices_are_published(tmp_path):
 
 def test_the_source_tree_kind_needs_no_activated_venv(tmp_path):
     """kind-compat/kind runs with the system python3, outside any venv."""
-    script = Path(__file__).resolve().parents[2] / "kind-compat" / "kind"
+    script = Path(__file__).resolve().parents[3] / "kind-compat" / "kind"
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
     env["PATH"] = "/usr/local/bin:/usr/bin:/bin"
     env["DRAEMU_KIND_HOME"] = str(tmp_path)
