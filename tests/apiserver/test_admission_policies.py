@@ -9,7 +9,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
 from apiclient import Client
+
+pytestmark = pytest.mark.unit
 
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
 POLICIES = f"{ADMISSION}/validatingadmissionpolicies"

@@ -11,10 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 from apiclient import Client, next_event, ssl_context_for
 
 from draemu.cmd.testing.apiserver import start_apiserver
 from draemu.store import open_store
+
+pytestmark = pytest.mark.unit
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 WIDGETS = "/apis/example.com/v1/namespaces/default/widgets"

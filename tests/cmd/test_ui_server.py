@@ -13,6 +13,8 @@ from draemu.cmd.testing.apiserver import start_apiserver
 from draemu.cmd.ui.model import LiveModel
 from draemu.cmd.ui.server import UIServer
 
+pytestmark = pytest.mark.unit
+
 CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
          "metadata": {"name": "gpu.example.com"},
          "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}}
