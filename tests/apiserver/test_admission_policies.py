@@ -262,3 +262,26 @@ async def test_custom_resources_are_admitted_too(client: Client) -> None:
         "'gadgets.example.com' with binding 'g' denied request: failed expression: "
         "has(object.color)")
     assert (await client.post(path, {**body, "color": "red"})).status == 201
+
+
+async def test_policies_see_the_users_uid_and_extra(client: Client) -> None:
+    # As the dra-example-driver chart's policy reads a service account's node:
+    # request.userInfo.extra[?'authentication.kubernetes.io/node-name'][0].orValue('').
+    policy = {"metadata": {"name": "node.example.com"}, "spec": {
+        "matchConstraints": {"resourceRules": [{
+            "apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+            "resources": ["configmaps"]}]},
+        "variables": [{"name": "node", "expression":
+                       "request.userInfo.extra[?'authentication.kubernetes.io/node-name']"
+                       "[0].orValue('')"}],
+        "validations": [{"expression": "variables.node != ''",
+                         "messageExpression": "'no node for ' + request.userInfo.username + "
+                                              "' (uid ' + request.userInfo.uid + ')'"}]}}
+    assert (await client.post(POLICIES, policy)).status == 201
+    spec = {"policyName": "node.example.com", "validationActions": ["Deny"]}
+    assert (await client.post(BINDINGS, {"metadata": {"name": "node"}, "spec": spec})
+            ).status == 201
+    reply = await client.post(CONFIGMAPS, {"metadata": {"name": "nodeless"}})
+    assert reply.status == 422, reply.body
+    assert reply.json["message"].endswith(
+        "denied request: no node for kubernetes-admin (uid )")
