@@ -187,6 +187,9 @@ for _name, _specs, _deps in [
     # scheduling.k8s.io Workload and PodGroup.
     ("GenericWorkload", _v(("1.35", False, ALPHA), ("1.37", False, BETA)), ()),
     ("TopologyAwareWorkloadScheduling", _v(("1.36", False, ALPHA)), ()),
+    ("CompositePodGroup", _v(("1.37", False, ALPHA)),
+     ("GenericWorkload", "TopologyAwareWorkloadScheduling")),
+    ("PodGroupPreemptionPolicy", _v(("1.37", False, ALPHA)), ("GenericWorkload",)),
     ("WorkloadWithJob", _v(("1.36", False, ALPHA)), ()),
     ("NodeDeclaredFeatures", _v(("1.35", False, ALPHA), ("1.36", True, BETA),
                                 ("1.37", True, GA, True)), ()),
