@@ -141,3 +141,18 @@ def test_import_names_are_paths():
             continue
         link = ROOT / "draemu" / name
         assert link.is_symlink() and (link / "__init__.py").is_file(), name
+
+
+def test_every_test_module_is_marked_unit_or_e2e():
+    """`make test-fast` selects by marker: each test module says what it is
+    (`pytestmark = pytest.mark.unit` in-process, `pytest.mark.e2e` with real processes,
+    kubectl, Go programs or PostgreSQL; add `pytest.mark.slow` when it takes seconds)."""
+    unmarked = []
+    for path in sorted([*(ROOT / "tests").rglob("test_*.py"),
+                        *(ROOT / "examples").rglob("test_*.py")]):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        marks = [ast.unparse(node.value) for node in tree.body if isinstance(node, ast.Assign)
+                 and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets)]
+        if not any("mark.unit" in m or "mark.e2e" in m for m in marks):
+            unmarked.append(str(path.relative_to(ROOT)))
+    assert unmarked == []

@@ -13,11 +13,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import pytest_asyncio
 from aiohttp import web
 from apiclient import Client
 
 from draemu import pki
+
+pytestmark = pytest.mark.unit
 
 CONFIGS = "/apis/admissionregistration.k8s.io/v1"
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
