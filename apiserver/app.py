@@ -327,6 +327,8 @@ class API:
         if sub == "exec" and resource.name == "pods" and info.verb in ("get", "create"):
             return await remotecommand.pod_exec(scope, self.storage, self.log_providers,
                                                 subresources.container_of)
+        if sub in ("attach", "portforward") and info.verb in ("get", "create"):
+            return await subresources.unsupported_stream(scope, self.storage)
         if sub == "log" and info.verb == "get":
             return await subresources.pod_log(scope, self.storage, self.log_providers,
                                               self.kubelet_client)

@@ -101,6 +101,7 @@ class Bootstrap:
     async def correct(self, group: str, resource: str, namespace: str, name: str,
                       change: Callable[[Obj], None], subresource: str = "") -> None:
         """Update an object with `change` when that changes it."""
+        await self.storage.caught_up()
         found = self.get(group, resource, namespace, name)
         if found is None:
             return

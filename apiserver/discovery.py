@@ -21,12 +21,14 @@ SUBRESOURCES: dict[str, tuple[str | None, str | None, str, tuple[str, ...]]] = {
     "finalize": (None, None, "", ("update",)),
     "log": ("", "v1", "Pod", ("get",)),
     "exec": ("", "v1", "PodExecOptions", ("create", "get")),
+    "attach": ("", "v1", "PodAttachOptions", ("create", "get")),
+    "portforward": ("", "v1", "PodPortForwardOptions", ("create", "get")),
 }
 
 
 # Subresources the handlers serve whatever the strategy declares.
 HANDLER_SUBRESOURCES: dict[tuple[str, str], frozenset[str]] = {
-    ("", "pods"): frozenset({"log", "exec"})}
+    ("", "pods"): frozenset({"log", "exec", "attach", "portforward"})}
 
 
 def subresources_of(r: Resource) -> frozenset[str]:

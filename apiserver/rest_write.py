@@ -257,7 +257,9 @@ def prepare_update(scope: Scope, new: Obj, old: Obj, *, dry_run: bool, manager: 
         raise _invalid(scope, new, errors)
     scope.warnings.extend(strategy.warnings(new, ctx))
     scope.admit("UPDATE", new, old, dry_run)
-    if operation != "Apply":
+    # A binding writes no managedFields entry: upstream's BindingREST updates the pod
+    # below the field manager.
+    if operation != "Apply" and scope.subresource != "binding":
         managedfields.track(scope, old, new, manager, operation)
     if _same(new, old):
         raise Unchanged()

@@ -1,0 +1,91 @@
+"""What a pod gets from the kinds around it: priority from its PriorityClass (the
+Priority admission plugin), a binding without a managedFields entry, and a clear Status
+for the streaming subresources no runtime here can serve."""
+
+from __future__ import annotations
+
+import pytest
+from apiclient import PODS, Client, pod
+
+pytestmark = pytest.mark.unit
+CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
+
+
+def priority_class(name: str, value: int, **extra: object) -> dict:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": name}, "value": value, **extra}
+
+
+async def test_pod_priority_comes_from_its_class(client: Client) -> None:
+    assert (await client.post(CLASSES, priority_class("batch", 100,
+                                                      preemptionPolicy="Never"))).status == 201
+    created = (await client.post(PODS, pod("p1", priorityClassName="batch"))).json
+    assert (created["spec"]["priority"], created["spec"]["preemptionPolicy"]) == (100, "Never")
+
+
+async def test_system_class_priority(client: Client) -> None:
+    created = (await client.post(PODS, pod("p2", priorityClassName="system-node-critical"))).json
+    assert created["spec"]["priority"] == 2000001000
+
+
+async def test_unknown_class_is_forbidden(client: Client) -> None:
+    reply = await client.post(PODS, pod("p3", priorityClassName="nope"))
+    assert reply.status == 403
+    assert reply.json["message"] == \
+        'pods "p3" is forbidden: no PriorityClass with name nope was found'
+
+
+async def test_pod_may_not_claim_another_priority(client: Client) -> None:
+    reply = await client.post(PODS, pod("p4", priority=5))
+    assert reply.status == 403
+    assert "the integer value of priority (5) must not be provided in pod spec; priority " \
+           "admission controller computed 0 from the given PriorityClass name" in \
+           reply.json["message"]
+
+
+async def test_global_default_class_applies_and_is_unique(client: Client) -> None:
+    assert (await client.post(CLASSES, priority_class("default-pc", 7,
+                                                      globalDefault=True))).status == 201
+    created = (await client.post(PODS, pod("p5"))).json
+    assert (created["spec"]["priorityClassName"], created["spec"]["priority"]) == (
+        "default-pc", 7)
+    second = await client.post(CLASSES, priority_class("other", 8, globalDefault=True))
+    assert second.status == 403
+    assert "PriorityClass default-pc is already marked as default. Only one default can " \
+           "exist" in second.json["message"]
+
+
+async def test_system_prefix_is_reserved(client: Client) -> None:
+    reply = await client.post(CLASSES, priority_class("system-mine", 10))
+    assert reply.status == 422
+    assert reply.json["details"]["causes"][0]["message"] == (
+        "Forbidden: priority class names with 'system-' prefix are reserved for system use "
+        "only. error: system-mine is not a known system priority class")
+
+
+async def test_class_value_is_immutable(client: Client) -> None:
+    await client.post(CLASSES, priority_class("fixed", 10))
+    current = (await client.get(f"{CLASSES}/fixed")).json
+    reply = await client.put(f"{CLASSES}/fixed", dict(current, value=11))
+    assert reply.status == 422
+    assert "value: Forbidden: may not be changed in an update." in reply.json["message"]
+
+
+async def test_binding_writes_no_managed_fields_entry(client: Client) -> None:
+    await client.post(PODS, pod("b1"))
+    before = (await client.get(f"{PODS}/b1")).json["metadata"].get("managedFields", [])
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "b1"},
+               "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"}}
+    assert (await client.post(f"{PODS}/b1/binding", binding)).status == 201
+    after = (await client.get(f"{PODS}/b1")).json["metadata"].get("managedFields", [])
+    assert after == before
+
+
+@pytest.mark.parametrize("sub", ["attach", "portforward"])
+async def test_streaming_subresources_answer_a_clear_status(client: Client, sub: str) -> None:
+    await client.post(PODS, pod("s1", node="n1"))
+    reply = await client.post(f"{PODS}/s1/{sub}")
+    assert reply.status == 400 and reply.json["kind"] == "Status"
+    assert reply.json["message"].startswith(f"pods/{sub} is not supported: draemu's kubelets")
+    missing = await client.post(f"{PODS}/nope/{sub}")
+    assert missing.status == 404
