@@ -19,6 +19,8 @@ from draemu.client import ApiError
 from draemu.cmd.testing.apiserver import start_apiserver
 from draemu.features import FeatureGates
 
+pytestmark = pytest.mark.unit
+
 ON = Context(gates=FeatureGates({"GenericWorkload": True, "DRAWorkloadResourceClaims": True}))
 API = "scheduling.k8s.io/v1beta1"
 
