@@ -9,6 +9,7 @@ estimates the worst-case cost, and builds a closure per node. Closures take an
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -244,6 +245,8 @@ class Compiler:
         fns = [c.fn for c in ([receiver] if receiver else []) + args]
         cost = fn.cost + sum(c.cost for c in args) + (receiver.cost if receiver else 0)
         result = _result_type(fn, receiver)
+        if name in _REGEX_FUNCTIONS:
+            return Compiled(_regex_call(impl, fns), result, cost)
         if len(fns) == 1:
             f0 = fns[0]
             return Compiled(lambda a: impl(f0(a)), result, cost)
@@ -529,6 +532,22 @@ def _iteration_range(v: Any) -> tuple[list[tuple[Any, Any]], bool]:
         return list(v.items()), False
     name = type_name(v)
     raise CELRuntimeError(f"got '{GO_TYPE_NAMES.get(name, name)}', expected iterable type")
+
+
+_REGEX_FUNCTIONS = frozenset({"matches", "find", "findAll"})
+
+
+def _regex_call(impl: Callable[..., Any], fns: list[Fn]) -> Fn:
+    """matches/find/findAll charged at run time as cel-go's runtime cost does: the
+    subject's traversal (a tenth of its length) times the pattern's size (a quarter of its
+    length), so the per-evaluation cost limit bounds them too."""
+    def call(a: Activation) -> Any:
+        args = [f(a) for f in fns]
+        subject, pattern = args[0], args[1]
+        if isinstance(subject, str) and isinstance(pattern, str):
+            _charge(a, math.ceil(len(subject) * 0.1) * math.ceil(len(pattern) * 0.25))
+        return impl(*args)
+    return call
 
 
 def _charge(a: Activation, cost: int) -> None:

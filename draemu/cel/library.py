@@ -11,13 +11,13 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from draemu.cel.errors import CELRuntimeError
+from draemu.cel.regex import RegexError, compile_pattern
 from draemu.cel.syntax import Uint
 from draemu.cel.values import (
     NONE,
@@ -102,12 +102,12 @@ def ends_with(s: str, suffix: str) -> bool:
     return s.endswith(suffix)
 
 
-@functools.lru_cache(maxsize=256)
-def _regex(pattern: str) -> re.Pattern[str]:
+def _regex(pattern: str) -> Any:
+    """RE2, as cel-go (linear time: no pattern can make a selector backtrack for ever)."""
     try:
-        return re.compile(pattern)
-    except re.error as e:
-        raise CELRuntimeError(f"error parsing regexp: {e}") from None
+        return compile_pattern(pattern)
+    except RegexError as e:
+        raise CELRuntimeError(str(e)) from None
 
 
 @register("matches", True, (1,), "bool", ("string",), cost=2)

@@ -9,7 +9,17 @@ from typing import Any
 from draemu.cel.compiler import Activation, Compiler, Env
 from draemu.cel.device import CelDevice
 from draemu.cel.errors import CELCompileError, CELIssue, CELRuntimeError
-from draemu.cel.syntax import parse
+from draemu.cel.regex import RegexError, compile_pattern
+from draemu.cel.syntax import (
+    Call,
+    Literal,
+    Node,
+    ast_depth,
+    children,
+    deep_recursion,
+    format_error,
+    parse,
+)
 from draemu.cel.values import Semver, type_name
 from draemu.features import FeatureGates
 
@@ -24,12 +34,13 @@ NO_SUCH_KEY_HINT = (". consider using CEL optional chaining (.? followed by orVa
 class Program:
     """A compiled selector. `evaluate` returns the bool verdict for one device."""
 
-    __slots__ = ("_fn", "cost", "expression")
+    __slots__ = ("_fn", "cost", "deep", "expression")
 
-    def __init__(self, expression: str, fn: Any, cost: int) -> None:
+    def __init__(self, expression: str, fn: Any, cost: int, deep: bool = False) -> None:
         self.expression = expression
         self._fn = fn
         self.cost = cost  # worst-case estimate
+        self.deep = deep  # nests deeper than Python's default recursion limit allows for
 
     def evaluate(self, device: dict[str, Any] | CelDevice) -> bool:
         """`device` is the v1 device dict plus `driver` (and `pool`, for messages), or a
@@ -50,6 +61,9 @@ class Program:
         act = Activation(device=view.value)
         act.meter = [MAX_COST]
         try:
+            if self.deep:
+                with deep_recursion():
+                    return self._fn(act)
             return self._fn(act)
         except CELRuntimeError as e:
             if e.key is not None and not e.message.endswith(NO_SUCH_KEY_HINT):
@@ -149,14 +163,17 @@ def _compile(expression: str, env: Env, derived: bool | None = None
     """`derived`: a derived attribute's expression (True: lists allowed as results)."""
     try:
         tree = parse(expression)
+        _check_patterns(expression, tree)
     except CELCompileError as e:
         return CELCompileError(f"compilation failed: {e.detail}")
     try:
-        compiled = Compiler(expression, env).compile(tree)
+        with deep_recursion():
+            compiled = Compiler(expression, env).compile(tree)
     except CELCompileError as e:
         return e
     except RecursionError:
-        return CELCompileError("compilation failed: expression nesting too deep")
+        return CELCompileError("compilation failed: ERROR: <input>:-1:0: max recursion "
+                               "depth exceeded")
     if derived is not None:
         if not _derived_type_ok(compiled.type, derived):
             detail = ("must evaluate to a primitive scalar (string, integer, boolean, semver) "
@@ -164,12 +181,38 @@ def _compile(expression: str, env: Env, derived: bool | None = None
                       "must evaluate to a primitive scalar (string, integer, boolean, semver), "
                       "not ")
             return CELCompileError(detail + compiled.type, result_type=True)
-        return DerivedProgram(expression, compiled.fn, compiled.cost)
+        return DerivedProgram(expression, compiled.fn, compiled.cost, _deep(tree))
     if compiled.type not in ("bool", "dyn"):
         return CELCompileError(
             f"must evaluate to bool or the unknown type, not {compiled.type}",
             result_type=True)
-    return Program(expression, compiled.fn, compiled.cost)
+    return Program(expression, compiled.fn, compiled.cost, _deep(tree))
+
+
+def _deep(tree: Node) -> bool:
+    return ast_depth(tree) > 60
+
+
+_REGEX_FUNCTIONS = frozenset({"matches", "find", "findAll"})
+
+
+def _check_patterns(expression: str, tree: Node) -> None:
+    """Constant patterns of matches/find/findAll compile now, so a bad one is a
+    validation error (upstream's regexp syntax message) rather than a runtime one."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Call) and node.function in _REGEX_FUNCTIONS and node.args:
+            pattern = node.args[0] if node.target is not None else node.args[-1]
+            if node.target is None and len(node.args) < 2:
+                pattern = None
+            if isinstance(pattern, Literal) and isinstance(pattern.value, str):
+                try:
+                    compile_pattern(pattern.value)
+                except RegexError as e:
+                    raise CELCompileError(format_error(expression, str(e), pattern.pos)) \
+                        from None
+        stack.extend(children(node))
 
 
 def compile_derived(expression: str, *, gates: FeatureGates | None = None,

@@ -8,6 +8,10 @@ stays that of the user's text) and recognised again from the original text.
 from __future__ import annotations
 
 import ast as pyast
+import contextlib
+import math
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from celpy.celparser import CELParseError, CELParser
@@ -78,14 +82,21 @@ _BINARY = {
 
 _parser: CELParser | None = None
 
+# cel-go's parser default (parser.MaxRecursionDepth): brackets, and the AST, nest at most
+# this deep.
+MAX_RECURSION_DEPTH = 250
+
 
 def _blank_optional_markers(text: str) -> tuple[str, set[int]]:
-    """Replace the `?` of `.?` and `[?` outside string literals by a space.
+    """Replace the `?` of `.?` and `[?` outside string literals by a space, and runs of
+    unary operators by their parity; refuse brackets nested deeper than cel-go's parser
+    takes.
 
-    Returns the rewritten text and the offsets of the blanked characters.
+    Returns the rewritten text and the offsets of the blanked `?`.
     """
     out = list(text)
     marks: set[int] = set()
+    depth = 0
     i, n = 0, len(text)
     while i < n:
         c = text[i]
@@ -104,8 +115,43 @@ def _blank_optional_markers(text: str) -> tuple[str, set[int]]:
         if c == "?" and i > 0 and text[i - 1] in ".[":
             out[i] = " "
             marks.add(i)
+        elif c in "([{":
+            depth += 1
+            if depth > MAX_RECURSION_DEPTH:
+                raise CELCompileError(f"ERROR: <input>:-1:0: expression recursion limit "
+                                      f"exceeded: {MAX_RECURSION_DEPTH}")
+        elif c in ")]}":
+            depth -= 1
+        elif c in "!-":
+            i = _collapse_unary_run(text, out, i)
+            continue
         i += 1
     return "".join(out), marks
+
+
+def _collapse_unary_run(text: str, out: list[str], i: int) -> int:
+    """Blank all but the parity of a run of unary `!` or `-` (upstream's grammar reads a
+    run as one rule and keeps its parity: `!!!!x` is `x`), so a thousand `!` are no
+    thousand levels of recursion. Returns where the run ends."""
+    c, n = text[i], len(text)
+    run = [i]
+    j = i + 1
+    while j < n and (text[j] == c or text[j] in " \t\r\n"):
+        if text[j] == c:
+            run.append(j)
+        j += 1
+    if c == "!" and j < n and text[j] == "=" and run[-1] == j - 1:
+        run.pop()  # the last `!` is `!=`'s
+    if c == "-":
+        k = i - 1
+        while k >= 0 and text[k] in " \t\r\n":
+            k -= 1
+        if k >= 0 and text[k] not in "([{,:?!+-*/%<>=&|":
+            run.pop(0)  # the first `-` is the binary operator
+    if len(run) >= 2:
+        for pos in run[: len(run) - len(run) % 2]:
+            out[pos] = " "
+    return j
 
 
 def parse(text: str) -> Node:
@@ -113,12 +159,62 @@ def parse(text: str) -> Node:
     if _parser is None:
         _parser = CELParser()
     rewritten, marks = _blank_optional_markers(text)
+    with deep_recursion():
+        try:
+            tree = _parser.parse(rewritten)
+        except CELParseError as e:
+            raise CELCompileError(format_error(text, "Syntax error: mismatched input",
+                                               _offset(text, e.line, e.column))) from None
+        try:
+            node = _Builder(text, marks).build(tree)
+        except RecursionError:
+            node = None
+    if node is None or ast_depth(node, balanced_logic=True) > MAX_RECURSION_DEPTH:
+        raise CELCompileError("ERROR: <input>:-1:0: max recursion depth exceeded")
+    return node
+
+
+@contextlib.contextmanager
+def deep_recursion() -> Iterator[None]:
+    """Room for the parser and the compiler on expressions nested up to
+    MAX_RECURSION_DEPTH (some twenty Python frames a level; Python-to-Python calls use no
+    C stack)."""
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(before, 40 * MAX_RECURSION_DEPTH + 2000))
     try:
-        tree = _parser.parse(rewritten)
-    except CELParseError as e:
-        raise CELCompileError(format_error(text, "Syntax error: mismatched input",
-                                           _offset(text, e.line, e.column))) from None
-    return _Builder(text, marks).build(tree)
+        yield
+    finally:
+        sys.setrecursionlimit(before)
+
+
+def ast_depth(root: Node, *, balanced_logic: bool = False) -> int:
+    """How deep the AST nests (iteratively: it may be deeper than Python recurses).
+    `balanced_logic`: count a chain of `&&` (or `||`) as cel-go's parser builds it, a
+    balanced tree, where ours is a left-leaning one."""
+    deepest = 0
+    stack: list[tuple[Node, float]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, math.ceil(depth))
+        for child in children(node):
+            same = balanced_logic and isinstance(node, Call) and isinstance(child, Call) \
+                and child.function == node.function and node.function in ("_&&_", "_||_")
+            stack.append((child, depth + (0.05 if same else 1)))
+    return deepest
+
+
+def children(node: Node) -> list[Node]:
+    if isinstance(node, Select):
+        return [node.operand]
+    if isinstance(node, Index):
+        return [node.operand, node.key]
+    if isinstance(node, Call):
+        return ([node.target] if node.target is not None else []) + list(node.args)
+    if isinstance(node, ListLit):
+        return list(node.items)
+    if isinstance(node, MapLit):
+        return [part for entry in node.entries for part in entry]
+    return []
 
 
 def _offset(text: str, line: int | None, column: int | None) -> int:

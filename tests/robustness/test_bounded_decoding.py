@@ -172,3 +172,18 @@ def test_a_request_line_beyond_the_limit_gets_a_414_status(http: httpx.Client) -
     assert b"Content-Type: application/json\r\n" in head + b"\r\n"
     status = json.loads(body)
     assert status["kind"] == "Status" and status["code"] == 414
+
+
+@pytest.mark.parametrize(("expression", "message"), [
+    ("(" * 3000 + "true" + ")" * 3000, "expression recursion limit exceeded: 250"),
+    ('device.driver.matches("a(")', "error parsing regexp: missing closing ): `a(`")])
+def test_a_device_class_selector_beyond_cel_limits_is_invalid(
+        http: httpx.Client, expression: str, message: str) -> None:
+    body = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+            "metadata": {"name": "deep"},
+            "spec": {"selectors": [{"cel": {"expression": expression}}]}}
+    reply = http.post("/apis/resource.k8s.io/v1/deviceclasses", json=body)
+    status = assert_status_answer(reply)
+    assert reply.status_code == 422
+    assert message in status["message"]
+    assert status["details"]["causes"][0]["field"] == "spec.selectors[0].cel.expression"
