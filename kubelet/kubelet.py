@@ -81,7 +81,8 @@ class Kubelet:
                                         on_register=self._plugin_registered)
         self.cache = ClaimCache(self.layout.checkpoint_file)
         self.dra = DRAManager(client, self.plugins, self.cache,
-                              optional_node_operations=gates.enabled("DRAOptionalNodeOperations"))
+                              optional_node_operations=gates.enabled("DRAOptionalNodeOperations"),
+                              pod_group_claims=gates.enabled("DRAWorkloadResourceClaims"))
         self.cdi = CDIRegistry([*options.cdi_dirs, self.layout.cdi_dir])
         self.events = EventRecorder(client, options.node_name)
         self.watcher = PluginWatcher(self.layout.registry_dir, {reg.DRA_PLUGIN: self.plugins},

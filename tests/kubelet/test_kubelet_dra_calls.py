@@ -71,7 +71,8 @@ async def setup(tmp_path):
     plugins = DRAPluginManager(ClaimsAPI(), "node-1", wipe_delay=3600)
     fakes = []
 
-    async def make(version=dra.V1, claims=(), optional_node_operations=False):
+    async def make(version=dra.V1, claims=(), optional_node_operations=False,
+                   pod_group_claims=False):
         plugin = FakePlugin(version)
         path = str(tmp_path / f"dra-{len(fakes)}.sock")
         await plugin.start(path)
@@ -79,7 +80,8 @@ async def setup(tmp_path):
         await plugins.register("gpu.example.com", path, [version.registration_name])
         api = ClaimsAPI(list(claims))
         manager = DRAManager(api, plugins, ClaimCache(tmp_path / "dra_manager_state"),
-                             optional_node_operations=optional_node_operations)
+                             optional_node_operations=optional_node_operations,
+                             pod_group_claims=pod_group_claims)
         return plugin, manager
 
     yield make
@@ -337,3 +339,45 @@ async def test_a_kubelet_without_the_gate_refuses_claims_that_skip(setup):
     with pytest.raises(DRAError, match="^ResourceClaim a: DRAOptionalNodeOperations feature "
                                        "gate is disabled on kubelet$"):
         await manager.prepare_resources(pod(("x", "a")))
+
+
+# DRAWorkloadResourceClaims ---------------------------------------------------------------
+
+def group_claim() -> dict:
+    """A claim the resource claim controller made for PodGroup g1, reserved for the group."""
+    c = claim("g1-gpus-x7", "uid-g")
+    c["metadata"]["ownerReferences"] = [{"apiVersion": "scheduling.k8s.io/v1beta1",
+                                         "kind": "PodGroup", "name": "g1", "uid": "pg-uid",
+                                         "controller": True}]
+    c["status"]["reservedFor"] = [{"apiGroup": "scheduling.k8s.io", "resource": "podgroups",
+                                   "name": "g1", "uid": "pg-uid"}]
+    return c
+
+
+def group_pod() -> dict:
+    return {"metadata": {"name": "p", "namespace": "default", "uid": POD_UID},
+            "spec": {"schedulingGroup": {"podGroupName": "g1"},
+                     "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "t"}],
+                     "containers": []},
+            "status": {"resourceClaimStatuses": [{"name": "gpus",
+                                                  "resourceClaimName": "g1-gpus-x7"}]}}
+
+
+async def test_a_pod_uses_the_claim_reserved_for_its_pod_group(setup):
+    plugin, manager = await setup(claims=[group_claim()], pod_group_claims=True)
+    await manager.prepare_resources(group_pod())
+    assert [c.uid for c in plugin.prepare_requests[0].claims] == ["uid-g"]
+
+
+async def test_without_the_gate_a_pod_group_claim_is_not_the_pods(setup):
+    _plugin, manager = await setup(claims=[group_claim()])
+    with pytest.raises(DRAError, match="pod is not owner"):
+        await manager.prepare_resources(group_pod())
+
+
+async def test_a_claim_of_another_pod_group_is_refused(setup):
+    _plugin, manager = await setup(claims=[group_claim()], pod_group_claims=True)
+    pod = group_pod()
+    pod["spec"]["schedulingGroup"]["podGroupName"] = "g2"
+    with pytest.raises(DRAError, match="neither Pod nor PodGroup g2 is the owner"):
+        await manager.prepare_resources(pod)
