@@ -50,6 +50,7 @@ from draemu.apiserver.requestinfo import RequestInfo, parse
 from draemu.apiserver.resources import ResourceTable
 from draemu.apiserver.scope import Scope
 from draemu.apiserver.selectors import parse_field_selector
+from draemu.apiserver.serviceaccount import tokenrequest
 from draemu.apiserver.storage import Storage
 from draemu.features import FeatureGates
 from draemu.identity import ANONYMOUS, INSECURE_ADMIN, UserInfo
@@ -89,6 +90,8 @@ class API:
     # What strategies keep between requests (Context.extra["state"]): one per server.
     registry_state: dict[str, Any] = field(default_factory=dict)
     webhooks: Any = None  # Webhooks, set by the server
+    # Signs ServiceAccount tokens (serviceaccounts/token); set by the server.
+    signer: Any = None
 
     # Lookups for strategies (ctx.lookup): synchronous reads of the watch cache.
     def lookup(self, resource: str, group: str, namespace: str, name: str) -> Any:
@@ -323,7 +326,10 @@ class API:
                       listing=self.list_objects, state=self.registry_state,
                       webhooks=self.webhooks)
         if (resource.group, resource.name) in reviews.RESOURCES:
-            return await reviews.create(scope, self.authorizer)
+            return await reviews.create(scope, self.authorizer, self.authenticator)
+        if sub == "token" and (resource.group, resource.name) == ("", "serviceaccounts") \
+                and info.verb == "create" and self.signer is not None:
+            return await tokenrequest.create_token(scope, self.signer)
         if sub == "exec" and resource.name == "pods" and info.verb in ("get", "create"):
             return await remotecommand.pod_exec(scope, self.storage, self.log_providers,
                                                 subresources.container_of)

@@ -59,8 +59,11 @@ def load_token_file(path: Path) -> dict[str, UserInfo]:
 class Authenticator:
     """Finds who sent a request: client certificate first, then a bearer token."""
 
-    def __init__(self, tokens: dict[str, UserInfo] | None = None) -> None:
+    def __init__(self, tokens: dict[str, UserInfo] | None = None,
+                 service_accounts: Any = None) -> None:
         self.tokens = dict(tokens or {})
+        # ServiceAccount JWTs (apiserver/serviceaccount/authenticator.py), when set.
+        self.service_accounts = service_accounts
         # The client certificate comes with a connection's handshake: identify it once
         # per connection, not per request (kube-apiserver's TLS never renegotiates).
         self._peers: weakref.WeakKeyDictionary[ssl.SSLObject, UserInfo | None] = \
@@ -75,8 +78,21 @@ class Authenticator:
         if authorization:
             scheme, _, token = authorization.partition(" ")
             if scheme.lower() == "bearer" and token.strip():
-                return self.tokens.get(token.strip())
+                return self.authenticate_token(token.strip())
         return None
+
+    def authenticate_token(self, token: str, audiences: tuple[str, ...] | None = None
+                           ) -> UserInfo | None:
+        """The user of a bearer token (static token file, then ServiceAccount JWTs), None
+        when it is nobody's."""
+        found = self.tokens.get(token)
+        if found is not None or self.service_accounts is None:
+            return found
+        try:
+            answer = self.service_accounts.authenticate(token, audiences)
+        except ValueError:  # signer.TokenError: ours, but invalid
+            return None
+        return answer[0] if answer is not None else None
 
     def _peer(self, ssl_object: ssl.SSLObject) -> UserInfo | None:
         try:

@@ -23,6 +23,7 @@ SUBRESOURCES: dict[str, tuple[str | None, str | None, str, tuple[str, ...]]] = {
     "exec": ("", "v1", "PodExecOptions", ("create", "get")),
     "attach": ("", "v1", "PodAttachOptions", ("create", "get")),
     "portforward": ("", "v1", "PodPortForwardOptions", ("create", "get")),
+    "token": ("authentication.k8s.io", "v1", "TokenRequest", ("create",)),
 }
 
 

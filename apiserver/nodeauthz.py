@@ -283,6 +283,20 @@ class NodeAuthorizer:
                 return _YES
         return self._unrelated(node)
 
+    def _service_accounts(self, node: str, attrs: Attributes) -> Decision:
+        """Tokens for the service accounts of pods bound to the node (the kubelet mints
+        the projected tokens of its pods); NodeRestriction then checks the binding."""
+        if attrs.verb != "create" or not attrs.name:
+            return _no("can only create tokens for individual service accounts")
+        if attrs.subresource != "token":
+            return _no("can only create token subresource of serviceaccount")
+        for pod in self.in_namespace("pods", "", attrs.namespace):
+            spec = pod.get("spec") or {}
+            if spec.get("nodeName") == node and \
+                    (spec.get("serviceAccountName") or "default") == attrs.name:
+                return _YES
+        return self._unrelated(node)
+
     _SUBDIVIDED: dict[tuple[str, str], Callable[[NodeAuthorizer, str, Attributes], Decision]] = {
         ("nodes", ""): _nodes,
         ("leases", "coordination.k8s.io"): _leases,
@@ -292,6 +306,7 @@ class NodeAuthorizer:
         ("resourceclaims", RESOURCE_GROUP): _resource_claims,
         ("configmaps", ""): _referenced_by_pods,
         ("secrets", ""): _referenced_by_pods,
+        ("serviceaccounts", ""): _service_accounts,
     }
 
 
@@ -322,6 +337,8 @@ def needs_body(attrs: Attributes) -> bool:
     object against the stored one.)"""
     if attrs.user.node_name is None or attrs.verb != "create":
         return False
+    if (attrs.resource, attrs.group, attrs.subresource) == ("serviceaccounts", "", "token"):
+        return True
     return not attrs.subresource and (attrs.resource, attrs.group) in _CREATE_CHECKED
 
 
@@ -343,6 +360,8 @@ def admit(attrs: Attributes, lookup: Lookup, obj: Obj | None) -> None:
         message = _admit_node(node, attrs, name, lookup, obj)
     elif key == ("pods", ""):
         message = _admit_pod(node, attrs, lookup, obj)
+    elif key == ("serviceaccounts", "") and attrs.subresource == "token":
+        message = _token_refusal(node, attrs, lookup, obj)
     elif key == ("leases", "coordination.k8s.io") and name != node:
         message = "can only access node lease with the same name as the requesting node"
     elif key == ("csinodes", "storage.k8s.io") and name != node:
@@ -352,6 +371,26 @@ def admit(attrs: Attributes, lookup: Lookup, obj: Obj | None) -> None:
         message = "can only create ResourceSlice with the same NodeName as the requesting node"
     if message:
         raise _forbidden(attrs, name, message)
+
+
+def _token_refusal(node: str, attrs: Attributes, lookup: Lookup, obj: Obj | None) -> str:
+    """A node's token must be bound to a pod of its own (the apiserver adds the node)."""
+    ref = ((obj or {}).get("spec") or {}).get("boundObjectRef")
+    if not ref:
+        return "node requested token not bound to a pod"
+    if not ref.get("uid"):
+        return "node requested token with a pod binding without a uid"
+    if ref.get("kind") != "Pod":
+        return "node requested token not bound to a pod"
+    pod = lookup("pods", "", attrs.namespace, ref.get("name", ""))
+    if pod is None:
+        raise not_found_error("pods", "", ref.get("name", ""))
+    if ref["uid"] != (pod.get("metadata") or {}).get("uid"):
+        return (f"the UID in the bound object reference ({ref['uid']}) does not match the UID "
+                "in record. The object might have been deleted and then recreated")
+    if _node_of_pod(pod) != node:
+        return "node requested token bound to a pod scheduled on a different node"
+    return ""
 
 
 def admit_update(attrs: Attributes, new: Obj, old: Obj) -> None:

@@ -1,8 +1,8 @@
 """The virtual, create-only review kinds: SelfSubjectAccessReview,
 SelfSubjectRulesReview (`kubectl auth can-i [--list]`), SubjectAccessReview and
 LocalSubjectAccessReview (authorization.k8s.io/v1) are answered by the authorizer, as
-the request would be (RBAC, Node, system:masters); SelfSubjectReview
-(authentication.k8s.io/v1, `kubectl auth whoami`) by the authenticator. Nothing is
+the request would be (RBAC, Node, system:masters); SelfSubjectReview (`kubectl auth
+whoami`) and TokenReview (authentication.k8s.io/v1) by the authenticator. Nothing is
 stored."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from aiohttp import web
 
 from draemu.api.errors import FieldError, Path, StatusError, bad_request, invalid, invalid_object
 from draemu.api.types import Obj
-from draemu.apiserver.auth import Attributes, Authorizer
+from draemu.apiserver.auth import Attributes, Authenticator, Authorizer
 from draemu.apiserver.registry.strategy import Strategy
 from draemu.apiserver.rest_write import body_object
 from draemu.apiserver.scope import Scope
@@ -60,9 +60,15 @@ class SelfSubjectReviewStrategy(_Review):
     resource = "selfsubjectreviews"
 
 
+class TokenReviewStrategy(_Review):
+    group = "authentication.k8s.io"
+    kind = "TokenReview"
+    resource = "tokenreviews"
+
+
 STRATEGIES = [SelfSubjectAccessReviewStrategy(), SelfSubjectRulesReviewStrategy(),
               SubjectAccessReviewStrategy(), LocalSubjectAccessReviewStrategy(),
-              SelfSubjectReviewStrategy()]
+              SelfSubjectReviewStrategy(), TokenReviewStrategy()]
 RESOURCES = {(s.group, s.resource) for s in STRATEGIES}
 
 
@@ -155,7 +161,33 @@ def _rules(user: UserInfo, namespace: str, authorizer: Authorizer) -> Obj:
     return status
 
 
-async def create(scope: Scope, authorizer: Authorizer) -> web.Response:
+def _token_review(spec: Obj, authenticator: Authenticator) -> Obj:
+    """Who a bearer token is, for the audiences asked (the apiserver's by default)."""
+    from draemu.apiserver.serviceaccount.authenticator import API_AUDIENCES
+    from draemu.apiserver.serviceaccount.signer import TokenError
+
+    token = spec.get("token") or ""
+    if not token:
+        raise bad_request("token is required for TokenReview in authentication.k8s.io/v1")
+    wanted = tuple(spec.get("audiences") or API_AUDIENCES)
+    user: UserInfo | None = authenticator.tokens.get(token)
+    audiences = [a for a in wanted if a in API_AUDIENCES]
+    error = ""
+    if user is None and authenticator.service_accounts is not None:
+        try:
+            answer = authenticator.service_accounts.authenticate(token, wanted)
+        except TokenError as e:
+            error = f"[invalid bearer token, {e}]"
+            answer = None
+        if answer is not None:
+            user, audiences = answer
+    if user is None or not audiences:
+        return {"authenticated": False, "user": {}, **({"error": error} if error else {})}
+    return {"authenticated": True, "user": user.to_json(), "audiences": audiences}
+
+
+async def create(scope: Scope, authorizer: Authorizer,
+                 authenticator: Authenticator | None = None) -> web.Response:
     body = await body_object(scope)
     scope.check_type_meta(body)
     _check_types(scope, body)
@@ -163,6 +195,9 @@ async def create(scope: Scope, authorizer: Authorizer) -> web.Response:
     name = scope.resource.name
     if name == "selfsubjectreviews":
         return _answer(scope, body, {"userInfo": scope.user.to_json()})
+    if name == "tokenreviews":
+        assert authenticator is not None
+        return _answer(scope, body, _token_review(spec, authenticator))
     if name == "selfsubjectrulesreviews":
         namespace = spec.get("namespace") or ""
         if not namespace:

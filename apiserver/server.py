@@ -43,6 +43,8 @@ from draemu.apiserver.rbac.authorizer import RBACAuthorizer
 from draemu.apiserver.rbac.bootstrap import ensure_bootstrap_policy
 from draemu.apiserver.registry import discover
 from draemu.apiserver.resources import ResourceTable
+from draemu.apiserver.serviceaccount.authenticator import ServiceAccountAuthenticator
+from draemu.apiserver.serviceaccount.signer import Signer
 from draemu.apiserver.storage import Storage
 from draemu.apiserver.subresources import LogProvider, LogProviders
 from draemu.apiserver.watchcache import HISTORY, WATCHER_QUEUE, WatchCache
@@ -222,6 +224,8 @@ class APIServer:
                                                opts.address)
             ssl_context = _ssl_context(self.pki)
             kubelet_client = KubeletClient(self.pki)
+        # The ServiceAccount token signer: its key lives beside the CA, in the data dir.
+        self.signer = await asyncio.to_thread(Signer.ensure, self.data_dir / "pki")
         self.api = API(table, storage, opts.feature_gates, Authenticator(tokens),
                        PrivilegedGroupAuthorizer(),
                        opts.insecure_http, f"{opts.address}:{opts.port}",
@@ -234,6 +238,9 @@ class APIServer:
             PrivilegedGroupAuthorizer(),
             NodeAuthorizer(self.api.lookup, self.api.lookup_namespace),
             RBACAuthorizer(self.api.lookup, self.api.lookup_namespace))
+        self.api.signer = self.signer
+        self.api.authenticator.service_accounts = ServiceAccountAuthenticator(
+            self.signer, self.api.lookup)
         await ensure_system_namespaces(table, storage, opts.feature_gates)
         await ensure_bootstrap_policy(table, storage, opts.feature_gates)
         self.api.admission = ValidatingAdmission(table, self._cache)

@@ -32,7 +32,7 @@ ROOTS: dict[str, tuple[str, ...]] = {
     "events/v1": ("Event",),
     "authorization/v1": ("SelfSubjectAccessReview", "SelfSubjectRulesReview",
                          "SubjectAccessReview", "LocalSubjectAccessReview"),
-    "authentication/v1": ("SelfSubjectReview", "TokenReview"),
+    "authentication/v1": ("SelfSubjectReview", "TokenRequest", "TokenReview"),
     "policy/v1": ("Eviction", "PodDisruptionBudget"),
     "rbac/v1": ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"),
     "scheduling/v1": ("PriorityClass",),

@@ -130,6 +130,11 @@ MESSAGES: dict[str, tuple[tuple[int, str, str, str, str], ...]] = \
  'apps.v1.StatefulSetUpdateStrategy': ((1, 'type', 'string', '', 'o'),
                                        (2, 'rollingUpdate',
                                         'apps.v1.RollingUpdateStatefulSetStrategy', '', 'po')),
+ 'authentication.v1.AttestationValue': ((1, 'items', 'string', '', 'r'),),
+ 'authentication.v1.BoundObjectReference': ((1, 'kind', 'string', '', 'o'),
+                                            (2, 'apiVersion', 'string', '', 'o'),
+                                            (3, 'name', 'string', '', 'o'),
+                                            (4, 'uid', 'string', '', 'o')),
  'authentication.v1.ExtraValue': ((1, 'items', 'string', '', 'r'),),
  'authentication.v1.SelfSubjectReview': ((1, 'metadata', 'meta.v1.ObjectMeta', '', 'o'),
                                          (2, 'status',
@@ -137,6 +142,18 @@ MESSAGES: dict[str, tuple[tuple[int, str, str, str, str], ...]] = \
                                           'o')),
  'authentication.v1.SelfSubjectReviewStatus': ((1, 'userInfo', 'authentication.v1.UserInfo', '',
                                                 'o'),),
+ 'authentication.v1.TokenRequest': ((1, 'metadata', 'meta.v1.ObjectMeta', '', 'o'),
+                                    (2, 'spec', 'authentication.v1.TokenRequestSpec', '', ''),
+                                    (3, 'status', 'authentication.v1.TokenRequestStatus', '',
+                                     'o')),
+ 'authentication.v1.TokenRequestSpec': ((1, 'audiences', 'string', '', 'r'),
+                                        (4, 'expirationSeconds', 'int64', '', 'p'),
+                                        (3, 'boundObjectRef',
+                                         'authentication.v1.BoundObjectReference', '', 'p'),
+                                        (5, 'attestations', 'string',
+                                         'authentication.v1.AttestationValue', 'mo')),
+ 'authentication.v1.TokenRequestStatus': ((1, 'token', 'string', '', ''),
+                                          (2, 'expirationTimestamp', 'meta.v1.Time', '', '')),
  'authentication.v1.TokenReview': ((1, 'metadata', 'meta.v1.ObjectMeta', '', 'o'),
                                    (2, 'spec', 'authentication.v1.TokenReviewSpec', '', ''),
                                    (3, 'status', 'authentication.v1.TokenReviewStatus', '',
@@ -2374,7 +2391,7 @@ MESSAGES: dict[str, tuple[tuple[int, str, str, str, str], ...]] = \
                             (3, 'errorCode', 'int32', '', 'po')),
  'storage.v1.VolumeNodeResources': ((1, 'count', 'int32', '', 'po'),)}
 
-WRAPPERS: frozenset[str] = frozenset(['authentication.v1.ExtraValue', 'authorization.v1.ExtraValue', 'certificates.v1.ExtraValue'])
+WRAPPERS: frozenset[str] = frozenset(['authentication.v1.AttestationValue', 'authentication.v1.ExtraValue', 'authorization.v1.ExtraValue', 'certificates.v1.ExtraValue'])
 
 # The messages of the kinds taken as request bodies.
-KINDS: frozenset[str] = frozenset(['apps.v1.ControllerRevision', 'apps.v1.DaemonSet', 'apps.v1.Deployment', 'apps.v1.ReplicaSet', 'apps.v1.StatefulSet', 'authentication.v1.SelfSubjectReview', 'authentication.v1.TokenReview', 'authorization.v1.LocalSubjectAccessReview', 'authorization.v1.SelfSubjectAccessReview', 'authorization.v1.SelfSubjectRulesReview', 'authorization.v1.SubjectAccessReview', 'autoscaling.v1.Scale', 'autoscaling.v2.HorizontalPodAutoscaler', 'batch.v1.CronJob', 'batch.v1.Job', 'certificates.v1.CertificateSigningRequest', 'coordination.v1.Lease', 'core.v1.Binding', 'core.v1.ConfigMap', 'core.v1.Endpoints', 'core.v1.Event', 'core.v1.LimitRange', 'core.v1.Namespace', 'core.v1.Node', 'core.v1.PersistentVolume', 'core.v1.PersistentVolumeClaim', 'core.v1.Pod', 'core.v1.PodTemplate', 'core.v1.ReplicationController', 'core.v1.ResourceQuota', 'core.v1.Secret', 'core.v1.Service', 'core.v1.ServiceAccount', 'discovery.v1.EndpointSlice', 'events.v1.Event', 'meta.v1.DeleteOptions', 'policy.v1.Eviction', 'policy.v1.PodDisruptionBudget', 'rbac.v1.ClusterRole', 'rbac.v1.ClusterRoleBinding', 'rbac.v1.Role', 'rbac.v1.RoleBinding', 'resource.v1.DeviceClass', 'resource.v1.DeviceTaintRule', 'resource.v1.ResourceClaim', 'resource.v1.ResourceClaimTemplate', 'resource.v1.ResourceSlice', 'resource.v1alpha3.DeviceTaintRule', 'resource.v1alpha3.ResourcePoolStatusRequest', 'resource.v1beta1.DeviceClass', 'resource.v1beta1.ResourceClaim', 'resource.v1beta1.ResourceClaimTemplate', 'resource.v1beta1.ResourceSlice', 'resource.v1beta2.DeviceClass', 'resource.v1beta2.DeviceTaintRule', 'resource.v1beta2.ResourceClaim', 'resource.v1beta2.ResourceClaimTemplate', 'resource.v1beta2.ResourceSlice', 'scheduling.v1.PriorityClass', 'storage.v1.CSIDriver', 'storage.v1.CSINode', 'storage.v1.CSIStorageCapacity', 'storage.v1.StorageClass', 'storage.v1.VolumeAttachment'])
+KINDS: frozenset[str] = frozenset(['apps.v1.ControllerRevision', 'apps.v1.DaemonSet', 'apps.v1.Deployment', 'apps.v1.ReplicaSet', 'apps.v1.StatefulSet', 'authentication.v1.SelfSubjectReview', 'authentication.v1.TokenRequest', 'authentication.v1.TokenReview', 'authorization.v1.LocalSubjectAccessReview', 'authorization.v1.SelfSubjectAccessReview', 'authorization.v1.SelfSubjectRulesReview', 'authorization.v1.SubjectAccessReview', 'autoscaling.v1.Scale', 'autoscaling.v2.HorizontalPodAutoscaler', 'batch.v1.CronJob', 'batch.v1.Job', 'certificates.v1.CertificateSigningRequest', 'coordination.v1.Lease', 'core.v1.Binding', 'core.v1.ConfigMap', 'core.v1.Endpoints', 'core.v1.Event', 'core.v1.LimitRange', 'core.v1.Namespace', 'core.v1.Node', 'core.v1.PersistentVolume', 'core.v1.PersistentVolumeClaim', 'core.v1.Pod', 'core.v1.PodTemplate', 'core.v1.ReplicationController', 'core.v1.ResourceQuota', 'core.v1.Secret', 'core.v1.Service', 'core.v1.ServiceAccount', 'discovery.v1.EndpointSlice', 'events.v1.Event', 'meta.v1.DeleteOptions', 'policy.v1.Eviction', 'policy.v1.PodDisruptionBudget', 'rbac.v1.ClusterRole', 'rbac.v1.ClusterRoleBinding', 'rbac.v1.Role', 'rbac.v1.RoleBinding', 'resource.v1.DeviceClass', 'resource.v1.DeviceTaintRule', 'resource.v1.ResourceClaim', 'resource.v1.ResourceClaimTemplate', 'resource.v1.ResourceSlice', 'resource.v1alpha3.DeviceTaintRule', 'resource.v1alpha3.ResourcePoolStatusRequest', 'resource.v1beta1.DeviceClass', 'resource.v1beta1.ResourceClaim', 'resource.v1beta1.ResourceClaimTemplate', 'resource.v1beta1.ResourceSlice', 'resource.v1beta2.DeviceClass', 'resource.v1beta2.DeviceTaintRule', 'resource.v1beta2.ResourceClaim', 'resource.v1beta2.ResourceClaimTemplate', 'resource.v1beta2.ResourceSlice', 'scheduling.v1.PriorityClass', 'storage.v1.CSIDriver', 'storage.v1.CSINode', 'storage.v1.CSIStorageCapacity', 'storage.v1.StorageClass', 'storage.v1.VolumeAttachment'])

@@ -80,7 +80,9 @@ async def server(tmp_path: Path) -> AsyncIterator[APIServer]:
 @pytest_asyncio.fixture
 async def as_user(server: APIServer) -> AsyncIterator[Callable[..., As]]:
     async with aiohttp.ClientSession() as session:
-        def make(name: str | None = None, **headers: str) -> As:
-            return As(server, session, f"{name}-token" if name else None,
+        def make(name: str | None = None, *, token: str | None = None, **headers: str) -> As:
+            """As a token-file user (`name`), with a raw bearer `token`, or as the
+            administrator (neither)."""
+            return As(server, session, token or (f"{name}-token" if name else None),
                       {k.replace("_", "-"): v for k, v in headers.items()})
         yield make

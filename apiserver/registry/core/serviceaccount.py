@@ -1,4 +1,5 @@
-"""core/v1 ServiceAccount: metadata rules only; `kubectl get sa` columns."""
+"""core/v1 ServiceAccount: metadata rules only; `kubectl get sa` columns; the token
+subresource (TokenRequest)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ class ServiceAccountStrategy(Strategy):
     versions = ("v1",)
     storage_version = "v1"
     has_generation = False
+    # TokenRequest (apiserver/serviceaccount/tokenrequest.py).
+    subresources = frozenset({"token"})
 
     def table_columns(self) -> list[Column]:
         return [NAME_COLUMN,
