@@ -436,6 +436,9 @@ func moreObjects() map[string]runtime.Object {
 			Groups: []string{"g"}, Extra: map[string]certsv1.ExtraValue{"scopes": {"a", "b"}}},
 			Status: certsv1.CertificateSigningRequestStatus{Conditions: []certsv1.CertificateSigningRequestCondition{{
 				Type: certsv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "AutoApproved", LastUpdateTime: created}}}},
+		"tokenrequest": &authnv1.TokenRequest{ObjectMeta: metav1.ObjectMeta{Name: "sa", Namespace: "default"},
+			Spec: authnv1.TokenRequestSpec{Audiences: []string{"a"}, ExpirationSeconds: ptr[int64](600),
+				BoundObjectRef: &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "p", UID: "u1"}}},
 		"tokenreview": &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: "abc", Audiences: []string{"api"}}},
 		"subjectaccessreview": &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
 			ResourceAttributes: &authzv1.ResourceAttributes{Namespace: "default", Verb: "get", Resource: "pods",
