@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Awaitable
 from pathlib import Path
 
 import pytest
@@ -327,3 +328,38 @@ async def test_kubectl_exec_into_a_container_that_does_not_run_is_refused(
     assert code == 1
     assert err == ('Error from server (BadRequest): container "main" of pod "faked" does not '
                    "execute (its image runs as on the fake runtime): nothing to exec into\n")
+
+
+async def test_a_container_reads_its_devices_metadata_file(apiserver, tmp_path, images,
+                                                           client):
+    """KEP-5304: the built-in GPU driver writes the device metadata file and its CDI spec
+    mounts it where 1.37 puts it."""
+    from draemu.cmd.testing.e2e import allocate, create_claim
+    from draemu.drivers.presets import DriverSpec
+
+    path = node_kubeconfig(apiserver, tmp_path, "node-2")
+    spec = NodeSpec("node-2", drivers=[DriverSpec("gpu.example.com", "gpu", {"gpus": [
+        {"count": 1, "model": "A100", "numaNode": 1}]})])
+    started = await start_node(spec, kubeconfig=path, data_dir=tmp_path, server=apiserver,
+                               runtime="process", image_map=images)
+    try:
+        claim = await create_claim(client, "meta")
+        file = ("/var/run/kubernetes.io/dra-device-attributes/resourceclaims/meta/gpu/"
+                "gpu.example.com-metadata.json")
+        created = await client.create("v1", "pods", pod("meta", [{
+            "name": "main", "image": "registry.example/host",
+            "command": ["sh", "-c", f"cat {file}; exec sleep 600"],
+            "resources": {"claims": [{"name": "gpu"}]}}], nodeName="node-2",
+            resourceClaims=[{"name": "gpu", "resourceClaimName": "meta"}]), "default")
+        await allocate(client, claim, created, "gpu.example.com", "node-2", "gpu-0")
+        text = await eventually(lambda: _nonempty(log_of(client, "meta")), timeout=30)
+        assert '"apiVersion": "metadata.resource.k8s.io/v1beta1"' in text
+        assert '"resource.kubernetes.io/numaNode": {' in text and '"int": 1' in text
+    finally:
+        await client.delete("v1", "pods", "meta", "default")
+        await started.stop()
+
+
+async def _nonempty(text: Awaitable[str]) -> str | None:
+    value = await text
+    return value or None
