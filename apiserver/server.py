@@ -26,6 +26,7 @@ from aiohttp import web
 from draemu import kubeconfig, pki
 from draemu.apiserver import httperrors, reviews
 from draemu.apiserver.admission.policies import ValidatingAdmission
+from draemu.apiserver.admission.policystatus import PolicyStatus
 from draemu.apiserver.admission.webhooks import Webhooks
 from draemu.apiserver.apiextensions.serving import CRDServing
 from draemu.apiserver.app import API
@@ -110,6 +111,7 @@ class APIServer:
         self._cache: WatchCache | None = None
         self.api: API | None = None
         self.crds: CRDServing | None = None
+        self.policy_status: PolicyStatus | None = None
         # A unix socket for components in this process: plain HTTP with a per-identity
         # random token, so they skip TLS on both ends.
         self.loopback_path = ""
@@ -247,6 +249,8 @@ class APIServer:
         self.api.webhooks = Webhooks(table, self._cache)
         self.crds = CRDServing(table, storage)
         self.crds.start()
+        self.policy_status = PolicyStatus(table, storage)
+        self.policy_status.start()
         self._runner = web.AppRunner(self.api.build(), access_log=None,
                                      shutdown_timeout=SHUTDOWN_TIMEOUT)
         await self._runner.setup()
@@ -297,6 +301,9 @@ class APIServer:
         if self.crds is not None:
             await self.crds.stop()
             self.crds = None
+        if self.policy_status is not None:
+            await self.policy_status.stop()
+            self.policy_status = None
         if self.api is not None and self.api.webhooks is not None:
             await self.api.webhooks.close()
         if self._cache is not None:

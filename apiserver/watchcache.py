@@ -189,6 +189,12 @@ class WatchCache:
             self._notify(listener, None)
         self._advance(self.revision)
 
+    def end_watches_under(self, prefix: str) -> None:
+        """End the watch streams of one resource (its kind stopped being served)."""
+        for w in list(self._watchers.get(bucket_of(prefix), ())):
+            if w.prefix.startswith(prefix):
+                self._end(w)
+
     def listen(self, prefix: str, listener: Any) -> None:
         """Call `listener(change)` for every change under `prefix` once the cache holds
         it, and `listener(None)` after a reload."""

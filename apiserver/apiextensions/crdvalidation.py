@@ -173,9 +173,53 @@ def _validate_version(version: Obj, path: Path) -> list[FieldError]:
     else:
         errs += validate_schema(schema, path.child("schema"), "status" in subresources)
     errs += _validate_subresources(subresources, path.child("subresources"))
+    errs += _validate_selectable(version.get("selectableFields") or [], schema,
+                                 path.child("selectableFields"))
     for i, column in enumerate(version.get("additionalPrinterColumns") or []):
         errs += _validate_column(column, path.child("additionalPrinterColumns").index(i))
     return errs
+
+
+MAX_SELECTABLE_FIELDS = 8
+
+
+def _validate_selectable(fields: list[Obj], schema: Obj | None, path: Path
+                         ) -> list[FieldError]:
+    errs: list[FieldError] = []
+    if len(fields) > MAX_SELECTABLE_FIELDS:
+        errs.append(FieldError("TooMany", str(path), len(fields),
+                               f"must have at most {MAX_SELECTABLE_FIELDS} items"))
+    seen: set[str] = set()
+    for i, field in enumerate(fields):
+        fpath = path.index(i).child("jsonPath")
+        text = field.get("jsonPath") or ""
+        if not text:
+            errs.append(required(fpath))
+            continue
+        target = _schema_at(schema, text)
+        if text.startswith(".metadata"):
+            errs.append(invalid(fpath, text, "must not point to fields in metadata"))
+        elif target is None:
+            errs.append(invalid(fpath, text, "is an invalid path: does not refer to a valid "
+                                "field"))
+        elif target.get("type") not in ("string", "boolean", "integer"):
+            errs.append(invalid(fpath, text, "must point to a field of type string, boolean "
+                                "or integer. Enum string fields and strings with formats are "
+                                "allowed."))
+        if text in seen:
+            errs.append(FieldError("Duplicate", str(fpath), text))
+        seen.add(text)
+    return errs
+
+
+def _schema_at(schema: Obj | None, text: str) -> Obj | None:
+    """The schema of a simple `.a.b` path, None when the schema has no such field."""
+    node = schema
+    for part in text.lstrip(".").split("."):
+        if not isinstance(node, dict):
+            return None
+        node = (node.get("properties") or {}).get(part)
+    return node if isinstance(node, dict) else None
 
 
 def _validate_subresources(subresources: Obj, path: Path) -> list[FieldError]:

@@ -65,11 +65,14 @@ class CustomResourceStrategy(Strategy):
         self._schemas: dict[str, Obj] = {}
         self._subresources: dict[str, Obj] = {}
         self._columns: dict[str, list[Obj]] = {}
+        self._selectable: dict[str, list[str]] = {}
         for v in spec.get("versions") or []:
             self._schemas[v["name"]] = ((v.get("schema") or {}).get("openAPIV3Schema")) or {
                 "type": "object", "x-kubernetes-preserve-unknown-fields": True}
             self._subresources[v["name"]] = v.get("subresources") or {}
             self._columns[v["name"]] = v.get("additionalPrinterColumns") or DEFAULT_COLUMNS
+            self._selectable[v["name"]] = [f.get("jsonPath") or "" for f in
+                                          v.get("selectableFields") or []]
         subs: set[str] = set()
         for v in versions:
             subs |= set(self._subresources[v["name"]])
@@ -177,6 +180,20 @@ class CustomResourceStrategy(Strategy):
         for part in parts[:-1]:
             target = target.setdefault(part, {})
         target[parts[-1]] = replicas
+
+    # Reads -------------------------------------------------------------------------------
+    def selectable_fields(self, obj: Obj) -> dict[str, str]:
+        """`selectableFields` of the CRD (`spec.color` for `.spec.color`); a missing
+        value selects as the empty string."""
+        out: dict[str, str] = {}
+        for path in self._selectable.get(self.storage_version) or ():
+            try:
+                found = jsonpath.find(obj, path)
+            except jsonpath.JSONPathError:
+                continue
+            out[path.lstrip(".")] = jsonpath.text(found[0]) if found and \
+                found[0] is not None else ""
+        return out
 
     # Tables ------------------------------------------------------------------------------
     def _printer_columns(self) -> list[Obj]:

@@ -118,8 +118,13 @@ class CRDServing:
 
     def _unserve(self, name: str) -> None:
         served = self._served.pop(name, None)
-        if served is not None:
-            self.table.remove(*served)
+        if served is None:
+            return
+        resource = self.table.by_group_resource(*served)
+        self.table.remove(*served)
+        if resource is not None:
+            # As upstream, whose storage for the resource goes: its watches end.
+            self.cache.end_watches_under(resource.prefix)
 
     def resource_of(self, crd_name: str) -> Resource | None:
         served = self._served.get(crd_name)

@@ -6,6 +6,7 @@ configurations."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import Any
 
@@ -85,6 +86,16 @@ async def test_deny_has_upstreams_message_and_status(client: Client) -> None:
     assert reply.json["details"] == {"name": "big", "group": "apps", "kind": "deployments",
                                      "causes": [{"message": message}]}
     assert (await client.post(DEPLOYMENTS, deployment("small", 3))).status == 201
+
+
+async def test_policy_status_observes_its_generation(client: Client) -> None:
+    await _setup(client, ["Deny"])
+    for _ in range(100):
+        status = (await client.get(f"{POLICIES}/replicas.example.com")).json.get("status")
+        if status:
+            break
+        await asyncio.sleep(0.02)
+    assert status == {"observedGeneration": 1, "typeChecking": {}}
 
 
 async def test_validation_reason_sets_the_code_and_default_message(client: Client) -> None:

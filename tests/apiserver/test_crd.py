@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -248,3 +249,53 @@ async def test_crd_created_through_one_apiserver_is_served_by_another(tmp_path: 
         await b.stop()
         await a.stop()
         await store.close()
+
+
+async def test_selectable_fields_select_custom_resources(client: Client) -> None:
+    crd = copy.deepcopy(CRD)
+    crd["spec"]["versions"][0]["selectableFields"] = [{"jsonPath": ".spec.size"}]
+    assert (await client.post(CRDS, crd)).status == 201
+    assert (await client.post(WIDGETS, widget("s1"))).status == 201
+    assert (await client.post(WIDGETS, widget("h1", size="huge", count=1))).status == 201
+    reply = await client.get(f"{WIDGETS}?fieldSelector=spec.size%3Dhuge")
+    assert [i["metadata"]["name"] for i in reply.json["items"]] == ["h1"]
+    unknown = await client.get(f"{WIDGETS}?fieldSelector=spec.count%3D1")
+    assert (unknown.status, unknown.json["message"]) == (
+        400, "field label not supported: spec.count")
+
+
+async def test_selectable_fields_must_be_scalar_fields_outside_metadata(
+        client: Client) -> None:
+    crd = copy.deepcopy(CRD)
+    crd["spec"]["versions"][0]["selectableFields"] = [
+        {"jsonPath": ".metadata.name"}, {"jsonPath": ".spec.tags"}, {"jsonPath": ".spec.nope"}]
+    reply = await client.post(CRDS, crd)
+    messages = [f'{c["field"]}: {c["message"]}' for c in reply.json["details"]["causes"]]
+    prefix = "spec.versions[0].selectableFields"
+    assert messages == [
+        f'{prefix}[0].jsonPath: Invalid value: ".metadata.name": must not point to fields '
+        "in metadata",
+        f'{prefix}[1].jsonPath: Invalid value: ".spec.tags": must point to a field of type '
+        "string, boolean or integer. Enum string fields and strings with formats are "
+        "allowed.",
+        f'{prefix}[2].jsonPath: Invalid value: ".spec.nope": is an invalid path: does not '
+        "refer to a valid field"]
+
+
+async def test_deleting_the_crd_ends_watches_of_its_objects(client: Client) -> None:
+    await _with_crd(client)
+    rv = (await client.get(WIDGETS)).json["metadata"]["resourceVersion"]
+    watch = await client.stream(f"{WIDGETS}?watch=true&resourceVersion={rv}")
+    try:
+        assert (await client.post(WIDGETS, widget("w"))).status == 201
+        assert (await next_event(watch))["type"] == "ADDED"
+        assert (await client.delete(f"{CRDS}/widgets.example.com")).status == 200
+        events = []
+        while True:
+            line = await asyncio.wait_for(watch.content.readline(), 10)
+            if not line:
+                break
+            events.append(json.loads(line)["type"])
+        assert events == ["DELETED"]
+    finally:
+        watch.close()
