@@ -7,7 +7,7 @@ import urllib.parse
 from typing import Any
 
 from draemu.cel.errors import CELRuntimeError
-from draemu.cel.library import register, want
+from draemu.cel.library.registry import register, want
 from draemu.cel.values import QuantityValue, Semver, is_number, no_overload
 
 
@@ -219,7 +219,7 @@ def get_query(u: URLValue) -> dict[str, list[str]]:
 
 def _format_value(verb: str, v: Any) -> str:
     if verb == "s":
-        from draemu.cel.library import to_string
+        from draemu.cel.library.standard import to_string
 
         if isinstance(v, (list, tuple)):
             return "[" + ", ".join(_format_value("s", x) for x in v) + "]"

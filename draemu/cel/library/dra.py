@@ -1,0 +1,23 @@
+"""DRA's own function: `includes` on list attributes."""
+
+from __future__ import annotations
+
+from draemu.cel.errors import CELRuntimeError
+from draemu.cel.library.registry import register
+from draemu.cel.values import (
+    equal,
+)
+
+# Most values a DRA list attribute holds (ResourceSliceMaxAttributeValuesPerDevice).
+MAX_LIST_ATTRIBUTE_VALUES = 48
+
+
+@register("includes", True, (1,), "bool", ("dyn",), cost=MAX_LIST_ATTRIBUTE_VALUES,
+           gate="DRAListTypeAttributes")
+def includes(v: object, x: object) -> bool:
+    if isinstance(v, (list, tuple)):
+        if len(v) > MAX_LIST_ATTRIBUTE_VALUES:
+            raise CELRuntimeError("'includes' function cannot be applied to lists longer "
+                                  f"than {MAX_LIST_ATTRIBUTE_VALUES} values")
+        return any(equal(e, x) for e in v)
+    return equal(v, x)

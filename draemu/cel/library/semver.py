@@ -1,0 +1,47 @@
+"""Kubernetes' semver library."""
+
+from __future__ import annotations
+
+from draemu.cel.errors import CELRuntimeError
+from draemu.cel.library.registry import register, want
+from draemu.cel.values import (
+    Semver,
+)
+
+
+@register("semver", False, (1, 2), "semver")
+def semver(s: str, normalize: bool = False) -> Semver:
+    want("semver", s, str)
+    want("semver", normalize, bool)
+    try:
+        return Semver(s, normalize=normalize)
+    except ValueError as e:
+        raise CELRuntimeError(f"could not parse semver: {e}") from None
+
+
+@register("isSemver", False, (1, 2), "bool")
+def is_semver(s: str, normalize: bool = False) -> bool:
+    want("isSemver", s, str)
+    try:
+        Semver(s, normalize=bool(normalize))
+    except ValueError:
+        return False
+    return True
+
+
+@register("major", True, (0,), "int", ("semver",))
+def major(v: Semver) -> int:
+    want("major", v, Semver)
+    return v.major
+
+
+@register("minor", True, (0,), "int", ("semver",))
+def minor(v: Semver) -> int:
+    want("minor", v, Semver)
+    return v.minor
+
+
+@register("patch", True, (0,), "int", ("semver",))
+def patch(v: Semver) -> int:
+    want("patch", v, Semver)
+    return v.patch
