@@ -159,6 +159,7 @@ async def watch(scope: Scope, storage: Storage) -> web.StreamResponse:
         await stream.send("ERROR", StatusError(410, "Expired", str(error)).status())
         return resp
     deadline = time.monotonic() + seconds
+    watcher.on_too_slow = lambda: _hang_up(scope.request)
     try:
         for obj in snapshot:
             await stream.send("ADDED", stream.render(obj))
@@ -171,6 +172,15 @@ async def watch(scope: Scope, storage: Storage) -> web.StreamResponse:
     finally:
         cache.unwatch(watcher)
     return resp
+
+
+def _hang_up(request: web.Request) -> None:
+    """End the connection of a stream dropped for being too slow, at once: its client
+    sees EOF (and re-lists, as after upstream's cacher closes a slow watch) even when it
+    has stopped reading and the stream is blocked writing to it."""
+    transport = request.transport
+    if transport is not None:
+        transport.abort()
 
 
 _TICK: Any = object()  # a timer's wake-up call: check the deadline, bookmarks, the client

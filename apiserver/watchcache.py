@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,6 +60,9 @@ class Watcher:
     prefix: str
     queue: asyncio.Queue[Change | None]
     dropped: bool = False
+    # Called when the watcher is dropped for falling behind: its stream may be stuck
+    # writing to a client that does not read, and would never see the end otherwise.
+    on_too_slow: Callable[[], None] | None = None
 
 
 class _Bucket:
@@ -271,6 +275,8 @@ class WatchCache:
                 # A watcher that cannot keep up is ended (its client re-lists); it must
                 # never hold back the others.
                 self._end(w)
+                if w.on_too_slow is not None:
+                    w.on_too_slow()
 
     # Writes -------------------------------------------------------------------------------
     def adopt(self, kv: KeyValue, obj: Obj) -> None:

@@ -143,7 +143,7 @@ def build_status(pod: Obj, state: PodState, host_ip: str,
         phase = "Succeeded" if all((r.final or {}).get("exitCode") == 0 for r in regular) \
             else "Failed"
     elif state.stage == "running":
-        phase = "Running"
+        phase = running_phase(regular)
     else:
         phase = "Pending"
     status: Obj = {
@@ -159,6 +159,17 @@ def build_status(pod: Obj, state: PodState, host_ip: str,
     qos = (pod.get("status") or {}).get("qosClass")
     status["qosClass"] = qos or qos_class(spec)
     return status
+
+
+def running_phase(regular: list[ContainerRecord]) -> str:
+    """The phase of a pod whose containers are being started, by the kubelet's getPhase:
+    a container waiting without having run before (CreateContainerError, an image still
+    pulling) keeps the pod Pending; one waiting to be restarted counts as stopped."""
+    for rec in regular:
+        current, running = rec.state()
+        if not running and "waiting" in current and rec.last_terminated is None:
+            return "Pending"
+    return "Running"
 
 
 def qos_class(spec: Obj) -> str:

@@ -194,7 +194,16 @@ class DRAManager:
             except grpc.aio.AioRpcError as err:
                 if err.code() == grpc.StatusCode.UNIMPLEMENTED and plugin.fall_back():
                     continue
-                raise DRAError(f"{rpc}: {_rpc_error(err)}") from err
+                raise DRAError(f"{rpc} of DRA driver {driver}: {_rpc_error(err)}") from err
+            except (asyncio.CancelledError, DRAError):
+                raise
+            except Exception as err:  # noqa: BLE001 - whatever the channel raises is the driver's
+                raise DRAError(f"{rpc} of DRA driver {driver}: {err!r}") from err
+        response_type = getattr(v, f"{rpc}Response")
+        if not isinstance(response, response_type):
+            # grpc answers None when the bytes the plugin sent do not decode.
+            raise DRAError(f"{rpc} of DRA driver {driver}: the answer is not a "
+                           f"{response_type.DESCRIPTOR.full_name} message")
         by_uid = {i.claim_uid: i for i in infos}
         for uid, result in response.claims.items():
             info = by_uid.get(uid)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import socket
+import ssl
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -264,3 +266,38 @@ async def test_busy_watch_still_ends_at_its_timeout(client: Client) -> None:
         assert time.monotonic() - started < 8
     finally:
         resp.close()
+
+
+async def test_a_watcher_dropped_for_being_too_slow_gets_its_connection_closed(
+        tmp_path) -> None:
+    """Issue 15: a client that stops reading is dropped, and its connection ends (EOF),
+    even though the stream was blocked writing to it."""
+    async with _server(tmp_path, watcher_queue=2) as (client, server):
+        ctx = ssl_context_for(server.kubeconfig_path)
+
+        def open_watch() -> ssl.SSLSocket:
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.connect(("127.0.0.1", server.port))
+            tls = ctx.wrap_socket(sock, server_hostname="127.0.0.1")
+            tls.sendall(f"GET {CM}?watch=true HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            return tls
+
+        tls = await asyncio.to_thread(open_watch)
+        try:
+            big = "x" * 100_000
+            for i in range(40):  # far more than the socket buffers and the queue hold
+                assert (await client.post(CM, configmap(f"big{i}", a=big))).status == 201
+
+            def read_to_the_end() -> None:
+                tls.settimeout(10)
+                try:
+                    while tls.recv(65536):
+                        pass
+                except ConnectionResetError:
+                    pass  # the end, too
+
+            await asyncio.to_thread(read_to_the_end)  # a socket.timeout fails the test
+        finally:
+            tls.close()
+        assert server.api is not None and server.api.storage.cache.watcher_count == 0

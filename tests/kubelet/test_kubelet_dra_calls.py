@@ -381,3 +381,31 @@ async def test_a_claim_of_another_pod_group_is_refused(setup):
     pod["spec"]["schedulingGroup"]["podGroupName"] = "g2"
     with pytest.raises(DRAError, match="neither Pod nor PodGroup g2 is the owner"):
         await manager.prepare_resources(pod)
+
+
+async def test_an_answer_that_is_not_the_message_is_a_dra_error_naming_the_driver(tmp_path):
+    # A plugin whose NodePrepareResources answers bytes that do not decode.
+    v = dra.V1
+
+    async def garbage(_request, _ctx):
+        return b"\xff\xff\xff"
+
+    server = grpc.aio.server(handlers=[grpc.method_handlers_generic_handler(v.service, {
+        "NodePrepareResources": grpc.unary_unary_rpc_method_handler(
+            garbage, request_deserializer=v.NodePrepareResourcesRequest.FromString,
+            response_serializer=lambda raw: raw)})])
+    path = str(tmp_path / "garbage.sock")
+    server.add_insecure_port(rpc.unix_target(path))
+    await server.start()
+    plugins = DRAPluginManager(ClaimsAPI(), "node-1", wipe_delay=3600)
+    try:
+        await plugins.register("gpu.example.com", path, [v.registration_name])
+        manager = DRAManager(ClaimsAPI([claim("a", "uid-a")]), plugins,
+                             ClaimCache(tmp_path / "state"))
+        with pytest.raises(DRAError, match="NodePrepareResources of DRA driver gpu.example.com: "
+                                           "the answer is not a .*NodePrepareResourcesResponse"):
+            await manager.prepare_resources(pod(("x", "a")))
+        assert manager.cache.claims["default/a"].prepared is False
+    finally:
+        await plugins.stop()
+        await server.stop(0)
