@@ -3,19 +3,33 @@
 One pass over the AST does what cel-go's checker, cost estimator and planner do for
 the DRA environment: it rejects undeclared names, unknown device fields and functions
 (with cel-go's messages), infers a coarse static type (to insist on a bool result),
-estimates the worst-case cost, and builds a closure per node. Closures take an
-`Activation` (variables plus a shared cost meter) and return CEL values.
+estimates the worst-case cost, and builds a closure per node from the run-time pieces
+in `draemu.cel.interpreter`. Closures take an `Activation` (variables plus a shared cost
+meter) and return CEL values.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from draemu.cel import netlib  # noqa: F401  (registers the IP, CIDR, URL and format functions)
-from draemu.cel.errors import CELCompileError, CELRuntimeError, CostLimitExceeded
+from draemu.cel.errors import CELCompileError, CELRuntimeError
+from draemu.cel.interpreter import (
+    BINARY_IMPL,
+    COMPREHENSIONS,
+    NUMERIC_OPS,
+    REGEX_FUNCTIONS,
+    Activation,
+    Fn,
+    index_value,
+    iteration_range,
+    optional_index_value,
+    optional_select_field,
+    regex_call,
+    select_field,
+)
 from draemu.cel.library import FUNCTIONS, NAMESPACES, Function
 from draemu.cel.syntax import (
     Call,
@@ -30,43 +44,20 @@ from draemu.cel.syntax import (
     format_error,
 )
 from draemu.cel.values import (
-    GO_TYPE_NAMES,
     MISSING,
-    NONE,
     CelType,
     OptionalValue,
     check_int,
-    check_uint,
-    compare,
-    equal,
     is_number,
     map_lookup,
     no_overload,
     type_name,
 )
 
-Fn = Callable[["Activation"], Any]
-
 # Worst-case sizes the cost estimate assumes (Kubernetes' limits for devices).
 MAX_ATTRIBUTES = 32          # attributes + capacities per device
 MAX_LIST_SIZE = 64           # list attribute values / attribute value length
 MAX_DOMAINS = 32
-
-
-class Activation(dict):
-    """Variables of one evaluation; `meter` is a one-element list of remaining cost,
-    shared with the nested activations of comprehensions."""
-
-    __slots__ = ("meter",)
-
-
-class EmptyDomains(dict):
-    """`device.attributes` / `device.capacity`: an unknown domain reads as an empty map."""
-
-    __slots__ = ()
-
-
-_EMPTY: dict = {}
 
 
 @dataclass(frozen=True)
@@ -178,17 +169,17 @@ class Compiler:
         ofn = operand.fn
         if node.test_only:
             def has(a: Activation) -> bool:
-                return _select(ofn(a), name, presence=True)
+                return select_field(ofn(a), name, presence=True)
             return Compiled(has, "bool", operand.cost + 1)
         if node.optional:
             def opt_select(a: Activation) -> OptionalValue:
-                return _optional_select(ofn(a), name)
+                return optional_select_field(ofn(a), name)
             return Compiled(opt_select, "optional", operand.cost + 1)
         result = {"device": _DEVICE_FIELDS.get(name, "dyn"), "domains": "map"}.get(
             operand.type, "optional" if operand.type == "optional" else "dyn")
 
         def sel(a: Activation) -> Any:
-            return _select(ofn(a), name, presence=False)
+            return select_field(ofn(a), name, presence=False)
         return Compiled(sel, result, operand.cost + 1)
 
     def index(self, node: Index) -> Compiled:
@@ -199,12 +190,12 @@ class Compiler:
         ofn, kfn = operand.fn, key.fn
         if node.optional:
             def opt_index(a: Activation) -> OptionalValue:
-                return _optional_index(ofn(a), kfn(a))
+                return optional_index_value(ofn(a), kfn(a))
             return Compiled(opt_index, "optional", operand.cost + key.cost + 1)
         result = "map" if operand.type == "domains" else "dyn"
 
         def idx(a: Activation) -> Any:
-            return _index(ofn(a), kfn(a))
+            return index_value(ofn(a), kfn(a))
         return Compiled(idx, result, operand.cost + key.cost + 1)
 
     # --- calls ------------------------------------------------------------------------------
@@ -245,8 +236,8 @@ class Compiler:
         fns = [c.fn for c in ([receiver] if receiver else []) + args]
         cost = fn.cost + sum(c.cost for c in args) + (receiver.cost if receiver else 0)
         result = _result_type(fn, receiver)
-        if name in _REGEX_FUNCTIONS:
-            return Compiled(_regex_call(impl, fns), result, cost)
+        if name in REGEX_FUNCTIONS:
+            return Compiled(regex_call(impl, fns), result, cost)
         if len(fns) == 1:
             f0 = fns[0]
             return Compiled(lambda a: impl(f0(a)), result, cost)
@@ -296,13 +287,13 @@ class Compiler:
         per_item = sum(c.cost for c in rest) + 2
         size = _max_size(rng)
         cost = rng.cost + size * per_item
-        kind = _COMPREHENSIONS[name]
+        kind = COMPREHENSIONS[name]
         rfn = rng.fn
         fns = [c.fn for c in rest]
         run = kind(names, fns, per_item)
 
         def loop(a: Activation) -> Any:
-            return run(a, *_iteration_range(rfn(a)))
+            return run(a, *iteration_range(rfn(a)))
         result = {"all": "bool", "exists": "bool", "exists_one": "bool",
                   "existsOne": "bool", "map": "list(dyn)", "filter": "list(dyn)",
                   "transformList": "list(dyn)", "transformMap": "map"}[name]
@@ -385,7 +376,7 @@ class Compiler:
     def binary(self, node: Call) -> Compiled:
         left, right = (self.visit(x) for x in node.args)
         op = node.function
-        impl = _BINARY_IMPL[op]
+        impl = BINARY_IMPL[op]
         lf, rf = left.fn, right.fn
         if op in ("_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_", "@in"):
             result = "bool"
@@ -433,12 +424,9 @@ def _max_size(rng: Compiled) -> int:
     return {"domains": MAX_DOMAINS, "map": MAX_ATTRIBUTES}.get(rng.type, MAX_LIST_SIZE)
 
 
-_NUMERIC_OPS = {"_+_", "_-_", "_*_", "_/_", "_%_"}
-
-
 def _static_operand_error(op: str, lt: str, rt: str) -> str | None:
     concrete = {"bool", "int", "uint", "double", "string", "bytes", "null"}
-    if op in _NUMERIC_OPS and lt in concrete and rt in concrete:
+    if op in NUMERIC_OPS and lt in concrete and rt in concrete:
         ok = (lt == rt and lt in ("int", "uint", "double")) or (
             op == "_+_" and lt == rt and lt in ("string", "bytes"))
         if op == "_%_" and lt == "double":
@@ -454,198 +442,7 @@ def _static_operand_error(op: str, lt: str, rt: str) -> str | None:
 
 # --- runtime helpers ----------------------------------------------------------------------
 
-def _select(v: Any, name: str, *, presence: bool) -> Any:
-    if isinstance(v, dict):
-        found = v.get(name, MISSING)
-        if presence:
-            return found is not MISSING
-        if found is MISSING:
-            if isinstance(v, EmptyDomains):
-                return _EMPTY
-            raise CELRuntimeError(f"no such key: {name}", key=name)
-        return found
-    if isinstance(v, OptionalValue):
-        if presence:
-            return v.present and _select(v.value, name, presence=True)
-        if not v.present:
-            return NONE
-        return OptionalValue(True, _select(v.value, name, presence=False))
-    raise CELRuntimeError(f"type '{type_name(v)}' does not support field selection")
 
-
-def _optional_select(v: Any, name: str) -> OptionalValue:
-    if isinstance(v, OptionalValue):
-        if not v.present:
-            return NONE
-        v = v.value
-    if isinstance(v, dict):
-        found = v.get(name, MISSING)
-        if found is MISSING:
-            return OptionalValue(True, _EMPTY) if isinstance(v, EmptyDomains) else NONE
-        return OptionalValue(True, found)
-    raise CELRuntimeError(f"type '{type_name(v)}' does not support field selection")
-
-
-def _index(v: Any, key: Any) -> Any:
-    if isinstance(v, dict):
-        found = map_lookup(v, key)
-        if found is MISSING:
-            if isinstance(v, EmptyDomains):
-                return _EMPTY
-            raise CELRuntimeError(f"no such key: {key}", key=str(key))
-        return found
-    if isinstance(v, (list, tuple)):
-        if isinstance(key, float) and key.is_integer():
-            key = int(key)
-        if isinstance(key, bool) or not isinstance(key, int):
-            raise no_overload("_[_]", v, key)
-        if not 0 <= key < len(v):
-            raise CELRuntimeError(f"index out of bounds: {key}")
-        return v[key]
-    if isinstance(v, OptionalValue):
-        if not v.present:
-            return NONE
-        return OptionalValue(True, _index(v.value, key))
-    raise no_overload("_[_]", v, key)
-
-
-def _optional_index(v: Any, key: Any) -> OptionalValue:
-    if isinstance(v, OptionalValue):
-        if not v.present:
-            return NONE
-        v = v.value
-    if isinstance(v, dict):
-        found = map_lookup(v, key)
-        if found is MISSING:
-            return OptionalValue(True, _EMPTY) if isinstance(v, EmptyDomains) else NONE
-        return OptionalValue(True, found)
-    if isinstance(v, (list, tuple)) and isinstance(key, int) and not isinstance(key, bool):
-        return OptionalValue(True, v[key]) if 0 <= key < len(v) else NONE
-    raise no_overload("_[?_]", v, key)
-
-
-def _iteration_range(v: Any) -> tuple[list[tuple[Any, Any]], bool]:
-    """(key or index, value) pairs, and whether the range is a list."""
-    if isinstance(v, (list, tuple)):
-        return list(enumerate(v)), True
-    if isinstance(v, dict):
-        return list(v.items()), False
-    name = type_name(v)
-    raise CELRuntimeError(f"got '{GO_TYPE_NAMES.get(name, name)}', expected iterable type")
-
-
-_REGEX_FUNCTIONS = frozenset({"matches", "find", "findAll"})
-
-
-def _regex_call(impl: Callable[..., Any], fns: list[Fn]) -> Fn:
-    """matches/find/findAll charged at run time as cel-go's runtime cost does: the
-    subject's traversal (a tenth of its length) times the pattern's size (a quarter of its
-    length), so the per-evaluation cost limit bounds them too."""
-    def call(a: Activation) -> Any:
-        args = [f(a) for f in fns]
-        subject, pattern = args[0], args[1]
-        if isinstance(subject, str) and isinstance(pattern, str):
-            _charge(a, math.ceil(len(subject) * 0.1) * math.ceil(len(pattern) * 0.25))
-        return impl(*args)
-    return call
-
-
-def _charge(a: Activation, cost: int) -> None:
-    a.meter[0] -= cost
-    if a.meter[0] < 0:
-        raise CostLimitExceeded()
-
-
-def _loop_activation(a: Activation) -> Activation:
-    inner = Activation(a)
-    inner.meter = a.meter
-    return inner
-
-
-def _bind(inner: Activation, names: list[str], key: Any, value: Any, is_list: bool) -> None:
-    # One variable: the list element or the map key. Two: index/key and element/value.
-    if len(names) == 1:
-        inner[names[0]] = value if is_list else key
-    else:
-        inner[names[0]], inner[names[1]] = key, value
-
-
-def _quantifier(kind: str) -> Callable[[list[str], list[Fn], int], Callable]:
-    def make(names: list[str], fns: list[Fn], per_item: int) -> Callable:
-        pred = fns[0]
-
-        def run(a: Activation, items: list, is_list: bool) -> Any:
-            inner = _loop_activation(a)
-            error: CELRuntimeError | None = None
-            hits = 0
-            for key, value in items:
-                _charge(a, per_item)
-                _bind(inner, names, key, value, is_list)
-                try:
-                    r = pred(inner)
-                except CostLimitExceeded:
-                    raise
-                except CELRuntimeError as e:
-                    error = error or e
-                    continue
-                if not isinstance(r, bool):
-                    error = error or no_overload(kind, r)
-                    continue
-                if kind == "all" and not r:
-                    return False
-                if kind == "exists" and r:
-                    return True
-                hits += r
-            if error is not None:
-                raise error
-            if kind == "all":
-                return True
-            if kind == "exists":
-                return False
-            return hits == 1
-        return run
-    return make
-
-
-def _mapper(kind: str) -> Callable[[list[str], list[Fn], int], Callable]:
-    def make(names: list[str], fns: list[Fn], per_item: int) -> Callable:
-        def run(a: Activation, items: list, is_list: bool) -> Any:
-            inner = _loop_activation(a)
-            out_list: list = []
-            out_map: dict = {}
-            for key, value in items:
-                _charge(a, per_item)
-                _bind(inner, names, key, value, is_list)
-                if kind == "filter":
-                    keep = fns[0](inner)
-                    if not isinstance(keep, bool):
-                        raise no_overload("filter", keep)
-                    if keep:
-                        out_list.append(inner[names[-1]] if len(names) == 2 else
-                                        inner[names[0]])
-                    continue
-                if len(fns) == 2:  # map(x, filter, transform)
-                    keep = fns[0](inner)
-                    if not isinstance(keep, bool):
-                        raise no_overload(kind, keep)
-                    if not keep:
-                        continue
-                result = fns[-1](inner)
-                if kind == "transformMap":
-                    out_map[key] = result
-                else:
-                    out_list.append(result)
-            return out_map if kind == "transformMap" else out_list
-        return run
-    return make
-
-
-_COMPREHENSIONS: dict[str, Callable] = {
-    "all": _quantifier("all"), "exists": _quantifier("exists"),
-    "exists_one": _quantifier("exists_one"), "existsOne": _quantifier("exists_one"),
-    "map": _mapper("map"), "filter": _mapper("filter"),
-    "transformList": _mapper("transformList"), "transformMap": _mapper("transformMap"),
-}
 _TWO_VAR = {"all", "exists", "exists_one", "existsOne", "transformList", "transformMap"}
 _MACROS: dict[str, tuple[tuple[int, ...], Callable[[Compiler, Call], Compiled]]] = {
     "all": ((2, 3), Compiler.comprehension), "exists": ((2, 3), Compiler.comprehension),
@@ -656,64 +453,8 @@ _MACROS: dict[str, tuple[tuple[int, ...], Callable[[Compiler, Call], Compiled]]]
 }
 
 
-def _arith(op: str) -> Callable[[Any, Any], Any]:
-    def run(x: Any, y: Any) -> Any:
-        if is_number(x) and is_number(y) and type(x) is type(y):
-            if isinstance(x, float):
-                if op == "_%_":
-                    raise no_overload(op, x, y)
-                if op == "_/_":
-                    if y == 0:
-                        return float("inf") if x > 0 else float("-inf") if x < 0 else \
-                            float("nan")
-                    return x / y
-                return {"_+_": x + y, "_-_": x - y, "_*_": x * y}[op]
-            if op in ("_/_", "_%_"):
-                if y == 0:
-                    raise CELRuntimeError("division by zero" if op == "_/_"
-                                          else "modulus by zero")
-                q = abs(x) // abs(y) * (1 if (x >= 0) == (y >= 0) else -1)
-                r = x - q * y
-                v = q if op == "_/_" else r
-            else:
-                v = {"_+_": x + y, "_-_": x - y, "_*_": x * y}[op]
-            return check_uint(v) if isinstance(x, Uint) else check_int(v)
-        if op == "_+_":
-            if isinstance(x, str) and isinstance(y, str):
-                return x + y
-            if isinstance(x, bytes) and isinstance(y, bytes):
-                return x + y
-            if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)):
-                return [*x, *y]
-        raise no_overload(op, x, y)
-    return run
-
-
-def _relation(op: str) -> Callable[[Any, Any], bool]:
-    test = {"_<_": lambda c: c < 0, "_<=_": lambda c: c <= 0,
-            "_>_": lambda c: c > 0, "_>=_": lambda c: c >= 0}[op]
-
-    def run(x: Any, y: Any) -> bool:
-        return test(compare(x, y, op))
-    return run
-
-
-def _in(x: Any, container: Any) -> bool:
-    if isinstance(container, (list, tuple)):
-        return any(equal(x, e) for e in container)
-    if isinstance(container, dict):
-        return map_lookup(container, x) is not MISSING
-    raise no_overload("@in", x, container)
-
-
-_BINARY_IMPL: dict[str, Callable[[Any, Any], Any]] = {
-    "_==_": equal, "_!=_": lambda x, y: not equal(x, y), "@in": _in,
-    **{op: _arith(op) for op in _NUMERIC_OPS},
-    **{op: _relation(op) for op in ("_<_", "_<=_", "_>_", "_>=_")},
-}
-
 _OPERATORS: dict[str, Callable[[Compiler, Call], Compiled]] = {
     "_&&_": Compiler.logical, "_||_": Compiler.logical, "_?_:_": Compiler.conditional,
     "!_": Compiler.unary, "-_": Compiler.unary,
-    **{op: Compiler.binary for op in _BINARY_IMPL},
+    **{op: Compiler.binary for op in BINARY_IMPL},
 }

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from draemu.cel.compiler import EmptyDomains
 from draemu.cel.errors import CELRuntimeError
+from draemu.cel.interpreter import EmptyDomains
 from draemu.cel.values import QuantityValue, Semver
 
 _SCALARS = ("bool", "int", "string", "version")

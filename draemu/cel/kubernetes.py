@@ -17,8 +17,9 @@ from collections import OrderedDict
 from threading import Lock
 from typing import Any
 
-from draemu.cel.compiler import Activation, Compiler, Env
+from draemu.cel.compiler import Compiler, Env
 from draemu.cel.errors import CELCompileError, CELRuntimeError
+from draemu.cel.interpreter import Activation
 from draemu.cel.program import MAX_COST
 from draemu.cel.syntax import parse
 from draemu.cel.values import type_name

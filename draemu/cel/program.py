@@ -6,9 +6,10 @@ from collections import OrderedDict
 from threading import Lock
 from typing import Any
 
-from draemu.cel.compiler import Activation, Compiler, Env
+from draemu.cel.compiler import Compiler, Env
 from draemu.cel.device import CelDevice
 from draemu.cel.errors import CELCompileError, CELIssue, CELRuntimeError
+from draemu.cel.interpreter import REGEX_FUNCTIONS, Activation
 from draemu.cel.regex import RegexError, compile_pattern
 from draemu.cel.syntax import (
     Call,
@@ -193,16 +194,13 @@ def _deep(tree: Node) -> bool:
     return ast_depth(tree) > 60
 
 
-_REGEX_FUNCTIONS = frozenset({"matches", "find", "findAll"})
-
-
 def _check_patterns(expression: str, tree: Node) -> None:
     """Constant patterns of matches/find/findAll compile now, so a bad one is a
     validation error (upstream's regexp syntax message) rather than a runtime one."""
     stack = [tree]
     while stack:
         node = stack.pop()
-        if isinstance(node, Call) and node.function in _REGEX_FUNCTIONS and node.args:
+        if isinstance(node, Call) and node.function in REGEX_FUNCTIONS and node.args:
             pattern = node.args[0] if node.target is not None else node.args[-1]
             if node.target is None and len(node.args) < 2:
                 pattern = None
