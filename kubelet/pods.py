@@ -307,7 +307,10 @@ class PodWorkers:
                 pod_uid=meta["uid"], host_network=bool(spec.get("hostNetwork")), mounts=mounts,
                 run_as_user=sc.get("runAsUser", pod_sc.get("runAsUser")),
                 run_as_group=sc.get("runAsGroup", pod_sc.get("runAsGroup")),
-                supplemental_groups=list(pod_sc.get("supplementalGroups") or []))
+                supplemental_groups=list(pod_sc.get("supplementalGroups") or []),
+                host_ports=[(p.get("hostIP") or "0.0.0.0", int(p["hostPort"]),
+                             int(p["containerPort"])) for p in container.get("ports") or []
+                            if p.get("hostPort") and (p.get("protocol") or "TCP") == "TCP"])
             handle = await self.runtime.start(config, init=rec.init)
         except (CDIError, EnvError, RuntimeError_, VolumeError) as err:
             rec.waiting_reason = "CreateContainerError" if not isinstance(err, EnvError) \
@@ -500,7 +503,8 @@ class PodWorkers:
                             f"(its image runs as on the fake runtime): nothing to exec into")
         if not argv:
             return None
-        return await ExecSession.start(handle.pid, argv, container_env(handle.pid), stdin, tty)
+        return await ExecSession.start(handle.pid, argv, handle.env or container_env(handle.pid),
+                                       stdin, tty)
 
     # ---- for pods/log
 

@@ -38,6 +38,8 @@ class ContainerConfig:
     run_as_user: int | None = None
     run_as_group: int | None = None
     supplemental_groups: list[int] = field(default_factory=list)
+    # TCP hostPorts of a pod with its own network: (host IP, host port, container port).
+    host_ports: list[tuple[str, int, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -52,6 +54,7 @@ class Container:
     reason: str = ""
     message: str = ""
     pid: int | None = None
+    env: dict[str, str] = field(default_factory=dict)  # what the process started with
     # Warnings for the pod's events (e.g. why an image does not run).
     notes: list[str] = field(default_factory=list)
 

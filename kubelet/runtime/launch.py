@@ -180,6 +180,9 @@ def run(spec: dict) -> None:
         except OSError as err:
             raise LaunchError(f"working directory {spec['cwd']}: {err.strerror}") from err
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    if spec.get("started_fd") is not None:
+        # Closed by the exec: the kubelet then knows the command runs in its namespaces.
+        os.set_inheritable(spec["started_fd"], False)
     argv, env = spec["argv"], spec["env"]
     try:
         os.execvpe(argv[0], argv, env)

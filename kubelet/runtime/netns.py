@@ -108,6 +108,7 @@ class Sandbox:
         self.pod_uid = pod_uid
         self.proc: asyncio.subprocess.Process | None = None
         self._servers: list[asyncio.base_events.Server] = []
+        self._published: set[tuple[str, int]] = set()
 
     @property
     def netns(self) -> str:
@@ -149,6 +150,25 @@ class Sandbox:
             await splice((reader, writer), upstream)
 
         self._servers.append(await asyncio.start_server(connection, sock=sock))
+
+    async def publish(self, host_ip: str, host_port: int, container_port: int) -> None:
+        """A hostPort: connections to host_ip:host_port on this machine go to the pod's
+        container_port (upstream: the CNI portmap plugin)."""
+        if (host_ip, host_port) in self._published:
+            return
+
+        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+                             ) -> None:
+            try:
+                inside = await dial(self.netns, "127.0.0.1", container_port)
+            except (OSError, TimeoutError):
+                writer.close()
+                return
+            await splice((reader, writer), inside)
+
+        self._servers.append(await asyncio.start_server(connection, host_ip, host_port,
+                                                        reuse_address=True))
+        self._published.add((host_ip, host_port))
 
     async def stop(self) -> None:
         for server in self._servers:

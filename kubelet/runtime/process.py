@@ -135,7 +135,18 @@ class ProcessRuntime:
                 f"{config.name} does not execute and behaves as on the fake runtime")
             return container
         argv, path_dirs = plan
-        netns = None if config.host_network else (await self.sandbox(config.pod_uid)).netns
+        netns = None
+        if not config.host_network:
+            box = await self.sandbox(config.pod_uid)
+            netns = box.netns
+            for host_ip, host_port, container_port in config.host_ports:
+                try:
+                    await box.publish(host_ip, host_port, container_port)
+                except OSError as err:
+                    raise RuntimeError_(
+                        f"hostPort {host_port}/TCP of container {config.name} cannot be "
+                        f"published on {host_ip}: {os.strerror(err.errno or 0)} (another "
+                        "pod or program on this machine listens there)") from err
         scratch = config.log_path.parent / f".mounts-{config.restart_count}"
         scratch.mkdir(parents=True, exist_ok=True)
         env = {"PATH": ":".join([*path_dirs, BASE_PATH]), "HOME": "/root",
@@ -150,17 +161,30 @@ class ProcessRuntime:
             "scratch": str(scratch), "cwd": config.working_dir or "/",
             "uid": config.run_as_user, "gid": config.run_as_group,
             "groups": config.supplemental_groups}
+        started_r, started_w = os.pipe()
+        spec["started_fd"] = started_w
         try:
             proc = await asyncio.create_subprocess_exec(
                 *launcher_argv(), stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                start_new_session=True)
+                start_new_session=True, pass_fds=(started_w,))
         except OSError as err:
+            os.close(started_r)
             raise RuntimeError_(f"failed to start container {config.name}: {err}") from err
+        finally:
+            os.close(started_w)
         assert proc.stdin is not None
         proc.stdin.write(json.dumps(spec).encode())
         proc.stdin.close()
-        container = Container(pid=proc.pid)
+        # The pipe closes when the launcher execs the command (or dies): only then is
+        # the container running in its namespaces, for exec and probes to enter.
+        try:
+            await asyncio.wait_for(asyncio.to_thread(os.read, started_r, 1), 30)
+        except TimeoutError:
+            log.warning("container start not confirmed in 30s", container=config.name)
+        finally:
+            os.close(started_r)
+        container = Container(pid=proc.pid, env=env)
         self._procs[container.id] = proc
         asyncio.create_task(self._collect(proc, container, config))
         return container
@@ -218,7 +242,8 @@ class ProcessRuntime:
         proc = await asyncio.create_subprocess_exec(
             *nsenter_argv(container.pid, argv),
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT, env=env or container_env(container.pid))
+            stderr=asyncio.subprocess.STDOUT,
+            env=env or container.env or container_env(container.pid))
         try:
             out, _ = await asyncio.wait_for(proc.communicate(), timeout)
         except TimeoutError:

@@ -363,3 +363,28 @@ async def test_a_container_reads_its_devices_metadata_file(apiserver, tmp_path, 
 async def _nonempty(text: Awaitable[str]) -> str | None:
     value = await text
     return value or None
+
+
+async def test_a_host_port_reaches_the_pod_and_a_second_claim_on_it_is_an_event(client, node):
+    import socket
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    for name in ("published", "second"):
+        await client.create("v1", "pods", pod(name, [{
+            "name": "web", "image": "registry.example/demo-server:v1",
+            "ports": [{"containerPort": 8080, "hostPort": port, "hostIP": "127.0.0.1"}],
+            "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 1}}]),
+            "default")
+        if name == "published":
+            await eventually(lambda: ready(client, "published"))
+
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET / HTTP/1.0\r\n\r\n")
+    answer = await reader.read()
+    writer.close()
+    assert answer.startswith(b"HTTP/1.0 200") and answer.endswith(b"ok")
+    (event, *_) = await eventually(lambda: events_of(client, "second", "Failed"))
+    assert event["message"] == (
+        f"Error: hostPort {port}/TCP of container web cannot be published on 127.0.0.1: "
+        "Address already in use (another pod or program on this machine listens there)")
