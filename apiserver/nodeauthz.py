@@ -252,14 +252,14 @@ class NodeAuthorizer:
                    "list, create, update, patch, delete, deletecollection")
 
     def _resource_claims(self, node: str, attrs: Attributes) -> Decision:
-        # Upstream allows `get` only; drivers here run with node credentials and write
-        # the device status of the claims they prepared.
-        status_write = attrs.subresource == "status" and attrs.verb in ("update", "patch")
-        if not status_write:
-            if attrs.verb != "get":
-                return _no("can only get individual resources of this type")
-            if attrs.subresource:
-                return _no("cannot get subresource")
+        # Only get, as upstream since 1.36: a node's kubelet reads the claims of its pods;
+        # drivers write status.devices under their own identity (resourceclaims/driver,
+        # statusauthz in the claim registry), and the scheduler and the resource claim
+        # controller own allocation and reservedFor (resourceclaims/binding).
+        if attrs.verb != "get":
+            return _no("can only get individual resources of this type")
+        if attrs.subresource:
+            return _no("cannot get subresource")
         if not attrs.name:
             return _no("No Object name found")
         claim = self.lookup("resourceclaims", RESOURCE_GROUP, attrs.namespace, attrs.name)

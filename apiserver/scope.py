@@ -82,7 +82,8 @@ class Scope:
                        dry_run=dry_run,
                        subresource=self.subresource if subresource is None else subresource,
                        lookup=self.lookup, listing=self.listing,
-                       extra={"version": self.version, "state": self.state},
+                       extra={"version": self.version, "state": self.state,
+                              "verb": self.info.verb},
                        user_info=self.user, authorizer=self.authorizer)
 
     def admit(self, operation: str, obj: Obj | None, old: Obj | None, dry_run: bool,

@@ -146,7 +146,7 @@ async def test_a_node_manages_the_resource_slices_of_its_node(
               "selector")
 
 
-async def test_a_node_writes_the_status_of_claims_reserved_for_its_pods(
+async def test_a_node_reads_the_claims_of_its_pods_and_writes_none(
         n1: Client, client: Client) -> None:
     for name, node_name in (("mine", "n1"), ("theirs", "n2")):
         await client.post(PODS, pod(f"{name}-pod", node=node_name))
@@ -159,14 +159,16 @@ async def test_a_node_writes_the_status_of_claims_reserved_for_its_pods(
             "reservedFor": [{"resource": "pods", "name": f"{name}-pod", "uid": uid}]}}, MERGE)
         assert reply.status == 200, reply.json
     assert (await n1.get(f"{CLAIMS}/mine")).status == 200
-    labels = {"metadata": {"labels": {"a": "b"}}}
-    assert (await n1.patch(f"{CLAIMS}/mine/status", labels, MERGE)).status == 200
-    forbidden(await n1.patch(f"{CLAIMS}/theirs/status", labels, MERGE),
+    forbidden(await n1.get(f"{CLAIMS}/theirs"),
               'resourceclaims.resource.k8s.io "theirs" is forbidden: User "system:node:n1" '
+              'cannot get resource "resourceclaims" in API group "resource.k8s.io" in the '
+              "namespace \"default\": no relationship found between node 'n1' and this object")
+    # Emptying reservedFor (to reserve the claim for a pod elsewhere) is the scheduler's.
+    forbidden(await n1.patch(f"{CLAIMS}/mine/status", {"status": {"reservedFor": None}}, MERGE),
+              'resourceclaims.resource.k8s.io "mine" is forbidden: User "system:node:n1" '
               'cannot patch resource "resourceclaims/status" in API group "resource.k8s.io" '
-              "in the namespace \"default\": no relationship found between node 'n1' and "
-              "this object")
-    forbidden(await n1.patch(f"{CLAIMS}/mine", labels, MERGE),
+              'in the namespace "default": can only get individual resources of this type')
+    forbidden(await n1.patch(f"{CLAIMS}/mine", {"metadata": {"labels": {"a": "b"}}}, MERGE),
               'resourceclaims.resource.k8s.io "mine" is forbidden: User "system:node:n1" '
               'cannot patch resource "resourceclaims" in API group "resource.k8s.io" in the '
               'namespace "default": can only get individual resources of this type')

@@ -9,7 +9,17 @@ from draemu.api.meta import time_now
 from draemu.api.types import Obj
 from draemu.apiserver.registry.strategy import AGE, Column, Context, Strategy
 
-from . import claims, classes, conversion, defaults, gates, poolstatus, slices, taintrules
+from . import (
+    claims,
+    classes,
+    conversion,
+    defaults,
+    gates,
+    poolstatus,
+    slices,
+    statusauthz,
+    taintrules,
+)
 from .fields import obj
 
 GROUP = "resource.k8s.io"
@@ -159,10 +169,12 @@ class ResourceClaimStrategy(ResourceStrategy):
         return claims.immutable(new.get("spec"), old.get("spec"), Path("spec"))
 
     def validate_status_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
-        errors = claims.claim_status_update(new, old)
         paths = claims.new_result_admin_access_paths(obj(new.get("status")),
                                                      obj(old.get("status")))
-        return errors + _admin_access_errors(new, paths, ctx)
+        errors = _admin_access_errors(new, paths, ctx)
+        errors += statusauthz.status_errors(new, old, obj(new.get("metadata")).get(
+            "namespace", ""), ctx)
+        return errors + claims.claim_status_update(new, old)
 
     def table_columns(self) -> list[Column]:
         name, age = super().table_columns()
