@@ -13,10 +13,9 @@ bool (`messageExpression` is a string).
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from threading import Lock
 from typing import Any
 
+from draemu.cel.cache import CompileCache
 from draemu.cel.compiler import Compiler, Env
 from draemu.cel.errors import CELCompileError, CELRuntimeError
 from draemu.cel.interpreter import Activation
@@ -52,10 +51,7 @@ class KubernetesProgram:
         return result
 
 
-_CACHE: OrderedDict[tuple[str, frozenset[str]], KubernetesProgram | CELCompileError] = \
-    OrderedDict()
-_CACHE_SIZE = 4096
-_lock = Lock()
+_CACHE: CompileCache[KubernetesProgram] = CompileCache()
 
 
 def compile_kubernetes(expression: str, variables: tuple[str, ...] | frozenset[str],
@@ -63,17 +59,7 @@ def compile_kubernetes(expression: str, variables: tuple[str, ...] | frozenset[s
     """Compile (cached) an expression over `variables`; `want` ("bool", "string") is the
     static result type the caller needs (dyn passes). Raises CELCompileError."""
     names = frozenset(variables)
-    key = (expression, names)
-    with _lock:
-        hit = _CACHE.get(key)
-    if hit is None:
-        hit = _compile(expression, names)
-        with _lock:
-            _CACHE[key] = hit
-            if len(_CACHE) > _CACHE_SIZE:
-                _CACHE.popitem(last=False)
-    if isinstance(hit, CELCompileError):
-        raise CELCompileError(hit.detail, result_type=hit.result_type)
+    hit = _CACHE.get((expression, names), lambda: _compile(expression, names))
     if want is not None and hit.result_type not in (want, "dyn"):
         raise CELCompileError(f"must evaluate to {want}", result_type=True)
     return hit

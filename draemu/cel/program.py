@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from threading import Lock
+from collections.abc import Callable
 from typing import Any
 
+from draemu.cel.cache import CompileCache
 from draemu.cel.compiler import Compiler, Env
 from draemu.cel.device import CelDevice
 from draemu.cel.errors import CELCompileError, CELIssue, CELRuntimeError
@@ -128,9 +128,7 @@ def _env(gates: FeatureGates | None, stored: bool) -> Env:
                list_type_attributes=gates.enabled("DRAListTypeAttributes"))
 
 
-_CACHE: OrderedDict[tuple[str, Env], Program | CELCompileError] = OrderedDict()
-_CACHE_SIZE = 4096
-_lock = Lock()
+_CACHE: CompileCache[Any] = CompileCache()
 
 
 def compile_expression(expression: str, *, gates: FeatureGates | None = None,
@@ -142,21 +140,7 @@ def compile_expression(expression: str, *, gates: FeatureGates | None = None,
     fields and functions exist only with their gate on.
     """
     env = _env(gates, stored)
-    key = (expression, env)
-    with _lock:
-        hit = _CACHE.get(key)
-        if hit is not None:
-            _CACHE.move_to_end(key)
-    if hit is None:
-        hit = _compile(expression, env)
-        with _lock:
-            _CACHE[key] = hit
-            if len(_CACHE) > _CACHE_SIZE:
-                _CACHE.popitem(last=False)
-    if isinstance(hit, CELCompileError):
-        # A fresh exception each time: re-raising the cached one would grow its traceback.
-        raise CELCompileError(hit.detail, result_type=hit.result_type)
-    return hit
+    return _CACHE.get((expression, env), lambda: _compile(expression, env))
 
 
 def _compile(expression: str, env: Env, derived: bool | None = None
@@ -218,42 +202,30 @@ def compile_derived(expression: str, *, gates: FeatureGates | None = None,
     """A derived attribute's expression (cached); raises CELCompileError. The result must
     be a scalar an attribute can hold, or (with list-type attributes, or stored) a list."""
     env = _env(gates, stored)
-    key = ("derived\x00" + expression, env)
-    with _lock:
-        hit = _CACHE.get(key)
-    if hit is None:
-        hit = _compile(expression, env, derived=stored or env.list_type_attributes)
-        with _lock:
-            _CACHE[key] = hit
-            if len(_CACHE) > _CACHE_SIZE:
-                _CACHE.popitem(last=False)
-    if isinstance(hit, CELCompileError):
-        raise CELCompileError(hit.detail, result_type=hit.result_type)
-    assert isinstance(hit, DerivedProgram)
-    return hit
+    program = _CACHE.get(("derived\x00" + expression, env), lambda: _compile(
+        expression, env, derived=stored or env.list_type_attributes))
+    assert isinstance(program, DerivedProgram)
+    return program
 
 
 def check_derived(expression: str, *, gates: FeatureGates | None = None,
                   stored: bool = False) -> list[CELIssue]:
     """What API validation reports for a derived attribute's expression."""
-    if len(expression.encode()) > MAX_EXPRESSION_LENGTH:
-        return [CELIssue("TooLong", f"may not be more than {MAX_EXPRESSION_LENGTH} bytes")]
-    try:
-        program = compile_derived(expression, gates=gates, stored=stored)
-    except CELCompileError as e:
-        return [CELIssue("Invalid", e.detail)]
-    if program.cost > MAX_COST:
-        return [CELIssue("Forbidden", "too complex, exceeds cost limit")]
-    return []
+    return _issues(expression, lambda: compile_derived(expression, gates=gates, stored=stored))
 
 
 def check_expression(expression: str, *, gates: FeatureGates | None = None,
                      stored: bool = False) -> list[CELIssue]:
     """What API validation reports for a selector expression (empty list: valid)."""
+    return _issues(expression,
+                   lambda: compile_expression(expression, gates=gates, stored=stored))
+
+
+def _issues(expression: str, compile_: Callable[[], Program]) -> list[CELIssue]:
     if len(expression.encode()) > MAX_EXPRESSION_LENGTH:
         return [CELIssue("TooLong", f"may not be more than {MAX_EXPRESSION_LENGTH} bytes")]
     try:
-        program = compile_expression(expression, gates=gates, stored=stored)
+        program = compile_()
     except CELCompileError as e:
         return [CELIssue("Invalid", e.detail)]
     if program.cost > MAX_COST:
