@@ -85,11 +85,13 @@ def has_rules(schema: Any) -> bool:
     return any(has_rules(s) for s in subs)
 
 
-def evaluate(schema: Obj, obj: Any, old: Any = _MISSING) -> list[FieldError]:
+def evaluate(schema: Obj, obj: Any, old: Any = _MISSING,
+             ratcheted: list[str] | None = None) -> list[FieldError]:
     """Errors of every rule that does not hold on `obj` (with `old` for transition
-    rules; absent on create)."""
+    rules; absent on create). Failures of rules without `oldSelf` on a value equal to
+    its old one are ratcheted, as upstream: their text goes to `ratcheted` (warnings)."""
     errs: list[FieldError] = []
-    _eval(schema, obj, old, "", errs)
+    _eval(schema, obj, old, "", errs, ratcheted)
     return errs
 
 
@@ -98,11 +100,18 @@ def _type_name(schema: Obj) -> str:
                                   else "")
 
 
-def _eval(schema: Obj, value: Any, old: Any, path: str, errs: list[FieldError]) -> None:
+def _eval(schema: Obj, value: Any, old: Any, path: str, errs: list[FieldError],
+          ratcheted: list[str] | None) -> None:
     if value is None:
         return
     for rule in schema.get("x-kubernetes-validations") or ():
-        _run(rule, schema, value, old, path, errs)
+        found: list[FieldError] = []
+        _run(rule, schema, value, old, path, found)
+        if found and ratcheted is not None and old is not _MISSING and \
+                not _uses_old_self(rule.get("rule") or "") and value == old:
+            ratcheted.extend(str(e) for e in found)
+        else:
+            errs.extend(found)
     if isinstance(value, dict):
         props = schema.get("properties")
         old_map = old if isinstance(old, dict) else {}
@@ -110,19 +119,19 @@ def _eval(schema: Obj, value: Any, old: Any, path: str, errs: list[FieldError]) 
             for key, sub in props.items():
                 if key in value:
                     _eval(sub, value[key], old_map.get(key, _MISSING),
-                          f"{path}.{key}" if path else key, errs)
+                          f"{path}.{key}" if path else key, errs, ratcheted)
         additional = schema.get("additionalProperties")
         if isinstance(additional, dict):
             for key, sub_value in value.items():
                 _eval(additional, sub_value, old_map.get(key, _MISSING),
-                      f"{path}[{key}]", errs)
+                      f"{path}[{key}]", errs, ratcheted)
     elif isinstance(value, list):
         items = schema.get("items")
         if not isinstance(items, dict):
             return
         old_items = _correlate(schema, value, old)
         for i, item in enumerate(value):
-            _eval(items, item, old_items[i], f"{path}[{i}]", errs)
+            _eval(items, item, old_items[i], f"{path}[{i}]", errs, ratcheted)
 
 
 def _correlate(schema: Obj, value: list[Any], old: Any) -> list[Any]:

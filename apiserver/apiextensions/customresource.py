@@ -128,7 +128,8 @@ class CustomResourceStrategy(Strategy):
 
     def _validate(self, obj: Obj, old: Obj | None, ctx: Context) -> list[FieldError]:
         schema = self._schemas.get(self._version(ctx)) or {}
-        errs = structural.validate(obj, schema)
+        errs = structural.validate(obj, schema) if old is None else \
+            structural.validate(obj, schema, old)
         if not celrules.has_rules(schema):
             return errs
         if any(e.type in _BLOCKING for e in errs):
@@ -138,7 +139,12 @@ class CustomResourceStrategy(Strategy):
             return errs
         if old is None:
             return errs + celrules.evaluate(schema, obj)
-        return errs + celrules.evaluate(schema, obj, old)
+        ratcheted: list[str] = ctx.extra.setdefault("ratcheted", [])
+        return errs + celrules.evaluate(schema, obj, old, ratcheted)
+
+    def warnings(self, obj: Obj, ctx: Context) -> list[str]:
+        """CEL failures on unchanged values (ratcheted by the update's validation)."""
+        return ctx.extra.pop("ratcheted", [])
 
     def validate(self, obj: Obj, ctx: Context) -> list[FieldError]:
         return self._validate(obj, None, ctx)

@@ -181,13 +181,21 @@ def _go_value(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
+NO_OLD = object()  # no correlated old value (a create, or an uncorrelatable part)
+
+
 class Validator:
-    """kube-openapi's schema validator for one schema tree (messages as upstream)."""
+    """kube-openapi's schema validator for one schema tree (messages as upstream), with
+    upstream's ratcheting on updates: a value equal to its correlated old value (same
+    property, map key or list-map key) is not validated again, so tightening a CRD's
+    schema does not make unchanged parts of stored objects unwritable."""
 
     def __init__(self) -> None:
         self.errors: list[FieldError] = []
 
-    def validate(self, value: Any, schema: Obj, path: str) -> None:
+    def validate(self, value: Any, schema: Obj, path: str, old: Any = NO_OLD) -> None:
+        if old is not NO_OLD and _equal_deep(value, old):
+            return
         name = path or "."
         errs = self.errors
         if value is None:
@@ -224,9 +232,9 @@ class Validator:
         elif isinstance(value, str):
             self._string(value, schema, path, name)
         elif isinstance(value, list):
-            self._array(value, schema, path, name)
+            self._array(value, schema, path, name, old)
         elif isinstance(value, dict):
-            self._object(value, schema, path, name)
+            self._object(value, schema, path, name, old)
         for sub in schema.get("allOf") or ():
             self.validate(value, sub, path)
         for key in ("anyOf", "oneOf"):
@@ -284,7 +292,7 @@ class Validator:
             if compiled is not None and not compiled.search(value):
                 errs.append(invalid(path, value, f"{name} in body should match '{pattern}'"))
 
-    def _array(self, value: list[Any], schema: Obj, path: str, name: str) -> None:
+    def _array(self, value: list[Any], schema: Obj, path: str, name: str, old: Any) -> None:
         errs = self.errors
         most, least = schema.get("maxItems"), schema.get("minItems")
         if most is not None and len(value) > most:
@@ -302,8 +310,9 @@ class Validator:
                 seen.append(item)
         items = schema.get("items")
         if isinstance(items, dict):
+            olds = correlate_items(schema, value, old)
             for i, item in enumerate(value):
-                self.validate(item, items, f"{path}[{i}]")
+                self.validate(item, items, f"{path}[{i}]", olds[i])
         self._list_type(value, schema, path)
 
     def _list_type(self, value: list[Any], schema: Obj, path: str) -> None:
@@ -329,7 +338,7 @@ class Validator:
                 else:
                     seen_keys.append(key)
 
-    def _object(self, value: Obj, schema: Obj, path: str, name: str) -> None:
+    def _object(self, value: Obj, schema: Obj, path: str, name: str, old: Any) -> None:
         errs = self.errors
         most, least = schema.get("maxProperties"), schema.get("minProperties")
         if most is not None and len(value) > most:
@@ -341,14 +350,17 @@ class Validator:
             if key not in value:
                 errs.append(required(_child_paths(path, key)))
         props = schema.get("properties") or {}
+        old_map = old if isinstance(old, dict) else {}
         for key, sub in props.items():
             if key in value:
-                self.validate(value[key], sub, _child_paths(path, key))
+                self.validate(value[key], sub, _child_paths(path, key),
+                              old_map.get(key, NO_OLD))
         additional = schema.get("additionalProperties")
         if isinstance(additional, dict):
             for key, sub_value in value.items():
                 if key not in props:
-                    self.validate(sub_value, additional, _child_paths(path, key))
+                    self.validate(sub_value, additional, _child_paths(path, key),
+                                  old_map.get(key, NO_OLD))
 
 
 def _too_many(path: str, actual: int, most: int) -> FieldError:
@@ -388,7 +400,30 @@ def compile_pattern(pattern: str) -> re.Pattern[str] | None:
         return None
 
 
-def validate(obj: Any, schema: Obj) -> list[FieldError]:
+def correlate_items(schema: Obj, value: list[Any], old: Any) -> list[Any]:
+    """The old item of each item of a list-map (by its keys); other lists' items do not
+    correlate, as upstream."""
+    if schema.get("x-kubernetes-list-type") != "map" or not isinstance(old, list):
+        return [NO_OLD] * len(value)
+    keys = schema.get("x-kubernetes-list-map-keys") or []
+
+    def key_of(item: Any) -> tuple[Any, ...] | None:
+        return tuple(item.get(k) for k in keys) if isinstance(item, dict) else None
+
+    by_key = {key_of(o): o for o in old if key_of(o) is not None}
+    return [by_key.get(key_of(v), NO_OLD) for v in value]
+
+
+def _equal_deep(a: Any, b: Any) -> bool:
+    """JSON equality where true is not 1."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_equal_deep(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_equal_deep(x, y) for x, y in zip(a, b, strict=True))
+    return _equal(a, b)
+
+
+def validate(obj: Any, schema: Obj, old: Any = NO_OLD) -> list[FieldError]:
     v = Validator()
-    v.validate(obj, schema, "")
+    v.validate(obj, schema, "", old)
     return v.errors

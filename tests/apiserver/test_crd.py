@@ -299,3 +299,23 @@ async def test_deleting_the_crd_ends_watches_of_its_objects(client: Client) -> N
         assert events == ["DELETED"]
     finally:
         watch.close()
+
+
+async def test_tightened_schema_ratchets_unchanged_fields(client: Client) -> None:
+    await _with_crd(client)
+    assert (await client.post(WIDGETS, widget("old", name="abc", count=4))).status == 201
+    crd = (await client.get(f"{CRDS}/widgets.example.com")).json
+    props = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
+        "properties"]
+    props["name"]["maxLength"] = 2
+    props["count"]["x-kubernetes-validations"] = [{"rule": "self < 3", "message": "too many"}]
+    assert (await client.put(f"{CRDS}/widgets.example.com", crd)).status == 200
+    reply = await client.patch(f"{WIDGETS}/old", {"spec": {"email": "a@b.example"}},
+                               "application/merge-patch+json")
+    assert reply.status == 200, reply.body
+    assert reply.headers.getall("Warning") == [
+        '299 - "spec.count: Invalid value: 4: too many"']
+    changed = await client.patch(f"{WIDGETS}/old", {"spec": {"name": "abcd"}},
+                                 "application/merge-patch+json")
+    assert changed.status == 422
+    assert changed.json["details"]["causes"][0]["field"] == "spec.name"
