@@ -249,7 +249,7 @@ class API:
         if trimmed in ("/healthz", "/livez", "/readyz") or _health_path(trimmed):
             return health.respond(request, trimmed, self.ready.is_set())
         if trimmed == "/version":
-            return json_response(version_info())
+            return json_response(version_info(self.gates.emulated_version))
         if trimmed == "/metrics":
             resp = web.Response(text=self.metrics.render())
             resp.headers["Content-Type"] = "text/plain; version=0.0.4; charset=utf-8"
@@ -392,11 +392,15 @@ def _watch_flag(value: str | None) -> bool:
         return False
 
 
-def version_info() -> dict[str, str]:
+def version_info(emulated: str | None = None) -> dict[str, str]:
+    """/version: the binary's release, and the release it emulates (--emulated-version)
+    with its minimum compatibility one minor below, as kube-apiserver reports them."""
     version = draemu.KUBERNETES_VERSION
     major, minor = version.lstrip("v").split(".")[:2]
-    return {"major": major, "minor": minor, "emulationMajor": major, "emulationMinor": minor,
-            "minCompatibilityMajor": major, "minCompatibilityMinor": str(int(minor) - 1),
+    emu_major, emu_minor = (emulated or f"{major}.{minor}").split(".")[:2]
+    return {"major": major, "minor": minor, "emulationMajor": emu_major,
+            "emulationMinor": emu_minor, "minCompatibilityMajor": emu_major,
+            "minCompatibilityMinor": str(int(emu_minor) - 1),
             "gitVersion": version, "gitCommit": f"draemu-{draemu.__version__}",
             "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z",
             "goVersion": "go1.24.0", "compiler": "gc", "platform": "linux/amd64"}

@@ -6,7 +6,7 @@ emulates (1.37 unless `--emulated-version` says otherwise) picks the spec in for
 `gates.enabled("DRAAdminAccess")`. `draemu up --feature-gates A=true,B=false` builds the
 set with `FeatureGates.parse`, with upstream's checks: unknown gates, locked gates, gates
 not yet introduced at the emulated release, and dependencies (`X is enabled, but depends
-on features that are disabled: [Y]`). Components may `register` gates of their own.
+on features that are disabled: [Y]`). The table below is every gate draemu knows.
 """
 
 from __future__ import annotations
@@ -46,12 +46,6 @@ _SPECS: dict[str, tuple[Spec, ...]] = {}
 _DEPENDENCIES: dict[str, tuple[str, ...]] = {}
 
 
-def register(name: str, default: bool, stage: str, locked: bool = False,
-             since: str = "1.0") -> None:
-    """A gate with one stage (its history before `since` unknown to draemu)."""
-    _SPECS[name] = (Spec(since, default, stage, locked),)
-
-
 def register_versioned(name: str, specs: list[Spec], depends_on: tuple[str, ...] = ()) -> None:
     _SPECS[name] = tuple(sorted(specs, key=lambda s: _minor(s.version)))
     if depends_on:
@@ -71,10 +65,6 @@ def spec_at(name: str, version: str = CURRENT_VERSION) -> Gate:
 
 def known(version: str = CURRENT_VERSION) -> dict[str, Gate]:
     return {name: spec_at(name, version) for name in _SPECS}
-
-
-def dependencies() -> dict[str, tuple[str, ...]]:
-    return dict(_DEPENDENCIES)
 
 
 class FeatureGateError(ValueError):

@@ -60,3 +60,13 @@ def test_1_34_serves_taint_rules_in_alpha_only() -> None:
 def test_the_seed_preset_asks_for_the_legacy_version() -> None:
     assert load_preset("seed").legacy_v1alpha3 is True
     assert load_preset("example").legacy_v1alpha3 is False
+
+
+def test_version_reports_the_emulated_release() -> None:
+    from draemu.apiserver.app import version_info
+
+    info = version_info("1.35")
+    assert (info["major"], info["minor"]) == ("1", "37")
+    assert (info["emulationMajor"], info["emulationMinor"]) == ("1", "35")
+    assert info["minCompatibilityMinor"] == "34"
+    assert version_info()["emulationMinor"] == "37"
