@@ -48,7 +48,6 @@ def fresh(o: dict[str, Any]) -> dict[str, Any]:
     return copy.deepcopy(o)
 
 
-@pytest.mark.unit
 def test_served_only_with_generic_workload() -> None:
     def served(gates: FeatureGates) -> dict[str, list[str]]:
         table = ResourceTable(discover(), gates)
@@ -64,13 +63,11 @@ def test_served_only_with_generic_workload() -> None:
         "scheduling.k8s.io", [])
 
 
-@pytest.mark.unit
 def test_valid_objects_are_accepted() -> None:
     assert errors(WorkloadStrategy(), fresh(WORKLOAD)) == []
     assert errors(PodGroupStrategy(), fresh(POD_GROUP)) == []
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(("change", "expected"), [
     (lambda s: s.pop("podGroupTemplates"),
      ['spec: Invalid value: "": must specify one of: `podGroupTemplates`, '
@@ -99,7 +96,6 @@ def test_workload_rules(change: Any, expected: list[str]) -> None:
     assert errors(WorkloadStrategy(), o) == expected
 
 
-@pytest.mark.unit
 def test_templates_cannot_be_added_or_changed() -> None:
     old = fresh(WORKLOAD)
     new = fresh(old)
@@ -110,7 +106,6 @@ def test_templates_cannot_be_added_or_changed() -> None:
     assert "spec.podGroupTemplates[1]: Forbidden: item may not be added" in found
 
 
-@pytest.mark.unit
 def test_resource_claims_are_dropped_without_their_gate() -> None:
     ctx = Context(gates=FeatureGates({"GenericWorkload": True}))
     o = fresh(WORKLOAD)
@@ -121,7 +116,6 @@ def test_resource_claims_are_dropped_without_their_gate() -> None:
     assert "resourceClaims" not in pg["spec"]
 
 
-@pytest.mark.unit
 def test_pod_group_defaults_and_rules() -> None:
     pg = fresh(POD_GROUP)
     PodGroupStrategy().default(pg, "v1beta1")
