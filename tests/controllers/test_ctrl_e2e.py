@@ -1,32 +1,16 @@
 """Controllers end to end: a real apiserver, the real controller manager, an admin
 client acting as the user (and, where needed, as a kubelet)."""
 
-import asyncio
 
 import pytest
 
 from draemu.api.meta import format_time, now
 from draemu.client import ApiError, Client
+from draemu.cmd.testing.e2e import eventually
 
 pytestmark = pytest.mark.unit
 
 RESOURCE = "resource.k8s.io/v1"
-
-
-async def eventually(check, timeout: float = 15.0, interval: float = 0.05):
-    """Poll `check` (async, returns a truthy value when done) until it succeeds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    last = None
-    while loop.time() < deadline:
-        try:
-            last = await check()
-        except ApiError as e:
-            last = e
-        if last and not isinstance(last, ApiError):
-            return last
-        await asyncio.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout}s; last: {last!r}")
 
 
 async def gone(client: Client, api_version, resource, name, namespace=None) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -11,6 +11,7 @@ from sched_helpers import node, pod
 
 from draemu.client import Client
 from draemu.cmd.testing.apiserver import apiserver  # noqa: F401  (fixture)
+from draemu.cmd.testing.e2e import eventually
 from draemu.scheduler import Scheduler
 
 pytestmark = [pytest.mark.slow, pytest.mark.unit]
@@ -34,18 +35,6 @@ async def scheduler(apiserver) -> AsyncIterator[Scheduler]:  # noqa: F811
     yield s
     await s.stop()
     await c.close()
-
-
-async def eventually(probe: Callable[[], Awaitable[Any]], timeout: float = 30.0) -> Any:
-    """Polls `probe` until it returns something truthy."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        value = await probe()
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s (last: {value!r})")
-        await asyncio.sleep(0.02)
 
 
 def device_class(name: str = "gpu") -> dict:

@@ -12,7 +12,7 @@ from draemu.client import ApiError, Client
 RESOURCE = "resource.k8s.io/v1"
 
 
-async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = 20.0,
+async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = 30.0,
                      interval: float = 0.05) -> Any:
     """Poll until `check` returns something truthy; its last error explains a timeout."""
     deadline = asyncio.get_running_loop().time() + timeout
