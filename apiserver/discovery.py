@@ -19,6 +19,7 @@ SUBRESOURCES: dict[str, tuple[str | None, str | None, str, tuple[str, ...]]] = {
     "binding": ("", "v1", "Binding", ("create",)),
     "eviction": ("policy", "v1", "Eviction", ("create",)),
     "finalize": (None, None, "", ("update",)),
+    "approval": (None, None, "", ("get", "patch", "update")),
     "log": ("", "v1", "Pod", ("get",)),
     "exec": ("", "v1", "PodExecOptions", ("create", "get")),
     "attach": ("", "v1", "PodAttachOptions", ("create", "get")),

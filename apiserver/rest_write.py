@@ -39,7 +39,7 @@ _SYSTEM_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp",
                   "deletionGracePeriodSeconds", "resourceVersion", "selfLink", "generation")
 # Subresources whose writes carry the whole object (the strategy decides what they
 # may change); the others (binding, scale) are custom.
-WHOLE_OBJECT_SUBRESOURCES = ("status", "finalize")
+WHOLE_OBJECT_SUBRESOURCES = ("status", "finalize", "approval")
 # Letters of generated name suffixes: no vowels, no look-alikes (as upstream).
 _ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
 _GENERATE_ATTEMPTS = 8

@@ -138,7 +138,16 @@ def scale_of(obj: Obj) -> Obj:
                                               "creationTimestamp") if k in meta},
             "spec": {"replicas": int(spec.get("replicas", 1))},
             "status": {"replicas": int(status.get("replicas") or 0),
-                       "selector": ",".join(selector_requirements(spec.get("selector")))}}
+                       "selector": ",".join(selector_requirements(_label_selector(
+                           spec.get("selector"))))}}
+
+
+def _label_selector(selector: Obj | None) -> Obj | None:
+    """A ReplicationController's selector is a plain label map; the apps kinds' a
+    LabelSelector."""
+    if selector and not {"matchLabels", "matchExpressions"} & set(selector):
+        return {"matchLabels": selector}
+    return selector
 
 
 async def scale(scope: Scope, storage: Storage) -> web.Response:

@@ -1,11 +1,19 @@
-"""autoscaling/v2 HorizontalPodAutoscaler (+status). Stored and validated; its status is
-the horizontal-pod-autoscaler controller's (which needs a metrics API draemu lacks)."""
+"""autoscaling/v2 (storage) and v1 HorizontalPodAutoscaler (+status). Stored and
+validated; its status is the horizontal-pod-autoscaler controller's (which needs a metrics
+API draemu lacks).
+
+v1 shows the CPU utilization target as `targetCPUUtilizationPercentage`; what v1 cannot
+hold (other metrics, behavior, conditions, current metrics) travels in upstream's
+`autoscaling.alpha.kubernetes.io/*` annotations so that a v1 round trip loses nothing.
+Unlike upstream, those annotations hold the v2 JSON shapes, not v1's legacy ones."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from draemu.api.errors import FieldError, Path, invalid, not_supported, required
+from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.generic import AGE_COLUMN, NAME, GenericStrategy, Printed, get_path
 from draemu.apiserver.registry.strategy import Column, Context, Obj
 
@@ -13,6 +21,12 @@ METRIC_TYPES = ["ContainerResource", "External", "Object", "Pods", "Resource"]
 _SOURCE_FIELD = {"ContainerResource": "containerResource", "External": "external",
                  "Object": "object", "Pods": "pods", "Resource": "resource"}
 _SELECT_POLICIES = ["Disabled", "Max", "Min"]
+METRICS_ANNOTATION = "autoscaling.alpha.kubernetes.io/metrics"
+CURRENT_METRICS_ANNOTATION = "autoscaling.alpha.kubernetes.io/current-metrics"
+CONDITIONS_ANNOTATION = "autoscaling.alpha.kubernetes.io/conditions"
+BEHAVIOR_ANNOTATION = "autoscaling.alpha.kubernetes.io/behavior"
+_ROUND_TRIP = (METRICS_ANNOTATION, CURRENT_METRICS_ANNOTATION, CONDITIONS_ANNOTATION,
+               BEHAVIOR_ANNOTATION)
 _POLICY_TYPES = ["Percent", "Pods"]
 
 
@@ -73,7 +87,7 @@ class HorizontalPodAutoscalerStrategy(GenericStrategy):
     singular = "horizontalpodautoscaler"
     short_names = ("hpa",)
     categories = ("all",)
-    versions = ("v2",)
+    versions = ("v2", "v1")
     storage_version = "v2"
     subresources = frozenset({"status"})
     printer = (
@@ -94,6 +108,8 @@ class HorizontalPodAutoscalerStrategy(GenericStrategy):
         if not isinstance(spec, dict):
             return
         spec.setdefault("minReplicas", 1)
+        if version == "v1":
+            return
         if not spec.get("metrics"):
             spec["metrics"] = [{"type": "Resource", "resource": {
                 "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]
@@ -166,6 +182,100 @@ class HorizontalPodAutoscalerStrategy(GenericStrategy):
                                         "must be greater than zero and less than or equal to "
                                         "1800"))
         return errs
+
+
+    def to_storage(self, obj: Obj, version: str) -> Obj:
+        return v1_to_v2(obj) if version == "v1" else obj
+
+    def from_storage(self, obj: Obj, version: str) -> Obj:
+        return v2_to_v1(obj) if version == "v1" else obj
+
+
+def _is_cpu_utilization(metric: Obj, part: str) -> bool:
+    resource = metric.get("resource") or {}
+    return (metric.get("type") == "Resource" and resource.get("name") == "cpu"
+            and (resource.get(part) or {}).get("averageUtilization") is not None)
+
+
+def v2_to_v1(obj: Obj) -> Obj:
+    out = clone(obj)
+    out["apiVersion"] = "autoscaling/v1"
+    spec, status = out.get("spec") or {}, out.get("status") or {}
+    meta = out.setdefault("metadata", {})
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if k not in _ROUND_TRIP}
+    metrics = spec.pop("metrics", None) or []
+    cpu = next((m for m in metrics if _is_cpu_utilization(m, "target")), None)
+    if cpu is not None:
+        spec["targetCPUUtilizationPercentage"] = cpu["resource"]["target"]["averageUtilization"]
+    others = [m for m in metrics if m is not cpu]
+    if others:
+        annotations[METRICS_ANNOTATION] = json.dumps(others, separators=(",", ":"))
+    behavior = spec.pop("behavior", None)
+    if behavior is not None:
+        annotations[BEHAVIOR_ANNOTATION] = json.dumps(behavior, separators=(",", ":"))
+    current = status.pop("currentMetrics", None) or []
+    used = next((m for m in current if _is_cpu_utilization(m, "current")), None)
+    if used is not None:
+        status["currentCPUUtilizationPercentage"] = \
+            used["resource"]["current"]["averageUtilization"]
+    if current:
+        annotations[CURRENT_METRICS_ANNOTATION] = json.dumps(current, separators=(",", ":"))
+    conditions = status.pop("conditions", None)
+    if conditions:
+        annotations[CONDITIONS_ANNOTATION] = json.dumps(conditions, separators=(",", ":"))
+    if annotations:
+        meta["annotations"] = annotations
+    else:
+        meta.pop("annotations", None)
+    return out
+
+
+def _decoded(annotations: dict[str, str], key: str) -> Any:
+    try:
+        return json.loads(annotations[key]) if key in annotations else None
+    except ValueError:
+        return None
+
+
+def v1_to_v2(obj: Obj) -> Obj:
+    out = clone(obj)
+    out["apiVersion"] = "autoscaling/v2"
+    spec = out.get("spec")
+    spec = spec if isinstance(spec, dict) else {}
+    status = out.get("status") if isinstance(out.get("status"), dict) else None
+    meta = out.setdefault("metadata", {})
+    annotations = dict(meta.get("annotations") or {})
+    metrics: list[Obj] = []
+    target = spec.pop("targetCPUUtilizationPercentage", None)
+    if target is not None:
+        metrics.append({"type": "Resource", "resource": {"name": "cpu", "target": {
+            "type": "Utilization", "averageUtilization": target}}})
+    others = _decoded(annotations, METRICS_ANNOTATION)
+    if isinstance(others, list):
+        metrics += [m for m in others if isinstance(m, dict)]
+    if metrics:
+        spec["metrics"] = metrics
+    behavior = _decoded(annotations, BEHAVIOR_ANNOTATION)
+    if isinstance(behavior, dict):
+        spec["behavior"] = behavior
+    if status is not None:
+        used = status.pop("currentCPUUtilizationPercentage", None)
+        current = _decoded(annotations, CURRENT_METRICS_ANNOTATION)
+        if isinstance(current, list):
+            status["currentMetrics"] = current
+        elif used is not None:
+            status["currentMetrics"] = [{"type": "Resource", "resource": {
+                "name": "cpu", "current": {"averageUtilization": used}}}]
+        conditions = _decoded(annotations, CONDITIONS_ANNOTATION)
+        if isinstance(conditions, list):
+            status["conditions"] = conditions
+    remaining = {k: v for k, v in annotations.items() if k not in _ROUND_TRIP}
+    if remaining:
+        meta["annotations"] = remaining
+    else:
+        meta.pop("annotations", None)
+    return out
 
 
 STRATEGIES = [HorizontalPodAutoscalerStrategy()]

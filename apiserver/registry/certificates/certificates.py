@@ -2,8 +2,10 @@
 PodCertificateRequest (+status). The kube-controller-manager's certificate controllers
 list all three; draemu stores and validates them (no signer issues certificates).
 
-A CSR's requester fields (username, uid, groups, extra) are set from the creating user,
-as upstream's strategy does; the `/approval` subresource is not served."""
+A CSR's requester fields (username, uid, groups, extra) are set from the creating user
+and its spec never changes afterwards, as upstream's strategy does; `/approval` changes
+only the conditions, `/status` the rest of the status. (Who may approve for a signer, the
+CertificateApproval admission plugin's check, is not done.)"""
 
 from __future__ import annotations
 
@@ -11,7 +13,17 @@ import base64
 import binascii
 from typing import Any
 
-from draemu.api.errors import FieldError, Path, invalid, not_supported, required
+from draemu.api.errors import (
+    FieldError,
+    Path,
+    duplicate,
+    forbidden,
+    invalid,
+    not_supported,
+    required,
+)
+from draemu.api.meta import time_now
+from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.core.common import human_duration, qualified_name
 from draemu.apiserver.registry.generic import (
     AGE_COLUMN,
@@ -62,8 +74,7 @@ class CertificateSigningRequestStrategy(GenericStrategy):
     namespaced = False
     versions = ("v1",)
     storage_version = "v1"
-    subresources = frozenset({"status"})
-    immutable_fields = ("spec",)
+    subresources = frozenset({"status", "approval"})
     printer = (
         NAME,
         AGE_COLUMN,
@@ -85,10 +96,41 @@ class CertificateSigningRequestStrategy(GenericStrategy):
         for name in ("uid", "extra"):
             spec.pop(name, None)
 
+    def prepare_for_update(self, new: Obj, old: Obj, ctx: Context) -> None:
+        super().prepare_for_update(new, old, ctx)
+        new["spec"] = clone(old.get("spec") or {})
+
+    def prepare_for_subresource_update(self, subresource: str, new: Obj, old: Obj,
+                                       ctx: Context) -> None:
+        if subresource != "approval":
+            super().prepare_for_subresource_update(subresource, new, old, ctx)
+            _stamp_conditions(new, old)
+            return
+        conditions = (new.get("status") or {}).get("conditions")
+        self.prepare_for_status_update(new, old, ctx)
+        new["status"] = clone(old.get("status") or {})
+        if conditions is not None:
+            new["status"]["conditions"] = conditions
+        else:
+            new["status"].pop("conditions", None)
+        _stamp_conditions(new, old)
+
+    def validate_subresource_update(self, subresource: str, new: Obj, old: Obj,
+                                    ctx: Context) -> list[FieldError]:
+        if subresource == "approval":
+            return self.validate(new, ctx) + _condition_update_errors(new, old, True, False)
+        return super().validate_subresource_update(subresource, new, old, ctx)
+
+    def validate_status_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
+        return self.validate(new, ctx) + _condition_update_errors(new, old, False, True)
+
+    def validate_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
+        return self.validate(new, ctx) + _condition_update_errors(new, old, False, False)
+
     def validate_object(self, obj: Obj, ctx: Context) -> list[FieldError]:
         spec = obj.get("spec") or {}
         path = Path("spec")
-        errs: list[FieldError] = []
+        errs = _condition_errors(obj)
         request = spec.get("request")
         if not request:
             errs.append(required(path.child("request")))
@@ -119,6 +161,85 @@ class CertificateSigningRequestStrategy(GenericStrategy):
             if usage not in KEY_USAGES:
                 errs.append(not_supported(path.child("usages").index(i), usage, KEY_USAGES))
         return errs
+
+
+_TRUE_ONLY = ("Approved", "Denied", "Failed")
+
+
+def _conditions(obj: Obj, kind: str | None = None) -> list[Obj]:
+    found = get_path(obj, "status.conditions") or []
+    return [c for c in found if kind is None or c.get("type") == kind]
+
+
+def _condition_errors(obj: Obj) -> list[FieldError]:
+    path = Path("status").child("conditions")
+    errs: list[FieldError] = []
+    seen: set[str] = set()
+    approved = denied = False
+    for i, condition in enumerate(_conditions(obj)):
+        kind, status = condition.get("type") or "", condition.get("status") or ""
+        if not kind:
+            errs.append(required(path.index(i).child("type")))
+        allowed = ["True"] if kind in _TRUE_ONLY else ["False", "True", "Unknown"]
+        if not status:
+            errs.append(required(path.index(i).child("status")))
+        elif status not in allowed:
+            errs.append(not_supported(path.index(i).child("status"), status, allowed))
+        if kind == "Approved":
+            approved = True
+            if denied:
+                errs.append(invalid(path, kind, "Approved and Denied conditions are mutually "
+                                    "exclusive"))
+        elif kind == "Denied":
+            denied = True
+            if approved:
+                errs.append(invalid(path, kind, "Approved and Denied conditions are mutually "
+                                    "exclusive"))
+        if kind in seen:
+            errs.append(duplicate(path.index(i).child("type"), kind))
+        seen.add(kind)
+    return errs
+
+
+def _condition_update_errors(new: Obj, old: Obj, approving: bool,
+                             certifying: bool) -> list[FieldError]:
+    path = Path("status").child("conditions")
+    errs: list[FieldError] = []
+    for kind in _TRUE_ONLY:
+        if len(_conditions(new, kind)) < len(_conditions(old, kind)):
+            errs.append(forbidden(path, f'updates may not remove a condition of type "{kind}"'))
+    if not approving:
+        for kind in ("Approved", "Denied"):
+            before, after = _conditions(old, kind), _conditions(new, kind)
+            if len(after) > len(before):
+                errs.append(forbidden(path, f'updates may not add a condition of type "{kind}"'))
+            elif len(after) == len(before) and after != before:
+                errs.append(forbidden(path, "updates may not modify a condition of type "
+                                      f'"{kind}"'))
+    certificate = get_path(new, "status.certificate")
+    if certificate != get_path(old, "status.certificate"):
+        if not certifying:
+            errs.append(forbidden(Path("status").child("certificate"),
+                                  "updates may not set certificate content"))
+        elif get_path(old, "status.certificate"):
+            errs.append(forbidden(Path("status").child("certificate"),
+                                  "updates may not modify existing certificate content"))
+    return errs
+
+
+def _stamp_conditions(new: Obj, old: Obj) -> None:
+    """populateConditionTimestamps: new or changed conditions get the current time."""
+    before = {c.get("type"): c for c in _conditions(old)}
+    stamp = time_now()
+    for condition in _conditions(new):
+        previous = before.get(condition.get("type"))
+        if not condition.get("lastUpdateTime"):
+            condition["lastUpdateTime"] = stamp
+        if not condition.get("lastTransitionTime"):
+            unchanged = previous is not None and previous.get("status") == \
+                condition.get("status") and previous.get("lastTransitionTime")
+            condition["lastTransitionTime"] = previous["lastTransitionTime"] if unchanged \
+                else stamp
 
 
 class ClusterTrustBundleStrategy(GenericStrategy):

@@ -62,6 +62,9 @@ class EndpointsStrategy(GenericStrategy):
     singular = "endpoints"
     short_names = ("ep",)
     versions = ("v1",)
+    # As 1.33+ warns on every request (prerelease-lifecycle "deprecated=1.33").
+    deprecated_versions = {"v1": "v1 Endpoints is deprecated in v1.33+; use "
+                                 "discovery.k8s.io/v1 EndpointSlice"}
     storage_version = "v1"
     has_generation = False
     printer = (

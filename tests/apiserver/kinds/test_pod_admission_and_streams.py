@@ -89,3 +89,60 @@ async def test_streaming_subresources_answer_a_clear_status(client: Client, sub:
     assert reply.json["message"].startswith(f"pods/{sub} is not supported: draemu's kubelets")
     missing = await client.post(f"{PODS}/nope/{sub}")
     assert missing.status == 404
+
+
+HPA_V1 = "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers"
+HPA_V2 = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers"
+
+
+async def test_hpa_v1_round_trips_through_v2(client: Client) -> None:
+    v1 = {"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+          "metadata": {"name": "web"},
+          "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                      "name": "web"},
+                   "maxReplicas": 4, "targetCPUUtilizationPercentage": 60}}
+    created = await client.post(HPA_V1, v1)
+    assert created.status == 201, created.json
+    assert created.json["spec"]["targetCPUUtilizationPercentage"] == 60
+    as_v2 = (await client.get(f"{HPA_V2}/web")).json
+    assert as_v2["spec"]["metrics"] == [{"type": "Resource", "resource": {
+        "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}}}]
+    as_v2["spec"]["metrics"].append({"type": "Pods", "pods": {
+        "metric": {"name": "qps"}, "target": {"type": "AverageValue", "averageValue": "10"}}})
+    assert (await client.put(f"{HPA_V2}/web", as_v2)).status == 200
+    back = (await client.get(f"{HPA_V1}/web")).json
+    assert back["spec"]["targetCPUUtilizationPercentage"] == 60
+    assert "autoscaling.alpha.kubernetes.io/metrics" in back["metadata"]["annotations"]
+    assert (await client.put(f"{HPA_V1}/web", back)).status == 200
+    again = (await client.get(f"{HPA_V2}/web")).json
+    assert [m["type"] for m in again["spec"]["metrics"]] == ["Resource", "Pods"]
+    assert "annotations" not in again["metadata"]
+
+
+CSRS = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
+
+
+async def test_csr_approval_changes_only_conditions(client: Client) -> None:
+    import base64
+
+    pem = b"-----BEGIN CERTIFICATE REQUEST-----\nMIIB\n-----END CERTIFICATE REQUEST-----\n"
+    csr = {"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+           "metadata": {"name": "c1"},
+           "spec": {"request": base64.b64encode(pem).decode(),
+                    "signerName": "example.com/signer", "usages": ["client auth"]}}
+    created = (await client.post(CSRS, csr)).json
+    approved = dict(created, status={"conditions": [
+        {"type": "Approved", "status": "True", "reason": "ok"}]})
+    approved["spec"] = dict(created["spec"], usages=["server auth"])
+    reply = await client.put(f"{CSRS}/c1/approval", approved)
+    assert reply.status == 200, reply.json
+    assert reply.json["spec"]["usages"] == ["client auth"]
+    both = dict(reply.json, status={"conditions": [
+        *reply.json["status"]["conditions"], {"type": "Denied", "status": "True"}]})
+    refused = await client.put(f"{CSRS}/c1/approval", both)
+    assert refused.status == 422
+    assert "Approved and Denied conditions are mutually exclusive" in refused.json["message"]
+    via_status = dict(reply.json, status={"conditions": []})
+    removed = await client.put(f"{CSRS}/c1/status", via_status)
+    assert removed.status == 422
+    assert 'updates may not remove a condition of type "Approved"' in removed.json["message"]

@@ -109,3 +109,22 @@ spec:
 def test_explain_knows_the_new_kinds(k: Kubectl) -> None:
     assert "volumeClaimTemplates" in k("explain", "statefulset.spec")
     assert "concurrencyPolicy" in k("explain", "cronjob.spec")
+
+
+def test_certificate_approve_and_deny(k: Kubectl) -> None:
+    import base64
+
+    pem = b"-----BEGIN CERTIFICATE REQUEST-----\nMIIB\n-----END CERTIFICATE REQUEST-----\n"
+    for name in ("one", "two"):
+        k("create", "-f", "-", input=json.dumps({
+            "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+            "metadata": {"name": name},
+            "spec": {"request": base64.b64encode(pem).decode(),
+                     "signerName": "example.com/signer", "usages": ["client auth"]}}))
+    k("certificate", "approve", "one")
+    k("certificate", "deny", "two")
+    rows = dict(line.split()[0::5][:2] for line in
+                k("get", "csr", "--no-headers").splitlines())
+    assert rows == {"one": "Approved", "two": "Denied"}
+    condition = json.loads(k("get", "csr", "one", "-o", "json"))["status"]["conditions"][0]
+    assert condition["type"] == "Approved" and condition["lastUpdateTime"]
