@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from robustkit import assert_status_answer
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.unit, pytest.mark.slow]
 
 BUDGET_SECONDS = 60.0
 PER_OPERATION = settings(derandomize=True, deadline=None, database=None, max_examples=4,
