@@ -25,6 +25,7 @@ from typing import Any
 
 from draemu.api.errors import StatusError
 from draemu.api.meta import time_now
+from draemu.api.types import Obj
 from draemu.apiserver.codec import Accept
 from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.core import serviceallocation
@@ -38,7 +39,6 @@ from draemu.features import FeatureGates
 from draemu.identity import UserInfo
 from draemu.log import get_logger
 
-Obj = dict[str, Any]
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _SYSTEM_USER = UserInfo("system:apiserver", groups=("system:masters",))
 _MANAGER = "kube-apiserver"

@@ -208,7 +208,7 @@ class WatchCache:
     def _notify(listener: Any, change: Change | None) -> None:
         try:
             listener(change)
-        except Exception:  # noqa: BLE001 - a listener must never stop the cache
+        except Exception:  # a listener must never stop the cache
             log.exception("watch cache listener failed")
 
     # Changes ------------------------------------------------------------------------------

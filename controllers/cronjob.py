@@ -23,11 +23,11 @@ from draemu.api.meta import (
     parse_time,
     uid_of,
 )
+from draemu.api.types import Obj
 from draemu.client import ApiError
 from draemu.controllers.base import Controller
 from draemu.controllers.cron import Schedule, ScheduleError, load_zone, parse
 
-Obj = dict[str, Any]
 SCHEDULED_ANNOTATION = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 MANY_MISSED = 100
 

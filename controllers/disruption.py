@@ -27,11 +27,11 @@ from draemu.api.meta import (
     parse_time,
     pod_is_ready,
 )
+from draemu.api.types import Obj
 from draemu.client import ApiError, key_of
 from draemu.controllers.base import Controller
 from draemu.controllers.deployment import resolve
 
-Obj = dict[str, Any]
 DELETION_TIMEOUT = timedelta(minutes=2)
 # Controller kind -> (apiVersion, resource) whose spec.replicas is the scale.
 SCALED = {"ReplicaSet": ("apps/v1", "replicasets"), "Deployment": ("apps/v1", "deployments"),

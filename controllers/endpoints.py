@@ -26,11 +26,11 @@ from draemu.api.meta import (
     pod_is_terminal,
     uid_of,
 )
+from draemu.api.types import Obj
 from draemu.client import ApiError, key_of
 from draemu.controllers.base import Controller
 from draemu.controllers.expectations import Expectations
 
-Obj = dict[str, Any]
 HEADLESS = "service.kubernetes.io/headless"
 SERVICE_NAME = "kubernetes.io/service-name"
 SLICE_MANAGED_BY = "endpointslice.kubernetes.io/managed-by"

@@ -13,11 +13,11 @@ from typing import Any
 from draemu.api.meta import meta, namespace_of
 from draemu.api.quantity import Quantity
 from draemu.api.quota import tracked
+from draemu.api.types import Obj
 from draemu.client import ApiError, Informer
 from draemu.controllers.base import Controller
 from draemu.controllers.discovery import preferred_resources
 
-Obj = dict[str, Any]
 # (apiVersion, resource) of the kinds watched for prompt replenishment.
 WATCHED = [("v1", "pods"), ("v1", "services"), ("v1", "configmaps"), ("v1", "secrets"),
            ("v1", "persistentvolumeclaims"), ("v1", "replicationcontrollers"),

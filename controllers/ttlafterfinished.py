@@ -10,10 +10,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from draemu.api.meta import name_of, namespace_of, now, parse_time, uid_of
+from draemu.api.types import Obj
 from draemu.client import ApiError
 from draemu.controllers.base import Controller
-
-Obj = dict[str, Any]
 
 
 def finish_time(job: Obj) -> datetime | None:

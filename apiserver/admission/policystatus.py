@@ -77,7 +77,7 @@ class PolicyStatus:
             except StatusError as e:
                 if e.reason != "NotFound":
                     log.warning("policy status not written", policy=name, error=e.message)
-            except Exception:  # noqa: BLE001 - keep following the other policies
+            except Exception:  # keep following the other policies
                 log.exception("policy status not written", policy=name)
 
 

@@ -138,7 +138,7 @@ class CRDServing:
                 await self._reconcile(name)
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - keep following the other CRDs
+            except Exception:  # keep following the other CRDs
                 log.exception("reconciling a CustomResourceDefinition failed", crd=name)
                 await asyncio.sleep(CLEANUP_POLL)
                 self._queue.put_nowait(name)

@@ -18,8 +18,8 @@ from fractions import Fraction
 from typing import Any
 
 from draemu.api.quantity import QuantityError, parse_quantity
+from draemu.api.types import Obj
 
-Obj = dict[str, Any]
 Usage = dict[str, Fraction]
 LEGACY_COUNTS = {("pods", ""): "pods", ("services", ""): "services",
                  ("configmaps", ""): "configmaps", ("secrets", ""): "secrets",

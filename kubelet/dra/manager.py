@@ -197,7 +197,7 @@ class DRAManager:
                 raise DRAError(f"{rpc} of DRA driver {driver}: {_rpc_error(err)}") from err
             except (asyncio.CancelledError, DRAError):
                 raise
-            except Exception as err:  # noqa: BLE001 - whatever the channel raises is the driver's
+            except Exception as err:  # whatever the channel raises is the driver's
                 raise DRAError(f"{rpc} of DRA driver {driver}: {err!r}") from err
         response_type = getattr(v, f"{rpc}Response")
         if not isinstance(response, response_type):

@@ -101,7 +101,7 @@ def _existing_ancestor(path: str) -> str:
 
 def _root_children() -> list[str]:
     """Mount points whose parent is the root mount (from /proc/self/mountinfo)."""
-    rows = [line.split() for line in open("/proc/self/mountinfo")]  # noqa: SIM115
+    rows = [line.split() for line in open("/proc/self/mountinfo")]
     roots = [r for r in rows if r[4] == "/"]
     if not roots:
         return []
@@ -152,7 +152,7 @@ def attach_mounts(mounts: list[dict], scratch: str) -> None:
                 overlays.append(ancestor)
             if m.get("file"):
                 os.makedirs(os.path.dirname(target), exist_ok=True)
-                open(target, "a").close()  # noqa: SIM115 - an empty mount point
+                open(target, "a").close()  # an empty mount point
             else:
                 os.makedirs(target, exist_ok=True)
         move_mount(fd, target)

@@ -48,7 +48,7 @@ def in_netns(netns: str, fn: Callable[[], T]) -> T:
             if _libc.setns(fd, CLONE_NEWNET) != 0:
                 raise OSError(ctypes.get_errno(), f"setns {netns}")
             result.append(fn())
-        except BaseException as err:  # noqa: BLE001 - re-raised in the caller
+        except BaseException as err:  # re-raised in the caller
             error.append(err)
         finally:
             os.close(fd)

@@ -256,7 +256,7 @@ class ProcessRuntime:
 def container_env(pid: int) -> dict[str, str]:
     """The environment the container's process started with."""
     try:
-        raw = open(f"/proc/{pid}/environ", "rb").read()  # noqa: SIM115
+        raw = open(f"/proc/{pid}/environ", "rb").read()
     except OSError:
         return {"PATH": BASE_PATH}
     pairs = (item.partition(b"=") for item in raw.split(b"\0") if item)

@@ -20,8 +20,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import generate  # noqa: E402  (the sibling generator: description helpers)
-from generate_resource import describe  # noqa: E402
+import generate  # the sibling generator: description helpers
+from generate_resource import describe
 
 KINDS = ("Workload", "WorkloadList", "PodGroup", "PodGroupList")
 VERSIONS = ("v1beta1", "v1alpha3")

@@ -27,7 +27,7 @@ TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
 STRATEGY_TYPES = ["OnDelete", "RollingUpdate"]
 
 
-def _status(name: str):  # noqa: ANN202 - a cell
+def _status(name: str):  # a cell
     return lambda o: get_path(o, f"status.{name}") or 0
 
 

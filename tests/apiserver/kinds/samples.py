@@ -3,9 +3,8 @@ Table columns `kubectl get` shows for it upstream (pkg/printers/internalversion)
 
 from __future__ import annotations
 
-from typing import Any
+from draemu.api.types import Obj
 
-Obj = dict[str, Any]
 TEMPLATE = {"metadata": {"labels": {"app": "web"}},
             "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}
 SELECTOR = {"matchLabels": {"app": "web"}}
