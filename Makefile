@@ -47,7 +47,9 @@ test: $(TEST_STAMP)
 		bash tests/e2e/go/build.sh; \
 		echo "building helm (cached beside them)"; \
 		bash tests/e2e/helm/build.sh; \
-	else echo "warning: Go not found; the Go client tests are skipped (fail under CI=true)"; fi
+		echo "building the real kube-scheduler and kube-controller-manager (cached under $${DRAEMU_REALK8S_CACHE:-~/.cache/draemu/realk8s})"; \
+		nice bash tests/e2e/realk8s/build.sh; \
+	else echo "warning: Go not found; the Go client and real-component tests are skipped (fail under CI=true)"; fi
 	DRAEMU_KUBECTL=$$( [ -x $(KUBECTL_135) ] && echo $(abspath $(KUBECTL_135)) ) $(PY) -m pytest $(PYTEST_ARGS)
 
 # In-process tests only (no subprocesses, kubectl, Go programs or PostgreSQL) and none of

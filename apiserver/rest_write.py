@@ -26,7 +26,7 @@ from draemu.api.errors import (
 )
 from draemu.api.meta import time_now
 from draemu.api.types import Obj
-from draemu.apiserver import fieldvalidation, managedfields, nodeauthz
+from draemu.apiserver import fieldvalidation, managedfields, nodeauthz, quotaadmission
 from draemu.apiserver.auth import Attributes
 from draemu.apiserver.codec import decode, read_body
 from draemu.apiserver.jsoncopy import clone
@@ -172,6 +172,9 @@ async def create_object(scope: Scope, storage: Storage, obj: Obj, *, dry_run: bo
             meta.pop("name", None)
         raise _invalid(scope, obj, errors)
     check_namespace_accepts(scope, meta["name"])
+    quotaadmission.admit(scope.resource.name, scope.resource.group, meta.get("namespace", ""),
+                         meta["name"], obj, scope.listing or (lambda *_: []),
+                         scope.resource.qualified)
     scope.warnings.extend(strategy.warnings(obj, ctx))
     scope.admit("CREATE", obj, None, dry_run, subresource="")
     await scope.admit_webhooks("CREATE", obj, None, dry_run, subresource="")

@@ -218,3 +218,30 @@ async def test_a_node_reads_only_the_configmaps_its_pods_use(
               'configmaps "unused" is forbidden: User "system:node:n1" cannot get resource '
               '"configmaps" in API group "" in the namespace "default": no relationship found '
               "between node 'n1' and this object")
+
+
+CSINODES = "/apis/storage.k8s.io/v1/csinodes"
+
+
+def csinode(name: str) -> dict[str, Any]:
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": name},
+            "spec": {"drivers": []}}
+
+
+async def test_a_node_publishes_only_its_own_csinode(n1: Client, client: Client) -> None:
+    assert (await n1.post(CSINODES, csinode("n1"))).status == 201
+    mine = (await n1.get(f"{CSINODES}/n1")).json
+    mine["metadata"]["annotations"] = {"storage.alpha.kubernetes.io/migrated-plugins": ""}
+    assert (await n1.put(f"{CSINODES}/n1", mine)).status == 200
+    forbidden(await n1.post(CSINODES, csinode("n2")),
+              'csinodes.storage.k8s.io "n2" is forbidden: can only access CSINode with the '
+              "same name as the requesting node")
+    await client.post(CSINODES, csinode("n2"))
+    forbidden(await n1.get(f"{CSINODES}/n2"),
+              'csinodes.storage.k8s.io "n2" is forbidden: User "system:node:n1" cannot get '
+              'resource "csinodes" in API group "storage.k8s.io" at the cluster scope: can only '
+              "access CSINode with the same name as the requesting node")
+    forbidden(await n1.get(CSINODES),
+              'csinodes.storage.k8s.io is forbidden: User "system:node:n1" cannot list '
+              'resource "csinodes" in API group "storage.k8s.io" at the cluster scope: can only '
+              "get, create, update, patch, or delete a CSINode")

@@ -69,3 +69,16 @@ def test_the_node_declares_the_features_the_scheduler_must_know() -> None:
     assert "declaredFeatures" not in plain
     cfg = NodeConfig("n", declared_features=["DRAOptionalNodeOperations"])
     assert node_status(cfg, "boot", None)["declaredFeatures"] == ["DRAOptionalNodeOperations"]
+
+
+async def test_the_node_publishes_its_csinode_owned_by_its_node(agent):
+    node, client = agent
+    csinode = await client.get("storage.k8s.io/v1", "csinodes", "node-1")
+    assert csinode["spec"]["drivers"] == []
+    assert csinode["metadata"]["ownerReferences"] == [{
+        "apiVersion": "v1", "kind": "Node", "name": "node-1",
+        "uid": node.node["metadata"]["uid"]}]
+    assert csinode["metadata"]["annotations"]["storage.alpha.kubernetes.io/migrated-plugins"] \
+        == ("kubernetes.io/aws-ebs,kubernetes.io/azure-disk,kubernetes.io/azure-file,"
+            "kubernetes.io/cinder,kubernetes.io/gce-pd,kubernetes.io/portworx-volume,"
+            "kubernetes.io/vsphere-volume")

@@ -75,6 +75,7 @@ class CertificateSigningRequestStrategy(GenericStrategy):
     versions = ("v1",)
     storage_version = "v1"
     subresources = frozenset({"status", "approval"})
+    field_selectors = {"spec.signerName": lambda o: get_path(o, "spec.signerName") or ""}
     printer = (
         NAME,
         AGE_COLUMN,
@@ -253,12 +254,19 @@ class ClusterTrustBundleStrategy(GenericStrategy):
     has_generation = False
     immutable_fields = ("spec.signerName",)
     required_fields = ("spec.trustBundle",)
+    # The kube-controller-manager's informers list bundles by signer.
+    field_selectors = {"spec.signerName": lambda o: get_path(o, "spec.signerName") or ""}
     printer = (
         NAME,
         Printed(Column("SignerName", description="Name of the signer whose trust anchors "
                        "this bundle holds."), lambda o: get_path(o, "spec.signerName") or
                 "<none>"),
     )
+
+    def validate_name(self, name: str, prefix: bool) -> list[str]:
+        """A bundle of a signer is named `<signer with ':' for '/'>:<suffix>`: the suffix
+        is a DNS subdomain (validate_object checks the prefix against the signer)."""
+        return super().validate_name(name.rsplit(":", 1)[-1], prefix)
 
     def validate_object(self, obj: Obj, ctx: Context) -> list[FieldError]:
         bundle = get_path(obj, "spec.trustBundle") or ""
@@ -300,6 +308,9 @@ class PodCertificateRequestStrategy(GenericStrategy):
     required_fields = ("spec.signerName", "spec.podName", "spec.podUID",
                        "spec.serviceAccountName", "spec.serviceAccountUID", "spec.nodeName",
                        "spec.nodeUID", "spec.pkixPublicKey", "spec.proofOfPossession")
+    field_selectors = {"spec.signerName": lambda o: get_path(o, "spec.signerName") or "",
+                       "spec.podName": lambda o: get_path(o, "spec.podName") or "",
+                       "spec.nodeName": lambda o: get_path(o, "spec.nodeName") or ""}
     printer = (
         NAME,
         Printed(Column("PodName", description="Name of the pod the certificate is for."),

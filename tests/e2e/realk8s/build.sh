@@ -10,7 +10,7 @@
 #
 # Modules are shared with the other Go builds (GOMODCACHE under DRAEMU_GO_CACHE); the
 # binaries and the build cache live outside the clone, so a second run takes seconds: it
-# skips a binary already built for the same version.  Cold: ~10 min on 2 cores.
+# skips a binary already built for the same version.  Cold: 10-30 min on 2 busy cores.
 set -euo pipefail
 
 VER=${1:-${DRAEMU_REALK8S_VERSION:-v1.37.2}}
@@ -85,3 +85,5 @@ for c in $COMPONENTS; do
   echo "$VER" > "$bin/.$c.version"
   echo "== $c done in $(( $(date +%s) - start ))s"
 done
+# The compiled packages (~3.5 GB) serve only this build: a new version recompiles anyway.
+rm -rf "$GOCACHE"

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
@@ -24,14 +25,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	resourcev1alpha3 "k8s.io/api/resource/v1alpha3"
 	resourcev1beta1 "k8s.io/api/resource/v1beta1"
 	resourcev1beta2 "k8s.io/api/resource/v1beta2"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	storagemigrationv1 "k8s.io/api/storagemigration/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -330,9 +333,9 @@ func moreObjects() map[string]runtime.Object {
 			NotReadyAddresses: []corev1.EndpointAddress{{IP: "10.0.0.2"}},
 			Ports:             []corev1.EndpointPort{{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP, AppProtocol: ptr("http")}}}}},
 		"persistentvolume": &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv"}, Spec: corev1.PersistentVolumeSpec{
-			Capacity: corev1.ResourceList{"storage": resource.MustParse("10Gi")},
+			Capacity:               corev1.ResourceList{"storage": resource.MustParse("10Gi")},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/data", Type: ptr(corev1.HostPathDirectoryOrCreate)}},
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, ClaimRef: &corev1.ObjectReference{Namespace: "default", Name: "c"},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, ClaimRef: &corev1.ObjectReference{Namespace: "default", Name: "c"},
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain, StorageClassName: "fast", MountOptions: []string{"ro"}},
 			Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound, LastPhaseTransitionTime: &created}},
 		"persistentvolumeclaim": &corev1.PersistentVolumeClaim{ObjectMeta: meta("data"), Spec: claimSpec,
@@ -387,7 +390,7 @@ func moreObjects() map[string]runtime.Object {
 		"endpointslice": &discoveryv1.EndpointSlice{ObjectMeta: meta("svc-abc"), AddressType: discoveryv1.AddressTypeIPv4,
 			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"},
 				Conditions: discoveryv1.EndpointConditions{Ready: ptr(true), Serving: ptr(true), Terminating: ptr(false)},
-				Hostname: ptr("web-0"), TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web-0", UID: "u2"},
+				Hostname:   ptr("web-0"), TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web-0", UID: "u2"},
 				DeprecatedTopology: map[string]string{"a": "b"}, NodeName: ptr("node-1"), Zone: ptr(""),
 				Hints: &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: "z"}}}}},
 			Ports: []discoveryv1.EndpointPort{{Name: ptr(""), Protocol: ptr(corev1.ProtocolTCP), Port: ptr[int32](8080), AppProtocol: ptr("http")}}},
@@ -439,6 +442,54 @@ func moreObjects() map[string]runtime.Object {
 		"tokenrequest": &authnv1.TokenRequest{ObjectMeta: metav1.ObjectMeta{Name: "sa", Namespace: "default"},
 			Spec: authnv1.TokenRequestSpec{Audiences: []string{"a"}, ExpirationSeconds: ptr[int64](600),
 				BoundObjectRef: &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "p", UID: "u1"}}},
+		"clustertrustbundle": &certsv1.ClusterTrustBundle{ObjectMeta: metav1.ObjectMeta{Name: "example.com:signer:abc"},
+			Spec: certsv1.ClusterTrustBundleSpec{SignerName: "example.com/signer", TrustBundle: "-----BEGIN CERTIFICATE-----\n"}},
+		"podcertificaterequest": &certsv1.PodCertificateRequest{ObjectMeta: meta("pcr"), Spec: certsv1.PodCertificateRequestSpec{
+			SignerName: "example.com/signer", PodName: "p", PodUID: "u6", ServiceAccountName: "default", ServiceAccountUID: "u7",
+			NodeName: "node-1", NodeUID: "u8", MaxExpirationSeconds: ptr[int32](86400), StubPKCS10Request: []byte{1, 2, 3},
+			UnverifiedUserAnnotations: map[string]string{"a": "b"}},
+			Status: certsv1.PodCertificateRequestStatus{CertificateChain: "chain", NotBefore: &created, BeginRefreshAt: &created, NotAfter: &created}},
+		"servicecidr": &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes"},
+			Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.96.0.0/12"}},
+			Status: networkingv1.ServiceCIDRStatus{Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue,
+				LastTransitionTime: created, Reason: "", Message: ""}}}},
+		"ipaddress": &networkingv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: "10.96.0.1"}, Spec: networkingv1.IPAddressSpec{
+			ParentRef: &networkingv1.ParentReference{Group: "", Resource: "services", Namespace: "default", Name: "kubernetes"}}},
+		"volumeattributesclass": &storagev1.VolumeAttributesClass{ObjectMeta: metav1.ObjectMeta{Name: "gold"}, DriverName: "example.com/csi",
+			Parameters: map[string]string{"iops": "100"}},
+		"storageversionmigration": &storagemigrationv1.StorageVersionMigration{ObjectMeta: metav1.ObjectMeta{Name: "m"},
+			Spec: storagemigrationv1.StorageVersionMigrationSpec{Resource: metav1.GroupResource{Group: "apps", Resource: "deployments"}},
+			Status: storagemigrationv1.StorageVersionMigrationStatus{ResourceVersion: "5", Conditions: []metav1.Condition{{
+				Type: "Running", Status: metav1.ConditionFalse, LastTransitionTime: created, Reason: "r"}}}},
+		"validatingadmissionpolicy": &admissionv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "vap"},
+			Spec: admissionv1.ValidatingAdmissionPolicySpec{
+				ParamKind: &admissionv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
+				MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionv1.RuleWithOperations{Operations: []admissionv1.OperationType{admissionv1.Create},
+						Rule: admissionv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"},
+							Scope: ptr(admissionv1.NamespacedScope)}}}},
+					NamespaceSelector: &metav1.LabelSelector{}, MatchPolicy: ptr(admissionv1.Equivalent)},
+				Validations:      []admissionv1.Validation{{Expression: "object.spec.replicas <= 5", Message: "m", Reason: ptr(metav1.StatusReasonInvalid)}},
+				FailurePolicy:    ptr(admissionv1.Fail),
+				AuditAnnotations: []admissionv1.AuditAnnotation{{Key: "k", ValueExpression: "'v'"}},
+				MatchConditions:  []admissionv1.MatchCondition{{Name: "c", Expression: "true"}},
+				Variables:        []admissionv1.Variable{{Name: "v", Expression: "1"}}},
+			Status: admissionv1.ValidatingAdmissionPolicyStatus{ObservedGeneration: 3, TypeChecking: &admissionv1.TypeChecking{
+				ExpressionWarnings: []admissionv1.ExpressionWarning{{FieldRef: "spec.validations[0].expression", Warning: "w"}}}}},
+		"validatingadmissionpolicybinding": &admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "vapb"},
+			Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "vap",
+				ParamRef:          &admissionv1.ParamRef{Name: "p", Namespace: "default", ParameterNotFoundAction: ptr(admissionv1.DenyAction)},
+				ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny, admissionv1.Audit}}},
+		"validatingwebhookconfiguration": &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "vwc"},
+			Webhooks: []admissionv1.ValidatingWebhook{{Name: "v.example.com", ClientConfig: admissionv1.WebhookClientConfig{
+				Service:  &admissionv1.ServiceReference{Namespace: "default", Name: "svc", Path: ptr("/validate"), Port: ptr[int32](443)},
+				CABundle: []byte("ca")}, SideEffects: ptr(admissionv1.SideEffectClassNone), AdmissionReviewVersions: []string{"v1"},
+				TimeoutSeconds: ptr[int32](0), FailurePolicy: ptr(admissionv1.Ignore)}}},
+		"mutatingwebhookconfiguration": &admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "mwc"},
+			Webhooks: []admissionv1.MutatingWebhook{{Name: "m.example.com", ClientConfig: admissionv1.WebhookClientConfig{URL: ptr("https://x/mutate")},
+				SideEffects: ptr(admissionv1.SideEffectClassNoneOnDryRun), AdmissionReviewVersions: []string{"v1", "v1beta1"},
+				ReinvocationPolicy: ptr(admissionv1.IfNeededReinvocationPolicy),
+				ObjectSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}}}},
 		"tokenreview": &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: "abc", Audiences: []string{"api"}}},
 		"subjectaccessreview": &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
 			ResourceAttributes: &authzv1.ResourceAttributes{Namespace: "default", Verb: "get", Resource: "pods",
@@ -459,7 +510,8 @@ func main() {
 		coordv1.AddToScheme, eventsv1.AddToScheme, authzv1.AddToScheme, authnv1.AddToScheme, policyv1.AddToScheme,
 		autoscalingv1.AddToScheme, resourcev1.AddToScheme, resourcev1beta1.AddToScheme, resourcev1beta2.AddToScheme,
 		resourcev1alpha3.AddToScheme, autoscalingv2.AddToScheme, certsv1.AddToScheme, discoveryv1.AddToScheme,
-		rbacv1.AddToScheme, schedulingv1.AddToScheme, storagev1.AddToScheme} {
+		rbacv1.AddToScheme, schedulingv1.AddToScheme, storagev1.AddToScheme, admissionv1.AddToScheme,
+		networkingv1.AddToScheme, storagemigrationv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			panic(err)
 		}

@@ -1,0 +1,389 @@
+"""The real kube-scheduler and kube-controller-manager (v1.37.2, unmodified) in place of
+draemu's own, against `draemu up --preset seed --no-scheduler --no-controllers`.
+
+They must find every resource they list and watch (no `Failed to watch` or `failed to
+list` in their logs), place the seed scenarios' pods as draemu's scheduler does (the
+outcomes tests/e2e/seed checks), create claims from templates with the real
+resourceclaim controller and remove them after their pods, and bring a DaemonSet, a
+Deployment behind a Service and a StatefulSet to their desired state.
+
+The binaries come from tests/e2e/realk8s/build.sh (`make test` runs it; the cache is
+${DRAEMU_REALK8S_CACHE:-~/.cache/draemu/realk8s}). Without them the tests skip, except
+under CI=true, where that is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from draemu.cmd.testing.process import RunningDraemu, draemu_up
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
+
+HERE = Path(__file__).parent
+EXAMPLES = HERE.parents[2] / "examples" / "seed"
+CACHE = Path(os.environ.get("DRAEMU_REALK8S_CACHE")
+             or Path.home() / ".cache" / "draemu" / "realk8s")
+VERSION = os.environ.get("DRAEMU_REALK8S_VERSION", "v1.37.2")
+COMPONENTS = ("kube-scheduler", "kube-controller-manager")
+NUMA = "resource.kubernetes.io/numaNode"
+# What a reflector logs when a resource cannot be listed or watched.
+LIST_WATCH_FAILURE = re.compile(r"Failed to watch|failed to list", re.IGNORECASE)
+MISSING = re.compile(r"not found|could not find the requested resource|is not registered")
+KLOG_PREFIX = re.compile(r"^[EW]\d{4} [\d:.]+\s+\d+ ")
+
+
+def binaries() -> dict[str, Path]:
+    found = {c: CACHE / "bin" / c for c in COMPONENTS}
+
+    def built(c: str) -> bool:
+        stamp = CACHE / "bin" / f".{c}.version"
+        return found[c].exists() and stamp.exists() and stamp.read_text().strip() == VERSION
+
+    missing = [c for c in COMPONENTS if not built(c)]
+    if missing:
+        reason = (f"real {', '.join(missing)} {VERSION} not built in {CACHE / 'bin'} "
+                  "(run tests/e2e/realk8s/build.sh)")
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return found
+
+
+@dataclass
+class Component:
+    name: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+@dataclass
+class RealControlPlane:
+    draemu: RunningDraemu
+    scheduler: Component
+    controller_manager: Component
+
+    def kubectl(self, *args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
+        return self.draemu.kubectl(*args, **kw)
+
+    def get(self, *args: str) -> Any:
+        return json.loads(self.kubectl("get", *args, "-o", "json").stdout)
+
+    def components(self) -> tuple[Component, Component]:
+        return self.scheduler, self.controller_manager
+
+
+def start(name: str, binary: Path, args: list[str], folder: Path) -> Component:
+    log = folder / f"{name}.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([str(binary), *args], stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+    return Component(name, proc, log)
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealControlPlane]:
+    bins = binaries()
+    folder = tmp_path_factory.mktemp("realk8s")
+    with draemu_up(folder, "--preset", "seed", "--no-scheduler", "--no-controllers") as up:
+        # The scheduler as the identity RBAC's bootstrap policy gives its permissions; the
+        # controller manager as the administrator (without service-account credentials
+        # every controller uses its client).
+        scheduler_kubeconfig = identity_kubeconfig(folder, "system:kube-scheduler")
+        # No serving port (0): the test needs their API clients only.
+        common = ["--leader-elect=false", "--secure-port=0", "--v=2"]
+        scheduler = start("kube-scheduler", bins["kube-scheduler"],
+                          [*common, f"--kubeconfig={scheduler_kubeconfig}"], folder)
+        kcm = start("kube-controller-manager", bins["kube-controller-manager"],
+                    [*common, f"--kubeconfig={up.kubeconfig}", "--controllers=*",
+                     "--authentication-skip-lookup=true",
+                     # node-ipam needs a cluster CIDR; the others must run as upstream's.
+                     "--allocate-node-cidrs=false"], folder)
+        plane = RealControlPlane(up, scheduler, kcm)
+        try:
+            wait_started(plane)
+            yield plane
+        finally:
+            for c in plane.components():
+                c.stop()
+
+
+def identity_kubeconfig(folder: Path, user: str) -> Path:
+    """A kubeconfig with a client certificate for `user`, signed by the cluster's CA."""
+    from draemu import kubeconfig
+    from draemu.client import config
+    from draemu.pki import KeyPair, make_client_cert
+
+    pki = folder / "data" / "pki"
+    ca = KeyPair((pki / "ca.crt").read_bytes(), (pki / "ca.key").read_bytes())
+    pair = make_client_cert(ca, user, [])
+    server = config.load(folder / "kubeconfig").server
+    path = folder / f"{user.replace(':', '-')}.kubeconfig"
+    kubeconfig.write(path, kubeconfig.build(server, user=user, ca_pem=ca.cert_pem,
+                                            client_cert_pem=pair.cert_pem,
+                                            client_key_pem=pair.key_pem))
+    return path
+
+
+def wait_started(plane: RealControlPlane, timeout: float = 60) -> None:
+    """Until both have synced their informers (or one has exited)."""
+    marks = {"kube-scheduler": "Starting Kubernetes Scheduler",
+             "kube-controller-manager": "Caches are synced"}
+    deadline = time.monotonic() + timeout
+    for c in plane.components():
+        while marks[c.name] not in c.text():
+            if c.process.poll() is not None:
+                pytest.fail(f"{c.name} exited {c.process.returncode}:\n{c.text()[-4000:]}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"{c.name} not started in {timeout}s:\n{c.text()[-4000:]}")
+            time.sleep(0.2)
+
+
+def wait_for(what: str, check: Any, timeout: float = 45) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.25)
+
+
+def list_watch_failures(c: Component) -> list[str]:
+    return [line for line in c.text().splitlines() if LIST_WATCH_FAILURE.search(line)]
+
+
+def repeated_missing(c: Component) -> dict[str, int]:
+    """Errors and warnings about something missing that come back (3 times or more): a
+    kind, an object or a field the component keeps asking for."""
+    counts = Counter(KLOG_PREFIX.sub("", line) for line in c.text().splitlines()
+                     if KLOG_PREFIX.match(line) and MISSING.search(line))
+    return {message: n for message, n in counts.items() if n >= 3}
+
+
+def device_info(plane: RealControlPlane) -> dict[tuple[str, str, str], dict[str, Any]]:
+    out = {}
+    for s in plane.get("resourceslices")["items"]:
+        for dev in s["spec"].get("devices") or []:
+            out[(s["spec"]["driver"], s["spec"]["pool"]["name"], dev["name"])] = {
+                k.rsplit("/", 1)[-1] if k.startswith(s["spec"]["driver"]) else k:
+                next(iter(v.values())) for k, v in (dev.get("attributes") or {}).items()}
+    return out
+
+
+def results(claim: dict[str, Any]) -> list[dict[str, Any]]:
+    return claim["status"]["allocation"]["devices"]["results"]
+
+
+def wait_ready(plane: RealControlPlane, *pods: str) -> None:
+    if "-l" in pods:
+        wait_for(f"pods {pods}", lambda: plane.kubectl("get", *pods, "-o", "name")
+                 .stdout.strip())
+    plane.kubectl("wait", "--for=condition=Ready", *pods, "--timeout=60s")
+
+
+# --- start-up ------------------------------------------------------------------------------
+
+
+def test_both_list_and_watch_every_resource_they_need(real: RealControlPlane) -> None:
+    for c in real.components():
+        assert c.process.poll() is None, f"{c.name} exited:\n{c.text()[-4000:]}"
+        assert list_watch_failures(c) == [], c.name
+
+
+def test_every_node_publishes_its_csinode(real: RealControlPlane) -> None:
+    names = {n["metadata"]["name"] for n in real.get("csinodes")["items"]}
+    assert names == {"gpu-node-01", "gpu-node-02", "gpu-node-03"}
+
+
+# --- the seed scenarios under the real scheduler ---------------------------------------------
+
+
+def test_scenario_1_the_real_job_controller_and_scheduler_pick_an_80gb_gpu(
+        real: RealControlPlane) -> None:
+    f = str(EXAMPLES / "1-large-model-training.yaml")
+    real.kubectl("apply", "-f", f)
+    try:
+        wait_ready(real, "pod", "-l", "job-name=llm-training-80gb")
+        [res] = results(real.get("resourceclaim", "large-model-gpu-claim"))
+        attrs = device_info(real)[(res["driver"], res["pool"], res["device"])]
+        assert (res["pool"], attrs["model"]) in {("gpu-node-01", "A100-SXM4-80GB"),
+                                                 ("gpu-node-02", "H100-SXM5-80GB")}
+        [pod] = real.get("pods", "-l", "job-name=llm-training-80gb")["items"]
+        assert pod["spec"]["nodeName"] == res["pool"]
+        assert "nominatedNodeName" not in pod["status"]
+    finally:
+        real.kubectl("delete", "-f", f, "--wait=true")
+
+
+def test_scenario_2a_two_pods_share_one_claimed_gpu(real: RealControlPlane) -> None:
+    f = str(EXAMPLES / "2a-shared-gpu-claim.yaml")
+    real.kubectl("apply", "-f", f)
+    try:
+        wait_ready(real, "pod/inference-pod-a", "pod/inference-pod-b")
+        claim = real.get("resourceclaim", "shared-gpu-claim")
+        assert sorted(r["name"] for r in claim["status"]["reservedFor"]) == [
+            "inference-pod-a", "inference-pod-b"]
+        [res] = results(claim)
+        a, b = (real.get("pod", p) for p in ("inference-pod-a", "inference-pod-b"))
+        assert a["spec"]["nodeName"] == b["spec"]["nodeName"] == res["pool"]
+    finally:
+        real.kubectl("delete", "-f", f, "--wait=true")
+
+
+def test_scenario_2b_the_real_resourceclaim_controller_creates_and_removes_claims(
+        real: RealControlPlane) -> None:
+    f = str(EXAMPLES / "2b-consumable-capacity.yaml")
+    real.kubectl("apply", "-f", f)
+    try:
+        wait_ready(real, "pod/inference-share-a", "pod/inference-share-b")
+        claims = [c for c in real.get("resourceclaims")["items"]
+                  if c["metadata"]["name"].startswith("inference-share-")]
+        assert len(claims) == 2
+        for c in claims:
+            assert c["metadata"]["annotations"]["resource.kubernetes.io/pod-claim-name"] == "gpu"
+            [owner] = c["metadata"]["ownerReferences"]
+            assert owner["kind"] == "Pod" and owner["controller"] is True
+        (ra,), (rb,) = (results(c) for c in claims)
+        assert ra["pool"] == rb["pool"] == "gpu-node-01"
+        assert ra["device"] == rb["device"]
+        assert ra["shareID"] != rb["shareID"]
+        pods = [real.get("pod", p) for p in ("inference-share-a", "inference-share-b")]
+        assert {p["spec"]["nodeName"] for p in pods} == {"gpu-node-01"}
+        assert {s["resourceClaimName"] for p in pods
+                for s in p["status"]["resourceClaimStatuses"]} == {
+            c["metadata"]["name"] for c in claims}
+        real.kubectl("delete", "pod", "inference-share-a", "inference-share-b", "--wait=true")
+        wait_for("the generated claims to be deleted", lambda: not [
+            c for c in real.get("resourceclaims")["items"]
+            if c["metadata"]["name"].startswith("inference-share-")])
+    finally:
+        real.kubectl("delete", "-f", f, "--wait=true", "--ignore-not-found")
+
+
+def test_scenario_3_gpu_and_nic_share_a_numa_node(real: RealControlPlane) -> None:
+    for name, aligned in (("3-gpu-plus-nic", True), ("3b-gpu-plus-nic-unaligned", False)):
+        f = str(EXAMPLES / f"{name}.yaml")
+        real.kubectl("apply", "-f", f)
+        try:
+            [claim] = [c for c in real.get("resourceclaims")["items"]
+                       if c["metadata"]["name"].startswith("gpu-plus-nic")]
+            pod = "distributed-training-pod" if aligned else "unaligned-training-pod"
+            wait_ready(real, f"pod/{pod}")
+            claim = real.get("resourceclaim", claim["metadata"]["name"])
+            info = device_info(real)
+            by_request = {r["request"]: info[(r["driver"], r["pool"], r["device"])]
+                          for r in results(claim)}
+            gpu, nic = by_request["training-gpu"], by_request["fast-nic"]
+            assert (gpu[NUMA] == nic[NUMA]) is aligned
+        finally:
+            real.kubectl("delete", "-f", f, "--wait=true")
+
+
+# --- workloads under the real controller-manager --------------------------------------------
+
+POD_SPEC = {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}
+
+
+def workload(kind: str, name: str, **spec: Any) -> dict[str, Any]:
+    labels = {"app": name}
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name},
+            "spec": {"selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels}, "spec": POD_SPEC},
+                     **spec}}
+
+
+def apply(real: RealControlPlane, *objs: dict[str, Any]) -> None:
+    real.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                        "items": list(objs)}))
+
+
+def test_a_daemonset_runs_one_pod_on_every_node(real: RealControlPlane) -> None:
+    apply(real, workload("DaemonSet", "agent"))
+    try:
+        def done() -> Any:
+            st = real.get("daemonset", "agent").get("status") or {}
+            return st.get("numberReady") == st.get("desiredNumberScheduled") == 3 and st
+        status = wait_for("the DaemonSet to be ready on 3 nodes", done)
+        assert status["updatedNumberScheduled"] == 3 and status["numberMisscheduled"] == 0
+        pods = real.get("pods", "-l", "app=agent")["items"]
+        assert sorted(p["spec"]["nodeName"] for p in pods) == [
+            "gpu-node-01", "gpu-node-02", "gpu-node-03"]
+        assert all("controller-revision-hash" in p["metadata"]["labels"] for p in pods)
+        assert real.get("controllerrevisions", "-l", "app=agent")["items"]
+    finally:
+        real.kubectl("delete", "daemonset", "agent", "--wait=true")
+
+
+def test_a_deployment_behind_a_service_gets_endpoints(real: RealControlPlane) -> None:
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+               "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}
+    apply(real, workload("Deployment", "web", replicas=2), service)
+    try:
+        real.kubectl("rollout", "status", "deployment/web", "--timeout=60s")
+        ips = sorted(p["status"]["podIP"] for p in real.get("pods", "-l", "app=web")["items"])
+        assert len(ips) == 2
+
+        def endpoints() -> Any:
+            ep = real.get("endpoints", "web")
+            got = sorted(a["ip"] for s in ep.get("subsets") or [] for a in s.get("addresses")
+                         or [])
+            return got == ips
+
+        wait_for("the Service's Endpoints to list both pods", endpoints)
+
+        def slices() -> Any:
+            items = real.get("endpointslices", "-l", "kubernetes.io/service-name=web")["items"]
+            got = sorted(addr for s in items for e in s.get("endpoints") or []
+                         if (e.get("conditions") or {}).get("ready")
+                         for addr in e["addresses"])
+            return got == ips
+
+        wait_for("the Service's EndpointSlice to list both pods", slices)
+    finally:
+        real.kubectl("delete", "deployment/web", "service/web", "--wait=true")
+
+
+def test_a_statefulset_creates_its_pods_in_order(real: RealControlPlane) -> None:
+    apply(real, workload("StatefulSet", "db", replicas=2, serviceName="db"))
+    try:
+        def done() -> Any:
+            st = real.get("statefulset", "db").get("status") or {}
+            return st.get("readyReplicas") == 2 and st.get("currentReplicas") == 2
+        wait_for("the StatefulSet's two pods to be ready", done)
+        pods = sorted(p["metadata"]["name"] for p in real.get("pods", "-l", "app=db")["items"])
+        assert pods == ["db-0", "db-1"]
+    finally:
+        real.kubectl("delete", "statefulset", "db", "--wait=true")
+
+
+def test_no_list_or_watch_failure_nor_repeated_missing_object_after_everything(
+        real: RealControlPlane) -> None:
+    for c in real.components():
+        assert c.process.poll() is None, f"{c.name} exited:\n{c.text()[-4000:]}"
+        assert list_watch_failures(c) == [], c.name
+        assert repeated_missing(c) == {}, c.name
