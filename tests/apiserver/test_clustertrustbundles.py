@@ -3,11 +3,14 @@ names `<signer with ':' for '/'>:<suffix>`, listed by a spec.signerName field se
 
 from __future__ import annotations
 
+import pytest
 from apiclient import Client
 
 from draemu.apiserver.server import APIServer
 
 BUNDLES = "/apis/certificates.k8s.io/v1/clustertrustbundles"
+
+pytestmark = pytest.mark.unit
 
 
 def bundle(name: str, signer: str, pem: str) -> dict:

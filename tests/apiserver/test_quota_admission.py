@@ -3,11 +3,14 @@ with upstream's message; one within them passes."""
 
 from __future__ import annotations
 
+import pytest
 from apiclient import Client, configmap, pod
 
 QUOTAS = "/api/v1/namespaces/default/resourcequotas"
 CMS = "/api/v1/namespaces/default/configmaps"
 PODS = "/api/v1/namespaces/default/pods"
+
+pytestmark = pytest.mark.unit
 
 
 def quota(name: str, hard: dict[str, str]) -> dict:

@@ -10,7 +10,7 @@ from test_ctrl_e2e import eventually, gone
 from draemu.api.meta import format_time, now
 from draemu.client import Client
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.unit, pytest.mark.slow]
 NS = "default"
 POD_SPEC = {"containers": [{"name": "c", "image": "pause",
                             "ports": [{"name": "http", "containerPort": 8080}]}]}
