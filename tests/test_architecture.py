@@ -156,3 +156,13 @@ def test_every_test_module_is_marked_unit_or_e2e():
         if not any("mark.unit" in m or "mark.e2e" in m for m in marks):
             unmarked.append(str(path.relative_to(ROOT)))
     assert unmarked == []
+
+
+def test_objects_have_one_alias():
+    """`Obj` (a Kubernetes object as decoded JSON) is `draemu.api.types.Obj`, imported,
+    not defined again in each module."""
+    again = [str(path.relative_to(ROOT))
+             for path in sorted({*source_files(), *(ROOT / "tests").rglob("*.py")})
+             if path != ROOT / "draemu" / "api" / "types.py"
+             and "\nObj = dict[str, Any]" in "\n" + path.read_text()]
+    assert again == []

@@ -4,13 +4,11 @@ to a strategy (defaulted, prepared for create) and its validation messages."""
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from draemu.api.errors import FieldError
+from draemu.api.types import Obj
 from draemu.apiserver.registry.strategy import Context, Strategy
 from draemu.features import FeatureGates
-
-Obj = dict[str, Any]
 
 
 def ctx(objects: dict[str, list[Obj]] | None = None) -> Context:
