@@ -96,9 +96,10 @@ class Cluster:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         legacy = o.legacy_v1alpha3
         if legacy is None:
-            from draemu.drivers.presets import load_preset
+            from draemu.drivers.presets import Preset, load_preset
 
-            legacy = load_preset(o.preset, o.nodes).legacy_v1alpha3
+            preset = o.preset if isinstance(o.preset, Preset) else load_preset(o.preset, o.nodes)
+            legacy = preset.legacy_v1alpha3
         self.apiserver = APIServer(APIServerOptions(
             data_dir=self.data_dir, store_url=store_url, address=o.address, port=o.port,
             insecure_http=o.insecure_http, feature_gates=o.feature_gates,
