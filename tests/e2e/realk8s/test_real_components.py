@@ -109,16 +109,18 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealControlPlane]
     bins = binaries()
     folder = tmp_path_factory.mktemp("realk8s")
     with draemu_up(folder, "--preset", "seed", "--no-scheduler", "--no-controllers") as up:
-        # The scheduler as the identity RBAC's bootstrap policy gives its permissions; the
-        # controller manager as the administrator (without service-account credentials
-        # every controller uses its client).
+        # Each as the identity RBAC's bootstrap policy gives its permissions; the
+        # controller manager runs each controller with its own service account's tokens
+        # (TokenRequest), as kubeadm sets it up.
         scheduler_kubeconfig = identity_kubeconfig(folder, "system:kube-scheduler")
+        kcm_kubeconfig = identity_kubeconfig(folder, "system:kube-controller-manager")
         # No serving port (0): the test needs their API clients only.
         common = ["--leader-elect=false", "--secure-port=0", "--v=2"]
         scheduler = start("kube-scheduler", bins["kube-scheduler"],
                           [*common, f"--kubeconfig={scheduler_kubeconfig}"], folder)
         kcm = start("kube-controller-manager", bins["kube-controller-manager"],
-                    [*common, f"--kubeconfig={up.kubeconfig}", "--controllers=*",
+                    [*common, f"--kubeconfig={kcm_kubeconfig}", "--controllers=*",
+                     "--use-service-account-credentials=true",
                      "--authentication-skip-lookup=true",
                      # node-ipam needs a cluster CIDR; the others must run as upstream's.
                      "--allocate-node-cidrs=false"], folder)
@@ -218,6 +220,13 @@ def test_both_list_and_watch_every_resource_they_need(real: RealControlPlane) ->
 def test_every_node_publishes_its_csinode(real: RealControlPlane) -> None:
     names = {n["metadata"]["name"] for n in real.get("csinodes")["items"]}
     assert names == {"gpu-node-01", "gpu-node-02", "gpu-node-03"}
+
+
+def test_the_controllers_run_as_their_own_service_accounts(real: RealControlPlane) -> None:
+    names = {sa["metadata"]["name"]
+             for sa in real.get("serviceaccounts", "-n", "kube-system")["items"]}
+    assert {"daemon-set-controller", "statefulset-controller", "endpointslice-controller",
+            "resource-claim-controller", "job-controller"} <= names
 
 
 # --- the seed scenarios under the real scheduler ---------------------------------------------
