@@ -5,7 +5,8 @@ They must find every resource they list and watch (no `Failed to watch` or `fail
 list` in their logs), place the seed scenarios' pods as draemu's scheduler does (the
 outcomes tests/e2e/seed checks), create claims from templates with the real
 resourceclaim controller and remove them after their pods, and bring a DaemonSet, a
-Deployment behind a Service and a StatefulSet to their desired state.
+Deployment behind a Service and a StatefulSet to their desired state. The same workloads
+run under draemu's own controllers (plain `draemu up`), which must reach the same state.
 
 The binaries come from tests/e2e/realk8s/build.sh (`make test` runs it; the cache is
 ${DRAEMU_REALK8S_CACHE:-~/.cache/draemu/realk8s}). Without them the tests skip, except
@@ -96,6 +97,21 @@ class RealControlPlane:
         return self.scheduler, self.controller_manager
 
 
+@dataclass
+class OwnControlPlane:
+    """draemu's own scheduler and controllers, for the same workloads side by side."""
+    draemu: RunningDraemu
+
+    def kubectl(self, *args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
+        return self.draemu.kubectl(*args, **kw)
+
+    def get(self, *args: str) -> Any:
+        return json.loads(self.kubectl("get", *args, "-o", "json").stdout)
+
+
+Plane = RealControlPlane | OwnControlPlane
+
+
 def start(name: str, binary: Path, args: list[str], folder: Path) -> Component:
     log = folder / f"{name}.log"
     with open(log, "wb") as out:
@@ -148,6 +164,19 @@ def identity_kubeconfig(folder: Path, user: str) -> Path:
                                             client_cert_pem=pair.cert_pem,
                                             client_key_pem=pair.key_pem))
     return path
+
+
+@pytest.fixture(scope="module")
+def own(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnControlPlane]:
+    binaries()  # the comparison is with the real components: skip with them
+    with draemu_up(tmp_path_factory.mktemp("own"), "--preset", "seed") as up:
+        yield OwnControlPlane(up)
+
+
+@pytest.fixture(params=["real", "draemu"])
+def plane(request: pytest.FixtureRequest) -> Plane:
+    """The workloads run under the real kube-controller-manager and under draemu's."""
+    return request.getfixturevalue("real" if request.param == "real" else "own")
 
 
 def wait_started(plane: RealControlPlane, timeout: float = 60) -> None:
@@ -313,7 +342,7 @@ def test_scenario_3_gpu_and_nic_share_a_numa_node(real: RealControlPlane) -> Non
             real.kubectl("delete", "-f", f, "--wait=true")
 
 
-# --- workloads under the real controller-manager --------------------------------------------
+# --- workloads under the real controller-manager and under draemu's ---------------------
 
 POD_SPEC = {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}
 
@@ -326,39 +355,39 @@ def workload(kind: str, name: str, **spec: Any) -> dict[str, Any]:
                      **spec}}
 
 
-def apply(real: RealControlPlane, *objs: dict[str, Any]) -> None:
-    real.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
+def apply(plane: Plane, *objs: dict[str, Any]) -> None:
+    plane.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
                                                         "items": list(objs)}))
 
 
-def test_a_daemonset_runs_one_pod_on_every_node(real: RealControlPlane) -> None:
-    apply(real, workload("DaemonSet", "agent"))
+def test_a_daemonset_runs_one_pod_on_every_node(plane: Plane) -> None:
+    apply(plane, workload("DaemonSet", "agent"))
     try:
         def done() -> Any:
-            st = real.get("daemonset", "agent").get("status") or {}
+            st = plane.get("daemonset", "agent").get("status") or {}
             return st.get("numberReady") == st.get("desiredNumberScheduled") == 3 and st
         status = wait_for("the DaemonSet to be ready on 3 nodes", done)
         assert status["updatedNumberScheduled"] == 3 and status["numberMisscheduled"] == 0
-        pods = real.get("pods", "-l", "app=agent")["items"]
+        pods = plane.get("pods", "-l", "app=agent")["items"]
         assert sorted(p["spec"]["nodeName"] for p in pods) == [
             "gpu-node-01", "gpu-node-02", "gpu-node-03"]
         assert all("controller-revision-hash" in p["metadata"]["labels"] for p in pods)
-        assert real.get("controllerrevisions", "-l", "app=agent")["items"]
+        assert plane.get("controllerrevisions", "-l", "app=agent")["items"]
     finally:
-        real.kubectl("delete", "daemonset", "agent", "--wait=true")
+        plane.kubectl("delete", "daemonset", "agent", "--wait=true")
 
 
-def test_a_deployment_behind_a_service_gets_endpoints(real: RealControlPlane) -> None:
+def test_a_deployment_behind_a_service_gets_endpoints(plane: Plane) -> None:
     service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
                "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}
-    apply(real, workload("Deployment", "web", replicas=2), service)
+    apply(plane, workload("Deployment", "web", replicas=2), service)
     try:
-        real.kubectl("rollout", "status", "deployment/web", "--timeout=60s")
-        ips = sorted(p["status"]["podIP"] for p in real.get("pods", "-l", "app=web")["items"])
+        plane.kubectl("rollout", "status", "deployment/web", "--timeout=60s")
+        ips = sorted(p["status"]["podIP"] for p in plane.get("pods", "-l", "app=web")["items"])
         assert len(ips) == 2
 
         def endpoints() -> Any:
-            ep = real.get("endpoints", "web")
+            ep = plane.get("endpoints", "web")
             got = sorted(a["ip"] for s in ep.get("subsets") or [] for a in s.get("addresses")
                          or [])
             return got == ips
@@ -366,7 +395,7 @@ def test_a_deployment_behind_a_service_gets_endpoints(real: RealControlPlane) ->
         wait_for("the Service's Endpoints to list both pods", endpoints)
 
         def slices() -> Any:
-            items = real.get("endpointslices", "-l", "kubernetes.io/service-name=web")["items"]
+            items = plane.get("endpointslices", "-l", "kubernetes.io/service-name=web")["items"]
             got = sorted(addr for s in items for e in s.get("endpoints") or []
                          if (e.get("conditions") or {}).get("ready")
                          for addr in e["addresses"])
@@ -374,20 +403,20 @@ def test_a_deployment_behind_a_service_gets_endpoints(real: RealControlPlane) ->
 
         wait_for("the Service's EndpointSlice to list both pods", slices)
     finally:
-        real.kubectl("delete", "deployment/web", "service/web", "--wait=true")
+        plane.kubectl("delete", "deployment/web", "service/web", "--wait=true")
 
 
-def test_a_statefulset_creates_its_pods_in_order(real: RealControlPlane) -> None:
-    apply(real, workload("StatefulSet", "db", replicas=2, serviceName="db"))
+def test_a_statefulset_creates_its_pods_in_order(plane: Plane) -> None:
+    apply(plane, workload("StatefulSet", "db", replicas=2, serviceName="db"))
     try:
         def done() -> Any:
-            st = real.get("statefulset", "db").get("status") or {}
+            st = plane.get("statefulset", "db").get("status") or {}
             return st.get("readyReplicas") == 2 and st.get("currentReplicas") == 2
         wait_for("the StatefulSet's two pods to be ready", done)
-        pods = sorted(p["metadata"]["name"] for p in real.get("pods", "-l", "app=db")["items"])
+        pods = sorted(p["metadata"]["name"] for p in plane.get("pods", "-l", "app=db")["items"])
         assert pods == ["db-0", "db-1"]
     finally:
-        real.kubectl("delete", "statefulset", "db", "--wait=true")
+        plane.kubectl("delete", "statefulset", "db", "--wait=true")
 
 
 def test_no_list_or_watch_failure_nor_repeated_missing_object_after_everything(
