@@ -7,6 +7,11 @@
 - Deallocates claims when their last user goes (the transition from reserved to
   unreserved) and lifts the delete protection.
 - Deletes generated claims whose pod will not run again.
+- DRAWorkloadResourceClaims: creates the claim of every PodGroup `spec.resourceClaims[]`
+  entry that names a template (owned by the PodGroup) and records it in the PodGroup's
+  `status.resourceClaimStatuses`; a pod entry that equals one of its PodGroup's uses that
+  claim (recorded in the pod's status once the group has it) instead of one of its own;
+  reservations for a PodGroup stay while the PodGroup exists.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any
 
 from draemu.api.meta import meta, name_of, namespace_of, pod_is_done, uid_of
 from draemu.api.types import Obj
+from draemu.api.workloadclaims import POD_GROUP_API_VERSION, group_claim, pod_group_name
 from draemu.client import ApiError, key_of
 from draemu.controllers.base import Controller, split_key
 
@@ -25,6 +31,8 @@ POD_CLAIM_NAME = "resource.kubernetes.io/pod-claim-name"
 DELETE_PROTECTION = "resource.kubernetes.io/delete-protection"
 # Room for "-" and five random characters in a 63-character name.
 _MAX_BASE = 57
+# A pod's PodGroup that the informer does not have (yet).
+_UNKNOWN: Obj = {}
 
 
 def generate_name(pod_name: str, claim_name: str) -> str:
@@ -44,6 +52,14 @@ def owning_pod(claim: Obj) -> tuple[str, str]:
                 "apiVersion") == "v1":
             return ref.get("name", ""), ref.get("uid", "")
     return "", ""
+
+
+def owner_uid(claim: Obj) -> str:
+    """The uid of the pod or PodGroup a generated claim was made for."""
+    for ref in meta(claim).get("ownerReferences") or []:
+        if ref.get("controller") and ref.get("kind") in ("Pod", "PodGroup"):
+            return ref.get("uid", "")
+    return ""
 
 
 class ResourceClaimController(Controller):
@@ -67,6 +83,14 @@ class ResourceClaimController(Controller):
         self.claims.add_handler(on_add=self._claim_changed, on_update=lambda _o, n:
                                 self._claim_changed(n), on_delete=self._claim_deleted)
         self.templates.add_handler(on_add=self._template_added)
+        gates = self.ctx.gates
+        self.pod_groups = None
+        if gates.enabled("GenericWorkload") and gates.enabled("DRAWorkloadResourceClaims"):
+            self.pod_groups = inf.informer(POD_GROUP_API_VERSION, "podgroups")
+            self.pod_groups.add_handler(
+                on_add=self._pod_group_changed,
+                on_update=lambda _o, n: self._pod_group_changed(n),
+                on_delete=self._pod_group_changed)
 
     def primary(self) -> Any:
         return self.claims
@@ -94,9 +118,21 @@ class ResourceClaimController(Controller):
         for name in self._claim_names(pod):
             self.queue.add(f"claim:{namespace_of(pod)}/{name}")
 
+    def _pod_group_changed(self, pod_group: Obj) -> None:
+        self.queue.add("podgroup:" + key_of(pod_group))
+        ns, name = namespace_of(pod_group), name_of(pod_group)
+        for pod in self.pods.list():  # its pods wait for the group's claims
+            if namespace_of(pod) == ns and pod_group_name(pod) == name:
+                self.queue.add("pod:" + key_of(pod))
+        for claim in self.claims.list():  # reservations of a PodGroup that is gone
+            if namespace_of(claim) == ns and any(
+                    r.get("resource") == "podgroups" and r.get("name") == name
+                    for r in (claim.get("status") or {}).get("reservedFor") or []):
+                self.queue.add("claim:" + key_of(claim))
+
     @staticmethod
     def _generated_key(claim: Obj) -> tuple[str, str] | None:
-        uid = owning_pod(claim)[1]
+        uid = owner_uid(claim)
         name = (meta(claim).get("annotations") or {}).get(POD_CLAIM_NAME)
         return (uid, name) if uid and name else None
 
@@ -138,6 +174,8 @@ class ResourceClaimController(Controller):
         what, _, rest = key.partition(":")
         if what == "pod":
             await self._sync_pod(rest)
+        elif what == "podgroup":
+            await self._sync_pod_group(rest)
         else:
             await self._sync_claim(rest)
         return None
@@ -149,10 +187,22 @@ class ResourceClaimController(Controller):
         statuses = copy.deepcopy((pod.get("status") or {}).get("resourceClaimStatuses") or [])
         recorded = {s.get("name") for s in statuses}
         changed = False
+        group = self._pod_group_of(pod)
         for pc in (pod.get("spec") or {}).get("resourceClaims") or []:
             template_name = pc.get("resourceClaimTemplateName")
             if not template_name or pc.get("name") in recorded:
                 continue
+            if group is not None:
+                if group is _UNKNOWN:
+                    continue  # the PodGroup's arrival re-queues the pod
+                if group_claim(pc, group) is not None:
+                    made = {s.get("name"): s.get("resourceClaimName") for s in (
+                        group.get("status") or {}).get("resourceClaimStatuses") or []}
+                    if made.get(pc["name"]):  # else: the group's status update re-queues
+                        statuses.append({"name": pc["name"],
+                                         "resourceClaimName": made[pc["name"]]})
+                        changed = True
+                    continue
             claim = self._find_generated(pod, pc["name"]) or await self._create_claim(
                 pod, pc["name"], template_name)
             if claim is None:
@@ -164,6 +214,37 @@ class ResourceClaimController(Controller):
                                     {"status": {"resourceClaimStatuses": statuses}},
                                     namespace=namespace_of(pod), subresource="status")
 
+    def _pod_group_of(self, pod: Obj) -> Obj | None:
+        """The pod's PodGroup when group claims are on; _UNKNOWN while it is not known."""
+        name = pod_group_name(pod)
+        if self.pod_groups is None or name is None:
+            return None
+        return self.pod_groups.get(f"{namespace_of(pod)}/{name}") or _UNKNOWN
+
+    async def _sync_pod_group(self, key: str) -> None:
+        assert self.pod_groups is not None
+        group = self.pod_groups.get(key)
+        if group is None or meta(group).get("deletionTimestamp"):
+            return
+        statuses = copy.deepcopy((group.get("status") or {}).get("resourceClaimStatuses")
+                                 or [])
+        recorded = {s.get("name") for s in statuses}
+        changed = False
+        for entry in (group.get("spec") or {}).get("resourceClaims") or []:
+            template_name = entry.get("resourceClaimTemplateName")
+            if not template_name or entry.get("name") in recorded:
+                continue
+            claim = self._find_generated(group, entry["name"]) or await self._create_claim(
+                group, entry["name"], template_name, is_group=True)
+            if claim is None:
+                continue
+            statuses.append({"name": entry["name"], "resourceClaimName": name_of(claim)})
+            changed = True
+        if changed:
+            await self.client.patch(POD_GROUP_API_VERSION, "podgroups", name_of(group),
+                                    {"status": {"resourceClaimStatuses": statuses}},
+                                    namespace=namespace_of(group), subresource="status")
+
     def _find_generated(self, pod: Obj, pod_claim_name: str) -> Obj | None:
         key = self.generated.get((uid_of(pod), pod_claim_name))
         claim = self.claims.get(key) if key else None
@@ -171,8 +252,9 @@ class ResourceClaimController(Controller):
             return None
         return claim
 
-    async def _create_claim(self, pod: Obj, pod_claim_name: str,
-                            template_name: str) -> Obj | None:
+    async def _create_claim(self, pod: Obj, pod_claim_name: str, template_name: str,
+                            is_group: bool = False) -> Obj | None:
+        """The claim of a pod's (or, `is_group`, a PodGroup's) claim entry."""
         ns = namespace_of(pod)
         template = self.templates.get(f"{ns}/{template_name}")
         if template is None:
@@ -198,9 +280,12 @@ class ResourceClaimController(Controller):
                 "namespace": ns,
                 "labels": dict(tmeta.get("labels") or {}),
                 "annotations": annotations,
-                "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": name_of(pod),
-                                     "uid": uid_of(pod), "controller": True,
-                                     "blockOwnerDeletion": True}],
+                "ownerReferences": [
+                    {"apiVersion": POD_GROUP_API_VERSION, "kind": "PodGroup",
+                     "name": name_of(pod), "uid": uid_of(pod), "controller": True}
+                    if is_group else
+                    {"apiVersion": "v1", "kind": "Pod", "name": name_of(pod),
+                     "uid": uid_of(pod), "controller": True, "blockOwnerDeletion": True}],
             },
             "spec": copy.deepcopy((template.get("spec") or {}).get("spec") or {}),
         }
@@ -229,6 +314,10 @@ class ResourceClaimController(Controller):
         for ref in reserved:
             if ref.get("resource") == "pods" and not ref.get("apiGroup"):
                 if await self._pod_still_needs(ns or "", ref):
+                    valid.append(ref)
+            elif ref.get("resource") == "podgroups" and self.pod_groups is not None:
+                group = self.pod_groups.get(f"{ns}/{ref.get('name')}")
+                if group is not None and uid_of(group) == ref.get("uid"):
                     valid.append(ref)
             else:
                 valid.append(ref)

@@ -18,6 +18,7 @@ from typing import Any
 import grpc
 
 from draemu.api.types import Obj
+from draemu.api.workloadclaims import owned_by_pod_group, pod_group_name, reserved_for_pod
 from draemu.client import ApiError, Client
 from draemu.kubelet.dra.claiminfo import ClaimCache, ClaimInfo, DeviceState, skipped_operations
 from draemu.kubelet.dra.plugins import DRAPluginManager
@@ -64,33 +65,6 @@ def _controlled_by(claim: Obj, pod: Obj) -> bool:
                for ref in claim["metadata"].get("ownerReferences") or [])
 
 
-def _pod_group(pod: Obj) -> str | None:
-    return ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
-
-
-def _for_pod_group(claim: Obj, pod: Obj) -> bool:
-    """Made for the pod's PodGroup (DRAWorkloadResourceClaims): the group controls it. Pods
-    do not know their group's UID, so its kind, group and name are compared."""
-    group = _pod_group(pod)
-    return group is not None and any(
-        ref.get("controller") and ref.get("kind") == "PodGroup" and ref.get("name") == group
-        and str(ref.get("apiVersion", "")).startswith("scheduling.k8s.io/")
-        for ref in claim["metadata"].get("ownerReferences") or [])
-
-
-def _reserved_for(claim: Obj, pod: Obj, pod_groups: bool) -> bool:
-    """The claim is reserved for the pod, or (with DRAWorkloadResourceClaims) for its
-    PodGroup (upstream's IsReservedForPod)."""
-    group = _pod_group(pod) if pod_groups else None
-    for ref in (claim.get("status") or {}).get("reservedFor") or []:
-        if ref.get("uid") == pod["metadata"]["uid"]:
-            return True
-        if group is not None and ref.get("apiGroup") == "scheduling.k8s.io" and \
-                ref.get("resource") == "podgroups" and ref.get("name") == group:
-            return True
-    return False
-
-
 class DRAManager:
     def __init__(self, client: Client, plugins: DRAPluginManager, cache: ClaimCache,
                  call_timeout: float = CALL_TIMEOUT, optional_node_operations: bool = False,
@@ -117,16 +91,16 @@ class DRAManager:
                 raise DRAError(f"failed to fetch ResourceClaim {name} referenced by pod "
                                f"{meta['namespace']}/{meta['name']}: {err.message}") from err
             if from_template and not _controlled_by(claim, pod):
-                group = _pod_group(pod) if self.pod_group_claims else None
+                group = pod_group_name(pod) if self.pod_group_claims else None
                 if group is None:
                     raise DRAError(f"ResourceClaim {name} was not created for pod "
                                    f"{meta['namespace']}/{meta['name']} (pod is not owner)")
-                if not _for_pod_group(claim, pod):
+                if not owned_by_pod_group(claim, pod):
                     raise DRAError(f"ResourceClaim {meta['namespace']}/{name} was not created "
                                    f"for Pod {meta['namespace']}/{meta['name']} (neither Pod "
                                    f"nor PodGroup {group} is the owner)")
             status = claim.get("status") or {}
-            if not _reserved_for(claim, pod, self.pod_group_claims):
+            if not reserved_for_pod(claim, pod, self.pod_group_claims):
                 raise DRAError(f"pod {meta['name']}({pod_uid}) is not allowed to use "
                                f"ResourceClaim {name}({claim['metadata']['uid']})")
             allocation = status.get("allocation")

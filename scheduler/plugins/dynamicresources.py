@@ -38,6 +38,7 @@ from typing import Any
 
 from draemu.api.meta import now, parse_time, time_now
 from draemu.api.nodeselector import selector_matches
+from draemu.api.workloadclaims import owned_by_pod_group, reserved_for_pod
 from draemu.client import ApiError, Client
 from draemu.features import FeatureGates
 from draemu.log import get_logger
@@ -257,7 +258,8 @@ class DynamicResources:
                 return [], Status.unschedulable(f"resourceclaim \"{name}\" is being deleted",
                                                 resolvable=False)
             if generated and not any(o.get("uid") == meta["uid"] and o.get("controller")
-                                     for o in cmeta.get("ownerReferences") or []):
+                                     for o in cmeta.get("ownerReferences") or []) and not (
+                    self._pod_group_claims() and owned_by_pod_group(claim, pod)):
                 return [], Status.unschedulable(
                     f"ResourceClaim {meta['namespace']}/{name} was not created for pod "
                     f"{meta['namespace']}/{meta['name']} (pod is not owner)", resolvable=False)
@@ -348,7 +350,7 @@ class DynamicResources:
             if allocation:
                 reserved = claim_status.get("reservedFor") or []
                 if len(reserved) >= RESERVED_FOR_MAX and \
-                        not any(r.get("uid") == pod_uid for r in reserved):
+                        not reserved_for_pod(claim, pod, self._pod_group_claims()):
                     return Status.unschedulable(
                         f"resourceclaim {claim['metadata']['name']} is already reserved for "
                         f"{RESERVED_FOR_MAX} consumers, the maximum", resolvable=False), None
@@ -621,7 +623,8 @@ class DynamicResources:
                 allocation = flying.claim["status"]["allocation"] \
                     if flying and flying.pod_uid == pod_meta["uid"] else None
                 # Kept in the state, so that Unreserve sees what was written.
-                st.claims[i] = await self._reserve_claim(claim, pod_meta, allocation)
+                st.claims[i] = await self._reserve_claim(claim, pod_meta, allocation,
+                                                         self._consumer(claim, pod))
                 written.append(st.claims[i])
             if node_name in st.extended_claims:
                 written.append(await self._create_extended_claim(
@@ -663,15 +666,32 @@ class DynamicResources:
             raise _PreBindError(f"record extended resource claim: {e.message}") from e
         return written
 
-    async def _reserve_claim(self, claim: dict, pod_meta: dict,
-                             allocation: dict | None) -> dict:
-        """Adds the pod to the claim's reservedFor (and the allocation, if we made one)."""
+    def _pod_group_claims(self) -> bool:
+        return self._gates.enabled("DRAWorkloadResourceClaims")
+
+    def _consumer(self, claim: dict, pod: dict) -> dict:
+        """Whom the claim is reserved for: the pod, or (DRAWorkloadResourceClaims) the
+        pod's PodGroup when the claim was made for the group."""
+        if self._pod_group_claims() and owned_by_pod_group(claim, pod):
+            owner = next(r for r in claim["metadata"].get("ownerReferences") or []
+                         if r.get("controller") and r.get("kind") == "PodGroup")
+            return {"apiGroup": "scheduling.k8s.io", "resource": "podgroups",
+                    "name": owner["name"], "uid": owner.get("uid", "")}
+        meta = pod["metadata"]
+        return {"resource": "pods", "name": meta["name"], "uid": meta["uid"]}
+
+    async def _reserve_claim(self, claim: dict, pod_meta: dict, allocation: dict | None,
+                             consumer: dict | None = None) -> dict:
+        """Adds the pod (or `consumer`) to the claim's reservedFor (and the allocation, if
+        we made one)."""
         meta = claim["metadata"]
         ns, name = meta["namespace"], meta["name"]
+        consumer = consumer or {"resource": "pods", "name": pod_meta["name"],
+                                "uid": pod_meta["uid"]}
         fresh = claim
         for attempt in range(CONFLICT_RETRIES):
             status = fresh.get("status") or {}
-            if any(r.get("uid") == pod_meta["uid"] for r in status.get("reservedFor") or []):
+            if any(r.get("uid") == consumer["uid"] for r in status.get("reservedFor") or []):
                 return fresh
             if fresh["metadata"].get("deletionTimestamp"):
                 raise _PreBindError(f"resourceclaim {ns}/{name} is being deleted")
@@ -695,9 +715,7 @@ class DynamicResources:
                             allocation) and not allocation.get("allocationTimestamp"):
                         allocation = {**allocation, "allocationTimestamp": time_now()}
                     new_status["allocation"] = allocation
-                new_status["reservedFor"] = [
-                    *(new_status.get("reservedFor") or []),
-                    {"resource": "pods", "name": pod_meta["name"], "uid": pod_meta["uid"]}]
+                new_status["reservedFor"] = [*(new_status.get("reservedFor") or []), consumer]
                 return await self._client.update(RESOURCE_V1, "resourceclaims",
                                                   {**fresh, "status": new_status},
                                                   subresource="status")
