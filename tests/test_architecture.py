@@ -166,3 +166,12 @@ def test_objects_have_one_alias():
              if path != ROOT / "draemu" / "api" / "types.py"
              and "\nObj = dict[str, Any]" in "\n" + path.read_text()]
     assert again == []
+
+
+def test_test_module_names_are_unique():
+    """Test folders are not packages, so pytest imports each module by its file name: two
+    test_x.py in different folders stop the whole suite's collection."""
+    seen: dict[str, list[str]] = {}
+    for path in [*(ROOT / "tests").rglob("test_*.py"), *(ROOT / "examples").rglob("test_*.py")]:
+        seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
