@@ -1,5 +1,6 @@
-"""Fixtures of the store tests: a throw-away PostgreSQL server for the session and a
-store opened on each backend."""
+"""Fixtures of the store tests (a pytest plugin, loaded by tests/conftest.py): a
+throw-away PostgreSQL server for the session and a store opened on each backend. A test
+that takes `store` or `store_url` runs once per backend; the PostgreSQL runs are e2e."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from draemu.store import open_store
 
 pytestmark = pytest.mark.e2e
 
-CHILD = Path(__file__).with_name("store_child.py")
+CHILD = Path(__file__).parents[2] / "store" / "store_child.py"
 TIMEOUT = 60
 
 

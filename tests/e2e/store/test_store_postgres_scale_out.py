@@ -13,7 +13,7 @@ from draemu.store import ConflictError, Event, Store, Watch, open_store, postgre
 
 pytestmark = pytest.mark.e2e
 
-CHILD = Path(__file__).with_name("store_child.py")
+CHILD = Path(__file__).parents[2] / "store" / "store_child.py"
 TIMEOUT = 60
 
 

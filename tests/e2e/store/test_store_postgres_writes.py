@@ -13,7 +13,7 @@ import pytest
 from draemu.store import KeyExistsError, StoreError, open_store, postgres
 
 pytestmark = [pytest.mark.e2e, pytest.mark.backends("postgresql")]
-CHILD = Path(__file__).with_name("store_child.py")
+CHILD = Path(__file__).parents[2] / "store" / "store_child.py"
 TIMEOUT = 60
 
 
