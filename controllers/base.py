@@ -6,6 +6,7 @@ event is repaired within `resync_seconds`."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -20,6 +21,7 @@ from draemu.client import (
     WorkQueue,
     key_of,
 )
+from draemu.controllers.credentials import SERVICE_ACCOUNTS
 from draemu.features import FeatureGates
 from draemu.log import get_logger
 
@@ -31,6 +33,9 @@ class ControllerContext:
     gates: FeatureGates = field(default_factory=FeatureGates)
     # Tunables (seconds), shortened in tests.
     settings: dict[str, float] = field(default_factory=dict)
+    # A controller's own client, by its ServiceAccount name (controllers/credentials.py);
+    # None: every controller writes with `client`.
+    client_for: Callable[[str], Client] | None = None
 
     def setting(self, name: str, default: float) -> float:
         return float(self.settings.get(name, default))
@@ -43,9 +48,10 @@ class Controller:
 
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
-        self.client = ctx.client
+        account = SERVICE_ACCOUNTS.get(self.name)
+        self.client = ctx.client_for(account) if ctx.client_for and account else ctx.client
         self.queue = WorkQueue()
-        self.recorder = EventRecorder(ctx.client, self.component())
+        self.recorder = EventRecorder(self.client, self.component())
         self.log = get_logger(f"controller.{self.name}")
         self._tasks: list[asyncio.Task[None]] = []
         self.setup()

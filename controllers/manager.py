@@ -6,6 +6,8 @@ apiserver.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from draemu.client import Client, SharedInformers
 from draemu.controllers.base import Controller, ControllerContext
 from draemu.controllers.clusterroleaggregation import ClusterRoleAggregationController
@@ -59,14 +61,17 @@ ALL = [*SIMPLE, *DISCOVERING]
 class ControllerManager:
     def __init__(self, client: Client, gates: FeatureGates | None = None, *,
                  enabled: list[str] | None = None,
-                 settings: dict[str, float] | None = None) -> None:
+                 settings: dict[str, float] | None = None,
+                 client_for: Callable[[str], Client] | None = None) -> None:
+        """`client_for(account)`: the client of a controller's ServiceAccount (see
+        credentials.py); without it every controller uses `client`."""
         unknown = set(enabled or []) - set(ALL)
         if unknown:
             raise ValueError(f"unknown controllers: {', '.join(sorted(unknown))}; "
                              f"known: {', '.join(ALL)}")
         self.enabled = enabled or ALL
         self.ctx = ControllerContext(client, SharedInformers(client), gates or FeatureGates(),
-                                     dict(settings or {}))
+                                     dict(settings or {}), client_for)
         self.controllers: list[Controller] = []
 
     async def start(self) -> None:

@@ -116,10 +116,11 @@ class NamespaceController(Controller):
             set_condition(conditions, "NamespaceFinalizersRemaining", "False",
                           "ContentHasNoFinalizers", "All content-preserving finalizers finished")
         if conditions != ((ns.get("status") or {}).get("conditions") or []):
+            # An update, as upstream's UpdateStatus: the namespace controller's role
+            # grants update (not patch) on namespaces/status.
+            fresh = {**ns, "status": {**(ns.get("status") or {}), "conditions": conditions}}
             try:
-                await self.client.patch("v1", "namespaces", meta(ns)["name"],
-                                        {"status": {"conditions": conditions}},
-                                        subresource="status")
+                await self.client.update("v1", "namespaces", fresh, subresource="status")
             except ApiError as e:
                 if e.code != 404:
                     raise

@@ -18,6 +18,9 @@ AUTHENTICATED = "system:authenticated"
 NODE_PREFIX = "system:node:"
 SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
 SERVICE_ACCOUNTS = "system:serviceaccounts"
+# The control plane's own users, bound by the bootstrap RBAC policy.
+KUBE_SCHEDULER = "system:kube-scheduler"
+KUBE_CONTROLLER_MANAGER = "system:kube-controller-manager"
 
 
 @dataclass(frozen=True)

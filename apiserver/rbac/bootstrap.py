@@ -41,10 +41,47 @@ _KINDS = {"clusterRoles": ("clusterroles", "ClusterRole"),
           "roles": ("roles", "Role"), "roleBindings": ("rolebindings", "RoleBinding")}
 
 
-def policy() -> dict[str, list[Obj]]:
+# Roles upstream adds only with a feature gate on (controller_policy.go), with their
+# bindings to the controller's service account in kube-system.
+_EVENTS_RULE = {"apiGroups": ["", "events.k8s.io"], "resources": ["events"],
+                "verbs": ["create", "update", "patch"]}
+_GATED_CONTROLLER_ROLES: dict[str, dict[str, list[Obj]]] = {
+    "DRAResourcePoolStatus": {"resourcepoolstatusrequest-controller": [
+        {"apiGroups": ["resource.k8s.io"], "resources": ["resourcepoolstatusrequests"],
+         "verbs": ["get", "list", "watch", "delete"]},
+        {"apiGroups": ["resource.k8s.io"], "resources": ["resourcepoolstatusrequests/status"],
+         "verbs": ["update", "patch"]},
+        {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"],
+         "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"],
+         "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["resource.k8s.io"], "resources": ["devicetaintrules"],
+         "verbs": ["get", "list", "watch"]},
+        _EVENTS_RULE]},
+}
+
+
+def _gated(gates: FeatureGates) -> dict[str, list[Obj]]:
+    roles, bindings = [], []
+    for gate, controllers in _GATED_CONTROLLER_ROLES.items():
+        if not gates.enabled(gate):
+            continue
+        for controller, rules in controllers.items():
+            name = f"system:controller:{controller}"
+            roles.append({"name": name, "rules": rules})
+            bindings.append({"name": name, "roleRef": {
+                "apiGroup": GROUP, "kind": "ClusterRole", "name": name},
+                "subjects": [{"kind": "ServiceAccount", "name": controller,
+                              "namespace": "kube-system"}]})
+    return {"clusterRoles": roles, "clusterRoleBindings": bindings}
+
+
+def policy(gates: FeatureGates | None = None) -> dict[str, list[Obj]]:
     """Every bootstrap object, whole (kind, metadata with the common label and
-    annotation)."""
+    annotation), with the gated controller roles of the gates that are on."""
     data = json.loads(_POLICY.read_text())
+    for key, extra in _gated(gates or FeatureGates()).items():
+        data[key] = data[key] + extra
     out: dict[str, list[Obj]] = {}
     for key, (_resource, kind) in _KINDS.items():
         objects = []
@@ -143,7 +180,7 @@ async def _ensure(table: ResourceTable, storage: Storage, gates: FeatureGates,
 async def ensure_bootstrap_policy(table: ResourceTable, storage: Storage,
                                   gates: FeatureGates) -> None:
     """Create or complete every bootstrap role, then every binding."""
-    objects = policy()
+    objects = policy(gates)
     for keys in (("clusterRoles", "roles"), ("clusterRoleBindings", "roleBindings")):
         work = []
         for key in keys:

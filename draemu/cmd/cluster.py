@@ -17,6 +17,12 @@ from typing import Any
 
 from draemu.client import Client
 from draemu.features import FeatureGates
+from draemu.identity import (
+    KUBE_CONTROLLER_MANAGER,
+    KUBE_SCHEDULER,
+    service_account_groups,
+    service_account_user,
+)
 from draemu.log import get_logger
 
 log = get_logger("cluster")
@@ -81,9 +87,10 @@ class Cluster:
     def kubeconfig_path(self) -> Path:
         return Path(self.apiserver.kubeconfig_path)
 
-    def client(self, user_agent: str) -> Client:
-        """A client for a control-plane component in this process (loopback socket)."""
-        client = self.apiserver.loopback_client(user_agent)
+    def client(self, user_agent: str, user: str, groups: tuple[str, ...] = ()) -> Client:
+        """A client for a control-plane component in this process (loopback socket), as
+        the identity its upstream counterpart has (none is in system:masters)."""
+        client = self.apiserver.loopback_client(user_agent, user, groups)
         self._clients.append(client)
         return client
 
@@ -112,9 +119,15 @@ class Cluster:
         if o.controllers:
             from draemu.controllers.manager import ControllerManager
 
+            # As kube-controller-manager with --use-service-account-credentials: informers
+            # as system:kube-controller-manager, each controller as its ServiceAccount.
             self.controllers = ControllerManager(
-                self.client("draemu-controller-manager"), o.feature_gates,
-                settings=o.controller_settings)
+                self.client("draemu-controller-manager", KUBE_CONTROLLER_MANAGER),
+                o.feature_gates, settings=o.controller_settings,
+                client_for=lambda account: self.client(
+                    f"draemu-controller-manager/{account}",
+                    service_account_user("kube-system", account),
+                    service_account_groups("kube-system")))
             await self.controllers.start()
             # In one process, the apiserver's /metrics also shows the controllers'.
             manager = self.controllers
@@ -123,7 +136,8 @@ class Cluster:
         if o.scheduler:
             from draemu.scheduler import Scheduler
 
-            self.scheduler = Scheduler(self.client("draemu-scheduler"), o.feature_gates)
+            self.scheduler = Scheduler(self.client("draemu-scheduler", KUBE_SCHEDULER),
+                                       o.feature_gates)
             await self.scheduler.start()
         self.timings["control-plane"] = time.perf_counter() - t0
         if o.preset != "empty" or o.nodes:

@@ -131,3 +131,23 @@ def test_the_python_client_with_the_service_account_token(
         assert denied.value.status == 403
         assert f'User \\"{SA}\\" cannot get resource \\"secrets\\"' in denied.value.body or \
             f'User "{SA}" cannot get resource "secrets"' in denied.value.body
+
+
+def test_draemu_kubeconfig_for_a_service_account(
+        k: Kubectl, setup: str, module_apiserver: APIServer, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "sa.kubeconfig"
+    subprocess.run([sys.executable, "-m", "draemu", "kubeconfig", "--service-account",
+                    "drv/sa", "--data-dir", str(module_apiserver.data_dir), "-o", str(path)],
+                   check=True, timeout=60)
+    sa = Kubectl(path, k.cache_dir, k.binary)
+    assert _retry(sa, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}") == SA
+    assert "secrets" in sa.run("get", "secrets", check=False).stderr
+    missing = subprocess.run([sys.executable, "-m", "draemu", "kubeconfig",
+                              "--service-account", "drv/nobody", "--data-dir",
+                              str(module_apiserver.data_dir)], capture_output=True, text=True,
+                             timeout=60)
+    assert missing.returncode == 1
+    assert missing.stderr.strip() == 'error: serviceaccounts "nobody" not found'
