@@ -239,7 +239,7 @@ class APIServer:
         self.api.authorizer = UnionAuthorizer(
             PrivilegedGroupAuthorizer(),
             NodeAuthorizer(self.api.lookup, self.api.lookup_namespace),
-            RBACAuthorizer(self.api.lookup, self.api.lookup_namespace))
+            RBACAuthorizer(self.api.lookup, self.api.lookup_namespace, self._rbac_version))
         self.api.signer = self.signer
         self.api.authenticator.service_accounts = ServiceAccountAuthenticator(
             self.signer, self.api.lookup)
@@ -275,6 +275,13 @@ class APIServer:
                                     front_proxy_ca)
         self.write_kubeconfig(self.kubeconfig_path)
         self.api.ready.set()
+
+    def _rbac_version(self) -> tuple[int, ...]:
+        """Moves whenever a Role, ClusterRole or binding changes in the watch cache."""
+        cache = self._cache
+        assert cache is not None
+        return tuple(cache.bucket_version(f"/registry/rbac.authorization.k8s.io/{r}/")
+                     for r in ("roles", "clusterroles", "rolebindings", "clusterrolebindings"))
 
     def _loopback_socket_path(self) -> str:
         """The loopback socket's file: in the data directory (the data-dir lock keeps

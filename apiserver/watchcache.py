@@ -68,18 +68,22 @@ class Watcher:
 class _Bucket:
     """The objects under one resource prefix, with their keys kept sorted for lists."""
 
-    __slots__ = ("_sorted", "objects")
+    __slots__ = ("_sorted", "objects", "version")
 
     def __init__(self) -> None:
         self.objects: dict[str, Obj] = {}
         self._sorted: list[str] | None = None
+        # Counts changes, so that readers may keep what they derived from the objects.
+        self.version = 0
 
     def put(self, key: str, obj: Obj) -> None:
+        self.version += 1
         if key not in self.objects and self._sorted is not None:
             bisect.insort(self._sorted, key)
         self.objects[key] = obj
 
     def delete(self, key: str) -> None:
+        self.version += 1
         if self.objects.pop(key, None) is not None and self._sorted is not None:
             i = bisect.bisect_left(self._sorted, key)
             if i < len(self._sorted) and self._sorted[i] == key:
@@ -314,6 +318,12 @@ class WatchCache:
         except TimeoutError:
             return False
         return True
+
+    def bucket_version(self, prefix: str) -> int:
+        """How many times the objects under a resource prefix changed (RBAC keeps what it
+        resolved from bindings and roles until this moves)."""
+        bucket = self._buckets.get(bucket_of(prefix))
+        return bucket.version if bucket is not None else 0
 
     def get(self, key: str) -> Obj | None:
         bucket = self._buckets.get(bucket_of(key))

@@ -58,10 +58,41 @@ def role_rules(lookup: Lookup, role_ref: Obj, namespace: str) -> tuple[list[Rule
     return list(role.get("rules") or []), ""
 
 
+# Decisions kept between changes of RBAC objects; past this many the memo starts over.
+_MEMO_LIMIT = 50_000
+
+
 class RBACAuthorizer:
-    def __init__(self, lookup: Lookup, in_namespace: NamespaceLookup) -> None:
+    """`version()` (optional) changes whenever a role or binding does: decisions and
+    resolved rules are remembered until then (the watch cache's bucket versions)."""
+
+    def __init__(self, lookup: Lookup, in_namespace: NamespaceLookup,
+                 version: Callable[[], Any] | None = None) -> None:
         self.lookup = lookup
         self.in_namespace = in_namespace
+        self.version = version
+        self._seen: Any = None
+        self._resolved: dict[tuple[Any, ...], list[tuple[str, Rule | None, str]]] = {}
+        self._decisions: dict[tuple[Any, ...], Decision] = {}
+
+    def _fresh(self) -> bool:
+        """Forget what was derived from RBAC objects that changed since; False when there
+        is no version to go by (nothing is remembered then)."""
+        if self.version is None:
+            return False
+        now = self.version()
+        if now != self._seen or len(self._decisions) > _MEMO_LIMIT:
+            self._seen = now
+            self._resolved.clear()
+            self._decisions.clear()
+        return True
+
+    def _rules(self, user: UserInfo, namespace: str) -> list[tuple[str, Rule | None, str]]:
+        key = (user.name, user.groups, namespace)
+        found = self._resolved.get(key)
+        if found is None:
+            found = self._resolved[key] = list(self.visit(user, namespace))
+        return found
 
     def visit(self, user: UserInfo, namespace: str) -> Iterator[tuple[str, Rule | None, str]]:
         """(source, rule, error) for every rule that applies to `user` in `namespace`
@@ -99,8 +130,21 @@ class RBACAuthorizer:
                 yield source, rule, ""
 
     def authorize(self, attrs: Attributes) -> Decision:
+        if not self._fresh():
+            return self._decide(attrs, self.visit(attrs.user, attrs.namespace))
+        user = attrs.user
+        key = (user.name, user.groups, attrs.namespace, attrs.verb, attrs.group,
+               attrs.resource, attrs.subresource, attrs.name, attrs.path,
+               attrs.resource_request)
+        decision = self._decisions.get(key)
+        if decision is None:
+            decision = self._decisions[key] = self._decide(
+                attrs, self._rules(user, attrs.namespace))
+        return decision
+
+    def _decide(self, attrs: Attributes, rules: Any) -> Decision:
         errors: list[str] = []
-        for source, rule, error in self.visit(attrs.user, attrs.namespace):
+        for source, rule, error in rules:
             if rule is None:
                 errors.append(error)
                 continue
@@ -117,7 +161,8 @@ class RBACAuthorizer:
         """Every rule `user` holds in `namespace`, and the resolution errors met."""
         rules: list[Rule] = []
         errors: list[str] = []
-        for _source, rule, error in self.visit(user, namespace):
+        resolved = self._rules(user, namespace) if self._fresh() else self.visit(user, namespace)
+        for _source, rule, error in resolved:
             if rule is None:
                 errors.append(error)
             else:
