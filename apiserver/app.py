@@ -324,7 +324,7 @@ class API:
                       negotiate(request.headers.get("Accept")), self.gates, self.lookup,
                       authorizer=self.authorizer, admission=self.admission,
                       listing=self.list_objects, state=self.registry_state,
-                      webhooks=self.webhooks)
+                      webhooks=self.webhooks, resources=self.table)
         if (resource.group, resource.name) in reviews.RESOURCES:
             return await reviews.create(scope, self.authorizer, self.authenticator)
         if sub == "token" and (resource.group, resource.name) == ("", "serviceaccounts") \

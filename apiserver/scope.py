@@ -43,6 +43,8 @@ class Scope:
     state: dict[str, Any] = field(default_factory=dict)
     # Admission webhooks (Webhooks); None: none are called.
     webhooks: Any = None
+    # The served resources (ResourceTable), for handlers that write another kind.
+    resources: Any = None
 
     @property
     def strategy(self) -> Strategy:

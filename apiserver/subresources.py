@@ -14,7 +14,7 @@ from aiohttp import web
 from draemu.api.errors import StatusError, bad_request, conflict, not_found_error
 from draemu.api.meta import time_now
 from draemu.api.types import Obj
-from draemu.apiserver import managedfields, timestamps
+from draemu.apiserver import disruptionbudgets, managedfields, timestamps
 from draemu.apiserver.codec import (
     decode,
     media_type,
@@ -120,7 +120,13 @@ async def eviction(scope: Scope, storage: Storage) -> web.Response:
         raise bad_request("name in URL does not match name in Eviction object")
     opts = body.get("deleteOptions") or {}
     dry_run = scope.dry_run(opts)
-    # No PodDisruptionBudgets are served, so every eviction is allowed.
+    pod = await storage.get(scope.resource, scope.namespace, scope.name)
+    if pod is None:
+        raise not_found_error("pods", "", scope.name)
+    if not disruptionbudgets.can_ignore(pod):
+        answer = await disruptionbudgets.take_disruption(scope, storage, pod, dry_run)
+        if answer is not None:
+            return scope.respond(answer, 500)
     await delete_one(_with_subresource(scope, ""), storage, scope.namespace, scope.name, opts,
                      dry_run)
     return scope.respond(_created_status(), 201)
