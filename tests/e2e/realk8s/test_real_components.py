@@ -367,6 +367,7 @@ def test_a_daemonset_runs_one_pod_on_every_node(plane: Plane) -> None:
             st = plane.get("daemonset", "agent").get("status") or {}
             return st.get("numberReady") == st.get("desiredNumberScheduled") == 3 and st
         status = wait_for("the DaemonSet to be ready on 3 nodes", done)
+        plane.kubectl("rollout", "status", "daemonset/agent", "--timeout=30s")
         assert status["updatedNumberScheduled"] == 3 and status["numberMisscheduled"] == 0
         pods = plane.get("pods", "-l", "app=agent")["items"]
         assert sorted(p["spec"]["nodeName"] for p in pods) == [
@@ -413,6 +414,7 @@ def test_a_statefulset_creates_its_pods_in_order(plane: Plane) -> None:
             st = plane.get("statefulset", "db").get("status") or {}
             return st.get("readyReplicas") == 2 and st.get("currentReplicas") == 2
         wait_for("the StatefulSet's two pods to be ready", done)
+        plane.kubectl("rollout", "status", "statefulset/db", "--timeout=30s")
         pods = sorted(p["metadata"]["name"] for p in plane.get("pods", "-l", "app=db")["items"])
         assert pods == ["db-0", "db-1"]
     finally:
