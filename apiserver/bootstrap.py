@@ -8,9 +8,9 @@
   corrected when they differ (kube-apiserver's kubernetes-service and endpoint
   reconciler controllers);
 - the ConfigMap `kube-system/extension-apiserver-authentication` with the client CA and
-  the front-proxy (request header) settings;
-- a report of Services that share a cluster IP (the repair loop's
-  ClusterIPAlreadyAllocated events).
+  the front-proxy (request header) settings.
+
+(`serviceips` then keeps the IPAddress objects of Services' cluster IPs.)
 
 Everything goes through the normal create and update paths (defaults, validation)."""
 
@@ -19,7 +19,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import socket
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -146,7 +145,6 @@ async def ensure_system_objects(table: ResourceTable, storage: Storage, gates: F
     if client_ca is not None:
         await _ensure_authentication_configmap(boot, client_ca, front_proxy_ca)
     await storage.caught_up()
-    await report_duplicate_cluster_ips(boot, listing("services", "", ""))
 
 
 def advertise_address(bind: str) -> str:
@@ -268,26 +266,3 @@ async def _ensure_authentication_configmap(boot: Bootstrap, client_ca: bytes,
         obj["data"] = dict(data)
 
     await boot.correct("", "configmaps", "kube-system", AUTHENTICATION_CONFIGMAP, update)
-
-
-async def report_duplicate_cluster_ips(boot: Bootstrap, services: list[Obj]) -> None:
-    """The repair loop's verdict on Services sharing a cluster IP (possible only when
-    several apiservers allocated at once): a Warning Event on each, as upstream."""
-    for ip, holders in serviceallocation.duplicates(services).items():
-        for svc in holders:
-            meta = svc["metadata"]
-            log.warning("cluster IP assigned to several services", ip=ip,
-                        service=f"{meta.get('namespace')}/{meta.get('name')}")
-            stamp = time_now()
-            await boot.ensure("", "events", {
-                "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}",
-                             "namespace": meta.get("namespace", "default")},
-                "involvedObject": {"kind": "Service", "apiVersion": "v1",
-                                   "namespace": meta.get("namespace"), "name": meta["name"],
-                                   "uid": meta.get("uid")},
-                "reason": "ClusterIPAlreadyAllocated", "type": "Warning",
-                "message": f"Cluster IP [IPv4]:{ip} was assigned to multiple services. "
-                           "Please recreate service",
-                "source": {"component": "ipallocator-repair-controller"},
-                "reportingComponent": "ipallocator-repair-controller",
-                "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1})

@@ -46,6 +46,7 @@ from draemu.apiserver.registry import discover
 from draemu.apiserver.resources import ResourceTable
 from draemu.apiserver.serviceaccount.authenticator import ServiceAccountAuthenticator
 from draemu.apiserver.serviceaccount.signer import Signer
+from draemu.apiserver.serviceips import ServiceIPAddresses
 from draemu.apiserver.storage import Storage
 from draemu.apiserver.subresources import LogProvider, LogProviders
 from draemu.apiserver.watchcache import HISTORY, WATCHER_QUEUE, WatchCache
@@ -112,6 +113,7 @@ class APIServer:
         self.api: API | None = None
         self.crds: CRDServing | None = None
         self.policy_status: PolicyStatus | None = None
+        self.service_ips: ServiceIPAddresses | None = None
         # A unix socket for components in this process: plain HTTP with a per-identity
         # random token, so they skip TLS on both ends.
         self.loopback_path = ""
@@ -273,6 +275,9 @@ class APIServer:
                                     self.api.registry_state, opts.address, self.port,
                                     self.pki.ca.cert_pem if self.pki is not None else None,
                                     front_proxy_ca)
+        self.service_ips = ServiceIPAddresses(table, storage, opts.feature_gates,
+                                              self.api.list_objects, self.api.registry_state)
+        self.service_ips.start()
         self.write_kubeconfig(self.kubeconfig_path)
         self.api.ready.set()
 
@@ -311,6 +316,9 @@ class APIServer:
         if self.policy_status is not None:
             await self.policy_status.stop()
             self.policy_status = None
+        if self.service_ips is not None:
+            await self.service_ips.stop()
+            self.service_ips = None
         if self.api is not None and self.api.webhooks is not None:
             await self.api.webhooks.close()
         if self._cache is not None:

@@ -339,8 +339,10 @@ def _ip_families(obj: Obj) -> None:
         spec["ipFamilies"] = ["IPv4"]
 
 
-def allocate(obj: Obj, services: list[Obj], held: alloc.Reservations) -> None:
-    """Fill in clusterIP(s), node ports and the health-check node port a Service lacks."""
+def allocate(obj: Obj, services: list[Obj], held: alloc.Reservations,
+             addresses: list[Obj] | None = None) -> None:
+    """Fill in clusterIP(s), node ports and the health-check node port a Service lacks;
+    `addresses` are the IPAddress objects (their addresses are taken too)."""
     spec = _spec(obj)
     if not needs_cluster_ip(spec):
         return
@@ -352,12 +354,14 @@ def allocate(obj: Obj, services: list[Obj], held: alloc.Reservations) -> None:
             return  # validation reports it
     _ip_families(obj)
     if not ip:
-        found = alloc.next_ip(services, held)
+        found = alloc.next_ip(services, held,
+                              alloc.held_by_addresses(addresses or [], services))
         if found is None:
             raise internal_error("failed to allocate a serviceIP: range is full")
         spec["clusterIP"], spec["clusterIPs"] = found, [found]
     elif ip != "None":
-        why = alloc.claim_ip(ip, services, held)
+        why = alloc.claim_ip(ip, services, held,
+                             alloc.held_by_addresses(addresses or [], services))
         if why:
             raise _refuse(obj, [invalid(Path("spec").child("clusterIPs"), [ip],
                                         f"failed to allocate IP {ip}: {why}")])
@@ -526,7 +530,8 @@ class ServiceStrategy(GenericStrategy):
         super().prepare_for_create(obj, ctx)
         obj["status"] = {"loadBalancer": {}}
         if not validate_service(obj):
-            allocate(obj, self._services(ctx), alloc.reservations(ctx.extra))
+            allocate(obj, self._services(ctx), alloc.reservations(ctx.extra),
+                     self._addresses(ctx))
 
     def prepare_for_update(self, new: Obj, old: Obj, ctx: Context) -> None:
         super().prepare_for_update(new, old, ctx)
@@ -545,7 +550,7 @@ class ServiceStrategy(GenericStrategy):
                     if (s.get("metadata") or {}).get("uid") != (old.get("metadata") or {})
                     .get("uid")]
         if needs_cluster_ip(spec) and not needs_cluster_ip(_spec(old)):
-            allocate(new, services, alloc.reservations(ctx.extra))
+            allocate(new, services, alloc.reservations(ctx.extra), self._addresses(ctx))
         elif needs_cluster_ip(spec):
             kept = frozenset(p.get("nodePort") for p in _spec(old).get("ports") or []
                              if p.get("nodePort")) | frozenset(
@@ -555,6 +560,12 @@ class ServiceStrategy(GenericStrategy):
     @staticmethod
     def _services(ctx: Context) -> list[Obj]:
         return ctx.listing("services", "", "") if ctx.listing is not None else []
+
+    @staticmethod
+    def _addresses(ctx: Context) -> list[Obj]:
+        if ctx.listing is None:
+            return []
+        return ctx.listing("ipaddresses", "networking.k8s.io", "")
 
     def validate_object(self, obj: Obj, ctx: Context) -> list[FieldError]:
         return validate_service(obj)

@@ -2,9 +2,10 @@
 (pkg/registry/core/service/{ipallocator,portallocator}), over the watch cache.
 
 Taken addresses and ports are those of the Services in the apiserver's cache plus the
-ones this server handed out in the last few seconds (`Reservations`, kept in the
-server's strategy state, so that two creates in a row do not both pick an address the
-cache does not show yet). A new address is a random free
+ones this server handed out at random in the last few seconds (`Reservations`, kept in
+the server's strategy state, so that two creates in a row do not both pick an address
+the cache does not show yet). An address a user asks for is not reserved: a Service
+deleted and created again with it at once must get it back. A new address is a random free
 one from the upper part of the range, as upstream (the lower part is left for addresses
 that users ask for, and its first address is `default/kubernetes`'s). Several apiservers
 on one store can in rare races hand out one address twice: `duplicates()` finds those for
@@ -26,8 +27,9 @@ NODE_PORT_RANGE = (30000, 32767)
 NODE_PORT_RANGE_TEXT = f"{NODE_PORT_RANGE[0]}-{NODE_PORT_RANGE[1]}"
 IP_ALLOCATED = "provided IP is already allocated"
 PORT_ALLOCATED = "provided port is already allocated"
-# How long an address handed out here counts as taken before the cache shows it.
-_RESERVATION_SECONDS = 30.0
+# How long an address handed out here counts as taken while the cache does not show it
+# (a create takes milliseconds to reach the cache; a failed one leaves its address).
+_RESERVATION_SECONDS = 5.0
 
 
 class Reservations:
@@ -69,6 +71,25 @@ def _fresh(reserved: dict[Any, float]) -> set[Any]:
     return set(reserved)
 
 
+def held_by_addresses(addresses: Iterable[Obj], services: Iterable[Obj]) -> set[str]:
+    """IPAddress objects that hold their address: any not made for a Service by the
+    allocator (a user's, or another implementation's), and the allocator's while their
+    Service still holds the address (an orphan left by a deleted Service does not)."""
+    holding = {((s.get("metadata") or {}).get("namespace", ""),
+                (s.get("metadata") or {}).get("name", ""), ip)
+               for s in services for ip in (s.get("spec") or {}).get("clusterIPs") or []}
+    out: set[str] = set()
+    for address in addresses:
+        meta = address.get("metadata") or {}
+        ref = (address.get("spec") or {}).get("parentRef") or {}
+        ours = (meta.get("labels") or {}).get("ipaddress.kubernetes.io/managed-by") == \
+            "ipallocator.k8s.io" and ref.get("resource") == "services" and not ref.get("group")
+        if not ours or (ref.get("namespace", ""), ref.get("name", ""),
+                        meta.get("name", "")) in holding:
+            out.add(meta.get("name", ""))
+    return out
+
+
 def used_ips(services: Iterable[Obj]) -> set[str]:
     out: set[str] = set()
     for svc in services:
@@ -99,13 +120,14 @@ def in_range(ip: str) -> bool:
             and address not in (SERVICE_CIDR.network_address, SERVICE_CIDR.broadcast_address))
 
 
-def claim_ip(ip: str, services: Iterable[Obj], held: Reservations) -> str:
-    """Take a requested address: "" when done, else upstream's reason why not."""
+def claim_ip(ip: str, services: Iterable[Obj], held: Reservations,
+             taken: set[str] | frozenset[str] = frozenset()) -> str:
+    """Take a requested address: "" when done, else upstream's reason why not. `taken`:
+    addresses IPAddress objects hold (`held_by_addresses`)."""
     if not in_range(ip):
         return not_in_range(ip)
-    if ip in used_ips(services) or ip in _fresh(held.ips):
+    if ip in used_ips(services) or ip in _fresh(held.ips) or ip in taken:
         return IP_ALLOCATED
-    held.ips[ip] = time.monotonic()
     return ""
 
 
@@ -114,9 +136,10 @@ def _dynamic_offset(size: int) -> int:
     return min(max(16, size // 16), 256)
 
 
-def next_ip(services: Iterable[Obj], held: Reservations) -> str | None:
+def next_ip(services: Iterable[Obj], held: Reservations,
+            also_taken: set[str] | frozenset[str] = frozenset()) -> str | None:
     """A random free address from the dynamic band (then anywhere); None when full."""
-    taken = used_ips(services) | _fresh(held.ips)
+    taken = used_ips(services) | _fresh(held.ips) | also_taken
     size = SERVICE_CIDR.num_addresses - 2  # without network and broadcast addresses
     start = _dynamic_offset(size)
     for low, high in ((start, size), (0, start)):
@@ -141,7 +164,6 @@ def claim_node_port(port: int, services: Iterable[Obj], held: Reservations) -> s
         return port_not_in_range()
     if port in used_node_ports(services) or port in _fresh(held.ports):
         return PORT_ALLOCATED
-    held.ports[port] = time.monotonic()
     return ""
 
 

@@ -72,3 +72,62 @@ async def test_authentication_configmap(client: Client, apiserver: APIServer) ->
     assert json.loads(data["requestheader-username-headers"]) == ["X-Remote-User"]
     assert json.loads(data["requestheader-group-headers"]) == ["X-Remote-Group"]
     assert json.loads(data["requestheader-extra-headers-prefix"]) == ["X-Remote-Extra-"]
+
+
+async def _eventually(check, seconds: float = 10.0):  # noqa: ANN001, ANN202 - a test helper
+    import asyncio
+
+    for _ in range(int(seconds * 20)):
+        found = await check()
+        if found:
+            return found
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not met")
+
+
+IPS = "/apis/networking.k8s.io/v1/ipaddresses"
+SVCS = "/api/v1/namespaces/default/services"
+
+
+async def test_each_cluster_ip_has_an_ip_address_object(client: Client) -> None:
+    async def kubernetes_ip() -> dict | None:
+        reply = await client.get(f"{IPS}/10.96.0.1")
+        return reply.json if reply.status == 200 else None
+
+    found = await _eventually(kubernetes_ip)
+    assert found["spec"]["parentRef"] == {"group": "", "resource": "services",
+                                          "namespace": "default", "name": "kubernetes"}
+    assert found["metadata"]["labels"] == {"ipaddress.kubernetes.io/ip-family": "IPv4",
+                                           "ipaddress.kubernetes.io/managed-by":
+                                               "ipallocator.k8s.io"}
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+           "spec": {"clusterIP": "10.96.0.40", "ports": [{"port": 80}]}}
+    assert (await client.post(SVCS, svc)).status == 201
+
+    async def web_ip() -> bool:
+        return (await client.get(f"{IPS}/10.96.0.40")).status == 200
+
+    await _eventually(web_ip)
+    assert (await client.delete(f"{SVCS}/web")).status == 200
+
+    async def web_ip_gone() -> bool:
+        return (await client.get(f"{IPS}/10.96.0.40")).status == 404
+
+    await _eventually(web_ip_gone)
+    # The address is free again at once, even before its IPAddress goes.
+    assert (await client.post(SVCS, svc)).status == 201
+
+
+async def test_an_address_held_by_another_ip_address_is_taken(client: Client) -> None:
+    other = {"apiVersion": "networking.k8s.io/v1", "kind": "IPAddress",
+             "metadata": {"name": "10.96.0.50"},
+             "spec": {"parentRef": {"group": "gateway.networking.k8s.io",
+                                    "resource": "gateways", "namespace": "default",
+                                    "name": "gw"}}}
+    assert (await client.post(IPS, other)).status == 201
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "taken"},
+           "spec": {"clusterIP": "10.96.0.50", "ports": [{"port": 80}]}}
+    reply = await client.post(SVCS, svc)
+    assert reply.status == 422
+    assert "failed to allocate IP 10.96.0.50: provided IP is already allocated" in \
+        reply.json["message"]
