@@ -18,7 +18,7 @@ from draemu.apiserver import (
     discovery,
     health,
     httperrors,
-    nodeauthz,
+    noderestriction,
     openapi_serving,
     patching,
     remotecommand,
@@ -239,10 +239,10 @@ class API:
         """NodeRestriction: on create it reads the object (the handler reads it again from
         the request's cached body)."""
         obj = None
-        if nodeauthz.needs_body(attrs):
+        if noderestriction.needs_body(attrs):
             decoded = decode(await read_body(request), request.headers.get("Content-Type"))
             obj = decoded if isinstance(decoded, dict) else None
-        nodeauthz.admit(attrs, self.lookup, obj)
+        noderestriction.admit(attrs, self.lookup, obj)
 
     async def _non_resource(self, request: web.Request, path: str) -> web.StreamResponse:
         trimmed = path.rstrip("/") or "/"

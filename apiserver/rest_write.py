@@ -26,7 +26,7 @@ from draemu.api.errors import (
 )
 from draemu.api.meta import time_now
 from draemu.api.types import Obj
-from draemu.apiserver import fieldvalidation, managedfields, nodeauthz, quotaadmission
+from draemu.apiserver import fieldvalidation, managedfields, noderestriction, quotaadmission
 from draemu.apiserver.auth import Attributes
 from draemu.apiserver.codec import decode, read_body
 from draemu.apiserver.jsoncopy import clone
@@ -217,9 +217,9 @@ def prepare_update(scope: Scope, new: Obj, old: Obj, *, dry_run: bool, manager: 
         # NodeRestriction sees the proposed object (a PUT's body or a patch's result)
         # against the stored one, before the subresource's resets, as upstream admits it.
         info = scope.info
-        nodeauthz.admit_update(Attributes(scope.user, info.verb, info.group, info.version,
-                                          info.resource, info.subresource, scope.namespace,
-                                          scope.name), new, old)
+        noderestriction.admit_update(
+            Attributes(scope.user, info.verb, info.group, info.version, info.resource,
+                       info.subresource, scope.namespace, scope.name), new, old)
     ctx = scope.context(dry_run=dry_run)
     meta, old_meta = _meta(new), old.get("metadata") or {}
     if not meta.get("uid"):
