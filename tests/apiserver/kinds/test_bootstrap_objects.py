@@ -74,7 +74,7 @@ async def test_authentication_configmap(client: Client, apiserver: APIServer) ->
     assert json.loads(data["requestheader-extra-headers-prefix"]) == ["X-Remote-Extra-"]
 
 
-async def _eventually(check, seconds: float = 10.0):  # noqa: ANN001, ANN202 - a test helper
+async def _eventually(check, seconds: float = 10.0):  # a test helper
     import asyncio
 
     for _ in range(int(seconds * 20)):
