@@ -162,6 +162,15 @@ class APIServer:
         """A client for a component in this process, as `user` in `groups`, over the
         loopback socket (no TLS, no network). Its token exists only in this process's
         memory and dies with it."""
+        token = self.loopback_token(user, groups)
+        return Client("http://localhost", token=token, user_agent=user_agent,
+                      unix_socket=self.loopback_path,
+                      ca_pem=self.pki.ca.cert_pem if self.pki is not None else None)
+
+    def loopback_token(self, user: str = LOOPBACK_USER,
+                       groups: list[str] | tuple[str, ...] = (MASTERS,)) -> str:
+        """The loopback socket's token of `user` in `groups` (made on first use), for a
+        component in this process or in a child it hands the token to privately."""
         if self.api is None or not self.loopback_path:
             raise RuntimeError("the apiserver is not started")
         identity = (user, tuple(groups))
@@ -170,9 +179,7 @@ class APIServer:
             token = self._loopback_tokens[identity] = secrets.token_urlsafe(32)
             all_groups = tuple(groups) if AUTHENTICATED in groups else (*groups, AUTHENTICATED)
             self.api.authenticator.tokens[token] = UserInfo(user, groups=all_groups)
-        return Client("http://localhost", token=token, user_agent=user_agent,
-                      unix_socket=self.loopback_path,
-                      ca_pem=self.pki.ca.cert_pem if self.pki is not None else None)
+        return token
 
     # Components in this process -----------------------------------------------------------------
     def register_log_provider(self, node: str, provider: LogProvider) -> None:

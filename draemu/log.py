@@ -37,8 +37,10 @@ def _stderr_logger(*_args: Any) -> _StderrLogger:
 
 def configure(log_format: str = "auto", level: str = "info") -> None:
     """Set up structlog (and the standard library's logging, which aiohttp uses)."""
+    global _settings
     if log_format == "auto":
         log_format = "console" if sys.stderr.isatty() else "json"
+    _settings = (log_format, level)
     renderer: Any
     if log_format == "json":
         renderer = structlog.processors.JSONRenderer()
@@ -59,6 +61,14 @@ def configure(log_format: str = "auto", level: str = "info") -> None:
     )
     logging.basicConfig(level=max(numeric, logging.WARNING), stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
+
+
+_settings = ("auto", "info")
+
+
+def settings() -> tuple[str, str]:
+    """The format and level `configure` was given (for a child process to log alike)."""
+    return _settings
 
 
 def get_logger(component: str) -> Any:

@@ -54,6 +54,9 @@ class ClusterOptions:
     scheduler: bool = True
     controllers: bool = True
     controller_settings: dict[str, float] = field(default_factory=dict)
+    # The scheduler and the controllers in a child process (draemu/cmd/controlplane.py),
+    # off the apiserver's event loop and core; False: in this process (tests, the demo).
+    control_plane_process: bool = False
 
 
 class Cluster:
@@ -64,6 +67,7 @@ class Cluster:
         self.controllers: Any = None
         self.scheduler: Any = None
         self.nodes: Any = None
+        self.control_plane: Any = None  # ControlPlaneProcess, with control_plane_process
         self._clients: list[Client] = []
         self.timings: dict[str, float] = {}
 
@@ -116,6 +120,28 @@ class Cluster:
         if o.kubeconfig is not None:
             o.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(self.kubeconfig_path, o.kubeconfig)
+        if o.control_plane_process and (o.controllers or o.scheduler):
+            from draemu.cmd.controlplane import ControlPlaneProcess
+
+            self.control_plane = ControlPlaneProcess()
+            await self.control_plane.start(self.apiserver, o.feature_gates,
+                                           scheduler=o.scheduler, controllers=o.controllers,
+                                           controller_settings=o.controller_settings)
+        else:
+            await self._start_control_plane_here()
+        self.timings["control-plane"] = time.perf_counter() - t0
+        if o.preset != "empty" or o.nodes:
+            from draemu.cmd.nodes import start_nodes
+
+            self.nodes = await start_nodes(
+                o.preset, data_dir=self.data_dir, server=self.apiserver, runtime=o.runtime,
+                nodes=o.nodes, feature_gates=o.feature_gates, image_map=o.image_map)
+        if self.control_plane is not None:
+            await self.control_plane.wait_ready()
+        self.timings["nodes"] = time.perf_counter() - t0
+
+    async def _start_control_plane_here(self) -> None:
+        o = self.options
         if o.controllers:
             from draemu.controllers.manager import ControllerManager
 
@@ -139,17 +165,9 @@ class Cluster:
             self.scheduler = Scheduler(self.client("draemu-scheduler", KUBE_SCHEDULER),
                                        o.feature_gates)
             await self.scheduler.start()
-        self.timings["control-plane"] = time.perf_counter() - t0
-        if o.preset != "empty" or o.nodes:
-            from draemu.cmd.nodes import start_nodes
-
-            self.nodes = await start_nodes(
-                o.preset, data_dir=self.data_dir, server=self.apiserver, runtime=o.runtime,
-                nodes=o.nodes, feature_gates=o.feature_gates, image_map=o.image_map)
-        self.timings["nodes"] = time.perf_counter() - t0
 
     async def stop(self) -> None:
-        for part in (self.nodes, self.scheduler, self.controllers):
+        for part in (self.nodes, self.scheduler, self.controllers, self.control_plane):
             if part is not None:
                 try:
                     await part.stop()

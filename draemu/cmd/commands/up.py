@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
         preset=args.preset, nodes=args.nodes, runtime=args.runtime,
         legacy_v1alpha3=args.legacy_v1alpha3,
         scheduler=not args.no_scheduler, controllers=not args.no_controllers,
-        image_map=image_map)
+        image_map=image_map, control_plane_process=True)
 
     async def main() -> int:
         cluster = Cluster(options)
