@@ -4,7 +4,6 @@ enforced by the other, driven by each server's watch of the store."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ from apiclient import Client, ssl_context_for
 from test_crd import CRD, CRDS, WIDGETS, widget
 
 from draemu.cmd.testing.apiserver import start_apiserver
+from draemu.cmd.testing.e2e import eventually
 from draemu.cmd.testing.postgres import PostgresServer, PostgresUnavailable
 from draemu.store import open_store
 
@@ -38,14 +38,6 @@ def postgres_url() -> Iterator[str]:
         server.stop()
 
 
-async def _eventually(check: object, attempts: int = 200) -> None:
-    for _ in range(attempts):
-        if await check():  # type: ignore[operator]
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition not reached")
-
-
 async def test_crd_and_policy_written_through_one_apiserver_act_on_another(
         postgres_url: str, tmp_path: Path) -> None:
     first = await open_store(postgres_url)
@@ -65,7 +57,7 @@ async def test_crd_and_policy_written_through_one_apiserver_act_on_another(
                 return {c["type"]: c["status"] for c in crd["status"].get("conditions", [])
                         }.get("Established") == "True"
 
-            await _eventually(established)
+            await eventually(established)
             policy = {"metadata": {"name": "small.example.com"}, "spec": {
                 "matchConstraints": {"resourceRules": [{
                     "apiGroups": ["example.com"], "apiVersions": ["v1"],
@@ -84,14 +76,14 @@ async def test_crd_and_policy_written_through_one_apiserver_act_on_another(
                 return reply.status == 422 and \
                     reply.json["message"].endswith("denied request: only small widgets")
 
-            await _eventually(enforced)
+            await eventually(enforced)
             assert (await ca.delete(f"{CRDS}/widgets.example.com")).status == 200
 
             async def gone() -> bool:
                 return (await cb.get(WIDGETS)).status == 404 and \
                     (await ca.get(f"{CRDS}/widgets.example.com")).status == 404
 
-            await _eventually(gone)
+            await eventually(gone)
     finally:
         await b.stop()
         await a.stop()

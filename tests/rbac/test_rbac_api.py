@@ -4,10 +4,11 @@ escalation prevention, validation."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Any
 
 import pytest
+
+from draemu.cmd.testing.e2e import eventually
 
 pytestmark = pytest.mark.unit
 
@@ -36,15 +37,6 @@ def binding(name: str, role_name: str, user: str, *, kind: str = "RoleBinding",
 
 def rule(resources: list[str], verbs: list[str], group: str = "") -> dict[str, Any]:
     return {"apiGroups": [group], "resources": resources, "verbs": verbs}
-
-
-async def eventually(check: Callable[[], Any], timeout: float = 5.0) -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        result = await check()
-        if result or asyncio.get_running_loop().time() > deadline:
-            return result
-        await asyncio.sleep(0.05)
 
 
 async def grant(admin: Any, name: str, user: str, *rules: dict[str, Any]) -> None:
