@@ -61,6 +61,16 @@ _GATED_CONTROLLER_ROLES: dict[str, dict[str, list[Obj]]] = {
 }
 
 
+# Rules upstream adds to an existing role with a feature gate on.
+_GATED_RULES: dict[str, dict[str, list[Obj]]] = {
+    "DRAWorkloadResourceClaims": {"system:controller:resource-claim-controller": [
+        {"apiGroups": ["scheduling.k8s.io"], "resources": ["podgroups"],
+         "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["scheduling.k8s.io"], "resources": ["podgroups/status"],
+         "verbs": ["update", "patch"]}]},
+}
+
+
 def _gated(gates: FeatureGates) -> dict[str, list[Obj]]:
     roles, bindings = [], []
     for gate, controllers in _GATED_CONTROLLER_ROLES.items():
@@ -79,9 +89,15 @@ def _gated(gates: FeatureGates) -> dict[str, list[Obj]]:
 def policy(gates: FeatureGates | None = None) -> dict[str, list[Obj]]:
     """Every bootstrap object, whole (kind, metadata with the common label and
     annotation), with the gated controller roles of the gates that are on."""
+    gates = gates or FeatureGates()
     data = json.loads(_POLICY.read_text())
-    for key, extra in _gated(gates or FeatureGates()).items():
+    for key, extra in _gated(gates).items():
         data[key] = data[key] + extra
+    for gate, roles in _GATED_RULES.items():
+        if gates.enabled(gate):
+            for item in data["clusterRoles"]:
+                if item["name"] in roles:
+                    item["rules"] = item.get("rules", []) + roles[item["name"]]
     out: dict[str, list[Obj]] = {}
     for key, (_resource, kind) in _KINDS.items():
         objects = []
