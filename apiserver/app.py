@@ -85,6 +85,8 @@ class API:
     metrics: Metrics = field(default_factory=Metrics)
     max_readonly: int = 400
     max_mutating: int = 200
+    # Seconds a request that is not long-running may take (upstream's --request-timeout).
+    request_timeout: float = 60.0
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     admission: Any = None  # ValidatingAdmission, set by the server
     # What strategies keep between requests (Context.extra["state"]): one per server.
@@ -201,8 +203,18 @@ class API:
                               "Too many requests, please try again later.",
                               {"retryAfterSeconds": 1}, {"Retry-After": "1"})
         self.metrics.in_flight[kind] += 1
+        budget = asyncio.timeout(self.request_timeout)
         try:
-            return await handler(request)
+            async with budget:
+                return await handler(request)
+        except TimeoutError:
+            if not budget.expired():
+                raise
+            # kube-apiserver's --request-timeout: the client gets a 504 Status; what the
+            # request had written stays written.
+            raise StatusError(504, "Timeout", "Timeout: request did not complete within "
+                              "requested timeout - context deadline exceeded",
+                              {"retryAfterSeconds": 1}) from None
         finally:
             self.metrics.in_flight[kind] -= 1
 

@@ -78,6 +78,7 @@ class APIServerOptions:
     token_file: Path | None = None
     max_requests_inflight: int = 400
     max_mutating_requests_inflight: int = 200
+    request_timeout: float = 60.0  # kube-apiserver's --request-timeout, in seconds
     # The watch cache's sizes (see WatchCache).
     watch_history: int = HISTORY
     watcher_queue: int = WATCHER_QUEUE
@@ -242,7 +243,8 @@ class APIServer:
                        opts.insecure_http, f"{opts.address}:{opts.port}",
                        log_providers=self.log_providers, kubelet_client=kubelet_client,
                        max_readonly=opts.max_requests_inflight,
-                       max_mutating=opts.max_mutating_requests_inflight)
+                       max_mutating=opts.max_mutating_requests_inflight,
+                       request_timeout=opts.request_timeout)
         # --authorization-mode=Node,RBAC behind system:masters, as kubeadm sets it up. The
         # node and RBAC authorizers read related objects and bindings from the watch cache.
         self.api.authorizer = UnionAuthorizer(
