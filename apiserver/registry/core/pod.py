@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import secrets
 from typing import Any
 
 from draemu.api.errors import (
@@ -105,6 +106,8 @@ class PodStrategy(Strategy):
             (obj.get("metadata") or {}).get("annotations") or {})
         if not spec.get("serviceAccountName") and not mirror:
             spec["serviceAccountName"] = spec["serviceAccount"] = "default"
+        if not mirror:
+            mount_service_account_token(obj, ctx)
         resolve_priority(obj, ctx)
         add_default_tolerations(spec)
         status: Obj = {"phase": "Pending", "qosClass": qos_class(spec)}
@@ -374,3 +377,53 @@ def validate_pod_status_update(new: Obj, old: Obj) -> list[FieldError]:
 
 
 STRATEGIES = [PodStrategy()]
+
+
+TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def mount_service_account_token(pod: Obj, ctx: Context) -> None:
+    """Upstream's ServiceAccount admission: unless the pod or its ServiceAccount opts out
+    (automountServiceAccountToken: false), a projected `kube-api-access-<5>` volume (a
+    bound token for the account, the cluster's CA from kube-root-ca.crt, the namespace)
+    is mounted read-only at /var/run/secrets/kubernetes.io/serviceaccount in every
+    container that mounts nothing there. Upstream rejects a pod whose ServiceAccount does
+    not exist; here such a pod is admitted without the volume (a bare apiserver, with no
+    service account controller, keeps serving pods)."""
+    spec = pod["spec"]
+    if ctx.lookup is None:
+        return
+    account = ctx.lookup("serviceaccounts", "", (pod.get("metadata") or {}).get(
+        "namespace", ""), spec.get("serviceAccountName") or "default")
+    if account is None:
+        return
+    automount = spec.get("automountServiceAccountToken")
+    if automount is None:
+        automount = account.get("automountServiceAccountToken")
+    if automount is False:
+        return
+    containers = [c for key in ("initContainers", "containers")
+                  for c in spec.get(key) or [] if isinstance(c, dict)]
+    needing = [c for c in containers if not any(
+        isinstance(m, dict) and m.get("mountPath") == TOKEN_MOUNT_PATH
+        for m in c.get("volumeMounts") or [])]
+    if not needing:
+        return
+    volumes = spec.setdefault("volumes", [])
+    names = {v.get("name") for v in volumes if isinstance(v, dict)}
+    name = ""
+    while not name or name in names:
+        name = "kube-api-access-" + "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
+    volumes.append({"name": name, "projected": {"defaultMode": 420, "sources": [
+        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+        {"configMap": {"name": "kube-root-ca.crt",
+                       "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+        {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {
+            "apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}})
+    for container in needing:
+        container.setdefault("volumeMounts", []).append(
+            {"name": name, "readOnly": True, "mountPath": TOKEN_MOUNT_PATH})
+
+
+# utilrand.String's alphabet (no vowels, no confusable characters).
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
