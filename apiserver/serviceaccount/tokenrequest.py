@@ -33,6 +33,7 @@ from draemu.apiserver.scope import Scope
 from draemu.apiserver.serviceaccount.authenticator import API_AUDIENCES
 from draemu.apiserver.serviceaccount.signer import ISSUER, Signer
 from draemu.identity import service_account_user
+from draemu.openapi import schemas
 
 MIN_SECONDS = 600
 MAX_SECONDS = 2**32
@@ -119,6 +120,9 @@ async def create_token(scope: Scope, signer: Signer) -> web.Response:
             raise bad_request(f"the {'API version' if field == 'apiVersion' else 'kind'} in "
                               f"the data ({body[field]}) does not match the expected "
                               f"{'API version' if field == 'apiVersion' else 'kind'} ({want})")
+    error = schemas.type_error(GROUP, "v1", KIND, body)
+    if error:
+        raise bad_request(f'{KIND} in version "v1" cannot be handled as a {KIND}: {error}')
     meta = dict(body.get("metadata") or {})
     if meta.get("name") and meta["name"] != name:
         raise _invalid(name, [invalid(Path("metadata.name"), meta["name"],

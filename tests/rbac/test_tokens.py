@@ -217,3 +217,18 @@ async def test_nodes_get_tokens_only_for_their_own_pods(server, as_user, tmp_pat
     assert other == 403
     assert body["message"].endswith("node requested token bound to a pod scheduled on a "
                                     "different node")
+
+
+async def test_malformed_token_requests_are_400s(as_user) -> None:
+    admin = as_user()
+    await _account(admin)
+    for spec in ([], {"expirationSeconds": "x"}, {"boundObjectRef": "x"}, {"audiences": "a"}):
+        reply = await admin.post(f"{NS}/serviceaccounts/driver/token", {"spec": spec})
+        assert reply.status == 400, reply.json
+        assert reply.json["message"].startswith(
+            'TokenRequest in version "v1" cannot be handled as a TokenRequest: json: cannot '
+            "unmarshal")
+    kind = await admin.post(f"{NS}/serviceaccounts/driver/token", token_request(
+        boundObjectRef={"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}))
+    assert kind.status == 400
+    assert kind.json["message"] == "cannot bind token to object of type apps/v1, Kind=Deployment"
