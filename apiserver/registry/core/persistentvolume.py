@@ -16,6 +16,7 @@ from draemu.apiserver.registry.core.common import (
 )
 from draemu.apiserver.registry.core.selector import validate_label_selector
 from draemu.apiserver.registry.generic import AGE_COLUMN, NAME, GenericStrategy, Printed, get_path
+from draemu.apiserver.registry.storage.storage import csi_driver_name_errors
 from draemu.apiserver.registry.strategy import Column, Context, Obj
 
 ACCESS_MODES = ["ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"]
@@ -80,6 +81,38 @@ def _positive_quantity(value: Any, path: Path) -> list[FieldError]:
 
 def _class_name_errors(value: str | None, path: Path) -> list[FieldError]:
     return dns_subdomain(value, path) if value else []
+
+
+def _no_backsteps(value: str, path: Path) -> list[FieldError]:
+    if ".." in value.replace("\\", "/").split("/"):
+        return [invalid(path, value, "must not contain '..'")]
+    return []
+
+
+def source_errors(spec: Obj, path: Path) -> list[FieldError]:
+    """The checks of the volume sources a PersistentVolume most often has."""
+    errs: list[FieldError] = []
+    for name in ("hostPath", "local"):
+        source = spec.get(name)
+        if source is not None:
+            p = path.child(name, "path")
+            errs += [required(p)] if not source.get("path") else _no_backsteps(source["path"], p)
+    nfs = spec.get("nfs")
+    if nfs is not None:
+        p = path.child("nfs")
+        if not nfs.get("server"):
+            errs.append(required(p.child("server")))
+        if not nfs.get("path"):
+            errs.append(required(p.child("path")))
+        if not str(nfs.get("path") or "").startswith("/"):
+            errs.append(invalid(p.child("path"), nfs.get("path") or "", "must be an absolute "
+                                "path"))
+    csi = spec.get("csi")
+    if csi is not None:
+        errs += csi_driver_name_errors(csi.get("driver") or "", path.child("csi", "driver"))
+        if not csi.get("volumeHandle"):
+            errs.append(required(path.child("csi", "volumeHandle")))
+    return errs
 
 
 def path_segment_name(name: str, prefix: bool) -> list[str]:
@@ -180,6 +213,7 @@ class PersistentVolumeStrategy(GenericStrategy):
             errs.append(required(path, "must specify a volume type"))
         for name in sources[1:]:
             errs.append(forbidden(path.child(name), "may not specify more than 1 volume type"))
+        errs += source_errors(spec, path)
         if spec.get("local") is not None and spec.get("nodeAffinity") is None:
             errs.append(required(path.child("nodeAffinity"), "Local volume requires node "
                                  "affinity"))

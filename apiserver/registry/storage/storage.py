@@ -34,13 +34,13 @@ DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
 _MAX_PROVISIONER = 63
 
 
-def _csi_driver_name(name: str, path: Path) -> list[FieldError]:
+def csi_driver_name_errors(name: str, path: Path) -> list[FieldError]:
     """ValidateCSIDriverName: a DNS subdomain of at most 63 characters."""
     if not name:
         return [required(path)]
     if len(name) > 63:
         return [too_long(path, 63)]
-    return dns_subdomain(name.lower(), path)
+    return [invalid(path, name, e.detail) for e in dns_subdomain(name.lower(), path)]
 
 
 def _bool(obj: Obj, dotted: str, default: bool) -> bool:
@@ -211,7 +211,7 @@ class CSINodeStrategy(GenericStrategy):
         for i, driver in enumerate(get_path(obj, "spec.drivers") or []):
             p = path.index(i)
             name = driver.get("name") or ""
-            errs += _csi_driver_name(name, p.child("name"))
+            errs += csi_driver_name_errors(name, p.child("name"))
             if name in names:
                 errs.append(invalid(p.child("name"), name, "duplicate value"))
             names.add(name)
@@ -302,7 +302,7 @@ class VolumeAttachmentStrategy(GenericStrategy):
     def validate_object(self, obj: Obj, ctx: Context) -> list[FieldError]:
         spec = obj.get("spec") or {}
         path = Path("spec")
-        errs = _csi_driver_name(spec.get("attacher") or "", path.child("attacher"))
+        errs = csi_driver_name_errors(spec.get("attacher") or "", path.child("attacher"))
         node = spec.get("nodeName") or ""
         if not node:
             errs.append(required(path.child("nodeName")))
@@ -335,7 +335,7 @@ class VolumeAttributesClassStrategy(GenericStrategy):
     )
 
     def validate_object(self, obj: Obj, ctx: Context) -> list[FieldError]:
-        errs = _csi_driver_name(obj.get("driverName") or "", Path("driverName"))
+        errs = csi_driver_name_errors(obj.get("driverName") or "", Path("driverName"))
         for key in obj.get("parameters") or {}:
             if not key:
                 errs.append(invalid(Path("parameters"), key, "key must not be empty"))

@@ -170,3 +170,21 @@ def test_volume_attachment_spec_is_immutable() -> None:
     assert messages(VA.validate_update(updated(VA, new, obj), obj, ctx()))[0].endswith(
         "field is immutable")
     assert VA.table_row(obj) == ["va", "disk.example.com", "pv1", "n1", False, AGE]
+
+
+def test_volume_sources_need_their_required_fields() -> None:
+    obj = created(PV, volume(hostPath=None, csi={"driver": "Bad_Driver"}))
+    del obj["spec"]["hostPath"]
+    first, second = messages(PV.validate(obj, ctx()))
+    assert first.startswith('spec.csi.driver: Invalid value: "Bad_Driver": a lowercase RFC '
+                            "1123 subdomain must consist of")
+    assert second == "spec.csi.volumeHandle: Required value"
+    nfs = created(PV, volume(hostPath=None, nfs={"server": "s", "path": "data"}))
+    del nfs["spec"]["hostPath"]
+    assert messages(PV.validate(nfs, ctx())) == [
+        'spec.nfs.path: Invalid value: "data": must be an absolute path']
+    local = created(PV, volume(hostPath=None, local={"path": "/a/../b"}))
+    del local["spec"]["hostPath"]
+    assert messages(PV.validate(local, ctx())) == [
+        "spec.local.path: Invalid value: \"/a/../b\": must not contain '..'",
+        "spec.nodeAffinity: Required value: Local volume requires node affinity"]
