@@ -421,6 +421,57 @@ def test_a_statefulset_creates_its_pods_in_order(plane: Plane) -> None:
         plane.kubectl("delete", "statefulset", "db", "--wait=true")
 
 
+def test_a_quota_counts_what_its_namespace_uses(plane: Plane) -> None:
+    ns = f"quota-{'real' if isinstance(plane, RealControlPlane) else 'own'}"
+    plane.kubectl("create", "namespace", ns)
+    try:
+        claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                 "metadata": {"name": "two-gpus", "namespace": ns},
+                 "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                     "deviceClassName": "gpu.nvidia.com", "count": 2}}]}}}
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": ns},
+               "spec": {"containers": [{"name": "c", "image": "x", "resources": {
+                   "requests": {"cpu": "250m", "memory": "64Mi"},
+                   "limits": {"cpu": "500m", "memory": "64Mi"}}}]}}
+        quota = {"apiVersion": "v1", "kind": "ResourceQuota",
+                 "metadata": {"name": "q", "namespace": ns},
+                 "spec": {"hard": {"pods": "10", "requests.cpu": "2", "limits.memory": "1Gi",
+                                   "count/configmaps": "10",
+                                   "count/resourceclaims.resource.k8s.io": "5",
+                                   "gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "4"}}}
+        apply(plane, claim, pod, quota)
+
+        def used() -> Any:
+            got = (plane.get("resourcequota", "q", "-n", ns).get("status") or {}).get("used")
+            return got if got and got.get("pods") == "1" else None
+
+        assert wait_for("the quota's status.used", used) == {
+            "pods": "1", "requests.cpu": "250m", "limits.memory": "64Mi",
+            "count/configmaps": "1",  # kube-root-ca.crt
+            "count/resourceclaims.resource.k8s.io": "1",
+            "gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "2"}
+    finally:
+        plane.kubectl("delete", "namespace", ns, "--wait=false")
+
+
+def test_a_disruption_budget_counts_healthy_pods(plane: Plane) -> None:
+    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+           "metadata": {"name": "budget"},
+           "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "budget"}}}}
+    apply(plane, workload("Deployment", "budget", replicas=3), pdb)
+    try:
+        def status() -> Any:
+            st = plane.get("pdb", "budget").get("status") or {}
+            return st if st.get("currentHealthy") == 3 else None
+
+        st = wait_for("the budget to see three healthy pods", status)
+        assert (st["expectedPods"], st["desiredHealthy"], st["disruptionsAllowed"]) == (3, 2, 1)
+        [cond] = [c for c in st["conditions"] if c["type"] == "DisruptionAllowed"]
+        assert (cond["status"], cond["reason"]) == ("True", "SufficientPods")
+    finally:
+        plane.kubectl("delete", "deployment/budget", "pdb/budget", "--wait=true")
+
+
 def test_no_list_or_watch_failure_nor_repeated_missing_object_after_everything(
         real: RealControlPlane) -> None:
     for c in real.components():
