@@ -35,10 +35,19 @@ REASONS = ["FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid",
 CONVERSION_STRATEGIES = ["None", "Webhook"]
 
 
+def _versions(crd: Obj) -> list[Obj]:
+    versions = (crd.get("spec") or {}).get("versions") or []
+    return [v for v in versions if isinstance(v, dict)]
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
 def storage_version(crd: Obj) -> str:
-    for v in (crd.get("spec") or {}).get("versions") or []:
+    for v in _versions(crd):
         if v.get("storage"):
-            return str(v.get("name") or "")
+            return _text(v.get("name"))
     return ""
 
 
@@ -50,7 +59,7 @@ def validate_crd(crd: Obj) -> list[FieldError]:
     if name and name != f"{names.get('plural', '')}.{spec.get('group', '')}":
         errs.append(invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group'))
     path = Path("spec")
-    group = spec.get("group") or ""
+    group = _text(spec.get("group"))
     if not group:
         errs.append(required(path.child("group")))
     elif is_dns1123_subdomain(group):
@@ -64,12 +73,16 @@ def validate_crd(crd: Obj) -> list[FieldError]:
     elif scope not in SCOPES:
         errs.append(not_supported(path.child("scope"), scope, SCOPES))
     versions = spec.get("versions") or []
+    for i, version in enumerate(versions):
+        if not isinstance(version, dict):
+            errs.append(required(path.child("versions").index(i)))
+    versions = [v for v in versions if isinstance(v, dict)]
     seen: set[str] = set()
     unique = True
     storage = 0
     for i, version in enumerate(versions):
         vpath = path.child("versions").index(i)
-        vname = version.get("name") or ""
+        vname = _text(version.get("name"))
         if version.get("storage"):
             storage += 1
         if vname in seen:
@@ -106,7 +119,7 @@ def validate_crd(crd: Obj) -> list[FieldError]:
 
 def validate_stored_versions(crd: Obj) -> list[FieldError]:
     stored = ((crd.get("status") or {}).get("storedVersions")) or []
-    versions = [v.get("name") for v in (crd.get("spec") or {}).get("versions") or []]
+    versions = [v.get("name") for v in _versions(crd)]
     path = Path("status").child("storedVersions")
     if not stored:
         return [invalid(path, stored, "must have at least one stored version")]
@@ -142,8 +155,8 @@ def _validate_names(names: Obj, path: Path) -> list[FieldError]:
     for key in ("plural", "singular", "kind", "listKind"):
         if not names.get(key):
             errs.append(required(path.child(key)))
-    plural, singular = names.get("plural") or "", names.get("singular") or ""
-    kind, list_kind = names.get("kind") or "", names.get("listKind") or ""
+    plural, singular = _text(names.get("plural")), _text(names.get("singular"))
+    kind, list_kind = _text(names.get("kind")), _text(names.get("listKind"))
     if plural and is_dns1035_label(plural):
         errs.append(invalid(path.child("plural"), plural, ",".join(is_dns1035_label(plural))))
     if singular and is_dns1035_label(singular):
@@ -158,7 +171,7 @@ def _validate_names(names: Obj, path: Path) -> list[FieldError]:
                             "kind and listKind may not be the same"))
     for key in ("shortNames", "categories"):
         for i, value in enumerate(names.get(key) or []):
-            problems = is_dns1035_label(value)
+            problems = is_dns1035_label(_text(value))
             if problems:
                 errs.append(invalid(path.child(key).index(i), value, ",".join(problems)))
     return errs

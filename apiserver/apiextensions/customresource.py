@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from draemu.api.errors import FieldError
+from draemu.api.errors import FieldError, bad_request
 from draemu.api.meta import human_duration, now, parse_time
 from draemu.api.types import Obj
 from draemu.apiserver.apiextensions import celrules, jsonpath
@@ -17,6 +17,7 @@ from draemu.apiserver.apiextensions import schema as structural
 from draemu.apiserver.registry.strategy import Column, Context, Strategy
 from draemu.apiserver.resources import version_priority
 from draemu.openapi import schemas
+from draemu.openapi.schemas.fields import first_type_error
 from draemu.openapi.schemas.node import SchemaNode
 
 AGE_DESCRIPTION = ("CreationTimestamp is a timestamp representing the server time when this "
@@ -103,6 +104,17 @@ class CustomResourceStrategy(Strategy):
         return node
 
     def prune_unknown(self, obj: Obj, version: str) -> tuple[Obj, list[str]] | None:
+        meta = obj.get("metadata")
+        problem = "metadata: must be an object" if meta is not None and \
+            not isinstance(meta, dict) else None
+        if isinstance(meta, dict):
+            problem = first_type_error(structural.object_meta_node(), meta, "ObjectMeta")
+            if problem:
+                problem = problem.replace("Go struct field ObjectMeta.",
+                                          "Go struct field ObjectMeta.metadata.")
+        if problem:
+            raise bad_request(f'{self.kind} in version "{version}" cannot be handled as a '
+                              f"{self.kind}: {problem}")
         unknown: list[str] = []
         pruned = structural.prune(obj, self._schemas.get(version) or {}, unknown)
         return pruned, unknown

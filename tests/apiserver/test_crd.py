@@ -319,3 +319,22 @@ async def test_tightened_schema_ratchets_unchanged_fields(client: Client) -> Non
                                  "application/merge-patch+json")
     assert changed.status == 422
     assert changed.json["details"]["causes"][0]["field"] == "spec.name"
+
+
+async def test_malformed_objects_get_4xx_not_500(client: Client) -> None:
+    await _with_crd(client)
+    bad_meta = widget("m")
+    bad_meta["metadata"]["name"] = True
+    reply = await client.post(WIDGETS, bad_meta)
+    assert reply.status == 400
+    assert reply.json["message"] == (
+        'Widget in version "v1" cannot be handled as a Widget: json: cannot unmarshal bool '
+        "into Go struct field ObjectMeta.metadata.name of type string")
+    crd = copy.deepcopy(CRD)
+    crd["metadata"]["name"] = "gadgets.example.com"
+    crd["spec"]["names"] = {"plural": "gadgets", "kind": "Gadget", "shortNames": [None]}
+    crd["spec"]["versions"].append(None)
+    reply = await client.post(CRDS, crd)
+    assert reply.status == 422
+    fields = {c["field"] for c in reply.json["details"]["causes"]}
+    assert {"spec.versions[2]", "spec.names.shortNames[0]"} <= fields

@@ -77,7 +77,7 @@ def validate_rule(rule: Obj, path: Path) -> list[FieldError]:
     seen: set[str] = set()
     for i, resource in enumerate(resources):
         rpath = path.child("resources").index(i)
-        if resource == "":
+        if not isinstance(resource, str) or resource == "":
             errs.append(required(rpath))
             continue
         if resource.count("/") > 1:
@@ -114,6 +114,9 @@ def validate_match_resources(match: Obj | None, path: Path) -> list[FieldError]:
             errs += validate_label_selector(match[key], path.child(key))
     for key in ("resourceRules", "excludeResourceRules"):
         for i, rule in enumerate(match.get(key) or []):
+            if not isinstance(rule, dict):
+                errs.append(required(path.child(key).index(i)))
+                continue
             errs += validate_rule(rule, path.child(key).index(i))
     return errs
 
@@ -136,6 +139,9 @@ def validate_match_conditions(conditions: list[Obj], variables: tuple[str, ...],
                                "must have at most 64 items"))
     names: set[str] = set()
     for i, cond in enumerate(conditions):
+        if not isinstance(cond, dict):
+            errs.append(required(path.index(i)))
+            continue
         cpath = path.index(i)
         expression = (cond.get("expression") or "").strip()
         if not expression:

@@ -101,6 +101,9 @@ def validate_policy_spec(spec: Obj, path: Path) -> list[FieldError]:
     errs += validate_match_conditions(spec.get("matchConditions") or [], POLICY_VARIABLES,
                                       path.child("matchConditions"))
     for i, variable in enumerate(spec.get("variables") or []):
+        if not isinstance(variable, dict):
+            errs.append(required(path.child("variables").index(i)))
+            continue
         vpath = path.child("variables").index(i)
         name = (variable.get("name") or "").strip()
         if not name:
@@ -120,9 +123,15 @@ def validate_policy_spec(spec: Obj, path: Path) -> list[FieldError]:
         errs.append(required(path.child("validations"), detail))
         errs.append(required(path.child("auditAnnotations"), detail))
     for i, validation in enumerate(validations):
+        if not isinstance(validation, dict):
+            errs.append(required(path.child("validations").index(i)))
+            continue
         errs += _validate_validation(validation, path.child("validations").index(i))
     keys: set[str] = set()
     for i, annotation in enumerate(spec.get("auditAnnotations") or []):
+        if not isinstance(annotation, dict):
+            errs.append(required(path.child("auditAnnotations").index(i)))
+            continue
         apath = path.child("auditAnnotations").index(i)
         key = annotation.get("key") or ""
         if not key:

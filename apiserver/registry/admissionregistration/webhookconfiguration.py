@@ -57,6 +57,9 @@ class _WebhookConfigurationStrategy(Strategy):
         errs: list[FieldError] = []
         names: set[str] = set()
         for i, hook in enumerate(obj.get("webhooks") or []):
+            if not isinstance(hook, dict):
+                errs.append(required(Path("webhooks").index(i)))
+                continue
             path = Path("webhooks").index(i)
             errs += self._validate_hook(hook, path)
             errs += _review_versions(hook.get("admissionReviewVersions") or [],
@@ -70,6 +73,9 @@ class _WebhookConfigurationStrategy(Strategy):
     def _validate_hook(self, hook: Obj, path: Path) -> list[FieldError]:
         errs = validate_fully_qualified_name(hook.get("name") or "", path.child("name"))
         for i, rule in enumerate(hook.get("rules") or []):
+            if not isinstance(rule, dict):
+                errs.append(required(path.child("rules").index(i)))
+                continue
             errs += validate_rule(rule, path.child("rules").index(i))
         failure = hook.get("failurePolicy")
         if failure is not None and failure not in FAILURE_POLICIES:
@@ -121,7 +127,8 @@ def _review_versions(versions: list[str], path: Path) -> list[FieldError]:
             errs.append(invalid(path.index(i), version, "duplicate version"))
             continue
         seen.add(version)
-        errs += [invalid(path.index(i), version, m) for m in is_dns1035_label(version)]
+        errs += [invalid(path.index(i), version, m)
+                 for m in is_dns1035_label(version if isinstance(version, str) else "")]
     if not seen & set(REVIEW_VERSIONS):
         errs.append(invalid(path, versions, "must include at least one of " +
                             ", ".join(REVIEW_VERSIONS)))
