@@ -472,6 +472,32 @@ def test_a_disruption_budget_counts_healthy_pods(plane: Plane) -> None:
         plane.kubectl("delete", "deployment/budget", "pdb/budget", "--wait=true")
 
 
+def test_a_cronjob_starts_jobs_that_finish_and_expire(plane: Plane) -> None:
+    template = {"metadata": {"annotations": {"draemu.io/fake-exit-after": "1s"}},
+                "spec": {"restartPolicy": "Never", **POD_SPEC}}
+    cronjob = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "tick"},
+               "spec": {"schedule": "@every 2s", "concurrencyPolicy": "Forbid",
+                        "successfulJobsHistoryLimit": 1,
+                        "jobTemplate": {"spec": {"ttlSecondsAfterFinished": 0,
+                                                 "template": template}}}}
+    apply(plane, cronjob)
+    try:
+        def succeeded() -> Any:
+            return (plane.get("cronjob", "tick").get("status") or {}).get("lastSuccessfulTime")
+
+        wait_for("a job of the CronJob to succeed", succeeded, timeout=60)
+        status = plane.get("cronjob", "tick")["status"]
+        assert status["lastScheduleTime"]
+
+        def expired() -> Any:  # ttlSecondsAfterFinished: 0 removes finished jobs
+            jobs = plane.get("jobs")["items"]
+            return all(not (j.get("status") or {}).get("completionTime") for j in jobs) and \
+                jobs is not None
+        wait_for("finished jobs to be deleted", expired, timeout=30)
+    finally:
+        plane.kubectl("delete", "cronjob", "tick", "--wait=true")
+
+
 def test_no_list_or_watch_failure_nor_repeated_missing_object_after_everything(
         real: RealControlPlane) -> None:
     for c in real.components():
