@@ -1,4 +1,10 @@
-"""draemu: a Kubernetes control plane for Dynamic Resource Allocation, in one Python process."""
+"""draemu: a Kubernetes control plane for Dynamic Resource Allocation, in one Python process.
+
+This package is the shared library (`api`, `client`, `cel`, `kubeletapi`, `pki`,
+`identity`, `features`, `log`, ...), which imports no component; `draemu.cmd` is the
+composition root; `draemu.<part>` for `store`, `apiserver`, `scheduler`, ... are links to
+the top-level folders of the same names, so an import name is a path (ARCHITECTURE.md).
+"""
 
 from __future__ import annotations
 
