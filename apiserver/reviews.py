@@ -164,7 +164,7 @@ def _rules(user: UserInfo, namespace: str, authorizer: Authorizer) -> Obj:
 def _token_review(spec: Obj, authenticator: Authenticator) -> Obj:
     """Who a bearer token is, for the audiences asked (the apiserver's by default)."""
     from draemu.apiserver.serviceaccount.authenticator import API_AUDIENCES
-    from draemu.apiserver.serviceaccount.signer import TokenError
+    from draemu.satokens import TokenError
 
     token = spec.get("token") or ""
     if not token:

@@ -45,7 +45,6 @@ from draemu.apiserver.rbac.bootstrap import ensure_bootstrap_policy
 from draemu.apiserver.registry import discover
 from draemu.apiserver.resources import ResourceTable
 from draemu.apiserver.serviceaccount.authenticator import ServiceAccountAuthenticator
-from draemu.apiserver.serviceaccount.signer import Signer
 from draemu.apiserver.serviceips import ServiceIPAddresses
 from draemu.apiserver.storage import Storage
 from draemu.apiserver.subresources import LogProvider, LogProviders
@@ -54,6 +53,7 @@ from draemu.client import Client
 from draemu.features import FeatureGates
 from draemu.identity import AUTHENTICATED, MASTERS, UserInfo
 from draemu.log import get_logger
+from draemu.satokens import Signer
 
 log = get_logger("apiserver")
 

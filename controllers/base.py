@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from draemu.api.types import Obj
 from draemu.client import (
@@ -36,6 +36,8 @@ class ControllerContext:
     # A controller's own client, by its ServiceAccount name (controllers/credentials.py);
     # None: every controller writes with `client`.
     client_for: Callable[[str], Client] | None = None
+    # Signs legacy ServiceAccount token Secrets (draemu.satokens.Signer); None: not done.
+    signer: Any = None
 
     def setting(self, name: str, default: float) -> float:
         return float(self.settings.get(name, default))

@@ -7,6 +7,7 @@ apiserver.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from draemu.client import Client, SharedInformers
 from draemu.controllers.base import Controller, ControllerContext
@@ -27,10 +28,12 @@ from draemu.controllers.resourceclaim import ResourceClaimController
 from draemu.controllers.resourcepoolstatus import ResourcePoolStatusController
 from draemu.controllers.resourcequota import ResourceQuotaController
 from draemu.controllers.serviceaccount import RootCACertPublisher, ServiceAccountController
+from draemu.controllers.serviceaccounttoken import ServiceAccountTokenController
 from draemu.controllers.statefulset import StatefulSetController
 from draemu.controllers.ttlafterfinished import TTLAfterFinishedController
 from draemu.features import FeatureGates
 from draemu.log import get_logger
+from draemu.satokens import Signer
 
 log = get_logger("controller-manager")
 
@@ -53,6 +56,7 @@ SIMPLE: dict[str, type[Controller]] = {
     "serviceaccount": ServiceAccountController,
     "root-ca-cert-publisher": RootCACertPublisher,
     "clusterrole-aggregation": ClusterRoleAggregationController,
+    "serviceaccount-token": ServiceAccountTokenController,
 }
 DISCOVERING = {"garbagecollector": GarbageCollector, "namespace": NamespaceController}
 ALL = [*SIMPLE, *DISCOVERING]
@@ -62,16 +66,21 @@ class ControllerManager:
     def __init__(self, client: Client, gates: FeatureGates | None = None, *,
                  enabled: list[str] | None = None,
                  settings: dict[str, float] | None = None,
-                 client_for: Callable[[str], Client] | None = None) -> None:
+                 client_for: Callable[[str], Client] | None = None,
+                 service_account_key_file: Path | None = None) -> None:
         """`client_for(account)`: the client of a controller's ServiceAccount (see
-        credentials.py); without it every controller uses `client`."""
+        credentials.py); without it every controller uses `client`.
+        `service_account_key_file`: the key that signs legacy token Secrets (the
+        serviceaccount-token controller runs only with it)."""
         unknown = set(enabled or []) - set(ALL)
         if unknown:
             raise ValueError(f"unknown controllers: {', '.join(sorted(unknown))}; "
                              f"known: {', '.join(ALL)}")
         self.enabled = enabled or ALL
         self.ctx = ControllerContext(client, SharedInformers(client), gates or FeatureGates(),
-                                     dict(settings or {}), client_for)
+                                     dict(settings or {}), client_for,
+                                     Signer.load(service_account_key_file)
+                                     if service_account_key_file else None)
         self.controllers: list[Controller] = []
 
     async def start(self) -> None:
@@ -79,6 +88,8 @@ class ControllerManager:
             if name == "device-taint-eviction" and not self.ctx.gates.enabled(
                     "DRADeviceTaints"):
                 continue
+            if name == "serviceaccount-token" and self.ctx.signer is None:
+                continue  # no key to sign with (--service-account-private-key-file)
             if name in SIMPLE:
                 self.controllers.append(SIMPLE[name](self.ctx))
             else:

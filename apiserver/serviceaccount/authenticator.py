@@ -17,14 +17,14 @@ from collections.abc import Callable
 from typing import Any
 
 from draemu.api.types import Obj
-from draemu.apiserver.serviceaccount.signer import (
+from draemu.identity import UserInfo, service_account_groups, service_account_user
+from draemu.satokens import (
     ISSUER,
     LEGACY_ISSUER,
     Signer,
     TokenError,
     looks_like_jwt,
 )
-from draemu.identity import UserInfo, service_account_groups, service_account_user
 
 Lookup = Callable[[str, str, str, str], Any]
 EXTRA = "authentication.kubernetes.io/"

@@ -31,9 +31,9 @@ from draemu.api.types import Obj
 from draemu.apiserver.rest_write import body_object
 from draemu.apiserver.scope import Scope
 from draemu.apiserver.serviceaccount.authenticator import API_AUDIENCES
-from draemu.apiserver.serviceaccount.signer import ISSUER, Signer
 from draemu.identity import service_account_user
 from draemu.openapi import schemas
+from draemu.satokens import ISSUER, Signer
 
 MIN_SECONDS = 600
 MAX_SECONDS = 2**32

@@ -153,7 +153,8 @@ class Cluster:
                 client_for=lambda account: self.client(
                     f"draemu-controller-manager/{account}",
                     service_account_user("kube-system", account),
-                    service_account_groups("kube-system")))
+                    service_account_groups("kube-system")),
+                service_account_key_file=self.data_dir / "pki" / "sa.key")
             await self.controllers.start()
             # In one process, the apiserver's /metrics also shows the controllers'.
             manager = self.controllers

@@ -232,3 +232,51 @@ async def test_malformed_token_requests_are_400s(as_user) -> None:
         boundObjectRef={"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}))
     assert kind.status == 400
     assert kind.json["message"] == "cannot bind token to object of type apps/v1, Kind=Deployment"
+
+
+async def test_legacy_token_secrets_are_filled_on_request(tmp_path) -> None:
+    from draemu.client import Client
+    from draemu.cmd.testing.apiserver import start_apiserver
+    from draemu.controllers.manager import ControllerManager
+
+    server = await start_apiserver(tmp_path / "s")
+    admin = Client.from_kubeconfig(server.kubeconfig_path)
+    manager = ControllerManager(Client.from_kubeconfig(server.kubeconfig_path),
+                                enabled=["serviceaccount-token"],
+                                service_account_key_file=server.data_dir / "pki" / "sa.key")
+    try:
+        await manager.start()
+        account = await admin.create("v1", "serviceaccounts", {
+            "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "old"}},
+            namespace="default")
+        await admin.create("v1", "secrets", {
+            "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+            "metadata": {"name": "old-token",
+                         "annotations": {"kubernetes.io/service-account.name": "old"}}},
+            namespace="default")
+        for _ in range(100):
+            secret = await admin.get("v1", "secrets", "old-token", "default")
+            if (secret.get("data") or {}).get("token"):
+                break
+            await asyncio.sleep(0.05)
+        assert secret["metadata"]["annotations"]["kubernetes.io/service-account.uid"] == \
+            account["metadata"]["uid"]
+        assert base64.b64decode(secret["data"]["namespace"]) == b"default"
+        token = base64.b64decode(secret["data"]["token"]).decode()
+        assert _claims(token)["iss"] == "kubernetes/serviceaccount"
+        review = await admin.create("authentication.k8s.io/v1", "tokenreviews", {
+            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+            "spec": {"token": token}})
+        assert review["status"]["user"]["username"] == "system:serviceaccount:default:old"
+        # Deleting the Secret revokes the token.
+        await admin.delete("v1", "secrets", "old-token", "default")
+        await asyncio.sleep(0.2)
+        gone = await admin.create("authentication.k8s.io/v1", "tokenreviews", {
+            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+            "spec": {"token": token}})
+        assert gone["status"]["authenticated"] is False
+    finally:
+        await manager.stop()
+        await manager.ctx.client.close()
+        await admin.close()
+        await server.stop()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 HELP = "run the controllers (resource claims, GC, namespaces, nodes, workloads, ...) alone"
 
@@ -16,7 +17,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "device-taint-eviction, node-lifecycle, job, replicaset, deployment, "
                         "daemonset, statefulset, cronjob, endpoints, endpointslice, "
                         "resourcequota, disruption, ttl-after-finished, garbagecollector, "
-                        "namespace, resourcepoolstatus, serviceaccount, root-ca-cert-publisher")
+                        "namespace, resourcepoolstatus, serviceaccount, root-ca-cert-publisher, "
+                        "clusterrole-aggregation, serviceaccount-token")
+    parser.add_argument("--service-account-private-key-file", metavar="FILE",
+                        help="the key that signs legacy ServiceAccount token Secrets (a draemu "
+                        "apiserver's <data-dir>/pki/sa.key); without it those Secrets stay "
+                        "empty")
     parser.add_argument("--feature-gates", default="", metavar="A=true,B=false",
                         help="feature gates, as kube-controller-manager takes them")
 
@@ -35,8 +41,10 @@ def run(args: argparse.Namespace) -> int:
         client = Client.from_kubeconfig(args.kubeconfig, args.context,
                                         user_agent="draemu-controller-manager")
         enabled = [c.strip() for c in args.controllers.split(",") if c.strip()] or None
-        manager = ControllerManager(client, gates, enabled=enabled)
-    except (FeatureGateError, ConfigError, ValueError) as e:
+        key = args.service_account_private_key_file
+        manager = ControllerManager(client, gates, enabled=enabled,
+                                    service_account_key_file=Path(key) if key else None)
+    except (FeatureGateError, ConfigError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 

@@ -4,6 +4,9 @@ The key is ECDSA P-256 (kube-apiserver accepts ECDSA keys for
 `--service-account-signing-key-file`), created once in `<data-dir>/pki/sa.key` with its
 public half in `sa.pub`, so tokens stay valid across restarts. The `kid` header is
 upstream's key id: the unpadded base64url SHA-256 of the public key's DER form.
+
+Shared by the apiserver (TokenRequest, verification) and the controller that fills
+legacy token Secrets, as kube-apiserver and kube-controller-manager share the key file.
 """
 
 from __future__ import annotations
@@ -50,13 +53,18 @@ class Signer:
         self.key_id = _b64(hashlib.sha256(der).digest())
 
     @classmethod
+    def load(cls, path: Path) -> Signer:
+        key = serialization.load_pem_private_key(Path(path).read_bytes(), password=None)
+        if not isinstance(key, ec.EllipticCurvePrivateKey):
+            raise ValueError(f"{path}: not an ECDSA private key")
+        return cls(key)
+
+    @classmethod
     def ensure(cls, directory: Path) -> Signer:
         """The key in `directory` (sa.key), created on first use."""
         path = directory / "sa.key"
         if path.exists():
-            key = serialization.load_pem_private_key(path.read_bytes(), password=None)
-            assert isinstance(key, ec.EllipticCurvePrivateKey)
-            return cls(key)
+            return cls.load(path)
         directory.mkdir(parents=True, exist_ok=True)
         key = ec.generate_private_key(ec.SECP256R1())
         pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
@@ -102,6 +110,15 @@ class Signer:
         if not isinstance(claims, dict):
             raise TokenError("malformed token claims")
         return claims
+
+
+def legacy_claims(namespace: str, account: str, account_uid: str, secret: str) -> Obj:
+    """The claims of a legacy token Secret's token (upstream's LegacyClaims)."""
+    prefix = "kubernetes.io/serviceaccount/"
+    return {"iss": LEGACY_ISSUER, prefix + "namespace": namespace,
+            prefix + "secret.name": secret, prefix + "service-account.name": account,
+            prefix + "service-account.uid": account_uid,
+            "sub": f"system:serviceaccount:{namespace}:{account}"}
 
 
 def looks_like_jwt(token: str) -> bool:
