@@ -17,6 +17,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from draemu.api import formats
 from draemu.api.errors import (
     FieldError,
     duplicate,
@@ -27,7 +28,6 @@ from draemu.api.errors import (
     too_many,
 )
 from draemu.api.types import Obj
-from draemu.apiserver.apiextensions import formats
 from draemu.openapi import schemas
 from draemu.openapi.schemas.fields import find_unknown, prune_unknown
 from draemu.openapi.schemas.node import SchemaNode

@@ -1,5 +1,6 @@
 """The string formats custom resource schemas validate (apiextensions-apiserver's
-supported list); any other format is ignored, as upstream strips it."""
+supported list; any other format is ignored, as upstream strips it), shared by CRD
+schema validation and the CEL format library."""
 
 from __future__ import annotations
 
