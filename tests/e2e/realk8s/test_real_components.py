@@ -433,23 +433,26 @@ def test_a_quota_counts_what_its_namespace_uses(plane: Plane) -> None:
                "spec": {"containers": [{"name": "c", "image": "x", "resources": {
                    "requests": {"cpu": "250m", "memory": "64Mi"},
                    "limits": {"cpu": "500m", "memory": "64Mi"}}}]}}
+        secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s",
+                                                                    "namespace": ns}}
         quota = {"apiVersion": "v1", "kind": "ResourceQuota",
                  "metadata": {"name": "q", "namespace": ns},
                  "spec": {"hard": {"pods": "10", "requests.cpu": "2", "limits.memory": "1Gi",
-                                   "count/configmaps": "10",
+                                   "count/secrets": "10",
                                    "count/resourceclaims.resource.k8s.io": "5",
                                    "gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "4"}}}
-        apply(plane, claim, pod, quota)
+        apply(plane, claim, pod, secret, quota)
+        expected = {"pods": "1", "requests.cpu": "250m", "limits.memory": "64Mi",
+                    "count/secrets": "1", "count/resourceclaims.resource.k8s.io": "1",
+                    "gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "2"}
+        seen: list[Any] = []
 
         def used() -> Any:
-            got = (plane.get("resourcequota", "q", "-n", ns).get("status") or {}).get("used")
-            return got if got and got.get("pods") == "1" else None
+            seen.append((plane.get("resourcequota", "q", "-n", ns).get("status") or {}).get(
+                "used"))
+            return seen[-1] == expected
 
-        assert wait_for("the quota's status.used", used) == {
-            "pods": "1", "requests.cpu": "250m", "limits.memory": "64Mi",
-            "count/configmaps": "1",  # kube-root-ca.crt
-            "count/resourceclaims.resource.k8s.io": "1",
-            "gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "2"}
+        assert wait_for("the quota's status.used", used), seen[-1]
     finally:
         plane.kubectl("delete", "namespace", ns, "--wait=false")
 
