@@ -176,6 +176,9 @@ def _decode_text(raw: bytes, ctype: str) -> Any:
         # YAML loader keeps the same limits.
         try:
             value, _ = yamlload.load(raw)
+        except yamlload.YAMLTooLarge as limit:
+            raise StatusError(413, "RequestEntityTooLarge",
+                              f"error converting YAML to JSON: {limit}") from None
         except yamlload.YAMLLimitError as limit:
             raise bad_request(f"error converting YAML to JSON: {limit}") from None
         except yaml.YAMLError:
@@ -237,6 +240,9 @@ def _path_of(value: Any, marker: object) -> str:
 def _from_yaml(raw: bytes) -> Any:
     try:
         value, _ = yamlload.load(raw)
+    except yamlload.YAMLTooLarge as e:
+        raise StatusError(413, "RequestEntityTooLarge", f"error converting YAML to JSON: {e}") \
+            from None
     except yaml.YAMLError as e:
         raise bad_request(f"error converting YAML to JSON: {e}") from None
     jsonfast.note_non_finite(value)  # .nan, .inf

@@ -5,8 +5,9 @@ the value (a copy, validation, encoding), and YAML can also spell self-containin
 integers too long to print and mappings with one key twice. So the composer (libyaml's
 events, PyYAML's composer) counts every node as it would be expanded, refuses aliases
 that add more than a small budget (upstream's YAML decoder refuses "excessive aliasing"
-too) and anchors that contain themselves, and records duplicate keys for
-fieldValidation; the constructor refuses integers of more than `MAX_INT_DIGITS` digits.
+too), anchors that contain themselves and documents of more than MAX_NODES nodes, and
+records duplicate keys for fieldValidation; the constructor refuses integers of more
+than `MAX_INT_DIGITS` digits.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ from yaml.resolver import Resolver
 
 # What aliases may add to a document, in nodes (a node is a scalar, a list or a map).
 MAX_ALIAS_NODES = 10_000
+# Nodes a document may have in all (aliases expanded). PyYAML's composer is Python: some
+# 10-20 us a node, so this bounds one body's parse to about a second of the event loop.
+# Manifests have far fewer; JSON (what kubectl and client libraries send) has no such cap.
+MAX_NODES = 50_000
 # Python prints no longer integer (sys.get_int_max_str_digits); Go's decoder reads none.
 MAX_INT_DIGITS = 4300
 _MAX_INT_BITS = 14_284  # 10**4300 < 2**14284
@@ -31,6 +36,10 @@ _MAX_INT_BITS = 14_284  # 10**4300 < 2**14284
 
 class YAMLLimitError(yaml.YAMLError):
     """The document breaks a limit; the message is the whole answer."""
+
+
+class YAMLTooLarge(YAMLLimitError):
+    """More nodes than MAX_NODES: a 413."""
 
 
 class _LimitedComposer(Composer):
@@ -50,12 +59,15 @@ class _LimitedComposer(Composer):
                 raise YAMLLimitError(f'yaml: anchor "{anchor}" value contains itself')
             self.alias_nodes += size
             self.expanded += size
-            if self.alias_nodes > MAX_ALIAS_NODES:
+            if self.alias_nodes > MAX_ALIAS_NODES or self.expanded > MAX_NODES:
                 raise YAMLLimitError("yaml: document contains excessive aliasing")
             return node
         anchor = getattr(self.peek_event(), "anchor", None)
         before = self.expanded
         self.expanded += 1
+        if self.expanded > MAX_NODES:
+            raise YAMLTooLarge(f"yaml: the document has more than {MAX_NODES} nodes (send "
+                               "large objects as JSON)")
         node = super().compose_node(parent, index)
         if anchor is not None:
             self._sizes[id(node)] = self.expanded - before

@@ -187,3 +187,14 @@ def test_a_device_class_selector_beyond_cel_limits_is_invalid(
     assert reply.status_code == 422
     assert message in status["message"]
     assert status["details"]["causes"][0]["field"] == "spec.selectors[0].cel.expression"
+
+
+def test_a_yaml_body_of_too_many_nodes_is_refused_early(http: httpx.Client) -> None:
+    body = b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: many}\nx: [" \
+        + b",".join([b"1"] * 500_000) + b"]\n"
+    started = time.perf_counter()
+    reply = http.post(CONFIGMAPS, content=body, headers={"Content-Type": "application/yaml"})
+    assert time.perf_counter() - started < 3.0
+    status = assert_status_answer(reply)
+    assert reply.status_code == 413
+    assert "more than 50000 nodes" in status["message"]
