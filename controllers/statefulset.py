@@ -23,6 +23,7 @@ from draemu.api.types import Obj
 from draemu.client import ApiError, key_of
 from draemu.controllers import history
 from draemu.controllers.base import Controller
+from draemu.controllers.deployment import resolve
 from draemu.controllers.expectations import Expectations
 from draemu.controllers.refmanager import claim, selects
 from draemu.controllers.replicaset import pod_is_available
@@ -357,7 +358,11 @@ class StatefulSetController(Controller):
         strategy = spec.get("updateStrategy") or {"type": "RollingUpdate"}
         if strategy.get("type", "RollingUpdate") != "RollingUpdate":
             return
-        partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
+        rolling = strategy.get("rollingUpdate") or {}
+        partition = int(rolling.get("partition") or 0)
+        if self.ctx.gates.enabled("MaxUnavailableStatefulSet"):
+            await self._roll_within_budget(sts, planned, update, partition, status)
+            return
         for pod in reversed(planned[partition:]):
             if (meta(pod).get("labels") or {}).get(REVISION_LABEL) != name_of(update) \
                     and not _terminating(pod):
@@ -366,3 +371,46 @@ class StatefulSetController(Controller):
                 return
             if _unavailable(pod, min_ready):
                 return
+
+    async def _roll_within_budget(self, sts: Obj, planned: list[Obj], update: Obj,
+                                  partition: int, status: Obj) -> None:
+        """MaxUnavailableStatefulSet: replace old pods from the highest ordinal down to the
+        partition while fewer than rollingUpdate.maxUnavailable (default 1, at least 1)
+        pods are unavailable; with Parallel, unavailable old pods go at once."""
+        spec = sts.get("spec") or {}
+        min_ready = int(spec.get("minReadySeconds") or 0)
+        parallel = spec.get("podManagementPolicy") == "Parallel"
+        rolling = (spec.get("updateStrategy") or {}).get("rollingUpdate") or {}
+        budget = max(1, resolve(rolling.get("maxUnavailable", 1), len(planned), False))
+
+        def old(pod: Obj) -> bool:
+            return (meta(pod).get("labels") or {}).get(REVISION_LABEL) != name_of(update)
+
+        unavailable = sum(1 for p in planned if _unavailable(p, min_ready))
+        stuck = sum(1 for p in planned if parallel and _unavailable(p, min_ready) and old(p)
+                    and not _terminating(p))
+        if unavailable >= budget and stuck == 0:
+            return
+        targets = list(reversed(planned[partition:]))
+        if parallel:
+            for pod in targets:
+                if old(pod) and not pod_is_available(pod, min_ready) and not _terminating(pod):
+                    await self._delete(sts, pod)
+                    status["currentReplicas"] -= 1
+            room = budget - unavailable
+            for pod in targets:
+                if room <= 0:
+                    break
+                if old(pod) and not _unavailable(pod, min_ready):
+                    await self._delete(sts, pod)
+                    room -= 1
+                    status["currentReplicas"] -= 1
+            return
+        room = budget - unavailable
+        for pod in targets:
+            if room <= 0:
+                break
+            if old(pod) and not _terminating(pod):
+                await self._delete(sts, pod)
+                room -= 1
+                status["currentReplicas"] -= 1

@@ -184,6 +184,9 @@ for _name, _specs, _deps in [
     ("NodeDeclaredFeatures", _v(("1.35", False, ALPHA), ("1.36", True, BETA),
                                 ("1.37", True, GA, True)), ()),
     ("SchedulerPreQueueingHints", _v(("1.37", False, ALPHA)), ()),
+    # StatefulSet rolling updates take down up to rollingUpdate.maxUnavailable pods at once.
+    ("MaxUnavailableStatefulSet", _v(("1.24", False, ALPHA), ("1.35", False, BETA),
+                                     ("1.37", True, BETA)), ()),
     # pods/binding clears status.nominatedNodeName.
     ("ClearingNominatedNodeNameAfterBinding", _v(("1.34", False, ALPHA), ("1.35", True, BETA)),
      ()),

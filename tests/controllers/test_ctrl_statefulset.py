@@ -115,3 +115,34 @@ async def test_rolling_update_replaces_the_highest_ordinal_above_the_partition()
     assert status["replicas"] == 3 and status["readyReplicas"] == 3
     assert status["updateRevision"] == rev["metadata"]["name"]
     assert "updatedReplicas" not in status
+
+
+async def test_max_unavailable_replaces_several_pods_at_once():
+    ctrl, client, inf = await _first_sync(sts(
+        replicas=4, updateStrategy={"type": "RollingUpdate",
+                                    "rollingUpdate": {"maxUnavailable": 2}}))
+    rev = client.of("create", "controllerrevisions")[0]
+    inf.informer("apps/v1", "controllerrevisions").put(rev)
+    for i in range(4):
+        inf.informer("v1", "pods").put(pod(f"db-{i}", "db-oldrevision"))
+    client.calls.clear()
+    await ctrl.reconcile("ns/db")
+    assert [c[1] for c in client.of("delete", "pods")] == ["db-3", "db-2"]
+
+
+async def test_without_the_gate_one_pod_is_replaced_at_a_time():
+    from draemu.features import FeatureGates
+    ctx, client, inf = context()
+    ctx.gates = FeatureGates.parse("MaxUnavailableStatefulSet=false")
+    ctrl = StatefulSetController(ctx)
+    inf.informer("apps/v1", "statefulsets").put(sts(
+        replicas=4, updateStrategy={"type": "RollingUpdate",
+                                    "rollingUpdate": {"maxUnavailable": 2}}))
+    await ctrl.reconcile("ns/db")
+    rev = client.of("create", "controllerrevisions")[0]
+    inf.informer("apps/v1", "controllerrevisions").put(rev)
+    for i in range(4):
+        inf.informer("v1", "pods").put(pod(f"db-{i}", "db-oldrevision"))
+    client.calls.clear()
+    await ctrl.reconcile("ns/db")
+    assert [c[1] for c in client.of("delete", "pods")] == ["db-3"]
