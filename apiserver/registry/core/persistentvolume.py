@@ -9,6 +9,7 @@ from typing import Any
 
 from draemu.api.errors import FieldError, Path, forbidden, invalid, not_supported, required
 from draemu.api.meta import time_now
+from draemu.apiserver.registry.core import limitranger
 from draemu.apiserver.registry.core.common import (
     check_quantities,
     dns_subdomain,
@@ -301,6 +302,18 @@ class PersistentVolumeClaimStrategy(GenericStrategy):
     def prepare_for_create(self, obj: Obj, ctx: Context) -> None:
         super().prepare_for_create(obj, ctx)
         obj["status"] = {"phase": "Pending"}
+        self._limit_ranges(obj, ctx)
+
+    def prepare_for_update(self, new: Obj, old: Obj, ctx: Context) -> None:
+        super().prepare_for_update(new, old, ctx)
+        if not (old.get("metadata") or {}).get("deletionTimestamp"):
+            self._limit_ranges(new, ctx)
+
+    @staticmethod
+    def _limit_ranges(obj: Obj, ctx: Context) -> None:
+        ranges = limitranger.limit_ranges(ctx, (obj.get("metadata") or {}).get("namespace", ""))
+        limitranger.refuse("persistentvolumeclaims", obj,
+                           limitranger.claim_violations(obj, ranges))
 
     def validate_object(self, obj: Obj, ctx: Context) -> list[FieldError]:
         return validate_claim_spec(obj.get("spec") or {}, Path("spec"))

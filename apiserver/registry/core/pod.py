@@ -21,6 +21,7 @@ from draemu.api.errors import (
 from draemu.api.meta import time_now
 from draemu.api.types import Obj
 from draemu.apiserver.jsoncopy import clone
+from draemu.apiserver.registry.core import limitranger
 from draemu.apiserver.registry.core.common import (
     MAX_INT32,
     check_quantities,
@@ -109,6 +110,10 @@ class PodStrategy(Strategy):
         if not mirror:
             mount_service_account_token(obj, ctx)
         resolve_priority(obj, ctx)
+        ranges = limitranger.limit_ranges(ctx, (obj.get("metadata") or {}).get("namespace", ""))
+        if ranges:
+            limitranger.default_resources(obj, ranges)
+            limitranger.refuse("pods", obj, limitranger.pod_violations(obj, ranges))
         add_default_tolerations(spec)
         status: Obj = {"phase": "Pending", "qosClass": qos_class(spec)}
         if spec.get("schedulingGates"):

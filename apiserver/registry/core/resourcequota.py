@@ -122,12 +122,14 @@ class LimitRangeStrategy(GenericStrategy):
                 continue
             for name in ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio"):
                 values += list((item.get(name) or {}).values())
-            # SetDefaults_LimitRangeItem: a Container's default and defaultRequest start
-            # from max (then default).
+            # SetDefaults_LimitRangeItem: a Container's default limit starts from max, its
+            # default request from the default limit, then from min.
             if item.get("type") == "Container":
                 for name, value in (item.get("max") or {}).items():
                     item.setdefault("default", {}).setdefault(name, value)
                 for name, value in (item.get("default") or {}).items():
+                    item.setdefault("defaultRequest", {}).setdefault(name, value)
+                for name, value in (item.get("min") or {}).items():
                     item.setdefault("defaultRequest", {}).setdefault(name, value)
         check_quantities(values, self.kind, version)
 

@@ -146,3 +146,42 @@ async def test_csr_approval_changes_only_conditions(client: Client) -> None:
     removed = await client.put(f"{CSRS}/c1/status", via_status)
     assert removed.status == 422
     assert 'updates may not remove a condition of type "Approved"' in removed.json["message"]
+
+
+LIMITS = "/api/v1/namespaces/default/limitranges"
+PVCS = "/api/v1/namespaces/default/persistentvolumeclaims"
+
+
+async def test_limit_range_defaults_and_bounds_pods(client: Client) -> None:
+    lr = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "lr"},
+          "spec": {"limits": [{"type": "Container", "max": {"cpu": "2"},
+                               "defaultRequest": {"cpu": "500m"}}]}}
+    assert (await client.post(LIMITS, lr)).status == 201
+    created = (await client.post(PODS, pod("l1"))).json
+    assert created["spec"]["containers"][0]["resources"] == {
+        "limits": {"cpu": "2"}, "requests": {"cpu": "500m"}}
+    assert created["metadata"]["annotations"]["kubernetes.io/limit-ranger"] == (
+        "LimitRanger plugin set: cpu request for container c; cpu limit for container c")
+    big = pod("l2")
+    big["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "3"}}
+    reply = await client.post(PODS, big)
+    assert reply.status == 403
+    assert reply.json["message"] == ('pods "l2" is forbidden: maximum cpu usage per Container '
+                                     "is 2, but limit is 3")
+
+
+async def test_limit_range_bounds_claims(client: Client) -> None:
+    lr = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "storage"},
+          "spec": {"limits": [{"type": "PersistentVolumeClaim", "min": {"storage": "1Gi"},
+                               "max": {"storage": "10Gi"}}]}}
+    assert (await client.post(LIMITS, lr)).status == 201
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "c"},
+             "spec": {"accessModes": ["ReadWriteOnce"],
+                      "resources": {"requests": {"storage": "500Mi"}}}}
+    reply = await client.post(PVCS, claim)
+    assert reply.status == 403
+    assert reply.json["message"] == (
+        'persistentvolumeclaims "c" is forbidden: minimum storage usage per '
+        "PersistentVolumeClaim is 1Gi, but request is 500Mi")
+    claim["spec"]["resources"]["requests"]["storage"] = "2Gi"
+    assert (await client.post(PVCS, claim)).status == 201
