@@ -43,6 +43,8 @@ class _Config:
     controller_settings: dict[str, float]
     log_format: str
     log_level: str
+    # The cluster CA (PEM), which the root CA publisher puts in every kube-root-ca.crt.
+    ca_pem: str | None = None
 
 
 class ControlPlaneProcess:
@@ -61,7 +63,8 @@ class ControlPlaneProcess:
             controllers_token=server.loopback_token() if controllers else None,
             gates=gates.overrides(), emulated_version=gates.emulated_version,
             controller_settings=controller_settings, log_format=log_format,
-            log_level=log_level)
+            log_level=log_level,
+            ca_pem=server.pki.ca.cert_pem.decode() if server.pki is not None else None)
         self.process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "draemu.cmd.controlplane", stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE)
@@ -111,7 +114,8 @@ async def _serve(config: _Config) -> None:
 
     def client(token: str, user_agent: str) -> Client:
         c = Client("http://localhost", token=token, user_agent=user_agent,
-                   unix_socket=config.socket)
+                   unix_socket=config.socket,
+                   ca_pem=config.ca_pem.encode() if config.ca_pem else None)
         clients.append(c)
         return c
 

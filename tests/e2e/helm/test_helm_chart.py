@@ -1,13 +1,15 @@
 """A driver's Helm chart on draemu: the upstream dra-example-driver chart (the module
-version tests/e2e/go/exampledriver pins), rendered by a real helm (tests/e2e/helm/
-build.sh), its kubelet plugin pods run on `draemu up --preset empty --nodes 2 --runtime
-process` with the chart's image mapped to the plugin binary tests/e2e/go/build.sh built.
-The upstream demo pods (`demo/examples`, image ubuntu:22.04 mapped to this machine's own
-file system) then get GPUs and print their environment."""
+version tests/e2e/go/exampledriver pins), unchanged, installed by a real helm
+(tests/e2e/helm/build.sh) into `draemu up --preset empty --nodes 2 --runtime process`
+with the chart's image mapped to the plugin binary tests/e2e/go/build.sh built. Its
+DaemonSet's pods register with each node's kubelet and publish ResourceSlices with their
+ServiceAccount's token (RBAC and the chart's ValidatingAdmissionPolicy enforced); the
+upstream demo pods (`demo/examples`, image ubuntu:22.04 mapped to this machine's own file
+system) get GPUs and print their environment; upgrade rolls the DaemonSet; uninstall
+removes everything and the slices go."""
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import re
@@ -19,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from draemu.cmd.testing.process import RunningDraemu, draemu_up
 
@@ -31,7 +32,6 @@ BIN = GO_CACHE / "bin"
 CHART_IMAGE = "registry.k8s.io/dra-example-driver/dra-example-driver"
 NAMESPACE = "dra-example-driver"
 RELEASE = "dra-example-driver"
-PODS_NAMESPACE = "example-driver-pods"  # the plugin pods run without the DaemonSet
 DRIVER = "gpu.example.com"
 NODES = ("node-1", "node-2")
 
@@ -119,69 +119,15 @@ def pod_ready(pod: dict[str, Any]) -> bool:
                for c in (pod.get("status") or {}).get("conditions") or [])
 
 
-@pytest.fixture(scope="module")
-def rendered(cluster: RunningDraemu, chart: Path) -> list[dict[str, Any]]:
-    """The chart as `helm template` renders it for this cluster's version."""
-    version = json.loads(cluster.kubectl("get", "--raw", "/version").stdout)
-    out = helm(cluster, "template", RELEASE, str(chart), "--namespace", NAMESPACE,
-               "--kube-version", version["gitVersion"]).stdout
-    return [d for d in yaml.safe_load_all(out) if d]
+def plugin_pods(cluster: RunningDraemu) -> list[dict[str, Any]]:
+    return [p for p in get_json(cluster, "pods", "-n", NAMESPACE)["items"]
+            if p["metadata"].get("labels", {}).get("app.kubernetes.io/component") ==
+            "kubeletplugin"]
 
 
-def test_the_charts_plugin_pods_run_the_local_binary_register_and_serve_demo_pods(
-        cluster: RunningDraemu, rendered: list[dict[str, Any]]) -> None:
-    """Until DaemonSets, RBAC and ServiceAccount tokens are served, the DaemonSet's pod
-    template is run as one pod per node, with the admin kubeconfig (a Secret) instead
-    of the ServiceAccount's token."""
-    by_kind = {d["kind"]: copy.deepcopy(d) for d in rendered}
-    daemonset = by_kind["DaemonSet"]
-    account = by_kind["ServiceAccount"]
-    account["metadata"]["namespace"] = PODS_NAMESPACE
-    cluster.kubectl("create", "namespace", PODS_NAMESPACE)
-    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(
-        [account, by_kind["DeviceClass"]]))
-    cluster.kubectl("create", "secret", "generic", "admin-kubeconfig", "-n", PODS_NAMESPACE,
-                    f"--from-file=kubeconfig={cluster.kubeconfig}")
-    template = daemonset["spec"]["template"]
-    started = time.monotonic()
-    pods = []
-    for node in NODES:
-        pod = copy.deepcopy(template)
-        pod.update(apiVersion="v1", kind="Pod")
-        pod["metadata"]["name"] = f"{daemonset['metadata']['name']}-{node}"
-        pod["metadata"]["namespace"] = PODS_NAMESPACE
-        pod["spec"]["nodeName"] = node
-        plugin = pod["spec"]["containers"][0]
-        plugin["env"].append({"name": "KUBECONFIG", "value": "/etc/draemu/kubeconfig"})
-        plugin["volumeMounts"].append({"name": "admin", "mountPath": "/etc/draemu",
-                                       "readOnly": True})
-        pod["spec"]["volumes"].append({"name": "admin",
-                                       "secret": {"secretName": "admin-kubeconfig"}})
-        pods.append(pod)
-    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(pods))
-
-    def ready_pods() -> list[str]:
-        items = get_json(cluster, "pods", "-n", PODS_NAMESPACE)["items"]
-        names = [p["spec"]["nodeName"] for p in items if pod_ready(p)]
-        return names if len(names) == len(NODES) else []
-
-    assert sorted(wait_for("the plugin pods to be Ready", ready_pods)) == list(NODES)
-
-    def published() -> list[dict[str, Any]]:
-        slices = driver_slices(cluster)
-        return slices if len(slices) == len(NODES) else []
-
-    slices = wait_for("one ResourceSlice per node", published)
-    seconds = time.monotonic() - started
-    print(f"plugin pods created -> slices published: {seconds:.1f}s")
-    assert sorted(s["spec"]["nodeName"] for s in slices) == list(NODES)
-    assert all(len(s["spec"]["devices"]) == 8 for s in slices)
-
-    # The plugin wrote its CDI specs to /var/run/cdi, which is its node's CDI folder.
-    data = Path(cluster.kubeconfig.parent / "data" / "nodes")
-    for node in NODES:
-        assert list((data / node / "cdi").glob("k8s.gpu.example.com-*")), node
-
+def run_the_demo(cluster: RunningDraemu) -> None:
+    """The upstream demo's two pods, one GPU each, print their environment (bash's own
+    `export`: ubuntu:22.04 is mapped to this machine's file system)."""
     demo = module_dir() / "demo" / "examples" / "basic-resourceclaimtemplate" / \
         "basic-resourceclaimtemplate.yaml"
     cluster.kubectl("apply", "-f", str(demo))
@@ -191,9 +137,8 @@ def test_the_charts_plugin_pods_run_the_local_binary_register_and_serve_demo_pod
         items = get_json(cluster, "pods", "-n", demo_ns)["items"]
         return items if len(items) == 2 and all(pod_ready(p) for p in items) else []
 
-    wait_for("the demo pods to run", demo_running)
     gpus = set()
-    for pod in demo_running():
+    for pod in wait_for("the demo pods to run", demo_running):
         name = pod["metadata"]["name"]
         log = wait_for(f"{name}'s log", lambda n=name: cluster.kubectl(
             "logs", "-n", demo_ns, n).stdout)
@@ -202,41 +147,11 @@ def test_the_charts_plugin_pods_run_the_local_binary_register_and_serve_demo_pod
         assert "# CDI device" not in log  # bash's own `export`, not the fake runtime's
         gpus.add((pod["spec"]["nodeName"], found[0]))
     assert len(gpus) == 2  # each pod got a GPU of its own
-
     cluster.kubectl("delete", "-f", str(demo), "--wait=true", timeout=120)
-    cluster.kubectl("delete", "namespace", PODS_NAMESPACE, "--wait=true", timeout=120)
-    cluster.kubectl("delete", "deviceclass", DRIVER)
-    wait_for("the slices to go", lambda: not driver_slices(cluster) or None, timeout=120)
-
-
-# What `helm install` of the chart needs from the apiserver (kind -> API group).
-CHART_NEEDS = {"daemonsets": "apps", "clusterroles": "rbac.authorization.k8s.io",
-               "clusterrolebindings": "rbac.authorization.k8s.io", "services": "",
-               "validatingadmissionpolicies": "admissionregistration.k8s.io",
-               "validatingadmissionpolicybindings": "admissionregistration.k8s.io"}
-
-
-def missing_for_the_chart(cluster: RunningDraemu) -> list[str]:
-    served = set(cluster.kubectl("api-resources", "-o", "name").stdout.split())
-    missing = [f"{kind}.{group}".rstrip(".") for kind, group in CHART_NEEDS.items()
-               if f"{kind}.{group}".rstrip(".") not in served]
-    sa = cluster.kubectl("get", "--raw", "/api/v1").stdout
-    if '"serviceaccounts/token"' not in sa:
-        missing.append("serviceaccounts/token (TokenRequest)")
-    return missing
-
-
-def plugin_pods(cluster: RunningDraemu) -> list[dict[str, Any]]:
-    return [p for p in get_json(cluster, "pods", "-n", NAMESPACE)["items"]
-            if p["metadata"].get("labels", {}).get("app.kubernetes.io/component") ==
-            "kubeletplugin"]
 
 
 def test_helm_install_upgrade_and_uninstall_of_the_unchanged_chart(
         cluster: RunningDraemu, chart: Path) -> None:
-    missing = missing_for_the_chart(cluster)
-    if missing:
-        pytest.skip(f"the apiserver does not serve yet: {', '.join(missing)}")
     started = time.monotonic()
     helm(cluster, "install", RELEASE, str(chart), "--namespace", NAMESPACE,
          "--create-namespace", "--wait", "--timeout", "3m")
@@ -255,6 +170,13 @@ def test_helm_install_upgrade_and_uninstall_of_the_unchanged_chart(
         assert pod["spec"]["serviceAccountName"] == f"{RELEASE}-service-account"
         env = {e["name"] for e in pod["spec"]["containers"][0].get("env") or []}
         assert "KUBECONFIG" not in env
+
+    # The plugin wrote its CDI specs to /var/run/cdi, which is its node's CDI folder.
+    data = cluster.kubeconfig.parent / "data" / "nodes"
+    for node in NODES:
+        assert list((data / node / "cdi").glob("k8s.gpu.example.com-*")), node
+
+    run_the_demo(cluster)
 
     old = {p["metadata"]["uid"] for p in pods}
     started = time.monotonic()
