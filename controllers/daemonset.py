@@ -14,6 +14,7 @@ pods within maxUnavailable (or surges with maxSurge), OnDelete only on deletion.
 from __future__ import annotations
 
 import copy
+import time
 from typing import Any
 
 from draemu.api.meta import (
@@ -40,6 +41,7 @@ HASH_LABEL = history.POD_REVISION_HASH
 GENERATION_LABEL = "pod-template-generation"
 GENERATION_ANNOTATION = "deprecated.daemonset.template.generation"
 BURST = 250  # upstream's burstReplicas: creates or deletes per sync
+FAILED_POD_BACKOFF_START, FAILED_POD_BACKOFF_MAX = 1.0, 900.0
 
 
 def _toleration(key: str, effect: str) -> Obj:
@@ -159,6 +161,7 @@ class DaemonSetController(Controller):
         self.nodes = inf.informer("v1", "nodes")
         self.revisions = inf.informer("apps/v1", "controllerrevisions")
         self.expectations = Expectations()
+        self._backoff: dict[str, tuple[float, float]] = {}
         self.handlers_enqueue(self.daemonsets)
         self.pods.add_handler(on_add=self._dependent_changed,
                               on_update=lambda o, n: (self._dependent_changed(o),
@@ -259,6 +262,10 @@ class DaemonSetController(Controller):
                         continue
                     phase = (pod.get("status") or {}).get("phase")
                     if phase == "Failed":
+                        wait = self._failed_pod_backoff(ds, name_of(node))
+                        if wait:  # the kubelet keeps rejecting it: do not hot-loop
+                            self.queue.add_after(key_of(ds), wait)
+                            continue
                         await self.recorder.event(
                             ds, "Warning", "FailedDaemonPod",
                             f"Found failed daemon pod {namespace_of(pod)}/{name_of(pod)} on "
@@ -287,6 +294,21 @@ class DaemonSetController(Controller):
             if node not in names:
                 delete.extend(p for p in pods if not (p.get("spec") or {}).get("nodeName"))
         await self._sync_nodes(ds, delete, create, hash_)
+
+    def _failed_pod_backoff(self, ds: Obj, node: str) -> float:
+        """Seconds to wait before deleting another failed daemon pod on `node` (upstream's
+        failedPodsBackoff: 1 s doubling to 15 min per DaemonSet generation and node,
+        forgotten after 30 min without failures); 0 means delete it now."""
+        key = f"{meta(ds).get('uid')}/{(ds.get('status') or {}).get('observedGeneration', 0)}" \
+            f"/{node}"
+        at = time.monotonic()
+        delay, last = self._backoff.get(key, (0.0, 0.0))
+        if delay and at - last < delay:
+            return delay - (at - last)
+        fresh = not delay or at - last > 2 * FAILED_POD_BACKOFF_MAX
+        self._backoff[key] = (FAILED_POD_BACKOFF_START if fresh else
+                              min(delay * 2, FAILED_POD_BACKOFF_MAX), at)
+        return 0.0
 
     def _surge_excess(self, ds: Obj, running: list[Obj], hash_: str) -> list[Obj]:
         """With surge, a node keeps the oldest new pod and, while that one is not

@@ -172,3 +172,22 @@ async def test_a_failed_daemon_pod_is_deleted_and_a_pod_on_an_ineligible_node_re
                 {"matchExpressions": [{"key": "role", "operator": "DoesNotExist"}]}]}}})))
     await ctrl.reconcile("ns/agent")
     assert sorted(c[1] for c in client.of("delete", "pods")) == ["failed", "misplaced"]
+
+
+async def test_failed_pods_on_a_node_are_deleted_with_back_off():
+    ctx, client, inf = context()
+    ctrl = DaemonSetController(ctx)
+    inf.informer("v1", "nodes").put(node("n1"))
+    inf.informer("apps/v1", "daemonsets").put(ds())
+    inf.informer("v1", "pods").put(_pod("failed-1", "n1", "h", ready=False, phase="Failed"))
+    await ctrl.reconcile("ns/agent")
+    assert [c[1] for c in client.of("delete", "pods")] == ["failed-1"]
+    revision = client.of("create", "controllerrevisions")[0]
+    inf.informer("apps/v1", "controllerrevisions").put(revision)
+    current = revision["metadata"]["labels"]["controller-revision-hash"]
+    del inf.informer("v1", "pods").objects["ns/failed-1"]
+    inf.informer("v1", "pods").put(_pod("failed-2", "n1", current, ready=False,
+                                        phase="Failed"))
+    client.calls.clear()
+    await ctrl.reconcile("ns/agent")  # within the first second: wait
+    assert client.of("delete", "pods") == []
