@@ -13,7 +13,7 @@ from simple_driver import SimpleDriver
 from draemu.client import Client
 from draemu.drivers.sdk import KubeletPlugin
 
-pytestmark = pytest.mark.unit
+pytestmark = [pytest.mark.slow, pytest.mark.unit]
 
 
 @pytest.fixture

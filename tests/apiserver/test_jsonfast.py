@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from draemu.api import jsonfast
 
-pytestmark = pytest.mark.unit
+pytestmark = [pytest.mark.slow, pytest.mark.unit]
 
 SETTINGS = settings(max_examples=200, deadline=None, derandomize=True, database=None)
 ANY_TEXT = st.text(st.characters(codec=None), max_size=8)  # lone surrogates included

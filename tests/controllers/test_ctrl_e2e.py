@@ -8,7 +8,7 @@ from draemu.api.meta import format_time, now
 from draemu.client import ApiError, Client
 from draemu.cmd.testing.e2e import eventually
 
-pytestmark = pytest.mark.unit
+pytestmark = [pytest.mark.slow, pytest.mark.unit]
 
 RESOURCE = "resource.k8s.io/v1"
 

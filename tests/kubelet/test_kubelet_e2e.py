@@ -9,7 +9,7 @@ from draemu.cmd.nodes import node_kubeconfig, start_node
 from draemu.cmd.testing.e2e import allocate, create_claim, create_pod, eventually
 from draemu.drivers.presets import DriverSpec, NodeSpec
 
-pytestmark = pytest.mark.unit
+pytestmark = [pytest.mark.slow, pytest.mark.unit]
 
 GPU = DriverSpec("gpu.example.com", "gpu", {"gpus": [{"count": 2, "memory": "80Gi"}]})
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from draemu.apiserver.patch import fieldpath, update_managed_fields
 from draemu.apiserver.patch.managed import schema_of
 
-pytestmark = pytest.mark.unit
+pytestmark = [pytest.mark.slow, pytest.mark.unit]
 
 SETTINGS = settings(max_examples=300, deadline=None, derandomize=True, database=None)
 HISTORIES = settings(SETTINGS, max_examples=150)
