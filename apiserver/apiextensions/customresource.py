@@ -78,6 +78,9 @@ class CustomResourceStrategy(Strategy):
         for v in versions:
             subs |= set(self._subresources[v["name"]])
         self.subresources = frozenset(s for s in subs if s in ("status", "scale"))
+        # Without a status subresource, status is part of the main resource: its changes
+        # bump the generation too (as upstream).
+        self.status_fields = ("status",) if "status" in self.subresources else ()
         self._nodes: dict[str, SchemaNode] = {}
 
     # Schemas ---------------------------------------------------------------------------

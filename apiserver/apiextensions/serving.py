@@ -82,21 +82,26 @@ class CRDServing:
 
     def _conflict(self, crd: Obj) -> str:
         """Why the CRD's names cannot be served ("" when they can)."""
+        return self._conflict_of(crd)[1]
+
+    def _conflict_of(self, crd: Obj) -> tuple[str, str]:
+        """(reason, message) of upstream's naming controller ("" when none)."""
         spec = crd.get("spec") or {}
         names = spec.get("names") or {}
         group, name = spec.get("group", ""), crd["metadata"]["name"]
         for r in self.table.resources:
-            if r.group != group:
-                continue
-            if getattr(r.strategy, "crd_name", None) == name:
+            if r.group != group or getattr(r.strategy, "crd_name", None) == name:
                 continue
             if r.name == names.get("plural"):
-                return f'"{r.name}" is already in use'
-            if r.kind == names.get("kind"):
-                return f'"{r.kind}" is already in use'
+                return "PluralConflict", f'"{r.name}" is already in use'
             if names.get("singular") and (r.strategy.singular or "") == names["singular"]:
-                return f'"{names["singular"]}" is already in use'
-        return ""
+                return "SingularConflict", f'"{names["singular"]}" is already in use'
+            if r.kind == names.get("kind"):
+                return "KindConflict", f'"{r.kind}" is already in use'
+            if names.get("listKind") and getattr(r.strategy, "list_kind", "") == \
+                    names["listKind"]:
+                return "ListKindConflict", f'"{names["listKind"]}" is already in use'
+        return "", ""
 
     def _serve(self, crd: Obj) -> None:
         name = crd["metadata"]["name"]
@@ -160,11 +165,10 @@ class CRDServing:
                 raise Unchanged()
             status = crd.setdefault("status", {})
             conditions = status.setdefault("conditions", [])
-            conflict = self._conflict(crd)
+            reason, conflict = self._conflict_of(crd)
             names = (crd.get("spec") or {}).get("names") or {}
             if conflict:
-                set_condition(conditions, "NamesAccepted", "False", _conflict_reason(conflict),
-                              conflict)
+                set_condition(conditions, "NamesAccepted", "False", reason, conflict)
                 set_condition(conditions, "Established", "False", "NotAccepted",
                               "not all names are accepted")
             else:
@@ -269,6 +273,3 @@ class CRDServing:
             if e.reason == "Conflict":
                 self._queue.put_nowait(name)
 
-
-def _conflict_reason(message: str) -> str:
-    return "PluralConflict" if message else ""

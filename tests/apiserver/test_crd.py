@@ -338,3 +338,23 @@ async def test_malformed_objects_get_4xx_not_500(client: Client) -> None:
     assert reply.status == 422
     fields = {c["field"] for c in reply.json["details"]["causes"]}
     assert {"spec.versions[2]", "spec.names.shortNames[0]"} <= fields
+
+
+async def test_a_second_crd_with_taken_names_is_not_accepted(client: Client) -> None:
+    await _with_crd(client)
+    rival = copy.deepcopy(CRD)
+    rival["metadata"]["name"] = "gizmos.example.com"
+    rival["spec"]["names"] = {"plural": "gizmos", "singular": "gizmo", "kind": "Widget"}
+    assert (await client.post(CRDS, rival)).status == 201
+    for _ in range(100):
+        conditions = {c["type"]: c for c in (await client.get(f"{CRDS}/gizmos.example.com")
+                                             ).json.get("status", {}).get("conditions", [])}
+        if conditions:
+            break
+        await asyncio.sleep(0.02)
+    accepted = conditions["NamesAccepted"]
+    assert (accepted["status"], accepted["reason"], accepted["message"]) == (
+        "False", "KindConflict", '"Widget" is already in use')
+    assert conditions["Established"]["status"] == "False"
+    assert (await client.get("/apis/example.com/v1/namespaces/default/gizmos")).status == 404
+    assert (await client.get(WIDGETS)).status == 200

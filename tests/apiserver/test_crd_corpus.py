@@ -19,7 +19,6 @@ from apiclient import Client
 
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parents[2]
 MODULES = Path(os.environ.get("DRAEMU_GO_CACHE") or Path.home() / ".cache" / "draemu" / "go"
                ) / "mod" / "k8s.io"
 CASES = MODULES / "apiextensions-apiserver@v0.37.2" / "test" / "integration" / \
