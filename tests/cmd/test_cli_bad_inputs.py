@@ -82,3 +82,30 @@ def test_every_broken_file_gets_one_clear_line(command: str, tmp_path: Path,
         if code not in (1, 2) or len(lines) != 1 or len(lines[0]) < len("error: ") + 10:
             failures.append(f"{name}: exit {code}\n{stderr[-800:]}")
     assert not failures, "\n\n".join(failures)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--image-map", "registry.example/driver"],
+     "error: image map entry 'registry.example/driver': expected IMAGE=PATH"),
+    (["--image-map", "registry.example/driver=/no/such/file", "--runtime", "process"],
+     "error: image map entry registry.example/driver=/no/such/file: /no/such/file does not "
+     "exist"),
+    (["--image-map", "registry.example/driver=/bin/sh"],
+     "error: --image-map needs --runtime process"),
+    (["--runtime", "process"],
+     "error: --runtime process cannot start: the process runtime runs containers in their own "
+     "mount and network namespaces and needs root (running as uid 1000)"),
+])
+def test_a_bad_image_map_or_no_namespaces_stop_draemu_up_before_it_starts(
+        args: list[str], message: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from draemu.kubelet.runtime import process
+
+    def not_root() -> None:
+        raise process.NamespacesUnavailable(
+            "--runtime process cannot start: the process runtime runs containers in their "
+            "own mount and network namespaces and needs root (running as uid 1000)")
+
+    monkeypatch.setattr(process, "preflight", not_root)
+    code = _main("up")(["up", "--in-memory", "--port", "0", "--preset", "empty", *args])
+    assert (code, capsys.readouterr().err) == (2, message + "\n")

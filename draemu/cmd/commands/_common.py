@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import signal
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 
 async def wait_for_signal() -> None:
@@ -46,3 +47,40 @@ def add_emulation_arguments(parser: argparse.ArgumentParser, legacy_default: str
                         "ResourceClaim, ResourceClaimTemplate and ResourceSlice in their "
                         "Kubernetes 1.31 shape, for manifests written then (no release since "
                         f"serves it; requests get a warning) (default: {legacy_default})")
+
+
+def add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
+    """--runtime and the process runtime's image map (draemu up, draemu kubelet)."""
+    parser.add_argument("--runtime", choices=["fake", "process"], default="fake",
+                        help="container runtime of the emulated kubelets: fake (nothing is "
+                        "executed; logs list what the container would get) or process (runs "
+                        "containers as local processes in their own mount and network "
+                        "namespaces; needs root)")
+    parser.add_argument("--image-map", action="append", default=[], metavar="IMAGE=PATH",
+                        help="process runtime: the local executable or folder that stands for "
+                        "an image (repeatable; IMAGE may omit its tag or be a pattern such as "
+                        "'registry.k8s.io/*'); containers of unmapped images do not execute")
+    parser.add_argument("--image-map-file", metavar="FILE",
+                        help="process runtime: image map entries, one IMAGE=PATH per line")
+
+
+def runtime_image_map(args: argparse.Namespace) -> Any:
+    """The image map of --image-map and --image-map-file, checked before anything starts
+    (paths exist, the runtime is process, and the process runtime can make its
+    namespaces here); ValueError says what is wrong."""
+    from draemu.kubelet.runtime import ImageMap
+    from draemu.kubelet.runtime.process import NamespacesUnavailable, preflight
+
+    image_map = ImageMap()
+    if args.image_map_file:
+        image_map.load_file(args.image_map_file)
+    for entry in args.image_map:
+        image_map.add_entry(entry)
+    if image_map and args.runtime != "process":
+        raise ValueError("--image-map needs --runtime process")
+    if args.runtime == "process":
+        try:
+            preflight()
+        except NamespacesUnavailable as err:
+            raise ValueError(str(err)) from None
+    return image_map

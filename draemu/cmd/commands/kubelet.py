@@ -21,6 +21,8 @@ HELP = "run one emulated kubelet (and optionally its preset drivers) against an 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from draemu.cmd.commands._common import add_runtime_arguments
+
     parser.add_argument("--node", required=True, metavar="NAME", help="the node's name")
     parser.add_argument("--kubeconfig", metavar="FILE",
                         help="credentials to use (default: $KUBECONFIG or ~/.kube/config); "
@@ -37,8 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--client-ca-file", metavar="FILE",
                         help="CA of the client certificates the kubelet API accepts "
                         "(default: the kubeconfig's cluster CA)")
-    parser.add_argument("--runtime", choices=["fake", "process"], default="fake",
-                        help="fake (default: nothing runs) or process (runs the commands)")
+    add_runtime_arguments(parser)
     parser.add_argument("--preset", metavar="NAME|FILE",
                         help="also run the built-in drivers that this preset gives the node")
     parser.add_argument("--labels", default="", metavar="K=V,...",
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from draemu.api.nodelabels import kubelet_may_set_label
     from draemu.client import Client, ConfigError, config
     from draemu.cmd.cluster import default_data_dir
-    from draemu.cmd.commands._common import serve
+    from draemu.cmd.commands._common import runtime_image_map, serve
     from draemu.drivers.builtin import start_builtin_driver
     from draemu.drivers.presets import PresetError, load_preset
     from draemu.features import FeatureGateError, FeatureGates
@@ -97,12 +98,14 @@ def run(args: argparse.Namespace) -> int:
         root = Path(args.root_dir) if args.root_dir else data_dir / "nodes" / args.node
         tls = _serving_tls(args, config.load(args.kubeconfig).ca_data, data_dir, root)
         client = Client.from_kubeconfig(args.kubeconfig)
+        image_map = runtime_image_map(args)
     except (FeatureGateError, PresetError, ConfigError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     kubelet = Kubelet(client, KubeletOptions(
         node_name=args.node, root_dir=root, runtime=args.runtime, labels=labels,
-        address=args.address, port=args.port, tls=tls, feature_gates=gates))
+        address=args.address, port=args.port, tls=tls, feature_gates=gates,
+        image_map=image_map))
     plugins = []
 
     async def start() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # imported when used: `draemu up --help` stays quick
     from draemu.client import Client
@@ -52,17 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "GPU nodes), example, empty, or a preset YAML file (default: seed)")
     parser.add_argument("--nodes", type=int, metavar="N",
                         help="number of nodes for the 'example' preset")
-    parser.add_argument("--runtime", choices=["fake", "process"], default="fake",
-                        help="container runtime of the emulated kubelets: fake (nothing is "
-                        "executed; logs list what the container would get) or process (runs "
-                        "containers as local processes in their own mount and network "
-                        "namespaces; needs root)")
-    parser.add_argument("--image-map", action="append", default=[], metavar="IMAGE=PATH",
-                        help="process runtime: the local executable or folder that stands for "
-                        "an image (repeatable; IMAGE may omit its tag or be a pattern such as "
-                        "'registry.k8s.io/*'); containers of unmapped images do not execute")
-    parser.add_argument("--image-map-file", metavar="FILE",
-                        help="process runtime: image map entries, one IMAGE=PATH per line")
+    from draemu.cmd.commands._common import add_runtime_arguments
+
+    add_runtime_arguments(parser)
     parser.add_argument("--insecure-http", action="store_true",
                         help="serve plain HTTP without authentication (loopback only)")
     parser.add_argument("--token-auth-file", metavar="FILE",
@@ -94,21 +86,6 @@ def _self_command() -> str:
     return os.path.relpath(sys.argv[0]) if os.path.basename(here) == "draemu" else "draemu"
 
 
-def _image_map(args: argparse.Namespace) -> Any:
-    """The process runtime's image map from --image-map and --image-map-file; checked
-    (paths exist, runtime is process) before anything starts."""
-    from draemu.kubelet.runtime import ImageMap
-
-    image_map = ImageMap()
-    if args.image_map_file:
-        image_map.load_file(args.image_map_file)
-    for entry in args.image_map:
-        image_map.add_entry(entry)
-    if image_map and args.runtime != "process":
-        raise ValueError("--image-map needs --runtime process")
-    return image_map
-
-
 def run(args: argparse.Namespace) -> int:
     import ipaddress
     import sys
@@ -118,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     from draemu.client.config import ConfigError, default_paths, merge_into
     from draemu.cmd import datadir
     from draemu.cmd.cluster import Cluster, ClusterOptions, default_data_dir
-    from draemu.cmd.commands._common import wait_for_signal
+    from draemu.cmd.commands._common import runtime_image_map, wait_for_signal
     from draemu.drivers.presets import PresetError, load_preset
     from draemu.features import FeatureGateError, FeatureGates
 
@@ -143,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
     try:
-        image_map = _image_map(args)
+        image_map = runtime_image_map(args)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
