@@ -7,12 +7,14 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
 
 import draemu
 from draemu.api.errors import StatusError, not_found_error
+from draemu.api.jsonfast import loads
 from draemu.apiserver import (
     deletion,
     discovery,
@@ -33,6 +35,7 @@ from draemu.apiserver.auth import (
     Attributes,
     Authenticator,
     Authorizer,
+    Decision,
     forbidden,
 )
 from draemu.apiserver.codec import (
@@ -61,6 +64,9 @@ log = get_logger("apiserver")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 USER_KEY = web.RequestKey("user", UserInfo)
+# The authenticated user when the request impersonates USER_KEY's (for the audit log).
+REQUESTER_KEY = web.RequestKey("requester", UserInfo)
+DECISION_KEY = web.RequestKey("decision", Decision)
 INFO_KEY = web.RequestKey("requestinfo", RequestInfo)
 
 _NOT_FOUND = "the server could not find the requested resource"
@@ -94,6 +100,8 @@ class API:
     webhooks: Any = None  # Webhooks, set by the server
     # Signs ServiceAccount tokens (serviceaccounts/token); set by the server.
     signer: Any = None
+    # --audit-log (apiserver/audit.py AuditLog), or None.
+    audit: Any = None
 
     # Lookups for strategies (ctx.lookup): synchronous reads of the watch cache.
     def lookup(self, resource: str, group: str, namespace: str, name: str) -> Any:
@@ -155,6 +163,52 @@ class API:
                                      time.perf_counter() - started)
 
     @web.middleware
+    async def audit_requests(self, request: web.Request, handler: Handler
+                             ) -> web.StreamResponse:
+        if self.audit is None:
+            return await handler(request)
+        received = datetime.now(UTC)
+        code = 500
+        resp: web.StreamResponse | None = None
+        try:
+            resp = await handler(request)
+            code = resp.status
+            return resp
+        finally:
+            self._audit(request, received, code, resp)
+
+    def _audit(self, request: web.Request, received: datetime, code: int,
+               resp: web.StreamResponse | None) -> None:
+        info: RequestInfo | None = request.get(INFO_KEY)
+        user, requester = request.get(USER_KEY), request.get(REQUESTER_KEY)
+        status: dict[str, Any] = {"metadata": {}, "code": code}
+        if code >= 400 and isinstance(resp, web.Response) and isinstance(resp.body, bytes):
+            try:
+                body = loads(resp.body)
+            except ValueError:
+                body = None
+            if isinstance(body, dict) and body.get("kind") == "Status":
+                status = {"metadata": {}, **{k: body[k] for k in (
+                    "status", "message", "reason", "details") if k in body}, "code": code}
+        ref: dict[str, Any] | None = None
+        verb = request.method.lower()
+        if info is not None and info.resource_request:
+            verb = info.verb
+            ref = {"resource": info.resource}
+            for key, value in (("namespace", info.namespace), ("name", info.name),
+                               ("apiGroup", info.group), ("apiVersion", info.version),
+                               ("subresource", info.subresource)):
+                if value:
+                    ref[key] = value
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        self.audit.write(
+            received=received, uri=request.path_qs, verb=verb,
+            user=requester or user, impersonated=user if requester else None,
+            source_ip=peer[0] if isinstance(peer, tuple) else "",
+            user_agent=request.headers.get("User-Agent", ""), object_ref=ref, status=status,
+            decision=request.get(DECISION_KEY))
+
+    @web.middleware
     async def authenticate(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if self.insecure:
             user = INSECURE_ADMIN
@@ -172,6 +226,7 @@ class API:
         wanted = wanted_user(request.headers)
         if wanted is not None:
             # The request is then authorized (and answered) as the impersonated user.
+            request[REQUESTER_KEY] = user
             request[USER_KEY] = Impersonator(self.authorizer).impersonate(
                 wanted, self._request_attributes(request, user))
         return await handler(request)
@@ -219,7 +274,8 @@ class API:
             self.metrics.in_flight[kind] -= 1
 
     def build(self) -> web.Application:
-        app = web.Application(middlewares=[self.errors, self.authenticate, self.limit_in_flight],
+        app = web.Application(middlewares=[self.audit_requests, self.errors, self.authenticate,
+                                           self.limit_in_flight],
                               client_max_size=4 * 1024 * 1024,
                               handler_args=httperrors.HANDLER_ARGS)
         app.router.add_route("*", "/{tail:.*}", self.route)
@@ -238,12 +294,16 @@ class API:
         user: UserInfo = request[USER_KEY]
         info: RequestInfo = request[INFO_KEY]
         if not info.resource_request:
-            self._authorize(Attributes(user, info.verb, path=path.rstrip("/") or "/"), info)
+            self._authorize(Attributes(user, info.verb, path=path.rstrip("/") or "/"), info,
+                            request)
             return await self._non_resource(request, path)
         return await self._resource(request, info, user)
 
-    def _authorize(self, attrs: Attributes, info: RequestInfo) -> None:
+    def _authorize(self, attrs: Attributes, info: RequestInfo,
+                   request: web.Request | None = None) -> None:
         decision = self.authorizer.authorize(attrs)
+        if request is not None:
+            request[DECISION_KEY] = decision
         if not decision.allowed:
             raise forbidden(attrs, decision.reason)
 
@@ -314,7 +374,7 @@ class API:
                            info.subresource, namespace,
                            info.name or _selected_name(info.verb, field_selector), info.path,
                            field_selector)
-        self._authorize(attrs, info)
+        self._authorize(attrs, info, request)
         if attrs.user.node_name is not None:
             await self._node_restriction(request, attrs)
         sub = info.subresource

@@ -30,6 +30,7 @@ from draemu.apiserver.admission.policystatus import PolicyStatus
 from draemu.apiserver.admission.webhooks import Webhooks
 from draemu.apiserver.apiextensions.serving import CRDServing
 from draemu.apiserver.app import API
+from draemu.apiserver.audit import AuditLog
 from draemu.apiserver.auth import (
     Authenticator,
     PrivilegedGroupAuthorizer,
@@ -76,6 +77,8 @@ class APIServerOptions:
     # Kubernetes 1.31), which no release it emulates serves.
     legacy_versions: bool = False
     token_file: Path | None = None
+    # Audit events (audit.k8s.io/v1, Metadata level) appended to this file, as JSON lines.
+    audit_log: Path | None = None
     max_requests_inflight: int = 400
     max_mutating_requests_inflight: int = 200
     request_timeout: float = 60.0  # kube-apiserver's --request-timeout, in seconds
@@ -252,6 +255,8 @@ class APIServer:
             NodeAuthorizer(self.api.lookup, self.api.lookup_namespace),
             RBACAuthorizer(self.api.lookup, self.api.lookup_namespace, self._rbac_version))
         self.api.signer = self.signer
+        if opts.audit_log is not None:
+            self.api.audit = AuditLog(opts.audit_log)
         self.api.authenticator.service_accounts = ServiceAccountAuthenticator(
             self.signer, self.api.lookup)
         await ensure_system_namespaces(table, storage, opts.feature_gates)
@@ -334,6 +339,9 @@ class APIServer:
             await self._cache.stop()
         if self.api is not None and self.api.kubelet_client is not None:
             await self.api.kubelet_client.close()
+        if self.api is not None and self.api.audit is not None:
+            self.api.audit.close()
+            self.api.audit = None
         if self.store is not None and self._owns_store:
             await self.store.close()
         self.store = None

@@ -44,6 +44,7 @@ class ClusterOptions:
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
     insecure_http: bool = False
     token_file: Path | None = None
+    audit_log: Path | None = None
     preset: str = "seed"
     nodes: int | None = None
     # Serve resource.k8s.io/v1alpha3 in its 1.31 shape; None: as the preset says
@@ -114,7 +115,7 @@ class Cluster:
         self.apiserver = APIServer(APIServerOptions(
             data_dir=self.data_dir, store_url=store_url, address=o.address, port=o.port,
             insecure_http=o.insecure_http, feature_gates=o.feature_gates,
-            legacy_versions=legacy, token_file=o.token_file))
+            legacy_versions=legacy, token_file=o.token_file, audit_log=o.audit_log))
         await self.apiserver.start()
         self.timings["apiserver"] = time.perf_counter() - t0
         if o.kubeconfig is not None:

@@ -35,6 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="serve plain HTTP without authentication (loopback only)")
     parser.add_argument("--token-auth-file", type=Path, default=None,
                         help='bearer tokens, CSV lines: token,user,uid,"group1,group2"')
+    parser.add_argument("--audit-log", type=Path, default=None, metavar="FILE",
+                        help="append an audit event (audit.k8s.io/v1, Metadata level) per "
+                        "request to FILE, as JSON lines")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -68,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
     options = APIServerOptions(data_dir=data_dir, store_url=store_url, address=args.address,
                                port=args.port, insecure_http=args.insecure_http,
                                feature_gates=gates, token_file=args.token_auth_file,
+                               audit_log=args.audit_log,
                                legacy_versions=bool(args.legacy_v1alpha3))
 
     async def serve() -> int:

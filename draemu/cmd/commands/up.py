@@ -59,6 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="serve plain HTTP without authentication (loopback only)")
     parser.add_argument("--token-auth-file", metavar="FILE",
                         help="CSV of bearer tokens: token,user,uid,\"group1,group2\"")
+    parser.add_argument("--audit-log", metavar="FILE",
+                        help="append an audit event (audit.k8s.io/v1, Metadata level) per "
+                        "request to FILE, as JSON lines")
     parser.add_argument("--ui-port", type=int, default=0, metavar="N",
                         help="port of the web view (its address, with a one-time token, is "
                         "printed in the banner); 0 picks a free one (default: 0)")
@@ -138,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
         kubeconfig=Path(args.kubeconfig) if args.kubeconfig else None, store_url=args.store,
         feature_gates=gates, insecure_http=args.insecure_http,
         token_file=Path(args.token_auth_file) if args.token_auth_file else None,
+        audit_log=Path(args.audit_log) if args.audit_log else None,
         preset=args.preset, nodes=args.nodes, runtime=args.runtime,
         legacy_v1alpha3=args.legacy_v1alpha3,
         scheduler=not args.no_scheduler, controllers=not args.no_controllers,
