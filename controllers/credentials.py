@@ -16,6 +16,7 @@ SERVICE_ACCOUNTS = {
     "job": "job-controller",
     "replicaset": "replicaset-controller",
     "deployment": "deployment-controller",
+    "replicationcontroller": "replication-controller",
     "daemonset": "daemon-set-controller",
     "statefulset": "statefulset-controller",
     "cronjob": "cronjob-controller",

@@ -23,7 +23,7 @@ from draemu.controllers.garbagecollector import GarbageCollector
 from draemu.controllers.job import JobController
 from draemu.controllers.namespace import NamespaceController
 from draemu.controllers.nodelifecycle import NodeLifecycleController
-from draemu.controllers.replicaset import ReplicaSetController
+from draemu.controllers.replicaset import ReplicaSetController, ReplicationControllerController
 from draemu.controllers.resourceclaim import ResourceClaimController
 from draemu.controllers.resourcepoolstatus import ResourcePoolStatusController
 from draemu.controllers.resourcequota import ResourceQuotaController
@@ -44,6 +44,7 @@ SIMPLE: dict[str, type[Controller]] = {
     "job": JobController,
     "replicaset": ReplicaSetController,
     "deployment": DeploymentController,
+    "replicationcontroller": ReplicationControllerController,
     "daemonset": DaemonSetController,
     "statefulset": StatefulSetController,
     "cronjob": CronJobController,

@@ -74,6 +74,10 @@ class ReplicaSetController(Controller):
     def primary(self) -> Any:
         return self.owners
 
+    def selector_of(self, owner: Obj) -> Obj | None:
+        """The owner's LabelSelector (None selects nothing)."""
+        return (owner.get("spec") or {}).get("selector")
+
     def _pod_changed(self, pod: Obj) -> None:
         ref = controller_of(pod)
         if ref is not None:
@@ -82,7 +86,7 @@ class ReplicaSetController(Controller):
             return
         for owner in self.owners.list():  # an orphan: whoever selects it may adopt it
             if namespace_of(owner) == namespace_of(pod) and matches(
-                    (owner.get("spec") or {}).get("selector"), meta(pod).get("labels")):
+                    self.selector_of(owner), meta(pod).get("labels")):
                 self.queue.add(key_of(owner))
 
     def claimed_pods(self, rs: Obj) -> list[Obj]:
@@ -95,7 +99,7 @@ class ReplicaSetController(Controller):
         if rs is None:
             return None
         spec = rs.get("spec") or {}
-        selector = spec.get("selector")
+        selector = self.selector_of(rs)
         pods = await self._claim_pods(rs, selector)
         active = [p for p in pods if not pod_is_terminal(p) and not meta(p).get(
             "deletionTimestamp")]
@@ -207,3 +211,21 @@ class ReplicaSetController(Controller):
 def matches(selector: Obj | None, labels: dict[str, str] | None) -> bool:
     """A workload without a selector selects nothing."""
     return selector is not None and _matches(selector, labels)
+
+
+class ReplicationControllerController(ReplicaSetController):
+    """The replication controller: the ReplicaSet controller for core/v1
+    ReplicationControllers, whose selector is a plain label map (upstream runs the same
+    code behind a conversion)."""
+
+    name = "replicationcontroller"
+    kind = "ReplicationController"
+    api_version = "v1"
+    resource = "replicationcontrollers"
+
+    def component(self) -> str:
+        return "replication-controller"
+
+    def selector_of(self, owner: Obj) -> Obj | None:
+        labels = (owner.get("spec") or {}).get("selector")
+        return {"matchLabels": labels} if labels else None

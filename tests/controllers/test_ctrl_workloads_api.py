@@ -194,3 +194,30 @@ async def test_a_finished_job_with_a_ttl_is_deleted(cluster):
                                      "lastTransitionTime": stamp}]}
     await cluster.update("batch/v1", "jobs", job, subresource="status")
     await eventually(lambda: gone(cluster, "batch/v1", "jobs", "once", NS))
+
+
+async def test_a_replication_controller_keeps_its_replicas(cluster):
+    await cluster.create("v1", "replicationcontrollers", {
+        "metadata": {"name": "legacy", "namespace": NS},
+        "spec": {"replicas": 2, "selector": {"app": "legacy"}, "template": template("legacy")}},
+        namespace=NS)
+
+    async def two():
+        pods = await pods_of(cluster, "legacy")
+        return len(pods) == 2 and pods
+    pods = await eventually(two)
+    assert {p["metadata"]["ownerReferences"][0]["kind"] for p in pods} == {
+        "ReplicationController"}
+
+    async def counted():
+        rc = await cluster.get("v1", "replicationcontrollers", "legacy", NS)
+        return (rc.get("status") or {}).get("replicas") == 2
+    await eventually(counted)
+    await cluster.patch("v1", "replicationcontrollers", "legacy", {"spec": {"replicas": 1}},
+                        namespace=NS)
+
+    async def one():
+        live = [p for p in await pods_of(cluster, "legacy")
+                if not p["metadata"].get("deletionTimestamp")]
+        return len(live) == 1
+    await eventually(one)

@@ -15,6 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--controllers", default="", metavar="A,B",
                         help="controllers to run (default: all): resourceclaim, "
                         "device-taint-eviction, node-lifecycle, job, replicaset, deployment, "
+                        "replicationcontroller, "
                         "daemonset, statefulset, cronjob, endpoints, endpointslice, "
                         "resourcequota, disruption, ttl-after-finished, garbagecollector, "
                         "namespace, resourcepoolstatus, serviceaccount, root-ca-cert-publisher, "
