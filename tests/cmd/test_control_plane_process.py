@@ -43,6 +43,13 @@ async def test_the_scheduler_and_controllers_run_in_a_child_process(tmp_path: Pa
                 return bool(pods) and pods[0]["spec"].get("nodeName") == "node-1"
 
             await eventually(bound)
+
+            async def root_ca_published() -> bool:
+                # The root CA publisher needs the cluster CA, handed to the child too.
+                cm = await client.get("v1", "configmaps", "kube-root-ca.crt", "default")
+                return "BEGIN CERTIFICATE" in cm["data"]["ca.crt"]
+
+            await eventually(root_ca_published)
     finally:
         await cluster.stop()
     assert child.returncode is not None
