@@ -318,6 +318,16 @@ class PersistentVolumeClaimStrategy(GenericStrategy):
     def validate_object(self, obj: Obj, ctx: Context) -> list[FieldError]:
         return validate_claim_spec(obj.get("spec") or {}, Path("spec"))
 
+    def validate_status_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
+        phase = get_path(new, "status.phase")
+        phases = ["Bound", "Lost", "Pending"]
+        errs: list[FieldError] = []
+        if phase and phase not in phases:
+            errs.append(not_supported(Path("status").child("phase"), phase, phases))
+        for name, value in (get_path(new, "status.capacity") or {}).items():
+            errs += _positive_quantity(value, Path("status").child("capacity").key(name))
+        return errs
+
     def validate_object_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
         spec, before = dict(new.get("spec") or {}), dict(old.get("spec") or {})
         errs: list[FieldError] = []

@@ -4,6 +4,7 @@ written by the resource-quota controller; enforcing quotas on creates is not don
 from __future__ import annotations
 
 from draemu.api.errors import FieldError, Path, invalid, not_supported, required
+from draemu.api.names import is_qualified_name
 from draemu.api.quantity import QuantityError
 from draemu.apiserver.registry.core.common import (
     IS_NEGATIVE,
@@ -25,6 +26,41 @@ SCOPES = ["BestEffort", "CrossNamespacePodAffinity", "NotBestEffort", "NotTermin
           "PriorityClass", "Terminating", "VolumeAttributesClass"]
 SELECTOR_OPERATORS = ["DoesNotExist", "Exists", "In", "NotIn"]
 LIMIT_TYPES = ["Container", "PersistentVolumeClaim", "Pod"]
+# What the quota system knows by a bare name (helper.IsStandardQuotaResourceName).
+STANDARD_QUOTA_RESOURCES = frozenset({
+    "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory",
+    "requests.storage", "requests.ephemeral-storage", "limits.cpu", "limits.memory",
+    "limits.ephemeral-storage", "pods", "resourcequotas", "services",
+    "replicationcontrollers", "secrets", "persistentvolumeclaims", "configmaps",
+    "services.nodeports", "services.loadbalancers"})
+INTEGER_RESOURCES = frozenset({
+    "pods", "resourcequotas", "services", "replicationcontrollers", "secrets", "configmaps",
+    "persistentvolumeclaims", "services.nodeports", "services.loadbalancers"})
+
+
+def _is_extended(name: str) -> bool:
+    """IsExtendedResourceName: `example.com/foo`, `count/pods`, `<class>.deviceclass...`."""
+    native = "/" not in name or "kubernetes.io/" in name
+    if native or name.startswith("requests."):
+        return False
+    return not is_qualified_name("requests." + name)
+
+
+def quota_resource_errors(name: str, raw: object, path: Path) -> list[FieldError]:
+    """ValidateResourceQuotaResourceName and ValidateResourceQuantityValue."""
+    errs = qualified_name(name, path)
+    if "/" not in name and name not in STANDARD_QUOTA_RESOURCES and not name.startswith(
+            ("hugepages-", "requests.hugepages-")):
+        errs.append(invalid(path, name, "must be a standard resource for quota"))
+    try:
+        quantity = parse_quantity(raw)  # type: ignore[arg-type]
+    except (QuantityError, TypeError):
+        return errs  # decoding refused it already
+    if quantity.value < 0:
+        errs.append(invalid(path, raw, IS_NEGATIVE))
+    if (name in INTEGER_RESOURCES or _is_extended(name)) and quantity.value.denominator != 1:
+        errs.append(invalid(path, raw, "must be an integer"))
+    return errs
 
 
 def _quota_columns(obj: Obj) -> tuple[str, str]:
@@ -81,7 +117,9 @@ class ResourceQuotaStrategy(GenericStrategy):
     def validate_object(self, obj: Obj, ctx: Context) -> list[FieldError]:
         spec = obj.get("spec") or {}
         path = Path("spec")
-        errs = _quantity_map_errors(spec.get("hard") or {}, path.child("hard"))
+        errs: list[FieldError] = []
+        for name, raw in (spec.get("hard") or {}).items():
+            errs += quota_resource_errors(name, raw, path.child("hard").key(name))
         scopes = spec.get("scopes") or []
         for scope in scopes:
             if scope not in SCOPES:

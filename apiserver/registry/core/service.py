@@ -250,9 +250,17 @@ def validate_service(obj: Obj) -> list[FieldError]:
             errs.append(duplicate(p, {"port": port.get("port"), "protocol": port.get("protocol"),
                                       "targetPort": 0, "nodePort": 0}))
         pairs.add(key)
-    if spec.get("loadBalancerSourceRanges") and kind != "LoadBalancer":
-        errs.append(forbidden(path.child("LoadBalancerSourceRanges"),
-                              "may only be used when `type` is 'LoadBalancer'"))
+    if spec.get("loadBalancerSourceRanges"):
+        if kind != "LoadBalancer":
+            errs.append(forbidden(path.child("LoadBalancerSourceRanges"),
+                                  "may only be used when `type` is 'LoadBalancer'"))
+        for i, value in enumerate(spec["loadBalancerSourceRanges"]):
+            try:
+                ipaddress.ip_network(str(value).strip(), strict=False)
+            except ValueError:
+                errs.append(invalid(path.child("LoadBalancerSourceRanges").index(i), value,
+                                    "must be a valid CIDR value, (e.g. 10.9.8.0/24 or "
+                                    "2001:db8::/64)"))
     if spec.get("allocateLoadBalancerNodePorts") is not None and kind != "LoadBalancer":
         errs.append(forbidden(path.child("allocateLoadBalancerNodePorts"),
                               "may only be used when `type` is 'LoadBalancer'"))

@@ -126,3 +126,14 @@ def test_service_cidr_and_ip_address_names() -> None:
     assert IP.validate_name("10.96.0.010", False) == [
         "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"]
     assert IP.validate_name("10.96.0.10", False) == []
+
+
+def test_quota_resource_names_and_integers() -> None:
+    quota = created(QUOTA, obj("ResourceQuota", "v1", spec={"hard": {
+        "gpus": "1", "pods": "1.5", "count/deployments.apps": "2",
+        "gpu.deviceclass.resource.k8s.io/devices": "500m"}}))
+    assert messages(QUOTA.validate(quota, ctx())) == [
+        'spec.hard[gpus]: Invalid value: "gpus": must be a standard resource for quota',
+        'spec.hard[pods]: Invalid value: "1.5": must be an integer',
+        'spec.hard[gpu.deviceclass.resource.k8s.io/devices]: Invalid value: "500m": must be an '
+        "integer"]
