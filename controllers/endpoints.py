@@ -229,7 +229,8 @@ class EndpointSliceController(_ServiceController):
         if labels.get(SLICE_MANAGED_BY) == SLICE_CONTROLLER and labels.get(SERVICE_NAME):
             self.queue.add(f"{namespace_of(es)}/{labels[SERVICE_NAME]}")
 
-    def endpoints_of(self, service: Obj) -> list[Obj]:
+    def endpoints_of(self, service: Obj) -> list[tuple[list[Obj], Obj]]:
+        """(the pod's resolved ports, its endpoint) for every selected pod with an IP."""
         out = []
         for pod in _selected(service, self.pods.list()):
             if not should_include(pod, True):
@@ -253,21 +254,20 @@ class EndpointSliceController(_ServiceController):
             hostname = _hostname(pod, service)
             if hostname:
                 ep["hostname"] = hostname
-            out.append(ep)
+            out.append((self.ports_of(service, pod), ep))
         return out
 
-    def ports_of(self, service: Obj) -> list[Obj]:
-        """The slice's ports, resolved against the first selected pod (upstream groups
-        endpoints by their resolved ports; pods of one Service almost always agree)."""
-        pods = [p for p in _selected(service, self.pods.list()) if should_include(p, True)]
+    @staticmethod
+    def ports_of(service: Obj, pod: Obj) -> list[Obj]:
+        """The service ports resolved against `pod` (a named targetPort it lacks is left
+        out)."""
         out = []
         for sp in (service.get("spec") or {}).get("ports") or []:
-            number = find_port(pods[0], sp) if pods else None
-            if pods and number is None:
+            number = find_port(pod, sp)
+            if number is None:
                 continue
-            port: Obj = {"name": sp.get("name", ""), "protocol": sp.get("protocol", "TCP")}
-            if number is not None:
-                port["port"] = number
+            port: Obj = {"name": sp.get("name", ""), "protocol": sp.get("protocol", "TCP"),
+                         "port": number}
             if sp.get("appProtocol"):
                 port["appProtocol"] = sp["appProtocol"]
             out.append(port)
@@ -296,33 +296,41 @@ class EndpointSliceController(_ServiceController):
             return None
         if not self.expectations.satisfied(key, lambda n: self.slices.get(f"{namespace}/{n}")):
             return 0.5  # our last creates are not in the informer yet
-        endpoints = self.endpoints_of(service)
-        ports = self.ports_of(service)
+        # Endpoints grouped by their resolved ports (pods may name their ports
+        # differently), each group in slices of at most 100.
+        groups: dict[str, tuple[list[Obj], list[Obj]]] = {}
+        for ports, ep in self.endpoints_of(service):
+            groups.setdefault(repr(ports), (ports, []))[1].append(ep)
+        if not groups:  # upstream's placeholder: no endpoints, no ports
+            groups[""] = ([], [])
         labels = self._labels(service)
-        chunks = [endpoints[i:i + MAX_PER_SLICE]
-                  for i in range(0, len(endpoints), MAX_PER_SLICE)] or [[]]
-        for i, chunk in enumerate(chunks):
-            if i < len(owned):
-                es = owned[i]
-                if (es.get("endpoints") or []) == chunk and (es.get("ports") or []) == ports \
-                        and (meta(es).get("labels") or {}) == labels:
+        wanted = [(ports, eps[i:i + MAX_PER_SLICE])
+                  for _, (ports, eps) in sorted(groups.items())
+                  for i in range(0, max(len(eps), 1), MAX_PER_SLICE)]
+        spare = list(owned)
+        for ports, chunk in wanted:
+            es = next((s for s in spare if (s.get("ports") or []) == ports), None)
+            if es is not None:
+                spare.remove(es)
+                if (es.get("endpoints") or []) == chunk and \
+                        (meta(es).get("labels") or {}) == labels:
                     continue
                 body = copy.deepcopy(es)
                 body["metadata"]["labels"] = labels
-                body["endpoints"], body["ports"] = chunk, ports
+                body["endpoints"] = chunk
                 await self.client.update("discovery.k8s.io/v1", "endpointslices", body)
-            else:
-                body = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-                        "metadata": {"generateName": f"{name}-", "namespace": namespace,
-                                     "labels": labels,
-                                     "ownerReferences": [owner_reference(service)]},
-                        "addressType": "IPv6" if any(":" in e["addresses"][0]
-                                                     for e in chunk) else "IPv4",
-                        "endpoints": chunk, "ports": ports}
-                created = await self.client.create("discovery.k8s.io/v1", "endpointslices",
-                                                   body, namespace=namespace)
-                self.expectations.expect_add(key, name_of(created))
-        for es in owned[len(chunks):]:
+                continue
+            body = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                    "metadata": {"generateName": f"{name}-", "namespace": namespace,
+                                 "labels": labels,
+                                 "ownerReferences": [owner_reference(service)]},
+                    "addressType": "IPv6" if any(":" in e["addresses"][0]
+                                                 for e in chunk) else "IPv4",
+                    "endpoints": chunk, "ports": ports}
+            created = await self.client.create("discovery.k8s.io/v1", "endpointslices",
+                                               body, namespace=namespace)
+            self.expectations.expect_add(key, name_of(created))
+        for es in spare:
             await self._delete(es)
         return None
 

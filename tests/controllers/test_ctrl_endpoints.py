@@ -116,3 +116,24 @@ async def test_slices_hold_at_most_100_endpoints():
                            for i in range(150)))
     await ctrl.reconcile("ns/web")
     assert [len(s["endpoints"]) for s in client.of("create", "endpointslices")] == [100, 50]
+
+
+async def test_pods_that_resolve_a_named_port_differently_get_their_own_slice():
+    ctx, client, inf = context()
+    ctrl = EndpointSliceController(ctx)
+    other = pod("b", "10.0.0.3")
+    other["spec"]["containers"][0]["ports"] = [{"name": "http", "containerPort": 9090}]
+    fill(inf, service(), pod("a", "10.0.0.2"), other)
+    await ctrl.reconcile("ns/web")
+    slices = client.of("create", "endpointslices")
+    assert sorted((s["ports"][0]["port"], [e["targetRef"]["name"] for e in s["endpoints"]])
+                  for s in slices) == [(8080, ["a"]), (9090, ["b"])]
+
+
+async def test_a_service_without_pods_keeps_an_empty_placeholder_slice():
+    ctx, client, inf = context()
+    ctrl = EndpointSliceController(ctx)
+    fill(inf, service())
+    await ctrl.reconcile("ns/web")
+    [es] = client.of("create", "endpointslices")
+    assert es["endpoints"] == [] and es["ports"] == []
