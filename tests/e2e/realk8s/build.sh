@@ -40,7 +40,7 @@ gover=$(sed -n 's/^go \(.*\)/\1/p' "$gomod")
 staging=$(sed -n 's#^[[:space:]]*\(k8s.io/[^[:space:]]*\) => ./staging/src/.*#\1#p' "$gomod")
 
 cd "$wrap"
-if [ ! -f go.sum ] || [ ! -f .tidy-ok ]; then
+if [ ! -f go.sum ] || [ "$(cat .tidy-ok 2>/dev/null)" != "$COMPONENTS" ]; then
   {
     echo "module draemu-realk8s/wrapper"
     echo
@@ -62,7 +62,7 @@ if [ ! -f go.sum ] || [ ! -f .tidy-ok ]; then
     echo ")"
   } > tools.go
   go mod tidy -e 2>&1 | tail -20
-  touch .tidy-ok
+  echo "$COMPONENTS" > .tidy-ok
 fi
 
 ldflags="-s -w \
