@@ -194,6 +194,29 @@ def test_helm_install_upgrade_and_uninstall_of_the_unchanged_chart(
     wait_for("the DaemonSet to roll to 4 devices per node", rolled, timeout=180)
     print(f"helm upgrade -> new slices published: {time.monotonic() - started:.1f}s")
 
+    # A driver that crashes (here: a value it cannot parse) restarts with back-off, its
+    # last log readable; the rolling update keeps the working pods.
+    working = {p["metadata"]["uid"] for p in plugin_pods(cluster)}
+    helm(cluster, "upgrade", RELEASE, str(chart), "--namespace", NAMESPACE,
+         "--set", "kubeletPlugin.numDevices=many")
+
+    def crashing() -> dict[str, Any] | None:
+        for pod in plugin_pods(cluster):
+            for status in (pod.get("status") or {}).get("containerStatuses") or []:
+                waiting = (status.get("state") or {}).get("waiting") or {}
+                if status["restartCount"] >= 1 and waiting.get("reason") == "CrashLoopBackOff":
+                    return pod
+        return None
+
+    broken = wait_for("the new plugin pod to crash-loop", crashing)
+    assert broken["metadata"]["uid"] not in working
+    last = cluster.kubectl("logs", "-n", NAMESPACE, broken["metadata"]["name"],
+                           "--previous").stdout
+    assert 'could not parse "many" as int value from environment variable "NUM_DEVICES"' \
+        in last, last
+    assert working <= {p["metadata"]["uid"] for p in plugin_pods(cluster) if pod_ready(p)}
+    assert all(len(s["spec"]["devices"]) == 4 for s in driver_slices(cluster))
+
     helm(cluster, "uninstall", RELEASE, "--namespace", NAMESPACE, "--wait")
     wait_for("the plugin pods to go", lambda: not plugin_pods(cluster) or None, timeout=120)
     wait_for("the slices to go", lambda: not driver_slices(cluster) or None, timeout=120)
