@@ -44,3 +44,22 @@ async def test_kind_is_in_aggregated_discovery(client: Client, sample: tuple) ->
              for r in v["resources"] if r["resource"] == plural]
     assert found, f"{plural} not in discovery of {api_version}"
     assert {"list", "watch", "create"} <= set(found[0]["verbs"])
+
+
+@pytest.mark.parametrize("sample", [s for s in SAMPLES if s[1]["kind"] in (
+    "Service", "PersistentVolume", "StatefulSet", "PriorityClass", "CSINode",
+    "EndpointSlice")], ids=_id)
+async def test_kind_is_watched(client: Client, sample: tuple) -> None:
+    from apiclient import next_event
+
+    path, obj, _ = sample
+    listed = (await client.get(path)).json
+    resp = await client.stream(f"{path}?watch=true&resourceVersion="
+                               f"{listed['metadata']['resourceVersion']}")
+    try:
+        assert (await client.post(path, copy.deepcopy(obj))).status == 201
+        event = await next_event(resp)
+        assert event["type"] == "ADDED"
+        assert event["object"]["metadata"]["name"] == obj["metadata"]["name"]
+    finally:
+        resp.close()
