@@ -178,3 +178,14 @@ def test_test_module_names_are_unique():
     for path in [*(ROOT / "tests").rglob("test_*.py"), *(ROOT / "examples").rglob("test_*.py")]:
         seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
     assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
+
+
+def test_name_and_age_columns_are_defined_once():
+    """Strategies print Name, Age and Created At with registry.strategy's NAME_COLUMN,
+    AGE_COLUMN and CREATED_AT_COLUMN, not with copies of their definitions."""
+    strategy = ROOT / "apiserver" / "registry" / "strategy.py"
+    copies = [str(path.relative_to(ROOT))
+              for path in sorted((ROOT / "apiserver" / "registry").rglob("*.py"))
+              if path != strategy and ("Name must be unique within a" in path.read_text()
+                                       or "CreationTimestamp is a" in path.read_text())]
+    assert copies == []

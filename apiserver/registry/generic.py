@@ -25,6 +25,7 @@ from draemu.api.errors import FieldError, Path, invalid, required
 from draemu.apiserver.registry.core.common import FIELD_IMMUTABLE, since
 from draemu.apiserver.registry.strategy import (
     AGE,
+    CREATED_AT_COLUMN,
     NAME_COLUMN,
     Column,
     Context,
@@ -81,9 +82,7 @@ NAME = Printed(NAME_COLUMN, name_of)
 AGE_COLUMN = Printed(AGE_DEFINITION, lambda obj: AGE)
 
 # What upstream prints for kinds without a printer (the default table convertor).
-CREATED_AT = Printed(Column("Created At", type="date", description="CreationTimestamp is a "
-                            "timestamp representing the server time when this object was "
-                            "created."),
+CREATED_AT = Printed(CREATED_AT_COLUMN,
                      lambda obj: (obj.get("metadata") or {}).get("creationTimestamp", ""))
 
 

@@ -77,6 +77,8 @@ NAME_COLUMN = Column("Name", format="name",
                      description="Name must be unique within a namespace.")
 AGE_COLUMN = Column("Age", description="CreationTimestamp is a timestamp representing the "
                     "server time when this object was created.")
+# The second column of upstream's default Table (kinds without a printer).
+CREATED_AT_COLUMN = Column("Created At", type="date", description=AGE_COLUMN.description)
 
 
 class Strategy:

@@ -28,7 +28,14 @@ from draemu.apiserver.registry.admissionregistration.common import (
     validate_match_resources,
 )
 from draemu.apiserver.registry.core.selector import validate_label_selector
-from draemu.apiserver.registry.strategy import AGE, Column, Context, Strategy
+from draemu.apiserver.registry.strategy import (
+    AGE,
+    AGE_COLUMN,
+    NAME_COLUMN,
+    Column,
+    Context,
+    Strategy,
+)
 
 GROUP = "admissionregistration.k8s.io"
 REASONS = ["Forbidden", "Invalid", "RequestEntityTooLarge", "Unauthorized"]
@@ -38,9 +45,6 @@ _CEL_IDENTIFIER = re.compile(r"^[_a-zA-Z][_a-zA-Z0-9]*$")
 _CEL_RESERVED = {"true", "false", "null", "in", "as", "break", "const", "continue", "else",
                  "for", "function", "if", "import", "let", "loop", "package", "namespace",
                  "return", "var", "void", "while"}
-_AGE = Column("Age", description="CreationTimestamp is a timestamp representing the server "
-              "time when this object was created.")
-_NAME = Column("Name", format="name", description="Name must be unique within a namespace.")
 
 
 class ValidatingAdmissionPolicyStrategy(Strategy):
@@ -68,11 +72,11 @@ class ValidatingAdmissionPolicyStrategy(Strategy):
         return validate_policy_spec(obj.get("spec") or {}, Path("spec"))
 
     def table_columns(self) -> list[Column]:
-        return [_NAME, Column("Validations", type="integer", description="Validations "
+        return [NAME_COLUMN, Column("Validations", type="integer", description="Validations "
                               "indicates the number of validation rules defined in this "
                               "configuration"),
                 Column("ParamKind", description="ParamKind specifies the kind of resources "
-                       "used to parameterize this policy"), _AGE]
+                       "used to parameterize this policy"), AGE_COLUMN]
 
     def table_row(self, obj: Obj) -> list[Any]:
         spec = obj.get("spec") or {}
@@ -240,10 +244,10 @@ class ValidatingAdmissionPolicyBindingStrategy(Strategy):
         return errs
 
     def table_columns(self) -> list[Column]:
-        return [_NAME, Column("PolicyName", description="PolicyName indicates the policy "
+        return [NAME_COLUMN, Column("PolicyName", description="PolicyName indicates the policy "
                               "definition which the policy binding binded to"),
                 Column("ParamRef", description="ParamRef indicates the param resource "
-                       "which sets the configration param"), _AGE]
+                       "which sets the configration param"), AGE_COLUMN]
 
     def table_row(self, obj: Obj) -> list[Any]:
         spec = obj.get("spec") or {}

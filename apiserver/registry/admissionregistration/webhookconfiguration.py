@@ -19,7 +19,14 @@ from draemu.apiserver.registry.admissionregistration.common import (
     validate_rule,
 )
 from draemu.apiserver.registry.core.selector import validate_label_selector
-from draemu.apiserver.registry.strategy import AGE, Column, Context, Strategy
+from draemu.apiserver.registry.strategy import (
+    AGE,
+    AGE_COLUMN,
+    NAME_COLUMN,
+    Column,
+    Context,
+    Strategy,
+)
 
 REVIEW_VERSIONS = ["v1", "v1beta1"]
 NO_SIDE_EFFECTS = ["None", "NoneOnDryRun"]
@@ -106,12 +113,10 @@ class _WebhookConfigurationStrategy(Strategy):
         return errs
 
     def table_columns(self) -> list[Column]:
-        return [Column("Name", format="name", description="Name must be unique within a "
-                       "namespace."),
+        return [NAME_COLUMN,
                 Column("Webhooks", type="integer", description="Webhooks indicates the "
                        "number of webhooks registered in this configuration"),
-                Column("Age", description="CreationTimestamp is a timestamp representing the "
-                       "server time when this object was created.")]
+                AGE_COLUMN]
 
     def table_row(self, obj: Obj) -> list[Any]:
         return [obj["metadata"].get("name", ""), len(obj.get("webhooks") or []), AGE]

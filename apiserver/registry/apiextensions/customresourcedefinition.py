@@ -16,11 +16,15 @@ from draemu.apiserver.apiextensions.crdvalidation import (
     validate_crd_update,
     validate_stored_versions,
 )
-from draemu.apiserver.registry.strategy import Column, Context, Strategy
+from draemu.apiserver.registry.strategy import (
+    CREATED_AT_COLUMN,
+    NAME_COLUMN,
+    Column,
+    Context,
+    Strategy,
+)
 
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
-CREATED_AT = ("CreationTimestamp is a timestamp representing the server time when this "
-              "object was created.")
 
 
 class CustomResourceDefinitionStrategy(Strategy):
@@ -83,9 +87,7 @@ class CustomResourceDefinitionStrategy(Strategy):
                       "will begin soon")
 
     def table_columns(self) -> list[Column]:
-        return [Column("Name", format="name", description="Name must be unique within a "
-                       "namespace."),
-                Column("Created At", type="date", description=CREATED_AT)]
+        return [NAME_COLUMN, CREATED_AT_COLUMN]
 
     def table_row(self, obj: Obj) -> list[Any]:
         meta = obj.get("metadata") or {}

@@ -8,7 +8,15 @@ from typing import Any
 from draemu.api.errors import FieldError, Path, invalid, not_supported, required
 from draemu.api.types import Obj
 from draemu.apiserver.registry.meta import name_is_dns_subdomain
-from draemu.apiserver.registry.strategy import AGE, Column, Context, Strategy
+from draemu.apiserver.registry.strategy import (
+    AGE,
+    AGE_COLUMN,
+    CREATED_AT_COLUMN,
+    NAME_COLUMN,
+    Column,
+    Context,
+    Strategy,
+)
 from draemu.identity import UserInfo
 
 GROUP = "rbac.authorization.k8s.io"
@@ -121,10 +129,7 @@ class RoleTable:
     """Kinds without a printer upstream get the default Table: Name and Created At."""
 
     def table_columns(self) -> list[Column]:
-        return [Column("Name", format="name", description="Name must be unique within a "
-                       "namespace."),
-                Column("Created At", type="date", description="CreationTimestamp is a "
-                       "timestamp representing the server time when this object was created.")]
+        return [NAME_COLUMN, CREATED_AT_COLUMN]
 
     def table_row(self, obj: Obj) -> list[Any]:
         meta = obj.get("metadata") or {}
@@ -134,12 +139,10 @@ class RoleTable:
 class BindingTable:
     def table_columns(self) -> list[Column]:
         what = "roleBinding" if self.namespaced else "clusterRoleBinding"  # type: ignore[attr-defined]
-        return [Column("Name", format="name", description="Name must be unique within a "
-                       "namespace."),
+        return [NAME_COLUMN,
                 Column("Role", description="RoleRef can reference a Role in the current "
                        "namespace or a ClusterRole in the global namespace."),
-                Column("Age", description="CreationTimestamp is a timestamp representing the "
-                       "server time when this object was created."),
+                AGE_COLUMN,
                 Column("Users", priority=1, description=f"Users in the {what}"),
                 Column("Groups", priority=1, description=f"Groups in the {what}"),
                 Column("ServiceAccounts", priority=1,
