@@ -173,7 +173,9 @@ def _cluster_ip_errors(spec: Obj) -> list[FieldError]:
     return errs
 
 
-def validate_service(obj: Obj) -> list[FieldError]:
+def validate_service(obj: Obj, allocated: bool = True) -> list[FieldError]:
+    """Upstream's rules; `allocated=False` before allocation (what it fills in may be
+    missing yet)."""
     spec = _spec(obj)
     path = Path("spec")
     errs: list[FieldError] = []
@@ -285,7 +287,7 @@ def validate_service(obj: Obj) -> list[FieldError]:
             errs.append(invalid(path.child("healthCheckNodePort"), health, "may only be set "
                                 "when `type` is 'LoadBalancer' and `externalTrafficPolicy` is "
                                 "'Local'"))
-    elif not health:
+    elif not health and allocated:
         errs.append(required(path.child("healthCheckNodePort")))
     internal_policy = spec.get("internalTrafficPolicy")
     if internal_policy is None:
@@ -537,7 +539,7 @@ class ServiceStrategy(GenericStrategy):
     def prepare_for_create(self, obj: Obj, ctx: Context) -> None:
         super().prepare_for_create(obj, ctx)
         obj["status"] = {"loadBalancer": {}}
-        if not validate_service(obj):
+        if not validate_service(obj, allocated=False):
             allocate(obj, self._services(ctx), alloc.reservations(ctx.extra),
                      self._addresses(ctx))
 
@@ -552,7 +554,7 @@ class ServiceStrategy(GenericStrategy):
             spec.pop("clusterIPs", None)
         _keep_allocated(new, old)
         _drop_type_dependent(new, old)
-        if validate_service(new):
+        if validate_service(new, allocated=False):
             return
         services = [s for s in self._services(ctx)
                     if (s.get("metadata") or {}).get("uid") != (old.get("metadata") or {})

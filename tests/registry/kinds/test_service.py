@@ -164,3 +164,31 @@ def test_field_selectors() -> None:
     obj = created(SVC, service(clusterIP="10.96.0.21"))
     assert SVC.selectable_fields(obj) == {"spec.clusterIP": "10.96.0.21",
                                           "spec.type": "ClusterIP"}
+
+
+def test_changing_to_node_port_allocates_ports_and_back_drops_them() -> None:
+    old = created(SVC, service())
+    to_node_port = copy.deepcopy(old)
+    to_node_port["spec"]["type"] = "NodePort"
+    node_port = updated(SVC, to_node_port, old)
+    port = node_port["spec"]["ports"][0]["nodePort"]
+    assert 30000 <= port <= 32767 and node_port["spec"]["externalTrafficPolicy"] == "Cluster"
+    assert SVC.validate_update(node_port, old, ctx()) == []
+    back = copy.deepcopy(node_port)
+    back["spec"]["type"] = "ClusterIP"
+    cluster_ip = updated(SVC, back, node_port)
+    assert "nodePort" not in cluster_ip["spec"]["ports"][0]
+    assert "externalTrafficPolicy" not in cluster_ip["spec"]
+    assert SVC.validate_update(cluster_ip, node_port, ctx()) == []
+
+
+def test_local_load_balancer_gets_a_health_check_port() -> None:
+    spec = created(SVC, service(type="LoadBalancer", externalTrafficPolicy="Local"))["spec"]
+    assert 30000 <= spec["healthCheckNodePort"] <= 32767
+    assert spec["healthCheckNodePort"] != spec["ports"][0]["nodePort"]
+
+
+def test_load_balancer_ingress_is_printed() -> None:
+    obj = created(SVC, service(type="LoadBalancer"))
+    obj["status"] = {"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}}
+    assert SVC.table_row(obj)[3] == "192.0.2.10"
