@@ -295,6 +295,13 @@ class PodWorkers:
                                         "(hostNetwork pods of every emulated node share its "
                                         "ports)")
             pod_sc, sc = spec.get("securityContext") or {}, container.get("securityContext") or {}
+            user = sc.get("runAsUser", pod_sc.get("runAsUser"))
+            if self.volumes is not None and sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot")) \
+                    and not user:
+                # The process runtime's images run as root unless runAsUser says otherwise.
+                raise EnvError(f'container has runAsNonRoot and image will run as root (pod: '
+                               f'"{meta["name"]}_{meta["namespace"]}({meta["uid"]})", '
+                               f'container: {container["name"]})')
             config = ContainerConfig(
                 pod_namespace=meta["namespace"], pod_name=meta["name"], name=container["name"],
                 image=container.get("image", ""), command=list(container.get("command") or []),

@@ -1,7 +1,8 @@
 """What the process runtime cannot give a pod, said before it runs.
 
 The process runtime isolates mounts and the network; it applies `runAsUser`,
-`runAsGroup` and `supplementalGroups`. A container runs with the kubelet's own
+`runAsGroup` and `supplementalGroups`, and refuses `runAsNonRoot` without a non-zero
+`runAsUser` (its images run as root). A container runs with the kubelet's own
 privileges otherwise, so `privileged: true` is granted as asked, and settings that
 would take privileges away (capabilities dropped, a read-only root, seccomp, AppArmor,
 SELinux, no privilege escalation, ...) are not enforced: the pod's events name each.
@@ -19,7 +20,6 @@ _RESTRICTIONS = {
     "capabilities": lambda v: bool(v.get("drop") or v.get("add")),
     "readOnlyRootFilesystem": bool,
     "allowPrivilegeEscalation": lambda v: v is False,
-    "runAsNonRoot": bool,
     "seccompProfile": lambda v: v.get("type") not in (None, "Unconfined"),
     "appArmorProfile": lambda v: v.get("type") not in (None, "Unconfined"),
     "seLinuxOptions": bool,

@@ -388,3 +388,38 @@ async def test_a_host_port_reaches_the_pod_and_a_second_claim_on_it_is_an_event(
     assert event["message"] == (
         f"Error: hostPort {port}/TCP of container web cannot be published on 127.0.0.1: "
         "Address already in use (another pod or program on this machine listens there)")
+
+
+async def test_security_settings_the_runtime_does_not_enforce_are_named_in_an_event(
+        client, node):
+    await client.create("v1", "pods", pod("locked", [{
+        "name": "main", "image": "registry.example/host", "command": ["sleep", "600"],
+        "securityContext": {"privileged": True, "readOnlyRootFilesystem": True,
+                            "capabilities": {"drop": ["ALL"]}}}],
+        securityContext={"seccompProfile": {"type": "RuntimeDefault"}}), "default")
+    (event,) = await eventually(lambda: events_of(client, "locked",
+                                                  "SecurityContextNotEnforced"))
+    assert event["type"] == "Warning"
+    assert event["message"] == (
+        "the process runtime gives mount and network namespaces only; not enforced: "
+        "securityContext.seccompProfile, "
+        "containers[main].securityContext.capabilities, "
+        "containers[main].securityContext.readOnlyRootFilesystem")
+
+
+async def test_run_as_non_root_without_a_user_is_refused_as_the_kubelet_refuses_it(
+        client, node):
+    created = await client.create("v1", "pods", pod("nonroot", [{
+        "name": "main", "image": "registry.example/host", "command": ["id", "-u"]}],
+        securityContext={"runAsNonRoot": True}), "default")
+
+    async def refused():
+        obj = await client.get("v1", "pods", "nonroot", "default")
+        statuses = obj["status"].get("containerStatuses") or []
+        waiting = (statuses[0]["state"].get("waiting") or {}) if statuses else {}
+        return waiting if waiting.get("reason") == "CreateContainerConfigError" else None
+
+    waiting = await eventually(refused)
+    assert waiting["message"] == (
+        'container has runAsNonRoot and image will run as root (pod: '
+        f'"nonroot_default({created["metadata"]["uid"]})", container: main)')
