@@ -11,6 +11,7 @@ persistent volume, ...) fail the container's creation with a message naming them
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import shutil
@@ -22,7 +23,10 @@ from draemu.api.types import Obj
 from draemu.client import ApiError, Client
 from draemu.kubelet.envvars import EnvError, field_value, resource_value
 from draemu.kubelet.hostpaths import node_path
+from draemu.log import get_logger
 from draemu.nodelayout import NodeLayout
+
+log = get_logger("kubelet.volumes")
 
 SUPPORTED = ("hostPath", "emptyDir", "configMap", "secret", "downwardAPI", "projected")
 
@@ -58,6 +62,7 @@ class VolumeManager:
     def __init__(self, client: Client, layout: NodeLayout) -> None:
         self.client = client
         self.layout = layout
+        self._refreshers: dict[str, list[asyncio.Task[None]]] = {}
 
     def pod_dir(self, uid: str) -> Path:
         return self.layout.root / "volumes" / uid
@@ -82,10 +87,35 @@ class VolumeManager:
                 files = await self._files(pod, kind, source, host_ip, pod_ip)
                 _write(folder, files)
             out[name] = str(folder)
+            if kind == "projected":
+                for item in source.get("sources") or []:
+                    if "serviceAccountToken" in item:
+                        self._refreshers.setdefault(meta["uid"], []).append(
+                            asyncio.create_task(self._refresh(
+                                pod, folder, item["serviceAccountToken"] or {},
+                                source.get("defaultMode", 0o644))))
         return out
 
     def teardown(self, uid: str) -> None:
+        for task in self._refreshers.pop(uid, []):
+            task.cancel()
         shutil.rmtree(self.pod_dir(uid), ignore_errors=True)
+
+    async def _refresh(self, pod: Obj, folder: Path, source: Obj, mode: int) -> None:
+        """As the kubelet's token manager: a new token when 80% of the old one's life has
+        passed (retried every 10 s while the apiserver refuses)."""
+        delay = 0.8 * float(source.get("expirationSeconds", 3600))
+        while True:
+            await asyncio.sleep(delay)
+            try:
+                token = await self._token(pod, source)
+            except VolumeError as err:
+                log.warning("token refresh failed", pod=pod["metadata"]["name"],
+                            error=str(err))
+                delay = 10.0
+                continue
+            _write(folder, {source.get("path", "token"): (token.encode(), mode)})
+            delay = 0.8 * float(source.get("expirationSeconds", 3600))
 
     def _host_path(self, name: str, source: Obj) -> Path:
         path = source.get("path", "")
