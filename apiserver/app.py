@@ -4,6 +4,7 @@ metrics, authentication, in-flight limits) and one router for every path."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -51,7 +52,7 @@ from draemu.apiserver.kubeletclient import KubeletClient
 from draemu.apiserver.metrics import Metrics
 from draemu.apiserver.requestinfo import RequestInfo, parse
 from draemu.apiserver.resources import ResourceTable
-from draemu.apiserver.scope import Scope
+from draemu.apiserver.scope import VALIDATION_FAILURES, Scope
 from draemu.apiserver.selectors import parse_field_selector
 from draemu.apiserver.serviceaccount import tokenrequest
 from draemu.apiserver.storage import Storage
@@ -206,7 +207,7 @@ class API:
             user=requester or user, impersonated=user if requester else None,
             source_ip=peer[0] if isinstance(peer, tuple) else "",
             user_agent=request.headers.get("User-Agent", ""), object_ref=ref, status=status,
-            decision=request.get(DECISION_KEY))
+            decision=request.get(DECISION_KEY), annotations=_audit_annotations(request))
 
     @web.middleware
     async def authenticate(self, request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -434,6 +435,16 @@ _CUSTOM_SUBRESOURCES: dict[tuple[str, str], Verb] = {
     ("scale", "get"): subresources.scale, ("scale", "update"): subresources.scale,
     ("scale", "patch"): subresources.scale, ("binding", "create"): subresources.binding,
     ("eviction", "create"): subresources.eviction}
+
+
+def _audit_annotations(request: web.Request) -> dict[str, str]:
+    """What admission adds to the audit event (ValidatingAdmissionPolicies' Audit
+    action, as upstream's `validation.policy.admission.k8s.io/validation_failure`)."""
+    failures = request.get(VALIDATION_FAILURES)
+    if not failures:
+        return {}
+    return {"validation.policy.admission.k8s.io/validation_failure":
+            json.dumps(failures, separators=(",", ":"))}
 
 
 def _resource_label(prefix: str) -> str:

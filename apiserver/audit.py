@@ -31,7 +31,8 @@ class AuditLog:
 
     def write(self, *, received: datetime, uri: str, verb: str, user: UserInfo | None,
               impersonated: UserInfo | None, source_ip: str, user_agent: str,
-              object_ref: Obj | None, status: Obj, decision: Any) -> None:
+              object_ref: Obj | None, status: Obj, decision: Any,
+              annotations: dict[str, str] | None = None) -> None:
         event: Obj = {"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata",
                       "auditID": str(uuid.uuid4()), "stage": "ResponseComplete",
                       "requestURI": uri, "verb": verb}
@@ -47,8 +48,11 @@ class AuditLog:
         event["responseStatus"] = status
         event["requestReceivedTimestamp"] = _micro(received)
         event["stageTimestamp"] = _micro(datetime.now(UTC))
+        notes = dict(annotations or {})
         if decision is not None:
-            event["annotations"] = {
+            notes.update({
                 "authorization.k8s.io/decision": "allow" if decision.allowed else "forbid",
-                "authorization.k8s.io/reason": decision.reason}
+                "authorization.k8s.io/reason": decision.reason})
+        if notes:
+            event["annotations"] = notes
         self._file.write(dumps(event) + b"\n")

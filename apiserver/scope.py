@@ -20,6 +20,8 @@ from draemu.apiserver.resources import Resource
 from draemu.features import FeatureGates
 from draemu.identity import UserInfo
 
+# ValidatingAdmissionPolicy failures with the Audit action, for the request's audit event.
+VALIDATION_FAILURES = web.RequestKey("validation_failures", list)
 
 @dataclass
 class Scope:
@@ -103,7 +105,8 @@ class Scope:
             namespace=self.namespace, name=meta.get("name") or self.name,
             obj=self.out(obj) if obj is not None else None,
             old=self.out(old) if old is not None else None, user=self.user,
-            dry_run=dry_run, warnings=self.warnings)
+            dry_run=dry_run, warnings=self.warnings,
+            audit=self.request.setdefault(VALIDATION_FAILURES, []))
 
     def _admission_request(self, operation: str, obj: Obj | None, old: Obj | None,
                            subresource: str | None = None) -> Request:

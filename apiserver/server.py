@@ -261,7 +261,7 @@ class APIServer:
             self.signer, self.api.lookup)
         await ensure_system_namespaces(table, storage, opts.feature_gates)
         await ensure_bootstrap_policy(table, storage, opts.feature_gates)
-        self.api.admission = ValidatingAdmission(table, self._cache)
+        self.api.admission = ValidatingAdmission(table, self._cache, self.api.authorizer)
         self.api.webhooks = Webhooks(table, self._cache)
         self.crds = CRDServing(table, storage)
         self.crds.start()

@@ -8,7 +8,8 @@ to write here, draemu keeps no audit log). Errors follow `failurePolicy`.
 
 Policies, bindings and parameters are read from the watch cache, so every apiserver of a
 store enforces the same set the moment its cache holds them; expressions are compiled
-once (`draemu.cel.kubernetes`' cache). The `authorizer` variable is not offered.
+once (`draemu.cel.kubernetes`' cache). `authorizer` checks go to the apiserver's own
+authorizer (RBAC, the node authorizer, system:masters).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from draemu.apiserver.admission.matching import Request, resources_match
 from draemu.apiserver.resources import ResourceTable
 from draemu.cel.errors import CELCompileError, CELRuntimeError
 from draemu.cel.kubernetes import compile_kubernetes
+from draemu.cel.library.authz import Authorizer, ResourceCheck
 
 GROUP = "admissionregistration.k8s.io"
 POLICIES = "validatingadmissionpolicies"
@@ -33,7 +35,8 @@ BINDINGS = "validatingadmissionpolicybindings"
 EXEMPT = frozenset({"validatingadmissionpolicies", "validatingadmissionpolicybindings",
                     "mutatingadmissionpolicies", "mutatingadmissionpolicybindings",
                     "validatingwebhookconfigurations", "mutatingwebhookconfigurations"})
-VARIABLES = ("object", "oldObject", "request", "params", "namespaceObject", "variables")
+VARIABLES = ("object", "oldObject", "request", "params", "namespaceObject", "variables",
+             "authorizer")
 _CODES = {"Forbidden": 403, "Unauthorized": 401, "RequestEntityTooLarge": 413,
           "Invalid": 422}
 _MAX_MESSAGE = 5 * 1024
@@ -44,6 +47,7 @@ class Decision:
     deny: bool
     message: str
     reason: str = "Invalid"
+    index: int = 0  # of the validation in the policy (audit annotations name it)
 
 
 class LazyVariables(dict):
@@ -73,15 +77,32 @@ class ValidatingAdmission:
     """`admit(...)` for one request, against the served kinds of `table` and the
     objects of the watch cache `cache`."""
 
-    def __init__(self, table: ResourceTable, cache: Any) -> None:
+    def __init__(self, table: ResourceTable, cache: Any, authorizer: Any = None) -> None:
         self.table = table
         self.resource_of = table.by_group_resource
         self.cache = cache
+        # The apiserver's authorizer (`authorize(Attributes) -> Decision`), for the
+        # policies' `authorizer` variable; None: every check is denied.
+        self.authorizer = authorizer
+
+    def _authorize(self, user: Any, verb: str, group: str, resource: str, subresource: str,
+                   namespace: str, name: str, path: str) -> tuple[bool, str]:
+        if self.authorizer is None:
+            return False, "no authorizer"
+        from draemu.apiserver.auth import Attributes
+
+        decision = self.authorizer.authorize(Attributes(
+            user, verb, group, "*", resource, subresource, namespace, name,
+            path if path else ""))
+        return decision.allowed, decision.reason
 
     def admit(self, *, operation: str, group: str, version: str, resource: str,
               subresource: str, kind: str, namespaced: bool, namespace: str, name: str,
               obj: Obj | None, old: Obj | None, user: Any, dry_run: bool,
-              warnings: list[str]) -> None:
+              warnings: list[str], audit: list[Obj] | None = None) -> None:
+        """Raises the first denial; Warn failures go to `warnings`, Audit failures to
+        `audit` (the audit log's `validation.policy.admission.k8s.io/validation_failure`
+        annotation)."""
         if group == GROUP and resource in EXEMPT:
             return
         bindings_res = self.resource_of(GROUP, BINDINGS)
@@ -98,6 +119,8 @@ class ValidatingAdmission:
             ns_res = self.resource_of("", "namespaces")
             ns_obj = self.cache.get(ns_res.key("", namespace)) if ns_res is not None else None
         request = request_variable(req, user, dry_run)
+        authorizer = Authorizer(self._authorize, user, ResourceCheck(
+            None, req.group, req.resource, req.subresource, req.namespace, req.name))
         denied: tuple[str, str, Decision] | None = None
         for _key, binding in bindings:
             spec = binding.get("spec") or {}
@@ -113,7 +136,8 @@ class ValidatingAdmission:
             policy_name = policy["metadata"]["name"]
             binding_name = binding["metadata"]["name"]
             actions = spec.get("validationActions") or []
-            for decision in self._evaluate(pspec, spec, req, obj, old, request, ns_obj):
+            for decision in self._evaluate(pspec, spec, req, obj, old, request, ns_obj,
+                                           authorizer):
                 if not decision.deny:
                     continue
                 if "Deny" in actions and denied is None:
@@ -122,6 +146,10 @@ class ValidatingAdmission:
                     warnings.append(f"Validation failed for ValidatingAdmissionPolicy "
                                     f"'{policy_name}' with binding '{binding_name}': "
                                     f"{decision.message}")
+                if "Audit" in actions and audit is not None:
+                    audit.append({"message": decision.message, "policy": policy_name,
+                                  "binding": binding_name, "expressionIndex": decision.index,
+                                  "validationActions": list(actions)})
         if denied is not None:
             policy_name, binding_name, decision = denied
             raise _forbidden(req, f"ValidatingAdmissionPolicy '{policy_name}' with binding "
@@ -130,7 +158,8 @@ class ValidatingAdmission:
 
     # Evaluation -----------------------------------------------------------------------------
     def _evaluate(self, pspec: Obj, bspec: Obj, req: Request, obj: Obj | None,
-                  old: Obj | None, request: Obj, ns_obj: Obj | None) -> list[Decision]:
+                  old: Obj | None, request: Obj, ns_obj: Obj | None,
+                  authorizer: Authorizer) -> list[Decision]:
         fail = (pspec.get("failurePolicy") or "Fail") == "Fail"
         try:
             params = self._params(pspec, bspec, req)
@@ -140,7 +169,7 @@ class ValidatingAdmission:
         for param in params:
             context: dict[str, Any] = {
                 "object": obj, "oldObject": old, "request": request, "params": param,
-                "namespaceObject": _namespace_variable(ns_obj)}
+                "namespaceObject": _namespace_variable(ns_obj), "authorizer": authorizer}
             context["variables"] = LazyVariables(pspec.get("variables") or [], context)
             matched = self._match_conditions(pspec, context, fail)
             if isinstance(matched, Decision):
@@ -148,8 +177,10 @@ class ValidatingAdmission:
                 continue
             if not matched:
                 continue
-            for validation in pspec.get("validations") or []:
-                out.append(self._validation(validation, context, fail))
+            for i, validation in enumerate(pspec.get("validations") or []):
+                decision = self._validation(validation, context, fail)
+                decision.index = i
+                out.append(decision)
         return out
 
     def _match_conditions(self, pspec: Obj, context: dict[str, Any],

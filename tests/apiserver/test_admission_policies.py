@@ -296,3 +296,76 @@ async def test_policies_see_the_users_uid_and_extra(client: Client) -> None:
     assert reply.status == 422, reply.body
     assert reply.json["message"].endswith(
         "denied request: no node for kubernetes-admin (uid )")
+
+
+async def test_authorizer_variable_checks_what_the_user_may_do(
+        client: Client, apiserver: Any, tmp_path: Any) -> None:
+    import aiohttp
+    from apiclient import ssl_context_for
+
+    policy = {"metadata": {"name": "secret-readers.example.com"}, "spec": {
+        "matchConstraints": {"resourceRules": [{
+            "apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+            "resources": ["configmaps"]}]},
+        "validations": [{
+            "expression": "authorizer.group('').resource('secrets')"
+                          ".namespace(object.metadata.namespace).check('list').allowed()",
+            "messageExpression": "'only secret readers: ' + authorizer.requestResource"
+                                 ".check('create').reason()"}]}}
+    assert (await client.post(POLICIES, policy)).status == 201, "policy"
+    assert (await client.post(BINDINGS, {"metadata": {"name": "readers"}, "spec": {
+        "policyName": "secret-readers.example.com", "validationActions": ["Deny"]}})
+            ).status == 201
+    rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces/default"
+    role = {"metadata": {"name": "cm-writer"}, "rules": [
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}]}
+    assert (await client.post(f"{rbac}/roles", role)).status == 201
+    assert (await client.post(f"{rbac}/rolebindings", {
+        "metadata": {"name": "alice"}, "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm-writer"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                      "name": "alice"}]})).status == 201
+    assert (await client.post(CONFIGMAPS, {"metadata": {"name": "admin"}, "data": {}})
+            ).status == 201
+    path = apiserver.write_kubeconfig(tmp_path / "alice", user="alice", groups=[])
+    async with aiohttp.ClientSession() as session:
+        alice = Client(apiserver.url, session, ssl_context_for(path))
+        for _ in range(50):
+            reply = await alice.post(CONFIGMAPS, {"metadata": {"name": "alice"}, "data": {}})
+            if reply.status != 403 or "forbidden: User" not in reply.json["message"]:
+                break
+            await asyncio.sleep(0.05)  # the RBAC objects reach the cache
+    assert reply.status == 422, reply.body
+    assert reply.json["message"].startswith(
+        'configmaps "alice" is forbidden: ValidatingAdmissionPolicy '
+        "'secret-readers.example.com' with binding 'readers' denied request: only secret "
+        "readers: ")
+
+
+async def test_audit_action_annotates_the_audit_event(tmp_path: Any) -> None:
+    import json
+
+    import aiohttp
+    from apiclient import ssl_context_for
+
+    from draemu.cmd.testing.apiserver import start_apiserver
+
+    log = tmp_path / "audit.log"
+    server = await start_apiserver(tmp_path / "srv", audit_log=log)
+    try:
+        async with aiohttp.ClientSession() as session:
+            client = Client(server.url, session, ssl_context_for(server.kubeconfig_path))
+            await _setup(client, ["Audit"])
+            await _limits(client)
+            assert (await client.post(DEPLOYMENTS, deployment("audited", 8))).status == 201
+    finally:
+        await server.stop()
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    created = next(e for e in events if e["verb"] == "create" and
+                   e.get("objectRef", {}).get("resource") == "deployments")
+    failures = json.loads(created["annotations"][
+        "validation.policy.admission.k8s.io/validation_failure"])
+    assert failures == [{"message": "replicas must be no greater than 5",
+                         "policy": "replicas.example.com",
+                         "binding": "replicas-binding.example.com", "expressionIndex": 0,
+                         "validationActions": ["Audit"]}]

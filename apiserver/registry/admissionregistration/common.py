@@ -23,9 +23,9 @@ FAILURE_POLICIES = ["Fail", "Ignore"]
 MATCH_POLICIES = ["Equivalent", "Exact"]
 OPERATIONS = ["*", "CONNECT", "CREATE", "DELETE", "UPDATE"]
 SCOPES = ["*", "Cluster", "Namespaced"]
-# Variables of admission CEL (draemu offers no `authorizer`).
+# Variables of admission CEL.
 POLICY_VARIABLES = ("object", "oldObject", "request", "params", "namespaceObject",
-                    "variables")
+                    "variables", "authorizer")
 WEBHOOK_VARIABLES = ("object", "oldObject", "request")
 
 
