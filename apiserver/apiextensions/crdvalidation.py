@@ -22,7 +22,7 @@ from draemu.api.errors import (
 from draemu.api.names import is_dns1035_label, is_dns1123_subdomain
 from draemu.api.types import Obj
 from draemu.apiserver.apiextensions import celrules, jsonpath
-from draemu.apiserver.apiextensions.schema import compile_pattern
+from draemu.apiserver.apiextensions.schema import compile_pattern, pattern_error
 
 SCOPES = ["Cluster", "Namespaced"]
 COLUMN_TYPES = ["boolean", "date", "integer", "number", "string"]
@@ -371,7 +371,8 @@ def _walk(s: Obj, path: Path, level: str) -> list[FieldError]:
     pattern = s.get("pattern")
     if isinstance(pattern, str) and compile_pattern(pattern) is None:
         errs.append(invalid(path.child("pattern"), pattern,
-                            "must be a valid regular expression, but isn't: invalid pattern"))
+                            "must be a valid regular expression, but isn't: " +
+                            pattern_error(pattern)))
     props = s.get("properties") or {}
     check_meta = level == "root" or embedded
     if check_meta:

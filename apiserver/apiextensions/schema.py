@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-import re
 from functools import lru_cache
 from typing import Any
 
@@ -28,6 +27,7 @@ from draemu.api.errors import (
     too_many,
 )
 from draemu.api.types import Obj
+from draemu.cel import regex
 from draemu.openapi import schemas
 from draemu.openapi.schemas.fields import find_unknown, prune_unknown
 from draemu.openapi.schemas.node import SchemaNode
@@ -390,14 +390,22 @@ def _equal(a: Any, b: Any) -> bool:
     return a == b
 
 
-@lru_cache(maxsize=1024)
-def compile_pattern(pattern: str) -> re.Pattern[str] | None:
-    """ECMA-ish patterns as Go's regexp takes them; None when Python cannot compile one
-    that the CRD's validation accepted."""
+def compile_pattern(pattern: str) -> Any:
+    """A schema `pattern` compiled as Go's regexp compiles it (RE2: matching in linear
+    time, so no pattern can stall a write); None when it does not compile."""
     try:
-        return re.compile(pattern)
-    except re.error:
+        return regex.compile_pattern(pattern)
+    except regex.RegexError:
         return None
+
+
+def pattern_error(pattern: str) -> str:
+    """Go's `error parsing regexp: ...` text of a pattern that does not compile."""
+    try:
+        regex.compile_pattern(pattern)
+    except regex.RegexError as e:
+        return str(e)
+    return ""
 
 
 def correlate_items(schema: Obj, value: list[Any], old: Any) -> list[Any]:

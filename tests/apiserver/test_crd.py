@@ -358,3 +358,24 @@ async def test_a_second_crd_with_taken_names_is_not_accepted(client: Client) -> 
     assert conditions["Established"]["status"] == "False"
     assert (await client.get("/apis/example.com/v1/namespaces/default/gizmos")).status == 404
     assert (await client.get(WIDGETS)).status == 200
+
+
+async def test_schema_patterns_are_re2(client: Client) -> None:
+    crd = copy.deepcopy(CRD)
+    props = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
+        "properties"]
+    props["name"] = {"type": "string", "pattern": "^(a+)+$"}
+    props["bad"] = {"type": "string", "pattern": "a("}
+    reply = await client.post(CRDS, crd)
+    assert reply.json["details"]["causes"] == [{
+        "reason": "FieldValueInvalid",
+        "field": "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[bad]"
+                 ".pattern",
+        "message": 'Invalid value: "a(": must be a valid regular expression, but isn\'t: '
+                   "error parsing regexp: missing closing ): `a(`"}]
+    del props["bad"]
+    assert (await client.post(CRDS, crd)).status == 201
+    started = asyncio.get_running_loop().time()
+    reply = await client.post(WIDGETS, widget("slow", name="a" * 40 + "!"))
+    assert reply.status == 422  # no catastrophic backtracking: RE2 is linear
+    assert asyncio.get_running_loop().time() - started < 2
