@@ -214,7 +214,8 @@ def test_helm_install_upgrade_and_uninstall_of_the_unchanged_chart(
                            "--previous").stdout
     assert 'could not parse "many" as int value from environment variable "NUM_DEVICES"' \
         in last, last
-    assert working <= {p["metadata"]["uid"] for p in plugin_pods(cluster) if pod_ready(p)}
+    wait_for("the working pods to keep running", lambda: working <= {
+        p["metadata"]["uid"] for p in plugin_pods(cluster) if pod_ready(p)} or None)
     assert all(len(s["spec"]["devices"]) == 4 for s in driver_slices(cluster))
 
     helm(cluster, "uninstall", RELEASE, "--namespace", NAMESPACE, "--wait")
