@@ -194,6 +194,11 @@ class Framework:
             skip = getattr(plugin, "skip_score", None)
             if skip is not None and skip(state, pod):
                 continue
+            # PreScore that needs the feasible nodes (spread, inter-pod affinity): True
+            # means Skip.
+            pre_score = getattr(plugin, "pre_score", None)
+            if pre_score is not None and pre_score(state, pod, nodes):
+                continue
             scores = {n.name: plugin.score(state, pod, n) for n in nodes}
             normalize = getattr(plugin, "normalize_scores", None)
             if normalize is not None:

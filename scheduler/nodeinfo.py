@@ -102,7 +102,9 @@ class NodeInfo:
     """A node plus the pods bound (or assumed) to it, with their summed requests."""
 
     __slots__ = (
+        "affinity_pods",
         "allocatable",
+        "anti_affinity_pods",
         "labels",
         "name",
         "node",
@@ -114,6 +116,10 @@ class NodeInfo:
 
     def __init__(self, node: dict) -> None:
         self.pods: dict[str, tuple[dict, Resource]] = {}
+        # Upstream's PodsWithAffinity / PodsWithRequiredAntiAffinity: the pods that
+        # InterPodAffinity must look at even when the incoming pod has no terms.
+        self.affinity_pods: dict[str, dict] = {}
+        self.anti_affinity_pods: dict[str, dict] = {}
         self.requested = Resource()
         self.set_node(node)
 
@@ -134,8 +140,16 @@ class NodeInfo:
         req = pod_requests(pod)
         self.pods[uid] = (pod, req)
         self.requested.add(req)
+        affinity = (pod.get("spec") or {}).get("affinity") or {}
+        if affinity.get("podAffinity") or affinity.get("podAntiAffinity"):
+            self.affinity_pods[uid] = pod
+        if ((affinity.get("podAntiAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution")):
+            self.anti_affinity_pods[uid] = pod
 
     def remove_pod(self, uid: str) -> None:
         entry = self.pods.pop(uid, None)
+        self.affinity_pods.pop(uid, None)
+        self.anti_affinity_pods.pop(uid, None)
         if entry is not None:
             self.requested.add(entry[1], sign=-1)

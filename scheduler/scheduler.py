@@ -31,10 +31,12 @@ from draemu.scheduler.plugins.dynamicresources import (
     RESOURCE_V1,
     DynamicResources,
 )
+from draemu.scheduler.plugins.interpodaffinity import InterPodAffinity
 from draemu.scheduler.plugins.nodeaffinity import NodeAffinity
 from draemu.scheduler.plugins.nodename import NodeName
 from draemu.scheduler.plugins.noderesources import NodeResourcesFit
 from draemu.scheduler.plugins.nodeunschedulable import NodeUnschedulable
+from draemu.scheduler.plugins.podtopologyspread import PodTopologySpread
 from draemu.scheduler.plugins.schedulinggates import SchedulingGates
 from draemu.scheduler.plugins.tainttoleration import TaintToleration
 from draemu.scheduler.queue import QueuedPod, SchedulingQueue
@@ -95,11 +97,14 @@ class Scheduler:
         # DRASchedulerFilterTimeout); 0 disables the limit, as kube-scheduler's filterTimeout.
         self.dra = DynamicResources(client, self.gates, self.inventory,
                                     filter_timeout=dra_filter_timeout)
+        self.namespace_labels: dict[str, dict[str, str]] = {}
         self.framework = Framework([
             # Upstream's default profile order: cheap node checks first, DRA last.
             SchedulingGates(), NodeUnschedulable(), NodeName(), TaintToleration(), NodeAffinity(),
-            NodeResourcesFit(self.dra.backs_extended_resource), self.dra,
-            DefaultBinder(client)])
+            NodeResourcesFit(self.dra.backs_extended_resource),
+            PodTopologySpread(self.cache.nodes, self._spread_selector),
+            InterPodAffinity(self.cache.nodes, self.namespace_labels.get),
+            self.dra, DefaultBinder(client)])
         self.queue = SchedulingQueue(self.framework.events_by_plugin(),
                                      initial_backoff=initial_backoff, max_backoff=max_backoff)
         self.recorder = EventRecorder(client, SCHEDULER_NAME, socket.gethostname(),
@@ -130,6 +135,14 @@ class Scheduler:
         nodes = self._informer("v1", "nodes")
         nodes.add_handler(self._on_node, lambda _old, new: self._on_node(new, "Update"),
                           self._on_node_delete)
+        namespaces = self._informer("v1", "namespaces")
+        namespaces.add_handler(lambda ns: self._on_namespace(ns, "Add"),
+                               lambda _old, ns: self._on_namespace(ns, "Update"),
+                               self._on_namespace_delete)
+        # What the default topology spread constraints select (upstream's DefaultSelector).
+        for api_version, resource in (("v1", "services"), ("v1", "replicationcontrollers"),
+                                      ("apps/v1", "replicasets"), ("apps/v1", "statefulsets")):
+            self._informer(api_version, resource)
         claims = self._informer(RESOURCE_V1, "resourceclaims")
         claims.add_handler(lambda c: self._on_claim(None, c), self._on_claim,
                            self._on_claim_delete)
@@ -219,6 +232,7 @@ class Scheduler:
             self._bound_unseen.discard(pod["metadata"]["uid"])
             if not self._terminal(pod):
                 self.cache.add_pod(pod)
+                self._event("Pod", "Add")  # spread and affinity count placed pods
         elif self._responsible(pod) and pod["metadata"]["uid"] not in self._bound_unseen:
             self._index_claim_users(pod, add=True)
             self.queue.add(key_of(pod), pod, gated_by=self._gate(pod))
@@ -235,6 +249,11 @@ class Scheduler:
                     self._event("Pod", "Delete")  # its resources are free again
             else:
                 self.cache.add_pod(pod)
+                if not (old.get("spec") or {}).get("nodeName") or \
+                        (old.get("metadata") or {}).get("labels") != \
+                        (pod.get("metadata") or {}).get("labels"):
+                    self._event("Pod", "Add" if not (old.get("spec") or {}).get("nodeName")
+                                else "Update")
         elif self._responsible(pod) and pod["metadata"]["uid"] not in self._bound_unseen:
             self._index_claim_users(pod, add=True)
             self.queue.update(key, pod, gated_by=self._gate(pod),
@@ -259,6 +278,48 @@ class Scheduler:
 
     def _on_node_delete(self, node: dict) -> None:
         self.cache.remove_node(node["metadata"]["name"])
+        self._event("Node", "Delete")
+
+    def _on_namespace(self, ns: dict, action: str) -> None:
+        self.namespace_labels[ns["metadata"]["name"]] = ns["metadata"].get("labels") or {}
+        self._event("Namespace", action)
+
+    def _on_namespace_delete(self, ns: dict) -> None:
+        self.namespace_labels.pop(ns["metadata"]["name"], None)
+
+    def _spread_selector(self, pod: dict) -> dict | None:
+        """Upstream's DefaultSelector: the selectors of the Services that select the pod,
+        and of its controlling ReplicationController, ReplicaSet or StatefulSet, merged."""
+        meta = pod.get("metadata") or {}
+        ns, pod_labels = meta.get("namespace", ""), meta.get("labels") or {}
+        match_labels: dict[str, str] = {}
+        services = self._informers.get("services")
+        for svc in services.list() if services is not None else ():
+            selector = (svc.get("spec") or {}).get("selector")
+            if svc["metadata"].get("namespace") != ns or selector is None:
+                continue
+            if all(pod_labels.get(k) == v for k, v in selector.items()):
+                match_labels.update(selector)
+        expressions: list[dict] = []
+        owner = next((o for o in meta.get("ownerReferences") or [] if o.get("controller")),
+                     None)
+        if owner is not None:
+            resource = {("v1", "ReplicationController"): "replicationcontrollers",
+                        ("apps/v1", "ReplicaSet"): "replicasets",
+                        ("apps/v1", "StatefulSet"): "statefulsets"}.get(
+                (owner.get("apiVersion"), owner.get("kind")))
+            informer = self._informers.get(resource) if resource else None
+            obj = informer.get(f"{ns}/{owner.get('name')}") if informer else None
+            selector = (obj or {}).get("spec", {}).get("selector") if obj else None
+            if resource == "replicationcontrollers" and selector:
+                match_labels.update(selector)
+            elif isinstance(selector, dict):
+                expressions.extend({"key": k, "operator": "In", "values": [v]}
+                                   for k, v in (selector.get("matchLabels") or {}).items())
+                expressions.extend(selector.get("matchExpressions") or [])
+        if not match_labels and not expressions:
+            return None
+        return {"matchLabels": match_labels, "matchExpressions": expressions}
 
     def _index_claim_users(self, pod: dict, *, add: bool) -> None:
         ns, key = pod["metadata"].get("namespace", ""), key_of(pod)

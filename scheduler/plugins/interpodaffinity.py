@@ -1,0 +1,242 @@
+"""InterPodAffinity: required pod affinity and anti-affinity filter nodes (the incoming
+pod's terms and the required anti-affinity of the pods already placed); preferred terms
+(and, weighted by hardPodAffinityWeight, the required affinity of placed pods) score
+them. After upstream's interpodaffinity plugin (v1.37):
+
+- a term selects pods in `namespaces`, or in the namespaces its `namespaceSelector`
+  matches (`{}` = all), or, with neither, in the pod's own namespace; a missing
+  `labelSelector` selects no pod, `{}` every pod;
+- a topology domain is (topologyKey, the node's value); a node without the key is in no
+  domain (fails required affinity, passes anti-affinity);
+- the first pod of a group that has affinity to its own labels may go anywhere the
+  topology keys exist, when no pod matches the terms yet;
+- Filter reasons: affinity is unresolvable (preemption cannot help), anti-affinity is not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from draemu.api import labels as labelsel
+from draemu.scheduler.framework import SUCCESS, ClusterEvent, Code, CycleState, Status
+from draemu.scheduler.nodeinfo import NodeInfo
+
+REASON_AFFINITY = "node(s) didn't match pod affinity rules"
+REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+MAX_SCORE = 100
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+@dataclass
+class Term:
+    topology_key: str
+    selector: dict | None  # None selects nothing
+    namespaces: frozenset[str]
+    namespace_selector: dict | None  # None selects nothing
+    weight: int = 0
+
+    @classmethod
+    def of(cls, pod: dict, term: dict, weight: int = 0) -> Term:
+        namespaces = frozenset(term.get("namespaces") or ())
+        ns_selector = term.get("namespaceSelector")
+        if not namespaces and ns_selector is None:
+            namespaces = frozenset([(pod.get("metadata") or {}).get("namespace", "")])
+        return cls(term.get("topologyKey", ""), term.get("labelSelector"), namespaces,
+                   ns_selector, weight)
+
+    def matches(self, pod: dict, ns_labels: dict[str, str] | None) -> bool:
+        meta = pod.get("metadata") or {}
+        if meta.get("namespace", "") not in self.namespaces and (
+                self.namespace_selector is None
+                or not labelsel.matches(self.namespace_selector, ns_labels or {})):
+            return False
+        return self.selector is not None and labelsel.matches(self.selector, meta.get("labels"))
+
+
+def _affinity(pod: dict) -> dict:
+    return (pod.get("spec") or {}).get("affinity") or {}
+
+
+def required_terms(pod: dict, kind: str) -> list[Term]:
+    return [Term.of(pod, t) for t in (_affinity(pod).get(kind) or {}).get(REQUIRED) or []]
+
+
+def preferred_terms(pod: dict, kind: str) -> list[Term]:
+    return [Term.of(pod, w.get("podAffinityTerm") or {}, int(w.get("weight") or 0))
+            for w in (_affinity(pod).get(kind) or {}).get(PREFERRED) or []]
+
+
+def _pairs(node: NodeInfo, terms: Iterable[Term]) -> Iterable[tuple[str, str]]:
+    for t in terms:
+        value = node.labels.get(t.topology_key)
+        if value is not None:
+            yield t.topology_key, value
+
+
+@dataclass
+class _FilterState:
+    affinity: list[Term]
+    anti_affinity: list[Term]
+    affinity_counts: dict[tuple[str, str], int]
+    anti_affinity_counts: dict[tuple[str, str], int]
+    existing_anti_counts: dict[tuple[str, str], int]
+    self_match: bool  # the pod matches all its own affinity terms
+
+
+class InterPodAffinity:
+    name = "InterPodAffinity"
+    weight = 2  # upstream's default profile weight
+
+    def __init__(self, nodes: Callable[[], list[NodeInfo]],
+                 namespace_labels: Callable[[str], dict[str, str] | None], *,
+                 hard_pod_affinity_weight: int = 1,
+                 ignore_preferred_terms_of_existing_pods: bool = False) -> None:
+        self._nodes = nodes
+        self._ns_labels = namespace_labels
+        self.hard_pod_affinity_weight = hard_pod_affinity_weight
+        self.ignore_preferred_terms_of_existing_pods = ignore_preferred_terms_of_existing_pods
+
+    def events(self) -> Iterable[ClusterEvent]:
+        return [ClusterEvent("Pod", "Add"), ClusterEvent("Pod", "Update"),
+                ClusterEvent("Pod", "Delete"), ClusterEvent("Node", "Add"),
+                ClusterEvent("Node", "Update"), ClusterEvent("Namespace", "Add"),
+                ClusterEvent("Namespace", "Update")]
+
+    def _labels_of(self, pod: dict) -> dict[str, str]:
+        return self._ns_labels((pod.get("metadata") or {}).get("namespace", "")) or {}
+
+    # --- Filter --------------------------------------------------------------------------
+
+    def pre_filter(self, state: CycleState, pod: dict):
+        affinity = required_terms(pod, "podAffinity")
+        anti = required_terms(pod, "podAntiAffinity")
+        nodes = self._nodes()
+        with_anti = [n for n in nodes if n.anti_affinity_pods]
+        if not affinity and not anti and not with_anti:
+            return Status(Code.SKIP), None
+        own_ns_labels = self._labels_of(pod)
+        existing: dict[tuple[str, str], int] = {}
+        for node in with_anti:
+            for other in node.anti_affinity_pods.values():
+                for term in required_terms(other, "podAntiAffinity"):
+                    if term.matches(pod, own_ns_labels):
+                        value = node.labels.get(term.topology_key)
+                        if value is not None:
+                            key = (term.topology_key, value)
+                            existing[key] = existing.get(key, 0) + 1
+        affinity_counts: dict[tuple[str, str], int] = {}
+        anti_counts: dict[tuple[str, str], int] = {}
+        if affinity or anti:
+            for node in nodes:
+                for other, _req in node.pods.values():
+                    ns_labels = self._labels_of(other)
+                    if affinity and all(t.matches(other, ns_labels) for t in affinity):
+                        for pair in _pairs(node, affinity):
+                            affinity_counts[pair] = affinity_counts.get(pair, 0) + 1
+                    for term in anti:
+                        if term.matches(other, ns_labels):
+                            for pair in _pairs(node, [term]):
+                                anti_counts[pair] = anti_counts.get(pair, 0) + 1
+        self_match = all(t.matches(pod, own_ns_labels) for t in affinity)
+        state.write(self.name, _FilterState(affinity, anti, affinity_counts, anti_counts,
+                                            existing, self_match))
+        return SUCCESS, None
+
+    def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
+        s: _FilterState | None = state.read(self.name)
+        if s is None:
+            return SUCCESS
+        if not _satisfies_affinity(s, node):
+            return Status.unschedulable(REASON_AFFINITY, resolvable=False)
+        for term in s.anti_affinity:
+            value = node.labels.get(term.topology_key)
+            if value is not None and s.anti_affinity_counts.get((term.topology_key, value), 0) > 0:
+                return Status.unschedulable(REASON_ANTI_AFFINITY)
+        if s.existing_anti_counts:
+            for pair in node.labels.items():
+                if s.existing_anti_counts.get(pair, 0) > 0:
+                    return Status.unschedulable(REASON_EXISTING_ANTI_AFFINITY)
+        return SUCCESS
+
+    # --- Score ---------------------------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: dict, feasible: list[NodeInfo]) -> bool:
+        """Upstream's PreScore; True = Skip (nothing to score)."""
+        affinity_pref = preferred_terms(pod, "podAffinity")
+        anti_pref = preferred_terms(pod, "podAntiAffinity")
+        has_constraints = bool(affinity_pref or anti_pref)
+        if self.ignore_preferred_terms_of_existing_pods and not has_constraints:
+            return True
+        own_ns_labels = self._labels_of(pod)
+        scores: dict[str, dict[str, int]] = {}
+
+        def add(term: Term, node: NodeInfo, amount: int) -> None:
+            value = node.labels.get(term.topology_key)
+            if value is not None:
+                per_key = scores.setdefault(term.topology_key, {})
+                per_key[value] = per_key.get(value, 0) + amount
+
+        for node in self._nodes():
+            if not node.labels:
+                continue
+            others = [p for p, _r in node.pods.values()] if has_constraints \
+                else list(node.affinity_pods.values())
+            for other in others:
+                ns_labels = self._labels_of(other)
+                for term in affinity_pref:
+                    if term.matches(other, ns_labels):
+                        add(term, node, term.weight)
+                for term in anti_pref:
+                    if term.matches(other, ns_labels):
+                        add(term, node, -term.weight)
+                if not _affinity(other):
+                    continue
+                if self.hard_pod_affinity_weight > 0:
+                    for term in required_terms(other, "podAffinity"):
+                        if term.matches(pod, own_ns_labels):
+                            add(term, node, self.hard_pod_affinity_weight)
+                for term in preferred_terms(other, "podAffinity"):
+                    if term.matches(pod, own_ns_labels):
+                        add(term, node, term.weight)
+                for term in preferred_terms(other, "podAntiAffinity"):
+                    if term.matches(pod, own_ns_labels):
+                        add(term, node, -term.weight)
+        scores = {k: v for k, v in scores.items() if v}
+        if not scores:
+            return True
+        state.write(self.name + "/score", scores)
+        return False
+
+    def score(self, state: CycleState, pod: dict, node: NodeInfo) -> int:
+        scores: dict[str, dict[str, int]] = state.read(self.name + "/score") or {}
+        total = 0
+        for key, per_value in scores.items():
+            value = node.labels.get(key)
+            if value is not None:
+                total += per_value.get(value, 0)
+        return total
+
+    def normalize_scores(self, scores: dict[str, int]) -> None:
+        if not scores:
+            return
+        low, high = min(scores.values()), max(scores.values())
+        diff = high - low
+        for name, value in scores.items():
+            scores[name] = int(MAX_SCORE * (value - low) / diff) if diff > 0 else 0
+
+
+def _satisfies_affinity(s: _FilterState, node: NodeInfo) -> bool:
+    pods_exist = True
+    for term in s.affinity:
+        value = node.labels.get(term.topology_key)
+        if value is None:
+            return False  # every topology key must exist on the node
+        if s.affinity_counts.get((term.topology_key, value), 0) <= 0:
+            pods_exist = False
+    if not pods_exist:
+        # The first pod of a series with affinity to itself: allowed when no pod matches.
+        return not s.affinity_counts and s.self_match
+    return True

@@ -1,0 +1,239 @@
+"""PodTopologySpread: `spec.topologySpreadConstraints` (after upstream's plugin, v1.37).
+
+- A constraint counts the pods of the incoming pod's namespace that its `labelSelector`
+  (plus `matchLabelKeys`, as `key In (pod's value)`) selects, per topology domain; pods
+  being deleted do not count. Nodes count only if they carry every constraint's key and
+  pass `nodeAffinityPolicy` (default Honor: the pod's nodeSelector/required node affinity)
+  and `nodeTaintsPolicy` (default Ignore; Honor: NoSchedule/NoExecute taints tolerated).
+- Filter (DoNotSchedule): `matching pods in the node's domain + (1 if the pod matches
+  itself) - the global minimum <= maxSkew`; the minimum is 0 while fewer than
+  `minDomains` domains exist. A node without the key is unresolvable.
+- Score (ScheduleAnyway): fewer matching pods in the node's domains is better, weighted by
+  log(number of domains + 2), as upstream's scoreForCount/NormalizeScore.
+- A pod without constraints gets the cluster defaults (defaultingType System: hostname
+  maxSkew 3 and zone maxSkew 5, both ScheduleAnyway), selecting the pods of its Services
+  and of its controlling ReplicaSet/StatefulSet/ReplicationController; no such selector,
+  no constraint.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from draemu.api import labels as labelsel
+from draemu.api.meta import toleration_matches
+from draemu.api.nodeselector import pod_fits_node
+from draemu.scheduler.framework import SUCCESS, ClusterEvent, Code, CycleState, Status
+from draemu.scheduler.nodeinfo import NodeInfo
+
+REASON = "node(s) didn't match pod topology spread constraints"
+REASON_MISSING_LABEL = REASON + " (missing required label)"
+MAX_SCORE = 100
+INVALID_SCORE = -1  # a node without the constraints' keys (upstream's invalidScore)
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+SYSTEM_DEFAULT_CONSTRAINTS = [
+    {"topologyKey": HOSTNAME, "whenUnsatisfiable": "ScheduleAnyway", "maxSkew": 3},
+    {"topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway", "maxSkew": 5},
+]
+
+
+@dataclass
+class Constraint:
+    max_skew: int
+    topology_key: str
+    selector: dict | None  # None selects nothing
+    min_domains: int
+    honor_affinity: bool
+    honor_taints: bool
+
+    def counts_node(self, pod: dict, node: NodeInfo) -> bool:
+        spec = pod.get("spec") or {}
+        if self.honor_affinity and not pod_fits_node(spec, node.node):
+            return False
+        if self.honor_taints:
+            tolerations = spec.get("tolerations") or []
+            for taint in node.taints:
+                if taint.get("effect") in ("NoSchedule", "NoExecute") and \
+                        not any(toleration_matches(t, taint) for t in tolerations):
+                    return False
+        return True
+
+    def count(self, node: NodeInfo, namespace: str) -> int:
+        if self.selector is None or labelsel.is_empty(self.selector):
+            return 0  # upstream: an empty selector counts nothing
+        n = 0
+        for other, _req in node.pods.values():
+            meta = other.get("metadata") or {}
+            if meta.get("deletionTimestamp") or meta.get("namespace", "") != namespace:
+                continue
+            if labelsel.matches(self.selector, meta.get("labels")):
+                n += 1
+        return n
+
+    def selects(self, pod: dict) -> bool:
+        return self.selector is not None and \
+            labelsel.matches(self.selector, (pod.get("metadata") or {}).get("labels"))
+
+
+def _constraint(c: dict, pod: dict, selector: dict | None = None,
+                from_pod: bool = True) -> Constraint:
+    if from_pod:
+        selector = c.get("labelSelector")
+        pod_labels = (pod.get("metadata") or {}).get("labels") or {}
+        keys = [k for k in c.get("matchLabelKeys") or [] if k in pod_labels]
+        if keys and selector is not None:
+            selector = {**selector, "matchExpressions": list(selector.get("matchExpressions")
+                                                             or []) + [
+                {"key": k, "operator": "In", "values": [pod_labels[k]]} for k in keys]}
+    return Constraint(
+        max_skew=int(c.get("maxSkew") or 1), topology_key=c.get("topologyKey", ""),
+        selector=selector, min_domains=int(c.get("minDomains") or 1),
+        honor_affinity=(c.get("nodeAffinityPolicy") or "Honor") == "Honor",
+        honor_taints=(c.get("nodeTaintsPolicy") or "Ignore") == "Honor")
+
+
+def _has_keys(node: NodeInfo, constraints: list[Constraint]) -> bool:
+    return all(c.topology_key in node.labels for c in constraints)
+
+
+@dataclass
+class _FilterState:
+    constraints: list[Constraint]
+    counts: list[dict[str, int]]  # per constraint: domain value -> matching pods
+    self_match: list[bool]
+
+
+class PodTopologySpread:
+    name = "PodTopologySpread"
+    weight = 2  # upstream's default profile weight
+
+    def __init__(self, nodes: Callable[[], list[NodeInfo]],
+                 default_selector: Callable[[dict], dict | None] | None = None, *,
+                 default_constraints: list[dict] | None = None,
+                 system_defaulted: bool = True) -> None:
+        """default_selector(pod): the label selector of the pod's Services and controller
+        (None: none), for the default constraints."""
+        self._nodes = nodes
+        self._default_selector = default_selector or (lambda _pod: None)
+        self.default_constraints = SYSTEM_DEFAULT_CONSTRAINTS if default_constraints is None \
+            else default_constraints
+        self.system_defaulted = system_defaulted and default_constraints is None
+
+    def events(self) -> Iterable[ClusterEvent]:
+        return [ClusterEvent("Pod", "Add"), ClusterEvent("Pod", "Update"),
+                ClusterEvent("Pod", "Delete"), ClusterEvent("Node", "Add"),
+                ClusterEvent("Node", "Update"), ClusterEvent("Node", "Delete")]
+
+    def _constraints(self, pod: dict, action: str) -> list[Constraint]:
+        own = (pod.get("spec") or {}).get("topologySpreadConstraints") or []
+        if own:
+            return [_constraint(c, pod) for c in own
+                    if (c.get("whenUnsatisfiable") or "DoNotSchedule") == action]
+        defaults = [c for c in self.default_constraints
+                    if (c.get("whenUnsatisfiable") or "DoNotSchedule") == action]
+        if not defaults:
+            return []
+        selector = self._default_selector(pod)
+        if selector is None or labelsel.is_empty(selector):
+            return []
+        return [_constraint(c, pod, selector, from_pod=False) for c in defaults]
+
+    # --- Filter --------------------------------------------------------------------------
+
+    def pre_filter(self, state: CycleState, pod: dict):
+        constraints = self._constraints(pod, "DoNotSchedule")
+        if not constraints:
+            return Status(Code.SKIP), None
+        namespace = (pod.get("metadata") or {}).get("namespace", "")
+        counts: list[dict[str, int]] = [{} for _ in constraints]
+        for node in self._nodes():
+            if not _has_keys(node, constraints):
+                continue
+            for i, c in enumerate(constraints):
+                if not c.counts_node(pod, node):
+                    continue
+                value = node.labels[c.topology_key]
+                counts[i][value] = counts[i].get(value, 0) + c.count(node, namespace)
+        state.write(self.name, _FilterState(constraints, counts,
+                                            [c.selects(pod) for c in constraints]))
+        return SUCCESS, None
+
+    def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
+        s: _FilterState | None = state.read(self.name)
+        if s is None:
+            return SUCCESS
+        for i, c in enumerate(s.constraints):
+            value = node.labels.get(c.topology_key)
+            if value is None:
+                return Status.unschedulable(REASON_MISSING_LABEL, resolvable=False)
+            domains = s.counts[i]
+            minimum = min(domains.values()) if domains else 2**31 - 1
+            if len(domains) < c.min_domains:
+                minimum = 0
+            skew = domains.get(value, 0) + (1 if s.self_match[i] else 0) - minimum
+            if skew > c.max_skew:
+                return Status.unschedulable(REASON)
+        return SUCCESS
+
+    # --- Score ---------------------------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: dict, feasible: list[NodeInfo]) -> bool:
+        constraints = self._constraints(pod, "ScheduleAnyway")
+        if not constraints or not feasible:
+            return True
+        require_all = bool((pod.get("spec") or {}).get("topologySpreadConstraints")) \
+            or not self.system_defaulted
+        ignored: set[str] = set()
+        counts: list[dict[str, int]] = [{} for _ in constraints]
+        for node in feasible:
+            if require_all and not _has_keys(node, constraints):
+                ignored.add(node.name)
+                continue
+            for i, c in enumerate(constraints):
+                if c.topology_key != HOSTNAME:
+                    counts[i].setdefault(node.labels.get(c.topology_key, ""), 0)
+        weights = []
+        for i, c in enumerate(constraints):
+            size = len(feasible) - len(ignored) if c.topology_key == HOSTNAME \
+                else len(counts[i])
+            weights.append(math.log(size + 2))
+        namespace = (pod.get("metadata") or {}).get("namespace", "")
+        for node in self._nodes():
+            if require_all and not _has_keys(node, constraints):
+                continue
+            for i, c in enumerate(constraints):
+                if c.topology_key == HOSTNAME or not c.counts_node(pod, node):
+                    continue
+                value = node.labels.get(c.topology_key, "")
+                if value in counts[i]:
+                    counts[i][value] += c.count(node, namespace)
+        state.write(self.name + "/score", (constraints, counts, weights, ignored, namespace))
+        return False
+
+    def score(self, state: CycleState, pod: dict, node: NodeInfo) -> int:
+        constraints, counts, weights, ignored, namespace = state.read(self.name + "/score")
+        if node.name in ignored:
+            return INVALID_SCORE
+        total = 0.0
+        for i, c in enumerate(constraints):
+            value = node.labels.get(c.topology_key)
+            if value is None:
+                continue
+            n = c.count(node, namespace) if c.topology_key == HOSTNAME else counts[i][value]
+            total += n * weights[i] + (c.max_skew - 1)
+        return math.floor(total + 0.5)  # Go's math.Round: halves away from zero
+
+    def normalize_scores(self, scores: dict[str, int]) -> None:
+        valid = [v for v in scores.values() if v != INVALID_SCORE]
+        low = min(valid, default=0)
+        high = max(valid, default=0)
+        for name, value in scores.items():
+            if value == INVALID_SCORE:
+                scores[name] = 0
+            elif high == 0:
+                scores[name] = MAX_SCORE
+            else:
+                scores[name] = MAX_SCORE * (high + low - value) // high
