@@ -108,6 +108,8 @@ class PodWorkers:
                 if rec.handle is not None and not rec.handle.exit_code.done():
                     await self.runtime.kill(rec.handle, 1.0)
             await self.runtime.remove_pod(state.uid)
+        if self.volumes is not None:
+            self.volumes.close()
 
     def retry_pending(self) -> None:
         """A driver (re)registered: pods waiting to be prepared try again now, not after

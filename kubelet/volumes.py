@@ -101,6 +101,13 @@ class VolumeManager:
             task.cancel()
         shutil.rmtree(self.pod_dir(uid), ignore_errors=True)
 
+    def close(self) -> None:
+        """The kubelet stops: no more token renewals (the files stay for its successor)."""
+        for tasks in self._refreshers.values():
+            for task in tasks:
+                task.cancel()
+        self._refreshers.clear()
+
     async def _refresh(self, pod: Obj, folder: Path, source: Obj, mode: int) -> None:
         """As the kubelet's token manager: a new token when 80% of the old one's life has
         passed (retried every 10 s while the apiserver refuses)."""
