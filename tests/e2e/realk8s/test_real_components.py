@@ -378,6 +378,44 @@ def test_a_daemonset_runs_one_pod_on_every_node(plane: Plane) -> None:
         plane.kubectl("delete", "daemonset", "agent", "--wait=true")
 
 
+def test_a_daemonset_follows_node_affinity_and_rolls_out_a_new_template(plane: Plane) -> None:
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{
+            "key": "kubernetes.io/hostname", "operator": "In",
+            "values": ["gpu-node-01", "gpu-node-02"]}]}]}}}
+    ds = workload("DaemonSet", "picky")
+    ds["spec"]["template"]["spec"] = {**POD_SPEC, "affinity": affinity}
+    apply(plane, ds)
+    try:
+        def rolled_out(generation: int) -> Any:
+            got = plane.get("daemonset", "picky")
+            st = got.get("status") or {}
+            return (st.get("observedGeneration") == generation
+                    and st.get("desiredNumberScheduled") == 2
+                    and st.get("updatedNumberScheduled") == 2
+                    and st.get("numberAvailable") == 2 and got)
+
+        wait_for("the DaemonSet on the two chosen nodes", lambda: rolled_out(1))
+        first = {p["metadata"]["labels"]["controller-revision-hash"]
+                 for p in plane.get("pods", "-l", "app=picky")["items"]}
+        plane.kubectl("patch", "daemonset", "picky", "--type=merge", "-p", json.dumps(
+            {"spec": {"template": {"metadata": {"labels": {"tier": "2"}}}}}))
+        wait_for("the new template on both nodes", lambda: rolled_out(2))
+
+        def replaced() -> Any:
+            pods = [p for p in plane.get("pods", "-l", "app=picky")["items"]
+                    if not p["metadata"].get("deletionTimestamp")]
+            return len(pods) == 2 and all(
+                p["metadata"]["labels"]["controller-revision-hash"] not in first
+                and p["metadata"]["labels"]["tier"] == "2" for p in pods) and pods
+        pods = wait_for("the old pods to be replaced", replaced)
+        assert sorted(p["spec"]["nodeName"] for p in pods) == ["gpu-node-01", "gpu-node-02"]
+        revisions = plane.get("controllerrevisions", "-l", "app=picky")["items"]
+        assert sorted(r["revision"] for r in revisions) == [1, 2]
+    finally:
+        plane.kubectl("delete", "daemonset", "picky", "--wait=true")
+
+
 def test_a_deployment_behind_a_service_gets_endpoints(plane: Plane) -> None:
     service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
                "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}
