@@ -70,15 +70,31 @@ def _requests(container: dict) -> dict:
     return (container.get("resources") or {}).get("requests") or {}
 
 
-def pod_requests(pod: dict) -> Resource:
+# What scoring counts for a container that requests no cpu / memory (upstream's
+# DefaultMilliCPURequest and DefaultMemoryRequest, "non-missing container requests").
+DEFAULT_MILLI_CPU = 100
+DEFAULT_MEMORY = 200 * 1024 * 1024
+
+
+def _non_missing(container: dict) -> dict:
+    req = dict(_requests(container))
+    req.setdefault(CPU, "100m")
+    req.setdefault(MEMORY, str(DEFAULT_MEMORY))
+    return req
+
+
+def pod_requests(pod: dict, non_zero: bool = False) -> Resource:
+    """The pod's effective requests; `non_zero`: with the scoring defaults for containers
+    that request no cpu or memory (pod-level requests still win), as NonZeroRequested."""
     spec = pod.get("spec") or {}
+    of = _non_missing if non_zero else _requests
     total = Resource()
     for c in spec.get("containers") or []:
-        total.add_list(_requests(c))
+        total.add_list(of(c))
     sidecars = Resource()
     init_max = Resource()
     for c in spec.get("initContainers") or []:
-        req = Resource.from_list(_requests(c))
+        req = Resource.from_list(of(c))
         if c.get("restartPolicy") == "Always":
             sidecars.add(req)
             total.add(req)
@@ -108,6 +124,7 @@ class NodeInfo:
         "labels",
         "name",
         "node",
+        "non_zero_requested",
         "pods",
         "requested",
         "taints",
@@ -121,6 +138,7 @@ class NodeInfo:
         self.affinity_pods: dict[str, dict] = {}
         self.anti_affinity_pods: dict[str, dict] = {}
         self.requested = Resource()
+        self.non_zero_requested = Resource()  # cpu and memory with scoring defaults
         self.set_node(node)
 
     def set_node(self, node: dict) -> None:
@@ -140,6 +158,7 @@ class NodeInfo:
         req = pod_requests(pod)
         self.pods[uid] = (pod, req)
         self.requested.add(req)
+        self.non_zero_requested.add(_cpu_memory(pod_requests(pod, non_zero=True)))
         affinity = (pod.get("spec") or {}).get("affinity") or {}
         if affinity.get("podAffinity") or affinity.get("podAntiAffinity"):
             self.affinity_pods[uid] = pod
@@ -153,3 +172,9 @@ class NodeInfo:
         self.anti_affinity_pods.pop(uid, None)
         if entry is not None:
             self.requested.add(entry[1], sign=-1)
+            self.non_zero_requested.add(
+                _cpu_memory(pod_requests(entry[0], non_zero=True)), sign=-1)
+
+
+def _cpu_memory(r: Resource) -> Resource:
+    return Resource(milli_cpu=r.milli_cpu, memory=r.memory)

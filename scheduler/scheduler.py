@@ -34,7 +34,8 @@ from draemu.scheduler.plugins.dynamicresources import (
 from draemu.scheduler.plugins.interpodaffinity import InterPodAffinity
 from draemu.scheduler.plugins.nodeaffinity import NodeAffinity
 from draemu.scheduler.plugins.nodename import NodeName
-from draemu.scheduler.plugins.noderesources import NodeResourcesFit
+from draemu.scheduler.plugins.nodeports import NodePorts
+from draemu.scheduler.plugins.noderesources import BalancedAllocation, NodeResourcesFit
 from draemu.scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from draemu.scheduler.plugins.podtopologyspread import PodTopologySpread
 from draemu.scheduler.plugins.schedulinggates import SchedulingGates
@@ -101,10 +102,10 @@ class Scheduler:
         self.framework = Framework([
             # Upstream's default profile order: cheap node checks first, DRA last.
             SchedulingGates(), NodeUnschedulable(), NodeName(), TaintToleration(), NodeAffinity(),
-            NodeResourcesFit(self.dra.backs_extended_resource),
+            NodePorts(), NodeResourcesFit(self.dra.backs_extended_resource),
             PodTopologySpread(self.cache.nodes, self._spread_selector),
             InterPodAffinity(self.cache.nodes, self.namespace_labels.get),
-            self.dra, DefaultBinder(client)])
+            self.dra, BalancedAllocation(), DefaultBinder(client)])
         self.queue = SchedulingQueue(self.framework.events_by_plugin(),
                                      initial_backoff=initial_backoff, max_backoff=max_backoff)
         self.recorder = EventRecorder(client, SCHEDULER_NAME, socket.gethostname(),

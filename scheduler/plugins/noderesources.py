@@ -1,6 +1,8 @@
 """NodeResourcesFit: the pod's requests (cpu, memory, ephemeral storage, extended
 resources) must fit the node's allocatable minus what its pods request, and the node
-must have room for one more pod. Scores with upstream's default LeastAllocated strategy.
+must have room for one more pod. Scores by the configured strategy (upstream's default
+LeastAllocated over cpu and memory, weight 1 each; MostAllocated;
+RequestedToCapacityRatio), counting containers without requests as 100m / 200 MiB.
 
 Extended resources that a node does not offer but a DeviceClass maps
 (`extendedResourceName`, DRAExtendedResource) are left to DynamicResources.
@@ -8,24 +10,25 @@ Extended resources that a node does not offer but a DeviceClass maps
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 from draemu.scheduler.framework import SUCCESS, ClusterEvent, CycleState, PreFilterResult, Status
-from draemu.scheduler.nodeinfo import NodeInfo, Resource, pod_requests
+from draemu.scheduler.nodeinfo import CPU, EPHEMERAL, MEMORY, NodeInfo, Resource, pod_requests
 
 MAX_SCORE = 100
-# Upstream counts containers without requests as 0.1 cpu and 200 MiB when scoring.
-DEFAULT_MILLI_CPU = 100
-DEFAULT_MEMORY = 200 * 1024 * 1024
 
 
 class NodeResourcesFit:
     name = "NodeResourcesFit"
     weight = 1
 
-    def __init__(self, dra_backed: Callable[[str], bool] | None = None) -> None:
+    def __init__(self, dra_backed: Callable[[str], bool] | None = None,
+                 scoring: ScoringStrategy | None = None) -> None:
         # Tells whether an extended resource name is backed by a DeviceClass.
         self._dra_backed = dra_backed or (lambda _name: False)
+        self.scoring = scoring or ScoringStrategy()
 
     def events(self) -> Iterable[ClusterEvent]:
         return [ClusterEvent("Pod", "Delete"), ClusterEvent("Node", "Add"),
@@ -62,15 +65,145 @@ class NodeResourcesFit:
                 reasons.append(f"Insufficient {name}")
         return Status.unschedulable(*reasons) if reasons else SUCCESS
 
+    def pre_score(self, state: CycleState, pod: dict, feasible: list[NodeInfo]) -> bool:
+        state.write(self.name + "/score", _pod_request_list(
+            pod, self.scoring.resources, non_zero=True))
+        return False
+
     def score(self, state: CycleState, pod: dict, node: NodeInfo) -> int:
-        req = self._request(state, pod)
-        cpu = (req.milli_cpu or DEFAULT_MILLI_CPU) + node.requested.milli_cpu
-        mem = (req.memory or DEFAULT_MEMORY) + node.requested.memory
-        parts = [_least(cpu, node.allocatable.milli_cpu), _least(mem, node.allocatable.memory)]
-        return sum(parts) // len(parts)
+        pod_req = state.read(self.name + "/score")
+        if pod_req is None:
+            pod_req = _pod_request_list(pod, self.scoring.resources, non_zero=True)
+        requested, allocatable = _node_lists(node, self.scoring.resources, pod_req,
+                                             use_requested=False)
+        return self.scoring.score(requested, allocatable)
 
 
-def _least(requested: int, capacity: int) -> int:
-    if capacity <= 0 or requested > capacity:
-        return 0
-    return (capacity - requested) * MAX_SCORE // capacity
+@dataclass
+class ScoringStrategy:
+    """NodeResourcesFitArgs.scoringStrategy: LeastAllocated (default), MostAllocated or
+    RequestedToCapacityRatio (with its shape of (utilization, score 0..10) points)."""
+
+    type: str = "LeastAllocated"
+    resources: list[tuple[str, int]] = field(
+        default_factory=lambda: [(CPU, 1), (MEMORY, 1)])
+    shape: list[tuple[int, int]] = field(default_factory=lambda: [(0, 10), (100, 0)])
+
+    def score(self, requested: list[int], allocatable: list[int]) -> int:
+        node_score = weight_sum = 0
+        if self.type == "RequestedToCapacityRatio":
+            points = [(u, s * (MAX_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for u, s in self.shape]
+            for (_name, weight), req, cap in zip(self.resources, requested, allocatable,
+                                                 strict=True):
+                if cap == 0:
+                    continue
+                value = _broken_linear(points, 100 if req > cap else req * 100 // cap)
+                if value > 0:
+                    node_score += value * weight
+                    weight_sum += weight
+            return math.floor(node_score / weight_sum + 0.5) if weight_sum else 0
+        for (_name, weight), req, cap in zip(self.resources, requested, allocatable,
+                                             strict=True):
+            if cap == 0:
+                continue
+            if self.type == "MostAllocated":
+                value = min(req, cap) * MAX_SCORE // cap
+            else:
+                value = 0 if req > cap else (cap - req) * MAX_SCORE // cap
+            node_score += value * weight
+            weight_sum += weight
+        return node_score // weight_sum if weight_sum else 0
+
+
+MAX_CUSTOM_PRIORITY_SCORE = 10
+
+
+def _trunc_div(a: int, b: int) -> int:
+    """Go's integer division (towards zero)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def _broken_linear(points: list[tuple[int, int]], p: int) -> int:
+    for i, (u, score) in enumerate(points):
+        if p <= u:
+            if i == 0:
+                return score
+            u0, s0 = points[i - 1]
+            return s0 + _trunc_div((score - s0) * (p - u0), u - u0)
+    return points[-1][1]
+
+
+def _pod_request_list(pod: dict, resources: list[tuple[str, int]], *, non_zero: bool
+                      ) -> list[int]:
+    req = pod_requests(pod, non_zero=non_zero)
+    return [_get(req, name) for name, _w in resources]
+
+
+def _get(r: Resource, name: str) -> int:
+    if name == CPU:
+        return r.milli_cpu
+    if name == MEMORY:
+        return r.memory
+    if name == EPHEMERAL:
+        return r.ephemeral_storage
+    return r.scalars.get(name, 0)
+
+
+def _node_lists(node: NodeInfo, resources: list[tuple[str, int]], pod_req: list[int], *,
+                use_requested: bool) -> tuple[list[int], list[int]]:
+    """Upstream's calculateResourceAllocatableRequest for each configured resource: an
+    extended resource the pod does not request, or the node does not have, is left out
+    (allocatable 0)."""
+    requested, allocatable = [], []
+    used = node.requested if use_requested else node.non_zero_requested
+    for (name, _w), want in zip(resources, pod_req, strict=True):
+        if name == CPU:
+            alloc, have = node.allocatable.milli_cpu, used.milli_cpu
+        elif name == MEMORY:
+            alloc, have = node.allocatable.memory, used.memory
+        elif name == EPHEMERAL:
+            alloc, have = node.allocatable.ephemeral_storage, node.requested.ephemeral_storage
+        elif want == 0 or name not in node.allocatable.scalars:
+            alloc, have = 0, 0
+        else:
+            alloc, have = node.allocatable.scalars[name], node.requested.scalars.get(name, 0)
+        allocatable.append(alloc)
+        requested.append(have + want if alloc else 0)
+    return requested, allocatable
+
+
+class BalancedAllocation:
+    """NodeResourcesBalancedAllocation: favours nodes whose cpu and memory (by default)
+    would be used in equal fractions: (1 - standard deviation of the fractions) * 100.
+    Pods that request none of the resources are not scored (upstream's best-effort
+    skip)."""
+
+    name = "NodeResourcesBalancedAllocation"
+    weight = 1
+
+    def __init__(self, resources: list[tuple[str, int]] | None = None) -> None:
+        self.resources = resources or [(CPU, 1), (MEMORY, 1)]
+
+    def events(self) -> Iterable[ClusterEvent]:
+        return []
+
+    def pre_score(self, state: CycleState, pod: dict, feasible: list[NodeInfo]) -> bool:
+        req = _pod_request_list(pod, self.resources, non_zero=False)
+        if not any(req):
+            return True
+        state.write(self.name, req)
+        return False
+
+    def score(self, state: CycleState, pod: dict, node: NodeInfo) -> int:
+        requested, allocatable = _node_lists(node, self.resources, state.read(self.name),
+                                             use_requested=True)
+        fractions = [min(r / a, 1.0) for r, a in zip(requested, allocatable, strict=True)
+                     if a]
+        std = 0.0
+        if len(fractions) == 2:
+            std = abs((fractions[0] - fractions[1]) / 2)
+        elif len(fractions) > 2:
+            mean = sum(fractions) / len(fractions)
+            std = math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
+        return int((1 - std) * MAX_SCORE)
