@@ -455,6 +455,23 @@ def test_a_statefulset_creates_its_pods_in_order(plane: Plane) -> None:
         plane.kubectl("rollout", "status", "statefulset/db", "--timeout=30s")
         pods = sorted(p["metadata"]["name"] for p in plane.get("pods", "-l", "app=db")["items"])
         assert pods == ["db-0", "db-1"]
+        plane.kubectl("patch", "statefulset", "db", "--type=merge", "-p", json.dumps(
+            {"spec": {"template": {"metadata": {"labels": {"tier": "2"}}}}}))
+
+        def updated() -> Any:
+            st = plane.get("statefulset", "db").get("status") or {}
+            return st.get("updatedReplicas") == st.get("readyReplicas") == 2 and \
+                st.get("currentRevision") == st.get("updateRevision") and st
+        status = wait_for("the rolling update of both pods", updated)
+        revisions = {p["metadata"]["labels"]["controller-revision-hash"]
+                     for p in plane.get("pods", "-l", "app=db")["items"]}
+        assert revisions == {status["updateRevision"]}
+        plane.kubectl("scale", "statefulset", "db", "--replicas=1")
+
+        def scaled_down() -> Any:
+            return sorted(p["metadata"]["name"] for p in plane.get(
+                "pods", "-l", "app=db")["items"]) == ["db-0"]
+        wait_for("db-1 to go", scaled_down)
     finally:
         plane.kubectl("delete", "statefulset", "db", "--wait=true")
 
