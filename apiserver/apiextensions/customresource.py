@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from draemu.api.errors import FieldError, bad_request
+from draemu.api.errors import FieldError, StatusError, bad_request
 from draemu.api.meta import human_duration, now, parse_time
 from draemu.api.types import Obj
 from draemu.apiserver.apiextensions import celrules, jsonpath
@@ -47,6 +47,8 @@ class CustomResourceStrategy(Strategy):
         names = spec.get("names") or {}
         self.crd_name = crd["metadata"]["name"]
         self.crd_uid = crd["metadata"].get("uid", "")
+        # A CRD being deleted still serves its objects (to delete them) but no new ones.
+        self.terminating = bool(crd["metadata"].get("deletionTimestamp"))
         self.group = spec["group"]
         self.kind = names["kind"]
         self.list_kind = names.get("listKind") or self.kind + "List"
@@ -121,6 +123,13 @@ class CustomResourceStrategy(Strategy):
         unknown: list[str] = []
         pruned = structural.prune(obj, self._schemas.get(version) or {}, unknown)
         return pruned, unknown
+
+    def prepare_for_create(self, obj: Obj, ctx: Context) -> None:
+        if self.terminating:
+            raise StatusError(405, "MethodNotAllowed", "create not allowed while custom "
+                              "resource definition is terminating",
+                              {"group": self.group, "kind": self.resource})
+        super().prepare_for_create(obj, ctx)
 
     # Versions ------------------------------------------------------------------------------
     def default(self, obj: Obj, version: str) -> None:

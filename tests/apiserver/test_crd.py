@@ -379,3 +379,29 @@ async def test_schema_patterns_are_re2(client: Client) -> None:
     reply = await client.post(WIDGETS, widget("slow", name="a" * 40 + "!"))
     assert reply.status == 422  # no catastrophic backtracking: RE2 is linear
     assert asyncio.get_running_loop().time() - started < 2
+
+
+async def test_no_new_objects_while_the_crd_is_terminating(client: Client) -> None:
+    await _with_crd(client)
+    held = widget("held")
+    held["metadata"]["finalizers"] = ["example.com/hold"]
+    assert (await client.post(WIDGETS, held)).status == 201
+    assert (await client.delete(f"{CRDS}/widgets.example.com")).status == 200
+    for _ in range(100):
+        reply = await client.post(WIDGETS, widget("late"))
+        if reply.status == 405:
+            break
+        await asyncio.sleep(0.02)
+    assert reply.json["message"] == ("create not allowed while custom resource definition "
+                                     "is terminating")
+    crd = (await client.get(f"{CRDS}/widgets.example.com")).json
+    terminating = next(c for c in crd["status"]["conditions"] if c["type"] == "Terminating")
+    assert terminating["reason"] == "InstanceDeletionInProgress"
+    # The held object is marked for deletion and goes once its finalizer is removed.
+    await client.patch(f"{WIDGETS}/held", {"metadata": {"finalizers": None}},
+                       "application/merge-patch+json")
+    for _ in range(200):
+        if (await client.get(f"{CRDS}/widgets.example.com")).status == 404:
+            break
+        await asyncio.sleep(0.05)
+    assert (await client.get(f"{CRDS}/widgets.example.com")).status == 404
