@@ -42,6 +42,8 @@ SERVED = [
     ("certificates.k8s.io", "v1", "PodCertificateRequest"),
     ("networking.k8s.io", "v1", "ServiceCIDR"), ("networking.k8s.io", "v1", "IPAddress"),
     ("storagemigration.k8s.io", "v1", "StorageVersionMigration"),
+    ("networking.k8s.io", "v1", "Ingress"), ("networking.k8s.io", "v1", "IngressClass"),
+    ("networking.k8s.io", "v1", "NetworkPolicy"), ("node.k8s.io", "v1", "RuntimeClass"),
 ]
 EXTENSIONS = ("x-kubernetes-patch-strategy", "x-kubernetes-patch-merge-key",
               "x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-map-type")

@@ -1,1 +1,1 @@
-"""networking.k8s.io/v1: ServiceCIDR and IPAddress."""
+"""networking.k8s.io/v1: ServiceCIDR, IPAddress, Ingress, IngressClass, NetworkPolicy."""

@@ -26,6 +26,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -455,6 +456,21 @@ func moreObjects() map[string]runtime.Object {
 				LastTransitionTime: created, Reason: "", Message: ""}}}},
 		"ipaddress": &networkingv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: "10.96.0.1"}, Spec: networkingv1.IPAddressSpec{
 			ParentRef: &networkingv1.ParentReference{Group: "", Resource: "services", Namespace: "default", Name: "kubernetes"}}},
+		"ingress": &networkingv1.Ingress{ObjectMeta: meta("web"), Spec: networkingv1.IngressSpec{
+			IngressClassName: ptr("nginx"), TLS: []networkingv1.IngressTLS{{Hosts: []string{"web.example.com"}, SecretName: "tls"}},
+			Rules: []networkingv1.IngressRule{{Host: "web.example.com", IngressRuleValue: networkingv1.IngressRuleValue{
+				HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{Path: "/",
+					PathType: ptr(networkingv1.PathTypePrefix), Backend: networkingv1.IngressBackend{
+						Service: &networkingv1.IngressServiceBackend{Name: "web",
+							Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}}},
+		"ingressclass": &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "nginx"},
+			Spec: networkingv1.IngressClassSpec{Controller: "k8s.io/ingress-nginx"}},
+		"networkpolicy": &networkingv1.NetworkPolicy{ObjectMeta: meta("np"), Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{Ports: []networkingv1.NetworkPolicyPort{{
+				Protocol: ptr(corev1.ProtocolTCP), Port: ptr(intstr.FromInt32(80))}}}}}},
+		"runtimeclass": &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "nvidia"}, Handler: "nvidia"},
 		"volumeattributesclass": &storagev1.VolumeAttributesClass{ObjectMeta: metav1.ObjectMeta{Name: "gold"}, DriverName: "example.com/csi",
 			Parameters: map[string]string{"iops": "100"}},
 		"storageversionmigration": &storagemigrationv1.StorageVersionMigration{ObjectMeta: metav1.ObjectMeta{Name: "m"},
@@ -511,7 +527,7 @@ func main() {
 		autoscalingv1.AddToScheme, resourcev1.AddToScheme, resourcev1beta1.AddToScheme, resourcev1beta2.AddToScheme,
 		resourcev1alpha3.AddToScheme, autoscalingv2.AddToScheme, certsv1.AddToScheme, discoveryv1.AddToScheme,
 		rbacv1.AddToScheme, schedulingv1.AddToScheme, storagev1.AddToScheme, admissionv1.AddToScheme,
-		networkingv1.AddToScheme, storagemigrationv1.AddToScheme} {
+		networkingv1.AddToScheme, storagemigrationv1.AddToScheme, nodev1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			panic(err)
 		}

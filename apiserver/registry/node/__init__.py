@@ -1,0 +1,1 @@
+"""node.k8s.io/v1 RuntimeClass."""
