@@ -50,7 +50,10 @@ test: $(TEST_STAMP)
 		echo "building the real kube-scheduler and kube-controller-manager (cached under $${DRAEMU_REALK8S_CACHE:-~/.cache/draemu/realk8s})"; \
 		nice bash tests/e2e/realk8s/build.sh; \
 	else echo "warning: Go not found; the Go client and real-component tests are skipped (fail under CI=true)"; fi
-	DRAEMU_KUBECTL=$$( [ -x $(KUBECTL_135) ] && echo $(abspath $(KUBECTL_135)) ) $(PY) -m pytest $(PYTEST_ARGS)
+	# Two workers (the machine has 2 cores); a module stays on one worker, so its
+	# module-scoped clusters start once. DRAEMU_TEST_WORKERS=0 runs in this process.
+	DRAEMU_KUBECTL=$$( [ -x $(KUBECTL_135) ] && echo $(abspath $(KUBECTL_135)) ) $(PY) -m pytest \
+		-n $${DRAEMU_TEST_WORKERS:-2} --dist loadfile $(PYTEST_ARGS)
 
 # In-process tests only (no subprocesses, kubectl, Go programs or PostgreSQL) and none of
 # the slow ones: the loop to run while editing.
