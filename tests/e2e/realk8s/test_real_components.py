@@ -508,8 +508,11 @@ def test_a_quota_counts_what_its_namespace_uses(plane: Plane) -> None:
             return seen[-1] == expected
 
         assert wait_for("the quota's status.used", used), seen[-1]
+        # The namespace controller empties the namespace through every served kind.
+        plane.kubectl("delete", "namespace", ns, "--timeout=60s")
+        assert plane.kubectl("get", "namespace", ns, check=False).returncode != 0
     finally:
-        plane.kubectl("delete", "namespace", ns, "--wait=false")
+        plane.kubectl("delete", "namespace", ns, "--wait=false", "--ignore-not-found")
 
 
 def test_a_disruption_budget_counts_healthy_pods(plane: Plane) -> None:
