@@ -13,12 +13,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from draemu.api.jsonfast import dumps
+from draemu.api.meta import format_micro_time
 from draemu.api.types import Obj
 from draemu.identity import UserInfo
-
-
-def _micro(when: datetime) -> str:
-    return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class AuditLog:
@@ -46,8 +43,8 @@ class AuditLog:
         if object_ref:
             event["objectRef"] = object_ref
         event["responseStatus"] = status
-        event["requestReceivedTimestamp"] = _micro(received)
-        event["stageTimestamp"] = _micro(datetime.now(UTC))
+        event["requestReceivedTimestamp"] = format_micro_time(received)
+        event["stageTimestamp"] = format_micro_time(datetime.now(UTC))
         notes = dict(annotations or {})
         if decision is not None:
             notes.update({

@@ -189,3 +189,12 @@ def test_name_and_age_columns_are_defined_once():
               if path != strategy and ("Name must be unique within a" in path.read_text()
                                        or "CreationTimestamp is a" in path.read_text())]
     assert copies == []
+
+
+def test_timestamps_are_formatted_in_one_place():
+    """metav1.Time and MicroTime are written by draemu.api.meta (format_time, time_now,
+    format_micro_time, micro_time_now), not by strftime copies."""
+    meta = ROOT / "draemu" / "api" / "meta.py"
+    copies = [str(path.relative_to(ROOT)) for path in source_files()
+              if path != meta and "%Y-%m-%dT%H" in path.read_text()]
+    assert copies == []
