@@ -108,7 +108,7 @@ class Side:
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def _spawn(self, name: str, argv: list[str], **kw: Any) -> subprocess.Popen[bytes]:
-        log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115  # closed with the process
+        log = open(self.workdir / f"{name}.log", "wb")  # the child keeps its copy
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, **kw)
         log.close()
