@@ -88,6 +88,10 @@ class APIServerOptions:
     # An already opened store to serve instead of opening `store_url` (it is then
     # not closed by stop()).
     store: Any = None
+    # Where the CA, serving and client certificates and the service-account keys live
+    # (None: data_dir/pki). Several apiservers on one PostgreSQL store share one folder,
+    # so one kubeconfig and one token signer serve for all of them.
+    pki_dir: Path | None = None
 
 
 def _loopback(address: str) -> bool:
@@ -234,13 +238,21 @@ class APIServer:
         table = ResourceTable(strategies, opts.feature_gates, opts.legacy_versions)
         ssl_context = None
         kubelet_client = None
-        if not opts.insecure_http:
-            self.pki = await asyncio.to_thread(pki.ensure_pki, self.data_dir / "pki",
-                                               opts.address)
+        pki_dir = Path(opts.pki_dir).absolute() if opts.pki_dir else self.data_dir / "pki"
+
+        def credentials() -> tuple[pki.PKI | None, Signer, bytes | None]:
+            # Under the folder's lock: apiservers sharing it may be starting together.
+            with pki.locked(pki_dir):
+                made = None if opts.insecure_http else pki.ensure_pki(pki_dir, opts.address)
+                # The ServiceAccount token signer: its key lives beside the CA.
+                signer = Signer.ensure(pki_dir)
+                front = pki.ensure_front_proxy(pki_dir)[0].cert_pem if made else None
+            return made, signer, front
+
+        self.pki, self.signer, front_proxy_ca = await asyncio.to_thread(credentials)
+        if self.pki is not None:
             ssl_context = _ssl_context(self.pki)
             kubelet_client = KubeletClient(self.pki)
-        # The ServiceAccount token signer: its key lives beside the CA, in the data dir.
-        self.signer = await asyncio.to_thread(Signer.ensure, self.data_dir / "pki")
         self.api = API(table, storage, opts.feature_gates, Authenticator(tokens),
                        PrivilegedGroupAuthorizer(),
                        opts.insecure_http, f"{opts.address}:{opts.port}",
@@ -281,10 +293,6 @@ class APIServer:
         self.loopback_path = self._loopback_socket_path()
         await web.UnixSite(self._runner, self.loopback_path).start()
         os.chmod(self.loopback_path, 0o600)
-        front_proxy_ca = None
-        if self.pki is not None:
-            front_proxy_ca = (await asyncio.to_thread(pki.ensure_front_proxy,
-                                                      self.pki.directory))[0].cert_pem
         await ensure_system_objects(table, storage, opts.feature_gates, self.api.list_objects,
                                     self.api.registry_state, opts.address, self.port,
                                     self.pki.ca.cert_pem if self.pki is not None else None,

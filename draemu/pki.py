@@ -7,10 +7,13 @@ on the same directory keeps the CA that existing kubeconfigs trust.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import fcntl
 import ipaddress
 import os
 import socket
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -199,6 +202,20 @@ class PKI:
     @property
     def kubelet_client_key_path(self) -> Path:
         return self.directory / "apiserver-kubelet-client.key"
+
+
+@contextlib.contextmanager
+def locked(directory: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `directory` (a `.lock` file in it): several apiservers
+    sharing one PKI folder (`--pki-dir`) that start at once make its CA, keys and
+    certificates once, and each then loads the same ones."""
+    directory.mkdir(parents=True, exist_ok=True)
+    fd = os.open(directory / ".lock", os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def ensure_pki(directory: Path, address: str) -> PKI:

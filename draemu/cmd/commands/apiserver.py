@@ -26,6 +26,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", default=None, metavar="URL",
                         help="store URL: sqlite:///file.db (default: state.db in the data "
                         "directory), sqlite://:memory:, postgresql://user@host:port/db")
+    parser.add_argument("--pki-dir", type=Path, default=None, metavar="DIR",
+                        help="where the CA, certificates, admin credentials and service-"
+                        "account keys live, made there when missing (default: pki in the "
+                        "data directory); several apiservers on one PostgreSQL store "
+                        "given the same DIR share them, so one kubeconfig and one "
+                        "service-account token work with each")
     parser.add_argument("--feature-gates", default="", metavar="A=true,B=false",
                         help="feature gates to change from Kubernetes 1.37's defaults")
     from draemu.cmd.commands._common import add_emulation_arguments
@@ -71,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     options = APIServerOptions(data_dir=data_dir, store_url=store_url, address=args.address,
                                port=args.port, insecure_http=args.insecure_http,
                                feature_gates=gates, token_file=args.token_auth_file,
-                               audit_log=args.audit_log,
+                               audit_log=args.audit_log, pki_dir=args.pki_dir,
                                legacy_versions=bool(args.legacy_v1alpha3))
 
     async def serve() -> int:
