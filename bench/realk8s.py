@@ -15,8 +15,10 @@ The two sides run in alternating runs, each on a fresh control plane:
   etcd at the version Kubernetes pins, go.etcd.io/etcd/server/v3 in its go.mod), on
   loopback with TLS, default feature gates, client QPS of the scheduler and the
   controller-manager raised to 1000 (burst 1000). The controller-manager runs its default
-  controllers without the node lifecycle controller: with no kubelets it would taint the
-  nodes unreachable after its grace period (upstream's scheduler_perf runs none).
+  controllers and the resource-claim controller, without the node lifecycle controller:
+  with no kubelets it would taint the nodes unreachable after its grace period; for the
+  same reason the apiserver runs without the TaintNodesByCondition admission plugin
+  (upstream's scheduler_perf runs neither).
 - draemu: `draemu up --preset empty` on a fresh data dir (durable SQLite, default
   settings; --no-ui).
 
@@ -44,7 +46,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(os.environ.get("DRAEMU_REALK8S_BIN",
                           Path.home() / ".cache/draemu/realk8s/bin"))
-STALL_SECONDS = 120.0
+STALL_SECONDS = float(os.environ.get("DRAEMU_BENCH_STALL_SECONDS", "120"))
 QPS = "1000"
 
 _spec = importlib.util.spec_from_file_location("bench_scheduler_workload",
@@ -206,7 +208,10 @@ class RealSide(Side):
             "--service-account-key-file", str(d / "sa.pub"),
             "--service-account-signing-key-file", str(d / "sa.key"),
             "--service-cluster-ip-range", "10.0.0.0/24",
-            "--authorization-mode", "Node,RBAC", "--cert-dir", str(d)])
+            "--authorization-mode", "Node,RBAC", "--cert-dir", str(d),
+            # it taints every new Node not-ready until the node lifecycle controller sees
+            # its kubelet report Ready; there are no kubelets here
+            "--disable-admission-plugins", "TaintNodesByCondition"])
         self._spawn("kube-scheduler", [
             str(BIN / "kube-scheduler"), "--kubeconfig", str(d / "scheduler.kubeconfig"),
             "--bind-address", "127.0.0.1", "--secure-port", str(p_sched),
@@ -215,7 +220,8 @@ class RealSide(Side):
             str(BIN / "kube-controller-manager"),
             "--kubeconfig", str(d / "controller-manager.kubeconfig"),
             "--bind-address", "127.0.0.1", "--secure-port", str(p_kcm),
-            "--leader-elect=false", "--controllers", "*,-node-lifecycle-controller",
+            "--leader-elect=false",
+            "--controllers", "*,resourceclaim-controller,-node-lifecycle-controller",
             "--service-account-private-key-file", str(d / "sa.key"),
             "--root-ca-file", str(d / "ca.crt"), "--use-service-account-credentials=true",
             "--cluster-signing-cert-file", str(d / "ca.crt"),
@@ -356,8 +362,13 @@ async def measure(side: Side, nodes: int, pods: int) -> dict[str, float]:
             if count != last_count:
                 last_progress, last_count = time.perf_counter(), count
             elif time.perf_counter() - last_progress > STALL_SECONDS:
-                raise RuntimeError(f"{side.name}: no progress for {STALL_SECONDS}s: "
-                                   f"{len(bound)} bound, {len(allocated)} allocated")
+                waiting = next((p for p in pod_inf.list()
+                                if not (p.get("spec") or {}).get("nodeName")), {})
+                raise RuntimeError(
+                    f"{side.name}: no progress for {STALL_SECONDS}s: {len(bound)} bound, "
+                    f"{len(allocated)} allocated, {len(claim_inf.list())} claims; a pod "
+                    f"waiting: {waiting.get('metadata', {}).get('name')} "
+                    f"{waiting.get('status')}")
         elapsed = time.perf_counter() - start
         cpu = side.cpu() - cpu0
         rss, peak = side.rss_mib()
