@@ -57,7 +57,7 @@ def new_revision(owner: Obj, number: int, hash_label: str) -> Obj:
     labels[hash_label] = hash_
     md: Obj = {"name": revision_name(owner, hash_), "namespace": namespace_of(owner),
                "labels": labels, "ownerReferences": [owner_reference(owner)]}
-    if hash_label == POD_REVISION_HASH and meta(owner).get("annotations"):
+    if meta(owner).get("annotations"):  # both controllers copy the owner's annotations
         md["annotations"] = dict(meta(owner)["annotations"])
     return {"apiVersion": API, "kind": "ControllerRevision", "metadata": md,
             "data": template_patch(owner), "revision": number}
