@@ -5,22 +5,11 @@ client acting as the user (and, where needed, as a kubelet)."""
 import pytest
 
 from draemu.api.meta import format_time, now
-from draemu.client import ApiError, Client
-from draemu.cmd.testing.e2e import eventually
+from draemu.cmd.testing.e2e import eventually, gone
 
 pytestmark = [pytest.mark.slow, pytest.mark.unit]
 
 RESOURCE = "resource.k8s.io/v1"
-
-
-async def gone(client: Client, api_version, resource, name, namespace=None) -> bool:
-    try:
-        await client.get(api_version, resource, name, namespace)
-    except ApiError as e:
-        if e.code == 404:
-            return True
-        raise
-    return False
 
 
 def configmap(name, owner=None, **meta):

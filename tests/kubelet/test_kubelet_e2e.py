@@ -6,7 +6,7 @@ import pytest
 
 from draemu.client import ApiError, Client
 from draemu.cmd.nodes import node_kubeconfig, start_node
-from draemu.cmd.testing.e2e import allocate, create_claim, create_pod, eventually
+from draemu.cmd.testing.e2e import allocate, create_claim, create_pod, eventually, gone
 from draemu.drivers.presets import DriverSpec, NodeSpec
 
 pytestmark = [pytest.mark.slow, pytest.mark.unit]
@@ -92,14 +92,7 @@ async def test_deleting_the_pod_unprepares_before_the_pod_goes(client, start):
     assert cdi_spec.exists()
     await client.delete("v1", "pods", "p1", "default")
 
-    async def gone():
-        try:
-            await client.get("v1", "pods", "p1", "default")
-        except ApiError as err:
-            return err.code == 404
-        return False
-
-    await eventually(gone)
+    await eventually(lambda: gone(client, "v1", "pods", "p1", "default"))
     assert not cdi_spec.exists()
     assert node.kubelet.cache.claims == {}
 

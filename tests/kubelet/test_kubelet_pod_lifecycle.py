@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
-from draemu.client import ApiError, Client
+from draemu.client import Client
 from draemu.cmd.nodes import node_kubeconfig, start_node
-from draemu.cmd.testing.e2e import allocate, create_claim, create_pod, eventually
+from draemu.cmd.testing.e2e import allocate, create_claim, create_pod, eventually, gone
 from draemu.drivers.gpu import GPUDriver
 from draemu.drivers.presets import NodeSpec
 from draemu.drivers.sdk import KubeletPlugin, PrepareResult
@@ -211,14 +211,7 @@ async def test_pod_stays_terminating_until_unprepare_succeeds(client, node_facto
     assert still["metadata"]["deletionTimestamp"]
     driver.stuck = False
 
-    async def gone():
-        try:
-            await client.get("v1", "pods", "p1", "default")
-        except ApiError as err:
-            return err.code == 404
-        return False
-
-    await eventually(gone)
+    await eventually(lambda: gone(client, "v1", "pods", "p1", "default"))
     assert node.kubelet.cache.claims == {}
 
 
@@ -252,14 +245,7 @@ async def test_graceful_deletion_stops_a_running_process(client, node_factory):
     await eventually(lambda: phase(client, "p1", "Running"))
     await client.delete("v1", "pods", "p1", "default")
 
-    async def gone():
-        try:
-            await client.get("v1", "pods", "p1", "default")
-        except ApiError as err:
-            return err.code == 404
-        return False
-
-    await eventually(gone)
+    await eventually(lambda: gone(client, "v1", "pods", "p1", "default"))
 
 
 class CountingGPUDriver(GPUDriver):
@@ -302,14 +288,7 @@ async def test_kubelet_restart_with_the_driver_running_prepares_once_unprepares_
     await eventually(republished)
     await client.delete("v1", "pods", "p1", "default")
 
-    async def gone():
-        try:
-            await client.get("v1", "pods", "p1", "default")
-        except ApiError as err:
-            return err.code == 404
-        return False
-
-    await eventually(gone)
+    await eventually(lambda: gone(client, "v1", "pods", "p1", "default"))
     uid = claim["metadata"]["uid"]
     assert driver.prepares == [uid]
     assert driver.unprepares == [uid]

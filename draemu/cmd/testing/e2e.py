@@ -29,6 +29,18 @@ async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = 30.0,
         await asyncio.sleep(interval)
 
 
+async def gone(client: Client, api_version: str, resource: str, name: str,
+               namespace: str | None = None) -> bool:
+    """Whether the object is gone from the API (a 404), for `eventually`."""
+    try:
+        await client.get(api_version, resource, name, namespace)
+    except ApiError as err:
+        if err.code == 404:
+            return True
+        raise
+    return False
+
+
 async def create_claim(client: Client, name: str, namespace: str = "default",
                        device_class: str = "gpu.example.com") -> dict:
     return await client.create(RESOURCE, "resourceclaims", {

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from draemu.client import ApiError
-from draemu.cmd.testing.e2e import eventually
+from draemu.cmd.testing.e2e import eventually, gone
 
 pytestmark = pytest.mark.e2e
 
@@ -82,14 +81,7 @@ async def test_external_driver_registers_publishes_and_serves_a_pod(draemu_clust
 
     await client.delete("v1", "pods", "p1", "default")
 
-    async def gone():
-        try:
-            await client.get("v1", "pods", "p1", "default")
-        except ApiError as err:
-            return err.code == 404
-        return False
-
-    await eventually(gone, timeout=30)
+    await eventually(lambda: gone(client, "v1", "pods", "p1", "default"), timeout=30)
     assert kubelet.cache.claims == {}
 
     external_driver.send_signal(signal.SIGTERM)
