@@ -394,8 +394,13 @@ async def test_no_new_objects_while_the_crd_is_terminating(client: Client) -> No
         await asyncio.sleep(0.02)
     assert reply.json["message"] == ("create not allowed while custom resource definition "
                                      "is terminating")
-    crd = (await client.get(f"{CRDS}/widgets.example.com")).json
-    terminating = next(c for c in crd["status"]["conditions"] if c["type"] == "Terminating")
+    for _ in range(100):
+        crd = (await client.get(f"{CRDS}/widgets.example.com")).json
+        terminating = next(c for c in crd["status"]["conditions"]
+                           if c["type"] == "Terminating")
+        if terminating["reason"] == "InstanceDeletionInProgress":
+            break
+        await asyncio.sleep(0.02)
     assert terminating["reason"] == "InstanceDeletionInProgress"
     # The held object is marked for deletion and goes once its finalizer is removed.
     await client.patch(f"{WIDGETS}/held", {"metadata": {"finalizers": None}},
