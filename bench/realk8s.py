@@ -6,13 +6,16 @@ with 8 devices; one DeviceClass; P pods, each with a claim from one ResourceClai
 whose request selects a device by CEL. The figure is the time from the first pod create
 until every pod is bound and every claim allocated (seen by watches from this process),
 as pods per second; also the CPU seconds the control plane used in that window and its
-resident memory (sum over its processes: now, and the sum of their peaks).
+memory (sums over its processes of the resident set at the end, of its peak, and of the
+proportional set size). On a busy machine the CPU seconds compare better than the wall
+clock: the kernel shares the cores per runnable thread, and the Go components run many.
 
 The two sides run in alternating runs, each on a fresh control plane:
 
 - real: etcd + kube-apiserver + kube-scheduler + kube-controller-manager, the binaries
   tests/e2e/realk8s/build.sh builds into ~/.cache/draemu/realk8s/bin (DRAEMU_REALK8S_BIN;
-  etcd at the version Kubernetes pins, go.etcd.io/etcd/server/v3 in its go.mod), on
+  with DRAEMU_REALK8S_COMPONENTS="kube-apiserver kube-scheduler kube-controller-manager"),
+  and etcd at the version Kubernetes pins (bench/build-etcd.sh), on
   loopback with TLS, default feature gates, client QPS of the scheduler and the
   controller-manager raised to 1000 (burst 1000). The controller-manager runs its default
   controllers and the resource-claim controller, without the node lifecycle controller:
@@ -23,7 +26,11 @@ The two sides run in alternating runs, each on a fresh control plane:
   settings; --no-ui).
 
     .venv/bin/python bench/realk8s.py --nodes 100,500 [--pods 1000] [--runs 2]
-        [--only real|draemu]
+        [--sides real,draemu] [--keep]
+
+Scale-out on PostgreSQL: `--sides pg1,pg3` compares one `draemu apiserver` on a durable
+PostgreSQL database with three sharing it (and one PKI, --pki-dir), the scheduler and
+the controllers in processes of their own, against the first and second apiserver.
 """
 
 from __future__ import annotations
@@ -91,6 +98,16 @@ def _status_kib(pid: int, field: str) -> int:
     return 0
 
 
+def _pss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        pass
+    return 0
+
+
 def _cpu(pid: int) -> float:
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -123,10 +140,13 @@ class Side:
     def cpu(self) -> float:
         return sum(_cpu(p) for p in self.pids())
 
-    def rss_mib(self) -> tuple[float, float]:
+    def rss_mib(self) -> tuple[float, float, float]:
+        """Sums over the processes: resident now, their peaks, and proportional (shared
+        pages divided among their sharers: PostgreSQL's backends share its buffers)."""
         pids = self.pids()
         return (sum(_status_kib(p, "VmRSS") for p in pids) / 1024,
-                sum(_status_kib(p, "VmHWM") for p in pids) / 1024)
+                sum(_status_kib(p, "VmHWM") for p in pids) / 1024,
+                sum(_pss_kib(p) for p in pids) / 1024)
 
     def check(self) -> None:
         for proc in self.procs:
@@ -161,8 +181,8 @@ class RealSide(Side):
         for b in ("etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager"):
             if not (BIN / b).exists():
                 raise SystemExit(f"{BIN / b} is missing: build it with tests/e2e/realk8s/"
-                                 "build.sh (DRAEMU_REALK8S_COMPONENTS=...) and etcd (see "
-                                 "this file's docstring)")
+                                 "build.sh (DRAEMU_REALK8S_COMPONENTS=...) or "
+                                 "bench/build-etcd.sh")
         d = self.workdir
         p_etcd, p_peer, p_api, p_sched, p_kcm = free_ports(5)
         ca = pki.make_ca("bench-realk8s-ca")
@@ -279,6 +299,80 @@ class DraemuSide(Side):
             await asyncio.sleep(0.1)
 
 
+class PostgresSide(Side):
+    """`draemu apiserver` processes (APISERVERS of them) on one durable PostgreSQL
+    database, sharing one PKI (--pki-dir), with `draemu scheduler` and `draemu
+    controllers` as processes of their own. With several apiservers, the scheduler talks
+    to the first, the controllers to the second and this benchmark to the third (each
+    client to one apiserver, as a balancer would spread them)."""
+
+    apiservers = 1
+
+    def start(self) -> None:
+        from draemu.cmd.testing.postgres import PostgresServer
+
+        self.postgres = PostgresServer(durable=True)
+        url = self.postgres.create_database("bench")
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get(
+            "PYTHONPATH", "").split(os.pathsep) if p])
+        d, draemu = self.workdir, [sys.executable, "-m", "draemu"]
+        ports = free_ports(self.apiservers)
+        for i, port in enumerate(ports):
+            self._spawn(f"apiserver-{i}", draemu + [
+                "apiserver", "--data-dir", str(d / f"data-{i}"), "--pki-dir", str(d / "pki"),
+                "--store", url, "--port", str(port)], cwd=ROOT, env=env)
+        configs = [d / f"data-{i % self.apiservers}" / "kubeconfig" for i in range(3)]
+        self.kubeconfig = configs[2]
+        self._later = [
+            ("scheduler", draemu + ["scheduler", "--kubeconfig", str(configs[0])]),
+            ("controllers", draemu + ["controllers", "--kubeconfig", str(configs[1]),
+                                      "--service-account-private-key-file",
+                                      str(d / "pki" / "sa.key")])]
+        self._env = env
+
+    def pids(self) -> list[int]:
+        pids = super().pids()
+        pid_file = self.postgres.data / "postmaster.pid"
+        if pid_file.exists():
+            pids += _tree(int(pid_file.read_text().split()[0]))
+        return pids
+
+    async def wait_components(self) -> None:
+        from draemu.client import Client
+        from draemu.client.rest import wait_ready
+
+        for i in range(self.apiservers):
+            config = self.workdir / f"data-{i}" / "kubeconfig"
+            deadline = time.monotonic() + 180
+            while not config.exists():
+                self.check()
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"apiserver {i} did not start")
+                await asyncio.sleep(0.1)
+            async with Client.from_kubeconfig(config) as client:
+                await wait_ready(client, timeout=180)
+        for name, argv in self._later:
+            self._spawn(name, argv, cwd=ROOT, env=self._env)
+        # both keep running (check() says if one exits) and are given a moment to sync
+        await asyncio.sleep(3)
+        self.check()
+
+    def stop(self) -> None:
+        super().stop()
+        self.postgres.stop()
+
+
+class Postgres1Side(PostgresSide):
+    name = "pg1"
+    apiservers = 1
+
+
+class Postgres3Side(PostgresSide):
+    name = "pg3"
+    apiservers = 3
+
+
 async def _create(client: Any, api_version: str, resource: str, obj: dict[str, Any],
                   namespace: str | None = None) -> None:
     from draemu.client import ApiError
@@ -371,14 +465,14 @@ async def measure(side: Side, nodes: int, pods: int) -> dict[str, float]:
                     f"{waiting.get('status')}")
         elapsed = time.perf_counter() - start
         cpu = side.cpu() - cpu0
-        rss, peak = side.rss_mib()
+        rss, peak, pss = side.rss_mib()
         for inf in (pod_inf, claim_inf):
             await inf.stop()
         if len(set(allocated.values())) != pods:
             raise RuntimeError(f"{side.name}: {pods} claims share "
                                f"{len(set(allocated.values()))} devices")
         return {"seconds": elapsed, "pods_per_second": pods / elapsed,
-                "create_seconds": created, "cpu": cpu, "rss": rss, "peak": peak}
+                "create_seconds": created, "cpu": cpu, "rss": rss, "peak": peak, "pss": pss}
     finally:
         await client.close()
         await watcher.close()
@@ -404,7 +498,7 @@ def line(name: str, nodes: int, pods: int, r: dict[str, float]) -> str:
     return (f"{name:6s} nodes={nodes:5d} pods={pods:5d} time={r['seconds']:7.2f}s "
             f"{r['pods_per_second']:7.1f} pods/s  (pods created in {r['create_seconds']:.2f}s; "
             f"control plane CPU {r['cpu']:.1f}s; RSS {r['rss']:.0f} MiB, "
-            f"sum of peaks {r['peak']:.0f} MiB)")
+            f"sum of peaks {r['peak']:.0f} MiB, PSS {r['pss']:.0f} MiB)")
 
 
 def main() -> int:
@@ -415,8 +509,11 @@ def main() -> int:
                         help="pods per run (default: min(1000, 4 per node))")
     parser.add_argument("--runs", type=int, default=1,
                         help="alternating runs of each side per node count (default: 1)")
-    parser.add_argument("--only", choices=["real", "draemu"],
-                        help="run one side only")
+    parser.add_argument("--sides", default="real,draemu",
+                        help="comma-separated sides, run in this order: real, draemu, and "
+                        "pg1 / pg3 (one / three `draemu apiserver` on one PostgreSQL, "
+                        "scheduler and controllers in processes of their own) "
+                        "(default: real,draemu)")
     parser.add_argument("--keep", action="store_true",
                         help="keep each run's logs and state (paths are printed)")
     args = parser.parse_args()
@@ -425,8 +522,11 @@ def main() -> int:
     log.configure("console", "warning")
     load = Path("/proc/loadavg").read_text().split()[:3]
     print(f"{os.cpu_count()} CPUs, load average {' '.join(load)} at start", flush=True)
-    sides: list[type[Side]] = [s for s in (RealSide, DraemuSide)
-                               if args.only in (None, s.name)]
+    known = {s.name: s for s in (RealSide, DraemuSide, Postgres1Side, Postgres3Side)}
+    try:
+        sides: list[type[Side]] = [known[name] for name in args.sides.split(",")]
+    except KeyError as e:
+        parser.error(f"--sides: unknown side {e}")
     for n in (int(x) for x in args.nodes.split(",")):
         pods = args.pods or min(1000, 4 * n)
         results: dict[str, list[dict[str, float]]] = {s.name: [] for s in sides}
@@ -437,13 +537,14 @@ def main() -> int:
                 r = run_side(kind, n, pods, args.keep)
                 results[kind.name].append(r)
                 print(line(kind.name, n, pods, r), flush=True)
-        if len(sides) == 2:
+        base = sides[0].name
+        for other in sides[1:]:
             for run in range(args.runs):
-                real, dr = results["real"][run], results["draemu"][run]
-                print(f"ratio  nodes={n:5d} pods={pods:5d} run {run + 1}: draemu/real = "
-                      f"{dr['pods_per_second'] / real['pods_per_second']:.2f}x pods/s, "
-                      f"{real['cpu'] / dr['cpu']:.2f}x less CPU, RSS {dr['rss']:.0f} vs "
-                      f"{real['rss']:.0f} MiB", flush=True)
+                a, b = results[base][run], results[other.name][run]
+                print(f"ratio  nodes={n:5d} pods={pods:5d} run {run + 1}: {other.name}/{base} "
+                      f"= {b['pods_per_second'] / a['pods_per_second']:.2f}x pods/s, "
+                      f"{a['cpu'] / b['cpu']:.2f}x less CPU, RSS {b['rss']:.0f} vs "
+                      f"{a['rss']:.0f} MiB", flush=True)
     load = Path("/proc/loadavg").read_text().split()[:3]
     print(f"load average {' '.join(load)} at end", flush=True)
     return 0
