@@ -379,11 +379,36 @@ def partitioned_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ru
         yield cluster
 
 
+NODES_WRITE_GPU_DEVICE_STATUS = f"""
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: gpu-device-status}}
+rules:
+- apiGroups: [resource.k8s.io]
+  resources: [resourceclaims/status]
+  verbs: [update, patch]
+- apiGroups: [resource.k8s.io]
+  resources: [resourceclaims/driver]
+  resourceNames: [{GPU}]
+  verbs: ["arbitrary-node:update", "arbitrary-node:patch"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {{name: gpu-device-status}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: gpu-device-status}}
+subjects:
+- {{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "system:nodes"}}
+"""
+
+
 @pytest.fixture(scope="module")
 def partitioning_example_driver(go_bin: Path, partitioned_cluster: RunningDraemu
                                 ) -> Iterator[DriverProcess]:
     # Partitionable GPUs (a counters slice and a devices slice per pool) and device
-    # status written by the driver into claims with the node's credentials.
+    # status written by the driver into claims with the node's credentials. Since 1.36
+    # (granular claim status authorization) nodes may only get claims: the administrator
+    # grants the nodes this driver's device status, as on a cluster.
+    partitioned_cluster.kubectl("apply", "-f", "-", input=NODES_WRITE_GPU_DEVICE_STATUS)
     with running_example_driver(go_bin, partitioned_cluster, "--gpu-partitions", "2",
                                 "--gpu-device-status") as driver:
         yield driver
