@@ -384,7 +384,67 @@ async def _create(client: Any, api_version: str, resource: str, obj: dict[str, A
             raise
 
 
-async def measure(side: Side, nodes: int, pods: int) -> dict[str, float]:
+def start_profile(side: Side, folder: Path) -> list[tuple[subprocess.Popen[bytes], Path]]:
+    """py-spy on every Python process of the side (the Go ones are left alone)."""
+    spy = Path(sys.executable).with_name("py-spy")
+    if not spy.exists():
+        raise SystemExit(f"--profile needs py-spy beside {sys.executable}")
+    folder.mkdir(parents=True, exist_ok=True)
+    spies = []
+    for pid in side.pids():
+        try:
+            if "python" not in Path(f"/proc/{pid}/exe").resolve().name:
+                continue
+        except OSError:
+            continue
+        out = folder / f"{side.name}-{pid}.txt"
+        spies.append((subprocess.Popen(
+            [str(spy), "record", "--pid", str(pid), "--rate", "50", "--nonblocking",
+             "--format", "raw", "--output", str(out)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), out))
+    return spies
+
+
+# The frames every sample of a command passes through, left out of the totals.
+_ENTRY_FILES = {"<frozen runpy>", "runners.py", "__main__.py", "aio.py", "cli.py", "up.py",
+                "controlplane.py", "__init__.py", "base_events.py"}
+
+
+def stop_profile(spies: list[tuple[subprocess.Popen[bytes], Path]]) -> None:
+    """Stop the samplers and print, per process, where its samples were: the functions
+    most often on top of the stack (self) and most often anywhere in it (total)."""
+    for proc, _ in spies:
+        proc.send_signal(signal.SIGINT)
+    for proc, out in spies:
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        if not out.exists():
+            continue
+        own: dict[str, int] = {}
+        total: dict[str, int] = {}
+        samples = 0
+        for row in out.read_text().splitlines():
+            stack, _, count = row.rpartition(" ")
+            if not stack or not count.isdigit():
+                continue
+            n = int(count)
+            samples += n
+            frames = [f.split(" (")[0] + " " + f.split(" (")[-1].split(":")[0].rsplit("/", 1)[-1]
+                      for f in stack.split(";")]
+            own[frames[-1]] = own.get(frames[-1], 0) + n
+            for f in set(frames):
+                if f.rsplit(" ", 1)[-1] not in _ENTRY_FILES:
+                    total[f] = total.get(f, 0) + n
+        print(f"  profile {out.name}: {samples} samples (50/s of the time not idle)")
+        for title, table in (("self", own), ("total", total)):
+            for name, n in sorted(table.items(), key=lambda kv: -kv[1])[:15]:
+                print(f"    {title:5s} {100 * n / max(samples, 1):5.1f}%  {name}")
+
+
+async def measure(side: Side, nodes: int, pods: int,
+                  profile: Path | None = None) -> dict[str, float]:
     from draemu.client import Client, Informer
     from draemu.client.rest import wait_ready
 
@@ -440,6 +500,7 @@ async def measure(side: Side, nodes: int, pods: int) -> dict[str, float]:
             await inf.start()
             await inf.wait_synced(60)
 
+        spies = start_profile(side, profile) if profile else []
         cpu0 = side.cpu()
         start = time.perf_counter()
         await workload._bounded([client.create("v1", "pods", workload.pod(i), NS)
@@ -465,6 +526,8 @@ async def measure(side: Side, nodes: int, pods: int) -> dict[str, float]:
                     f"{waiting.get('status')}")
         elapsed = time.perf_counter() - start
         cpu = side.cpu() - cpu0
+        if spies:
+            stop_profile(spies)
         rss, peak, pss = side.rss_mib()
         for inf in (pod_inf, claim_inf):
             await inf.stop()
@@ -478,14 +541,15 @@ async def measure(side: Side, nodes: int, pods: int) -> dict[str, float]:
         await watcher.close()
 
 
-def run_side(kind: type[Side], nodes: int, pods: int, keep: bool) -> dict[str, float]:
+def run_side(kind: type[Side], nodes: int, pods: int, keep: bool,
+             profile: Path | None = None) -> dict[str, float]:
     from draemu import aio
 
     workdir = Path(tempfile.mkdtemp(prefix=f"draemu-bench-{kind.name}-"))
     side = kind(workdir)
     try:
         side.start()
-        return aio.run(measure(side, nodes, pods))
+        return aio.run(measure(side, nodes, pods, profile))
     finally:
         side.stop()
         if keep:
@@ -514,6 +578,9 @@ def main() -> int:
                         "pg1 / pg3 (one / three `draemu apiserver` on one PostgreSQL, "
                         "scheduler and controllers in processes of their own) "
                         "(default: real,draemu)")
+    parser.add_argument("--profile", type=Path, default=None, metavar="DIR",
+                        help="sample draemu's processes with py-spy while pods are "
+                        "scheduled; print where the time went, keep the stacks in DIR")
     parser.add_argument("--keep", action="store_true",
                         help="keep each run's logs and state (paths are printed)")
     args = parser.parse_args()
@@ -534,7 +601,8 @@ def main() -> int:
             # alternate which side goes first, so that neither always meets the
             # machine in the same state
             for kind in (sides if run % 2 == 0 else sides[::-1]):
-                r = run_side(kind, n, pods, args.keep)
+                r = run_side(kind, n, pods, args.keep,
+                             args.profile if kind.name != "real" else None)
                 results[kind.name].append(r)
                 print(line(kind.name, n, pods, r), flush=True)
         base = sides[0].name
