@@ -26,6 +26,7 @@ from draemu.scheduler.fiterror import NO_NODES, fit_error_message
 from draemu.scheduler.framework import ClusterEvent, Code, CycleState, Framework, Status
 from draemu.scheduler.nodeinfo import NodeInfo
 from draemu.scheduler.plugins.defaultbinder import DefaultBinder
+from draemu.scheduler.plugins.defaultpreemption import DefaultPreemption
 from draemu.scheduler.plugins.dynamicresources import (
     FILTER_TIMEOUT,
     RESOURCE_V1,
@@ -99,13 +100,17 @@ class Scheduler:
         self.dra = DynamicResources(client, self.gates, self.inventory,
                                     filter_timeout=dra_filter_timeout)
         self.namespace_labels: dict[str, dict[str, str]] = {}
+        self.preemption = DefaultPreemption(
+            client, self.cache.node, lambda: len(self.cache), self._pdbs, self._pending_pods,
+            self._record, self.dra)
         self.framework = Framework([
             # Upstream's default profile order: cheap node checks first, DRA last.
             SchedulingGates(), NodeUnschedulable(), NodeName(), TaintToleration(), NodeAffinity(),
             NodePorts(), NodeResourcesFit(self.dra.backs_extended_resource),
             PodTopologySpread(self.cache.nodes, self._spread_selector),
             InterPodAffinity(self.cache.nodes, self.namespace_labels.get),
-            self.dra, BalancedAllocation(), DefaultBinder(client)])
+            self.dra, self.preemption, BalancedAllocation(), DefaultBinder(client)])
+        self.preemption.framework = self.framework
         self.queue = SchedulingQueue(self.framework.events_by_plugin(),
                                      initial_backoff=initial_backoff, max_backoff=max_backoff)
         self.recorder = EventRecorder(client, SCHEDULER_NAME, socket.gethostname(),
@@ -144,6 +149,7 @@ class Scheduler:
         for api_version, resource in (("v1", "services"), ("v1", "replicationcontrollers"),
                                       ("apps/v1", "replicasets"), ("apps/v1", "statefulsets")):
             self._informer(api_version, resource)
+        self._informer("policy/v1", "poddisruptionbudgets")  # preemption respects them
         claims = self._informer(RESOURCE_V1, "resourceclaims")
         claims.add_handler(lambda c: self._on_claim(None, c), self._on_claim,
                            self._on_claim_delete)
@@ -287,6 +293,15 @@ class Scheduler:
 
     def _on_namespace_delete(self, ns: dict) -> None:
         self.namespace_labels.pop(ns["metadata"]["name"], None)
+
+    def _pdbs(self) -> list[dict]:
+        informer = self._informers.get("poddisruptionbudgets")
+        return informer.list() if informer is not None else []
+
+    def _pending_pods(self) -> list[dict]:
+        informer = self._informers.get("pods")
+        return [p for p in informer.list() if not (p.get("spec") or {}).get("nodeName")] \
+            if informer is not None else []
 
     def _spread_selector(self, pod: dict) -> dict | None:
         """Upstream's DefaultSelector: the selectors of the Services that select the pod,
@@ -445,6 +460,12 @@ class Scheduler:
                 return CycleResult(state, message=status.message, error=True)
             return CycleResult(state, rejectors={status.plugin}, message=fit_error_message(
                 num_nodes, pre_filter=status.message))
+        nominated = self.cache.node((pod.get("status") or {}).get("nominatedNodeName") or "")
+        if nominated is not None and (restriction.node_names is None
+                                      or nominated.name in restriction.node_names) \
+                and self.framework.run_filter(state, pod, nominated).ok:
+            # Upstream's evaluateNominatedNode: the node preemption made room on comes first.
+            return self._reserve(state, pod, nominated.name)
         candidates = self.cache.nodes()
         absent = None
         if restriction.node_names is not None:
@@ -460,7 +481,9 @@ class Scheduler:
                 state, rejectors={s.plugin for s in statuses.values()} | state.restricted_by,
                 message=fit_error_message(num_nodes, node_statuses=statuses, absent=absent),
                 filtered=statuses)
-        node_name = self._select_host(state, pod, feasible)
+        return self._reserve(state, pod, self._select_host(state, pod, feasible))
+
+    def _reserve(self, state: CycleState, pod: dict, node_name: str) -> CycleResult:
         self.cache.assume(pod, node_name)
         status = self.framework.run_reserve(state, pod, node_name)
         if not status.ok:
@@ -550,8 +573,9 @@ class Scheduler:
                            f"{node_name}")
         await self.framework.run_post_bind(state, pod, node_name)
 
-    async def _record(self, pod: dict, type_: str, reason: str, message: str) -> None:
-        action = "Binding" if reason == "Scheduled" else "Scheduling"
+    async def _record(self, pod: dict, type_: str, reason: str, message: str,
+                      action: str = "") -> None:
+        action = action or ("Binding" if reason == "Scheduled" else "Scheduling")
         try:
             await self.recorder.event(pod, type_, reason, message, action)
         except Exception as e:  # events are best effort; a lost one must not stop anything

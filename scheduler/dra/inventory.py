@@ -147,6 +147,24 @@ class Inventory:
         if usage is not None:
             self.state.remove(usage)
 
+    def hide_claims_of(self, pod_uids: set[str]) -> list[Usage]:
+        """Preemption's dry run: the devices of claims reserved only by these pods count as
+        free until `unhide` gets the returned usages back."""
+        hidden = []
+        for key, claim in self.claims.items():
+            reserved = (claim.get("status") or {}).get("reservedFor") or []
+            if reserved and all(r.get("resource") == "pods" and not r.get("apiGroup")
+                                and r.get("uid") in pod_uids for r in reserved):
+                usage = self._usage.get(key)
+                if usage is not None:
+                    self.state.remove(usage)
+                    hidden.append(usage)
+        return hidden
+
+    def unhide(self, hidden: list[Usage]) -> None:
+        for usage in hidden:
+            self.state.add(usage)
+
     def has_claim_usage(self, key: str) -> bool:
         return key in self._usage
 

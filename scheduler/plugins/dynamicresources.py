@@ -128,6 +128,7 @@ class DynamicResources:
         self._in_flight = InFlight()  # keyed by claim uid
         self._versions = NodeVersions()
         self.cache = AllocationCache(self._versions)
+        self.simulating = False  # set by DefaultPreemption around its dry runs
         self._claim_changed = asyncio.Condition()
         self._waiting = 0  # PreBinds waiting for binding conditions
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -400,13 +401,15 @@ class DynamicResources:
                 claims = [*claims, special]
         if not claims or st.allocator is None:
             return self._unavailable(st, unavailable) if unavailable else SUCCESS
-        outcome = self.cache.get(st.signature, node.name, st.claim_ids) \
-            if st.signature else None
+        # Preemption's dry runs see devices freed that are not: never cached either way.
+        signature = st.signature if not self.simulating else ""
+        outcome = self.cache.get(signature, node.name, st.claim_ids) \
+            if signature else None
         if outcome is None:
             in_flight = self._in_flight.for_node(node.name, pod["metadata"]["uid"])
             outcome = st.allocator.allocate(node.node, claims, in_flight=in_flight,
                                             timeout=self._filter_timeout)
-            if st.signature and not outcome.timed_out and \
+            if signature and not outcome.timed_out and \
                     not (outcome.error and not outcome.unsatisfiable):
                 self.cache.put(st.signature, node.name, st.claim_ids, outcome)
         if outcome.timed_out:

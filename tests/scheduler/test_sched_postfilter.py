@@ -95,7 +95,8 @@ async def test_claim_allocated_for_another_node_is_deallocated_and_allocated_aga
         "pool"] == "n1"
     messages = await eventually(lambda: failed_scheduling_messages(client, "p1"))
     assert messages[0] == ("0/1 nodes are available: 1 resourceclaim not available on the "
-                           "node. deallocation of ResourceClaim completed.")
+                           "node. deallocation of ResourceClaim completed, preemption: 0/1 "
+                           "nodes are available: 1 Preemption is not helpful for scheduling..")
 
 
 async def test_claim_reserved_for_another_pod_is_left_alone(client, start_scheduler):
@@ -108,7 +109,8 @@ async def test_claim_reserved_for_another_pod_is_left_alone(client, start_schedu
     await client.create("v1", "pods", claim_pod("p1", "c1"))
     assert await eventually(lambda: unschedulable_message(client, "p1")) == (
         "0/1 nodes are available: 1 resourceclaim not available on the node. "
-        "still not schedulable.")
+        "still not schedulable, preemption: 0/1 nodes are available: "
+        "1 Preemption is not helpful for scheduling..")
     status = await claim_status(client, "c1")
     assert status["allocation"]["devices"]["results"][0]["pool"] == "gone"
     assert status["reservedFor"] == [other]
@@ -118,8 +120,10 @@ async def test_pod_without_claims_gets_no_postfilter_verdict(client, start_sched
     await client.create("v1", "nodes", node("small", cpu="1"))
     await start_scheduler()
     await client.create("v1", "pods", plain_pod("p1", cpu="2"))
-    assert await eventually(lambda: unschedulable_message(client, "p1")) == \
-        "0/1 nodes are available: 1 Insufficient cpu."
+    # (DefaultPreemption still speaks: only the DRA plugin is silent.)
+    assert await eventually(lambda: unschedulable_message(client, "p1")) == (
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
+        "1 No preemption victims found for incoming pod..")
 
 
 async def test_leftover_extended_resource_claim_is_deleted_and_made_again(
@@ -160,7 +164,7 @@ async def test_leftover_extended_resource_claim_is_deleted_and_made_again(
              (await client.list(R, "resourceclaims", "default"))["items"]]
     assert "p1-extended-resources-old" not in names and len(names) == 1
     messages = await failed_scheduling_messages(client, "p1")
-    assert any(m.endswith("deletion of ResourceClaim completed.") for m in messages)
+    assert any("deletion of ResourceClaim completed" in m for m in messages)
 
 
 def gated_slice() -> dict:
@@ -198,7 +202,7 @@ async def test_failed_binding_releases_the_claim_and_the_device_is_allocated_aga
     async def deallocation_reported() -> bool:
         messages = await failed_scheduling_messages(client, "p1")
         return any("binding failed" in m for m in messages) and \
-            any(m.endswith("deallocation of ResourceClaim completed.") for m in messages)
+            any("deallocation of ResourceClaim completed" in m for m in messages)
 
     assert await eventually(deallocation_reported)
     # Allocated afresh (without the failed device status) and waiting for binding again.
@@ -235,7 +239,8 @@ async def test_allocation_past_the_filter_timeout_rules_out_the_node(client, sta
     await client.create("v1", "pods", claim_pod("p1", "c1"))
     assert await eventually(lambda: unschedulable_message(client, "p1")) == (
         "0/1 nodes are available: 1 timed out trying to allocate devices. "
-        "still not schedulable.")
+        "still not schedulable, preemption: 0/1 nodes are available: "
+        "1 Preemption is not helpful for scheduling..")
 
 
 async def test_filter_timeout_is_ignored_with_its_gate_off(client, start_scheduler):
