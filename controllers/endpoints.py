@@ -14,6 +14,7 @@ are left to their owners.
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 from draemu.api.labels import matches
@@ -38,6 +39,8 @@ SLICE_CONTROLLER = "endpointslice-controller.k8s.io"
 ENDPOINTS_MANAGED_BY = "endpoints.kubernetes.io/managed-by"
 ENDPOINTS_CONTROLLER = "endpoint-controller"
 MAX_PER_SLICE = 100
+MAX_ENDPOINTS = 1000  # addresses an Endpoints object holds
+OVER_CAPACITY = "endpoints.kubernetes.io/over-capacity"
 
 
 def pod_ip(pod: Obj) -> str:
@@ -89,6 +92,30 @@ def _selected(service: Obj, pods: list[Obj]) -> list[Obj]:
     return sorted((p for p in pods if namespace_of(p) == namespace_of(service)
                    and matches({"matchLabels": selector}, meta(p).get("labels"))),
                   key=name_of)
+
+
+def truncate(subsets: list[Obj]) -> bool:
+    """Keep at most MAX_ENDPOINTS addresses (upstream's truncateEndpoints): ready ones
+    first, each subset keeping its share (rounded up); True when anything was dropped."""
+    ready = sum(len(s.get("addresses") or []) for s in subsets)
+    not_ready = sum(len(s.get("notReadyAddresses") or []) for s in subsets)
+    if ready + not_ready <= MAX_ENDPOINTS:
+        return False
+    field = "addresses" if ready > MAX_ENDPOINTS else "notReadyAddresses"
+    room = MAX_ENDPOINTS if field == "addresses" else MAX_ENDPOINTS - ready
+    total = ready if field == "addresses" else not_ready
+    left = room
+    for subset in subsets:
+        keep = min(left, math.ceil(len(subset.get(field) or []) / total * room))
+        subset[field] = (subset.get(field) or [])[:keep]
+        if field == "addresses":
+            subset.pop("notReadyAddresses", None)
+        left -= len(subset[field])
+    for subset in subsets:
+        for f in ("addresses", "notReadyAddresses"):
+            if f in subset and not subset[f]:
+                del subset[f]
+    return True
 
 
 class _ServiceController(Controller):
@@ -180,6 +207,7 @@ class EndpointsController(_ServiceController):
         if not (service.get("spec") or {}).get("selector"):
             return None
         subsets = self.subsets(service)
+        truncated = truncate(subsets)
         labels = dict(meta(service).get("labels") or {})
         labels[ENDPOINTS_MANAGED_BY] = ENDPOINTS_CONTROLLER
         if _headless(service):
@@ -187,13 +215,21 @@ class EndpointsController(_ServiceController):
         else:
             labels.pop(HEADLESS, None)
         current = self.endpoints.get(key)
+        over = OVER_CAPACITY in (meta(current).get("annotations") or {}) if current else False
         if current is not None and (current.get("subsets") or []) == subsets and \
-                (meta(current).get("labels") or {}) == labels:
+                (meta(current).get("labels") or {}) == labels and over == truncated:
             return None
         body = copy.deepcopy(current) if current is not None else {
             "apiVersion": "v1", "kind": "Endpoints",
             "metadata": {"name": name, "namespace": namespace}}
         body["metadata"]["labels"] = labels
+        annotations = body["metadata"].setdefault("annotations", {})
+        if truncated:
+            annotations[OVER_CAPACITY] = "truncated"
+        else:
+            annotations.pop(OVER_CAPACITY, None)
+        if not annotations:
+            del body["metadata"]["annotations"]
         body["subsets"] = subsets
         if not subsets:
             body.pop("subsets")

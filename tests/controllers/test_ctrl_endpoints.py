@@ -137,3 +137,18 @@ async def test_a_service_without_pods_keeps_an_empty_placeholder_slice():
     await ctrl.reconcile("ns/web")
     [es] = client.of("create", "endpointslices")
     assert es["endpoints"] == [] and es["ports"] == []
+
+
+async def test_endpoints_keep_at_most_1000_addresses_ready_first():
+    ctx, client, inf = context()
+    ctrl = EndpointsController(ctx)
+    pods = [pod(f"r{i:04d}", f"10.1.{i // 250}.{i % 250 + 1}") for i in range(900)]
+    pods += [pod(f"n{i:04d}", f"10.2.{i // 250}.{i % 250 + 1}", ready=False)
+             for i in range(300)]
+    fill(inf, service(), *pods)
+    await ctrl.reconcile("ns/web")
+    [ep] = client.of("create", "endpoints")
+    [subset] = ep["subsets"]
+    assert (len(subset["addresses"]), len(subset["notReadyAddresses"])) == (900, 100)
+    assert ep["metadata"]["annotations"] == {"endpoints.kubernetes.io/over-capacity":
+                                             "truncated"}
