@@ -114,17 +114,33 @@ class Plugin(Protocol):
 class Framework:
     """Runs the plugins of one profile, extension point by extension point."""
 
-    def __init__(self, plugins: list[Any]) -> None:
+    def __init__(self, plugins: list[Any], *, disabled: dict[str, set[str]] | None = None,
+                 enabled: dict[str, set[str]] | None = None,
+                 weights: dict[str, int] | None = None,
+                 percentage_of_nodes_to_score: int | None = None) -> None:
+        """disabled / enabled: plugin names per extension point of the configuration file
+        ("filter", "score", ...; "*" disables all but the enabled); weights: Score
+        weights (default: the plugin's own)."""
         self.plugins = plugins
-        self._pre_enqueue = [p for p in plugins if hasattr(p, "pre_enqueue")]
-        self._pre_filter = [p for p in plugins if hasattr(p, "pre_filter")]
-        self._filter = [p for p in plugins if hasattr(p, "filter")]
-        self._post_filter = [p for p in plugins if hasattr(p, "post_filter")]
-        self._score = [p for p in plugins if hasattr(p, "score")]
-        self._reserve = [p for p in plugins if hasattr(p, "reserve")]
-        self._pre_bind = [p for p in plugins if hasattr(p, "pre_bind")]
-        self._bind = [p for p in plugins if hasattr(p, "bind")]
-        self._post_bind = [p for p in plugins if hasattr(p, "post_bind")]
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        off, on = disabled or {}, enabled or {}
+
+        def at(attr: str, point: str) -> list[Any]:
+            gone = off.get(point, set())
+            return [p for p in plugins if hasattr(p, attr) and (
+                p.name in on.get(point, ()) or (p.name not in gone and "*" not in gone))]
+
+        self._pre_enqueue = at("pre_enqueue", "preEnqueue")
+        self._pre_filter = at("pre_filter", "preFilter")
+        self._filter = at("filter", "filter")
+        self._post_filter = at("post_filter", "postFilter")
+        self._score = at("score", "score")
+        self._reserve = at("reserve", "reserve")
+        self._pre_bind = at("pre_bind", "preBind")
+        self._bind = at("bind", "bind")
+        self._post_bind = at("post_bind", "postBind")
+        self._weights = {p.name: (weights or {}).get(p.name) or getattr(p, "weight", 1)
+                         for p in plugins}
 
     def events_by_plugin(self) -> dict[str, set[ClusterEvent]]:
         return {p.name: set(p.events()) for p in self.plugins}
@@ -203,7 +219,7 @@ class Framework:
             normalize = getattr(plugin, "normalize_scores", None)
             if normalize is not None:
                 normalize(scores)
-            weight = getattr(plugin, "weight", 1)
+            weight = self._weights[plugin.name]
             for name, value in scores.items():
                 totals[name] += value * weight
         return totals

@@ -21,6 +21,7 @@ from draemu.client import ApiError, Client, EventRecorder, Informer, key_of
 from draemu.features import FeatureGates
 from draemu.log import get_logger
 from draemu.scheduler.cache import Cache
+from draemu.scheduler.config import Profile, SchedulerConfig, parse_duration
 from draemu.scheduler.dra import Inventory
 from draemu.scheduler.fiterror import NO_NODES, fit_error_message
 from draemu.scheduler.framework import ClusterEvent, Code, CycleState, Framework, Status
@@ -36,7 +37,11 @@ from draemu.scheduler.plugins.interpodaffinity import InterPodAffinity
 from draemu.scheduler.plugins.nodeaffinity import NodeAffinity
 from draemu.scheduler.plugins.nodename import NodeName
 from draemu.scheduler.plugins.nodeports import NodePorts
-from draemu.scheduler.plugins.noderesources import BalancedAllocation, NodeResourcesFit
+from draemu.scheduler.plugins.noderesources import (
+    BalancedAllocation,
+    NodeResourcesFit,
+    ScoringStrategy,
+)
 from draemu.scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from draemu.scheduler.plugins.podtopologyspread import PodTopologySpread
 from draemu.scheduler.plugins.schedulinggates import SchedulingGates
@@ -59,11 +64,13 @@ MIN_FEASIBLE_PERCENTAGE = 5
 BASE_PERCENTAGE = 50
 
 
-def num_feasible_nodes_to_find(num_all: int) -> int:
-    """Upstream's adaptive percentageOfNodesToScore: big clusters stop filtering early."""
+def num_feasible_nodes_to_find(num_all: int, percentage: int | None = 0) -> int:
+    """Upstream's percentageOfNodesToScore (0 = adaptive): big clusters stop filtering
+    early."""
     if num_all < MIN_FEASIBLE_NODES:
         return num_all
-    percentage = max(BASE_PERCENTAGE - num_all // 125, MIN_FEASIBLE_PERCENTAGE)
+    if not percentage:
+        percentage = max(BASE_PERCENTAGE - num_all // 125, MIN_FEASIBLE_PERCENTAGE)
     return max(num_all * percentage // 100, MIN_FEASIBLE_NODES)
 
 
@@ -90,7 +97,8 @@ class Scheduler:
     def __init__(self, client: Client, gates: FeatureGates | None = None, *,
                  initial_backoff: float = 1.0, max_backoff: float = 10.0,
                  gated_report_delay: float = GATED_REPORT_DELAY,
-                 dra_filter_timeout: float = FILTER_TIMEOUT) -> None:
+                 dra_filter_timeout: float = FILTER_TIMEOUT,
+                 config: SchedulerConfig | None = None) -> None:
         self.client = client
         self.gates = gates or FeatureGates()
         self.inventory = Inventory(self.gates)
@@ -100,18 +108,22 @@ class Scheduler:
         self.dra = DynamicResources(client, self.gates, self.inventory,
                                     filter_timeout=dra_filter_timeout)
         self.namespace_labels: dict[str, dict[str, str]] = {}
-        self.preemption = DefaultPreemption(
-            client, self.cache.node, lambda: len(self.cache), self._pdbs, self._pending_pods,
-            self._record, self.dra)
-        self.framework = Framework([
-            # Upstream's default profile order: cheap node checks first, DRA last.
-            SchedulingGates(), NodeUnschedulable(), NodeName(), TaintToleration(), NodeAffinity(),
-            NodePorts(), NodeResourcesFit(self.dra.backs_extended_resource),
-            PodTopologySpread(self.cache.nodes, self._spread_selector),
-            InterPodAffinity(self.cache.nodes, self.namespace_labels.get),
-            self.dra, self.preemption, BalancedAllocation(), DefaultBinder(client)])
-        self.preemption.framework = self.framework
-        self.queue = SchedulingQueue(self.framework.events_by_plugin(),
+        self.config = config or SchedulerConfig.default()
+        for profile in self.config.profiles:
+            timeout = (profile.args.get("DynamicResources") or {}).get("filterTimeout")
+            if timeout is not None:  # one DRA plugin (one device inventory) for all profiles
+                self.dra._filter_timeout = parse_duration(timeout)
+                break
+        # One Framework per profile, by schedulerName; the first is the default one.
+        self.profiles = {p.scheduler_name: self._build_profile(p) for p in self.config.profiles}
+        self.framework = next(iter(self.profiles.values()))
+        self.preemption = next((pl for pl in self.framework.plugins
+                                if isinstance(pl, DefaultPreemption)), None)
+        events: dict[str, set[ClusterEvent]] = {}
+        for fw in self.profiles.values():
+            for name, evs in fw.events_by_plugin().items():
+                events.setdefault(name, set()).update(evs)
+        self.queue = SchedulingQueue(events,
                                      initial_backoff=initial_backoff, max_backoff=max_backoff)
         self.recorder = EventRecorder(client, SCHEDULER_NAME, socket.gethostname(),
                                       api="events.k8s.io/v1")
@@ -132,6 +144,51 @@ class Scheduler:
         # event wakes only the pods it concerns.
         self._claim_users: dict[str, set[str]] = {}
         self.scheduled = 0  # pods bound so far (for benchmarks and logs)
+
+    def _build_profile(self, profile: Profile) -> Framework:
+        """The profile's plugins in its order, configured by its pluginConfig args."""
+        args = profile.args
+        fit = args.get("NodeResourcesFit") or {}
+        spread = args.get("PodTopologySpread") or {}
+        affinity = args.get("InterPodAffinity") or {}
+        balanced = args.get("NodeResourcesBalancedAllocation") or {}
+        preemption = DefaultPreemption(
+            self.client, self.cache.node, lambda: len(self.cache), self._pdbs,
+            self._pending_pods, self._record, self.dra)
+        factories: dict[str, Any] = {
+            "SchedulingGates": SchedulingGates, "NodeUnschedulable": NodeUnschedulable,
+            "NodeName": NodeName, "TaintToleration": TaintToleration,
+            "NodeAffinity": NodeAffinity, "NodePorts": NodePorts,
+            "NodeResourcesFit": lambda: NodeResourcesFit(
+                self.dra.backs_extended_resource, _scoring(fit.get("scoringStrategy"))),
+            "PodTopologySpread": lambda: PodTopologySpread(
+                self.cache.nodes, self._spread_selector,
+                default_constraints=spread.get("defaultConstraints") or []
+                if spread.get("defaultingType") == "List" else None),
+            "InterPodAffinity": lambda: InterPodAffinity(
+                self.cache.nodes, self.namespace_labels.get,
+                hard_pod_affinity_weight=int(affinity.get("hardPodAffinityWeight", 1)),
+                ignore_preferred_terms_of_existing_pods=bool(
+                    affinity.get("ignorePreferredTermsOfExistingPods"))),
+            "DynamicResources": lambda: self.dra,
+            "DefaultPreemption": lambda: preemption,
+            "NodeResourcesBalancedAllocation": lambda: BalancedAllocation(
+                _resources(balanced.get("resources"))),
+            "DefaultBinder": lambda: DefaultBinder(self.client),
+        }
+        plugins = [factories[name]() for name, _w in profile.plugins if name in factories]
+        framework = Framework(
+            plugins, disabled=profile.disabled, enabled=profile.enabled,
+            weights={name: w for name, w in profile.plugins if w},
+            percentage_of_nodes_to_score=profile.percentage_of_nodes_to_score
+            if profile.percentage_of_nodes_to_score is not None
+            else self.config.percentage_of_nodes_to_score)
+        preemption.framework = framework
+        return framework
+
+    def _fw(self, pod: dict) -> Framework:
+        return self.profiles.get((pod.get("spec") or {}).get("schedulerName")
+                                 or SCHEDULER_NAME, self.framework)
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -227,7 +284,7 @@ class Scheduler:
 
     def _responsible(self, pod: dict) -> bool:
         spec = pod.get("spec") or {}
-        return (spec.get("schedulerName") or SCHEDULER_NAME) == SCHEDULER_NAME \
+        return (spec.get("schedulerName") or SCHEDULER_NAME) in self.profiles \
             and not (pod.get("metadata") or {}).get("deletionTimestamp")
 
     @staticmethod
@@ -381,7 +438,7 @@ class Scheduler:
 
     def _gate(self, pod: dict) -> str:
         """The PreEnqueue plugin holding the pod back ("" if none)."""
-        status = self.framework.run_pre_enqueue(pod)
+        status = self._fw(pod).run_pre_enqueue(pod)
         key = key_of(pod)
         if status.ok:
             self._cancel_gate_report(key)
@@ -407,7 +464,7 @@ class Scheduler:
         pod = self._informers["pods"].get(key)
         if pod is None or (pod.get("spec") or {}).get("nodeName"):
             return
-        status = self.framework.run_pre_enqueue(pod)
+        status = self._fw(pod).run_pre_enqueue(pod)
         if not status.ok and self._gate_reported.get(key) != status.message:
             self._gate_reported[key] = status.message
             self._spawn(self._report_failure(pod, status.message, "Unschedulable"))
@@ -454,7 +511,7 @@ class Scheduler:
         if num_nodes == 0:
             # No rejector: any cluster event (a node appearing) retries the pod.
             return CycleResult(state, message=NO_NODES)
-        status, restriction = self.framework.run_pre_filter(state, pod)
+        status, restriction = self._fw(pod).run_pre_filter(state, pod)
         if not status.ok:
             if status.code == Code.ERROR:
                 return CycleResult(state, message=status.message, error=True)
@@ -463,7 +520,7 @@ class Scheduler:
         nominated = self.cache.node((pod.get("status") or {}).get("nominatedNodeName") or "")
         if nominated is not None and (restriction.node_names is None
                                       or nominated.name in restriction.node_names) \
-                and self.framework.run_filter(state, pod, nominated).ok:
+                and self._fw(pod).run_filter(state, pod, nominated).ok:
             # Upstream's evaluateNominatedNode: the node preemption made room on comes first.
             return self._reserve(state, pod, nominated.name)
         candidates = self.cache.nodes()
@@ -485,9 +542,9 @@ class Scheduler:
 
     def _reserve(self, state: CycleState, pod: dict, node_name: str) -> CycleResult:
         self.cache.assume(pod, node_name)
-        status = self.framework.run_reserve(state, pod, node_name)
+        status = self._fw(pod).run_reserve(state, pod, node_name)
         if not status.ok:
-            for writes in self.framework.run_unreserve(state, pod, node_name):
+            for writes in self._fw(pod).run_unreserve(state, pod, node_name):
                 self._spawn(writes)
             self.cache.forget(pod)
             if status.code == Code.ERROR:
@@ -501,7 +558,7 @@ class Scheduler:
         cannot go); its verdict is appended to the fit error, as upstream's FitError does.
         An event it causes (the deallocation) arrives while the pod is in flight, so the
         queue retries the pod at once."""
-        status = await self.framework.run_post_filter(result.state, pod, result.filtered or {})
+        status = await self._fw(pod).run_post_filter(result.state, pod, result.filtered or {})
         message = result.message
         if status.message:
             message += f" {status.message}."
@@ -515,7 +572,7 @@ class Scheduler:
         """Filters nodes round-robin from where the last cycle stopped, until enough feasible
         nodes are found (upstream's numFeasibleNodesToFind)."""
         total = len(nodes)
-        wanted = num_feasible_nodes_to_find(total)
+        wanted = num_feasible_nodes_to_find(total, self._fw(pod).percentage_of_nodes_to_score)
         feasible: list[NodeInfo] = []
         statuses: dict[str, Status] = {}
         start = self._next_start_node % total if total else 0
@@ -523,7 +580,7 @@ class Scheduler:
         for i in range(total):
             node = nodes[(start + i) % total]
             processed += 1
-            status = self.framework.run_filter(state, pod, node)
+            status = self._fw(pod).run_filter(state, pod, node)
             if status.ok:
                 feasible.append(node)
                 if len(feasible) >= wanted:
@@ -539,7 +596,7 @@ class Scheduler:
     def _select_host(self, state: CycleState, pod: dict, feasible: list[NodeInfo]) -> str:
         if len(feasible) == 1:
             return feasible[0].name
-        scores = self.framework.run_score(state, pod, feasible)
+        scores = self._fw(pod).run_score(state, pod, feasible)
         best = max(scores.values())
         # Ties are broken at random, as upstream does, to spread pods.
         return random.choice([name for name, score in scores.items() if score == best])
@@ -549,16 +606,16 @@ class Scheduler:
     async def _binding_cycle(self, qp: QueuedPod, pod: dict, state: CycleState,
                              node_name: str) -> None:
         async with self._binding_slots:
-            status = await self.framework.run_pre_bind(state, pod, node_name)
+            status = await self._fw(pod).run_pre_bind(state, pod, node_name)
             if not status.ok:
                 message = f'running PreBind plugin "{status.plugin}": {status.message}'
             else:
-                status = await self.framework.run_bind(state, pod, node_name)
+                status = await self._fw(pod).run_bind(state, pod, node_name)
                 message = status.message
         if not status.ok:
             # The pod goes back to the queue only once its claims no longer name it, so
             # that the retry can go to another node.
-            await asyncio.gather(*self.framework.run_unreserve(state, pod, node_name))
+            await asyncio.gather(*self._fw(pod).run_unreserve(state, pod, node_name))
             self.cache.forget(pod)
             self._fail(qp, pod, message, error=True)
             return
@@ -571,7 +628,7 @@ class Scheduler:
         await self._record(pod, "Normal", "Scheduled",
                            f"Successfully assigned {meta['namespace']}/{meta['name']} to "
                            f"{node_name}")
-        await self.framework.run_post_bind(state, pod, node_name)
+        await self._fw(pod).run_post_bind(state, pod, node_name)
 
     async def _record(self, pod: dict, type_: str, reason: str, message: str,
                       action: str = "") -> None:
@@ -613,3 +670,21 @@ class Scheduler:
                                     namespace=meta["namespace"], subresource="status")
         except Exception as e:  # best effort, like the event; the next attempt retries
             log.debug("could not update PodScheduled", pod=meta["name"], error=repr(e))
+
+
+def _resources(entries: list[dict] | None) -> list[tuple[str, int]] | None:
+    if not entries:
+        return None
+    return [(e["name"], int(e.get("weight") or 1)) for e in entries]
+
+
+def _scoring(strategy: dict | None) -> ScoringStrategy:
+    strategy = strategy or {}
+    result = ScoringStrategy(strategy.get("type") or "LeastAllocated")
+    resources = _resources(strategy.get("resources"))
+    if resources:
+        result.resources = resources
+    shape = (strategy.get("requestedToCapacityRatio") or {}).get("shape")
+    if shape:
+        result.shape = [(int(p.get("utilization", 0)), int(p.get("score", 0))) for p in shape]
+    return result

@@ -55,6 +55,8 @@ class ClusterOptions:
     scheduler: bool = True
     controllers: bool = True
     controller_settings: dict[str, float] = field(default_factory=dict)
+    # The text of a KubeSchedulerConfiguration file (None: upstream's default profile).
+    scheduler_config: str | None = None
     # The scheduler and the controllers in a child process (draemu/cmd/controlplane.py),
     # off the apiserver's event loop and core; False: in this process (tests, the demo).
     control_plane_process: bool = False
@@ -127,7 +129,8 @@ class Cluster:
             self.control_plane = ControlPlaneProcess()
             await self.control_plane.start(self.apiserver, o.feature_gates,
                                            scheduler=o.scheduler, controllers=o.controllers,
-                                           controller_settings=o.controller_settings)
+                                           controller_settings=o.controller_settings,
+                                           scheduler_config=o.scheduler_config)
         else:
             await self._start_control_plane_here()
         self.timings["control-plane"] = time.perf_counter() - t0
@@ -163,9 +166,11 @@ class Cluster:
                 self.apiserver.add_gauge(name, lambda n=name: manager.metrics().get(n, {}))
         if o.scheduler:
             from draemu.scheduler import Scheduler
+            from draemu.scheduler.config import load
 
             self.scheduler = Scheduler(self.client("draemu-scheduler", KUBE_SCHEDULER),
-                                       o.feature_gates)
+                                       o.feature_gates, config=load(o.scheduler_config)
+                                       if o.scheduler_config else None)
             await self.scheduler.start()
 
     async def stop(self) -> None:

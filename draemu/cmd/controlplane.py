@@ -45,6 +45,7 @@ class _Config:
     log_level: str
     # The cluster CA (PEM), which the root CA publisher puts in every kube-root-ca.crt.
     ca_pem: str | None = None
+    scheduler_config: str | None = None  # KubeSchedulerConfiguration text
 
 
 class ControlPlaneProcess:
@@ -55,7 +56,8 @@ class ControlPlaneProcess:
         self._watch: asyncio.Task[None] | None = None
 
     async def start(self, server: Any, gates: FeatureGates, *, scheduler: bool,
-                    controllers: bool, controller_settings: dict[str, float]) -> None:
+                    controllers: bool, controller_settings: dict[str, float],
+                    scheduler_config: str | None = None) -> None:
         log_format, log_level = log.settings()
         config = _Config(
             socket=server.loopback_path,
@@ -64,7 +66,8 @@ class ControlPlaneProcess:
             gates=gates.overrides(), emulated_version=gates.emulated_version,
             controller_settings=controller_settings, log_format=log_format,
             log_level=log_level,
-            ca_pem=server.pki.ca.cert_pem.decode() if server.pki is not None else None)
+            ca_pem=server.pki.ca.cert_pem.decode() if server.pki is not None else None,
+            scheduler_config=scheduler_config)
         self.process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "draemu.cmd.controlplane", stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE)
@@ -127,7 +130,11 @@ async def _serve(config: _Config) -> None:
             await manager.start()
             parts.append(manager)
         if config.scheduler_token:
-            scheduler = Scheduler(client(config.scheduler_token, "draemu-scheduler"), gates)
+            from draemu.scheduler.config import load
+
+            scheduler = Scheduler(client(config.scheduler_token, "draemu-scheduler"), gates,
+                                  config=load(config.scheduler_config)
+                                  if config.scheduler_config else None)
             await scheduler.start()
             parts.append(scheduler)
         print(READY, flush=True)

@@ -67,6 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "printed in the banner); 0 picks a free one (default: 0)")
     parser.add_argument("--no-ui", action="store_true", help="do not serve the web view")
     parser.add_argument("--no-scheduler", action="store_true", help="do not run the scheduler")
+    parser.add_argument("--scheduler-config", metavar="FILE",
+                        help="the scheduler's KubeSchedulerConfiguration "
+                        "(kubescheduler.config.k8s.io/v1: profiles, plugins, pluginConfig)")
     parser.add_argument("--no-controllers", action="store_true",
                         help="do not run the controllers")
     parser.add_argument("--one-process", action="store_true",
@@ -127,6 +130,17 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    scheduler_config = None
+    if args.scheduler_config:
+        from draemu.scheduler.config import ConfigError, load
+
+        try:
+            with open(args.scheduler_config, encoding="utf-8") as f:
+                scheduler_config = f.read()
+            load(scheduler_config)
+        except (OSError, ConfigError) as e:
+            print(f"error: --scheduler-config: {e}", file=sys.stderr)
+            return 2
     data_dir = None if args.in_memory else Path(args.data_dir or default_data_dir())
     if data_dir is not None:
         try:
@@ -145,7 +159,8 @@ def run(args: argparse.Namespace) -> int:
         preset=args.preset, nodes=args.nodes, runtime=args.runtime,
         legacy_v1alpha3=args.legacy_v1alpha3,
         scheduler=not args.no_scheduler, controllers=not args.no_controllers,
-        image_map=image_map, control_plane_process=not args.one_process)
+        image_map=image_map, control_plane_process=not args.one_process,
+        scheduler_config=scheduler_config)
 
     async def main() -> int:
         cluster = Cluster(options)
