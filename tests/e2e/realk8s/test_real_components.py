@@ -459,8 +459,11 @@ def test_a_statefulset_creates_its_pods_in_order(plane: Plane) -> None:
             {"spec": {"template": {"metadata": {"labels": {"tier": "2"}}}}}))
 
         def updated() -> Any:
-            st = plane.get("statefulset", "db").get("status") or {}
-            return st.get("updatedReplicas") == st.get("readyReplicas") == 2 and \
+            sts = plane.get("statefulset", "db")
+            st = sts.get("status") or {}
+            # the status of the patched template, not the one from before the patch
+            return st.get("observedGeneration") == sts["metadata"]["generation"] and \
+                st.get("updatedReplicas") == st.get("readyReplicas") == 2 and \
                 st.get("currentRevision") == st.get("updateRevision") and st
         status = wait_for("the rolling update of both pods", updated)
         revisions = {p["metadata"]["labels"]["controller-revision-hash"]
