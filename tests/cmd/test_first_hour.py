@@ -1,5 +1,4 @@
-"""What a new user meets first: a data dir keeps its preset, errors are one line,
-piping into `head` is quiet, `draemu allocate` exits non-zero when it cannot allocate."""
+"""What a new user meets first: a data dir keeps its preset, errors are one line."""
 
 from __future__ import annotations
 
@@ -87,65 +86,3 @@ def test_a_locked_data_dir_is_one_line_without_a_traceback(tmp_path: Path) -> No
     assert "Traceback" not in proc.stderr
     [line] = proc.stderr.strip().splitlines()
     assert line.startswith(f"error: the data directory {tmp_path} is in use by another draemu")
-
-
-MANIFESTS = """
-apiVersion: resource.k8s.io/v1
-kind: DeviceClass
-metadata: {name: gpu.example.com}
-spec:
-  selectors:
-  - cel: {expression: 'device.driver == "gpu.example.com"'}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceSlice
-metadata: {name: node-1-gpus}
-spec:
-  driver: gpu.example.com
-  nodeName: node-1
-  pool: {name: node-1, generation: 1, resourceSliceCount: 1}
-  devices:
-  - name: gpu-0
-    capacity: {memory: {value: 16Gi}}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {name: big-gpu, namespace: default}
-spec:
-  devices:
-    requests:
-    - name: gpu
-      exactly:
-        deviceClassName: gpu.example.com
-        selectors:
-        - cel:
-            expression: device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0
-"""
-
-
-def test_allocate_exits_1_when_the_claims_cannot_be_allocated(tmp_path: Path) -> None:
-    from draemu.cmd.cli import main
-
-    (tmp_path / "in.yaml").write_text(MANIFESTS)
-    assert main(["allocate", "-f", str(tmp_path / "in.yaml"), "--node", "node-1"]) == 1
-    assert main(["allocate", "-f", str(tmp_path / "in.yaml"), "--node", "node-1",
-                 "--node-label", "=x"]) == 2
-
-
-def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    # `draemu allocate ... | head -1`: the reader is gone before draemu writes.
-    from draemu.cmd.cli import main
-
-    (tmp_path / "in.yaml").write_text(MANIFESTS)
-    read, write = os.pipe()
-    os.close(read)
-    saved = os.dup(1)
-    try:
-        with os.fdopen(write, "w") as pipe:
-            monkeypatch.setattr(sys, "stdout", pipe)
-            code = main(["allocate", "-f", str(tmp_path / "in.yaml"), "--node", "node-1"])
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-    assert code == 141

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -249,3 +250,15 @@ def test_node_manifest_supplies_labels(tmp_path: Path,
     f = write(tmp_path, "in.yaml", GPU_CLASS, yaml.safe_dump(shared), CLAIM, node)
     code, report = run_json(capsys, "-f", f, "--node", "node-7")
     assert (code, report["outcome"]) == (0, "Allocated")
+
+
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # `draemu allocate ... | head -1`: the reader is gone before draemu writes.
+    f = write(tmp_path, "in.yaml", GPU_CLASS, SLICE, CLAIM)
+    read, write_end = os.pipe()
+    os.close(read)
+    with os.fdopen(write_end, "w") as pipe:
+        monkeypatch.setattr(sys, "stdout", pipe)
+        code = main(["allocate", "-f", f, "--node", "node-1"])
+    assert code == 141

@@ -27,10 +27,12 @@ if not Path(CHROMIUM).exists():
         raise RuntimeError("chromium is required under CI=true (apt-get install chromium)")
     pytest.skip("chromium is not installed", allow_module_level=True)
 
-CLAIM = """
+def claim_and_pod(claim: str, pod: str, expression: str) -> str:
+    """A ResourceClaim for one gpu.nvidia.com device and a pod that uses it."""
+    return f"""
 apiVersion: resource.k8s.io/v1
 kind: ResourceClaim
-metadata: {name: web-claim}
+metadata: {{name: {claim}}}
 spec:
   devices:
     requests:
@@ -38,36 +40,22 @@ spec:
       exactly:
         deviceClassName: gpu.nvidia.com
         selectors:
-        - cel: {expression: 'device.attributes["gpu.nvidia.com"].model == "Tesla-T4"'}
+        - cel: {{expression: '{expression}'}}
 ---
 apiVersion: v1
 kind: Pod
-metadata: {name: web-pod}
+metadata: {{name: {pod}}}
 spec:
-  containers: [{name: c, image: busybox, resources: {claims: [{name: gpu}]}}]
-  resourceClaims: [{name: gpu, resourceClaimName: web-claim}]
+  containers: [{{name: c, image: busybox, resources: {{claims: [{{name: gpu}}]}}}}]
+  resourceClaims: [{{name: gpu, resourceClaimName: {claim}}}]
 """
 
-IMPOSSIBLE = """
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {name: huge-claim}
-spec:
-  devices:
-    requests:
-    - name: gpu
-      exactly:
-        deviceClassName: gpu.nvidia.com
-        selectors:
-        - cel: {expression: 'device.attributes["gpu.nvidia.com"].memory >= 171798691840'}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: waiting-pod}
-spec:
-  containers: [{name: c, image: busybox, resources: {claims: [{name: gpu}]}}]
-  resourceClaims: [{name: gpu, resourceClaimName: huge-claim}]
-"""
+
+T4 = 'device.attributes["gpu.nvidia.com"].model == "Tesla-T4"'
+CLAIM = claim_and_pod("web-claim", "web-pod", T4)
+# 160Gi: more memory than any GPU of the seed has
+IMPOSSIBLE = claim_and_pod("huge-claim", "waiting-pod",
+                           'device.attributes["gpu.nvidia.com"].memory >= 171798691840')
 
 
 def _web_view_url(up) -> str:
