@@ -561,7 +561,9 @@ class Scheduler:
         status = await self._fw(pod).run_post_filter(result.state, pod, result.filtered or {})
         message = result.message
         if status.message:
-            message += f" {status.message}."
+            # As the real kube-scheduler writes it: one period, also after preemption's
+            # nested fit error (found by tests/e2e/realk8s/test_scheduler_differential.py).
+            message += f" {status.message}" + ("" if status.message.endswith(".") else ".")
         if status.code == Code.ERROR:
             log.warning("PostFilter failed", pod=qp.key, plugin=status.plugin,
                         error=status.message)

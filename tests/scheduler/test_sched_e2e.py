@@ -220,7 +220,7 @@ async def test_failed_scheduling_summarises_every_node(client, scheduler):
         "1 node(s) didn't match Pod's node affinity/selector, "
         "1 node(s) had untolerated taint(s). preemption: 0/3 nodes are available: "
         "1 No preemption victims found for incoming pod, "
-        "2 Preemption is not helpful for scheduling..")  # upstream's double period
+        "2 Preemption is not helpful for scheduling.")
     events = await eventually(lambda: events_for(client, "p1"))
     assert any(e["reason"] == "FailedScheduling" and e["type"] == "Warning" for e in events)
 

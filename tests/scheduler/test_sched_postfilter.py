@@ -96,7 +96,7 @@ async def test_claim_allocated_for_another_node_is_deallocated_and_allocated_aga
     messages = await eventually(lambda: failed_scheduling_messages(client, "p1"))
     assert messages[0] == ("0/1 nodes are available: 1 resourceclaim not available on the "
                            "node. deallocation of ResourceClaim completed, preemption: 0/1 "
-                           "nodes are available: 1 Preemption is not helpful for scheduling..")
+                           "nodes are available: 1 Preemption is not helpful for scheduling.")
 
 
 async def test_claim_reserved_for_another_pod_is_left_alone(client, start_scheduler):
@@ -110,7 +110,7 @@ async def test_claim_reserved_for_another_pod_is_left_alone(client, start_schedu
     assert await eventually(lambda: unschedulable_message(client, "p1")) == (
         "0/1 nodes are available: 1 resourceclaim not available on the node. "
         "still not schedulable, preemption: 0/1 nodes are available: "
-        "1 Preemption is not helpful for scheduling..")
+        "1 Preemption is not helpful for scheduling.")
     status = await claim_status(client, "c1")
     assert status["allocation"]["devices"]["results"][0]["pool"] == "gone"
     assert status["reservedFor"] == [other]
@@ -123,7 +123,7 @@ async def test_pod_without_claims_gets_no_postfilter_verdict(client, start_sched
     # (DefaultPreemption still speaks: only the DRA plugin is silent.)
     assert await eventually(lambda: unschedulable_message(client, "p1")) == (
         "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
-        "1 No preemption victims found for incoming pod..")
+        "1 No preemption victims found for incoming pod.")
 
 
 async def test_leftover_extended_resource_claim_is_deleted_and_made_again(
@@ -240,7 +240,7 @@ async def test_allocation_past_the_filter_timeout_rules_out_the_node(client, sta
     assert await eventually(lambda: unschedulable_message(client, "p1")) == (
         "0/1 nodes are available: 1 timed out trying to allocate devices. "
         "still not schedulable, preemption: 0/1 nodes are available: "
-        "1 Preemption is not helpful for scheduling..")
+        "1 Preemption is not helpful for scheduling.")
 
 
 async def test_filter_timeout_is_ignored_with_its_gate_off(client, start_scheduler):
