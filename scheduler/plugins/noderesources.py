@@ -175,9 +175,10 @@ def _node_lists(node: NodeInfo, resources: list[tuple[str, int]], pod_req: list[
 
 class BalancedAllocation:
     """NodeResourcesBalancedAllocation: favours nodes whose cpu and memory (by default)
-    would be used in equal fractions: (1 - standard deviation of the fractions) * 100.
-    Pods that request none of the resources are not scored (upstream's best-effort
-    skip)."""
+    the pod makes more evenly used. Balance = (1 - standard deviation of the used
+    fractions) * 100; as v1.37, the score is 50 + (50 + balance with the pod - balance
+    without it) / 2. Pods that request none of the resources are not scored (upstream's
+    best-effort skip)."""
 
     name = "NodeResourcesBalancedAllocation"
     weight = 1
@@ -196,14 +197,23 @@ class BalancedAllocation:
         return False
 
     def score(self, state: CycleState, pod: dict, node: NodeInfo) -> int:
-        requested, allocatable = _node_lists(node, self.resources, state.read(self.name),
-                                             use_requested=True)
-        fractions = [min(r / a, 1.0) for r, a in zip(requested, allocatable, strict=True)
-                     if a]
-        std = 0.0
-        if len(fractions) == 2:
-            std = abs((fractions[0] - fractions[1]) / 2)
-        elif len(fractions) > 2:
-            mean = sum(fractions) / len(fractions)
-            std = math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
-        return int((1 - std) * MAX_SCORE)
+        pod_req = state.read(self.name)
+        requested, allocatable = _node_lists(node, self.resources, pod_req, use_requested=True)
+        allocated, _ = _node_lists(node, self.resources, [0] * len(pod_req),
+                                   use_requested=True)
+        # v1.37 scores the change the pod makes: 50 + (50 + with - without) / 2.
+        with_pod = _balance(requested, allocatable)
+        without_pod = _balance(allocated, allocatable)
+        return MAX_SCORE // 2 + _trunc_div(MAX_SCORE // 2 + with_pod - without_pod, 2)
+
+
+def _balance(requested: list[int], allocatable: list[int]) -> int:
+    """(1 - the standard deviation of the used fractions) * 100."""
+    fractions = [min(r / a, 1.0) for r, a in zip(requested, allocatable, strict=True) if a]
+    std = 0.0
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        mean = sum(fractions) / len(fractions)
+        std = math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
+    return int((1 - std) * MAX_SCORE)

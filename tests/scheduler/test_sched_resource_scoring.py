@@ -69,8 +69,9 @@ def test_balanced_allocation():
     p = pod("p", cpu="1", memory="1Gi")
     info = busy_node()
     assert plugin.pre_score(state, p, [info]) is False
-    # cpu 2/4 = 0.5, memory 3/8 = 0.375: std 0.0625 -> 93.
-    assert plugin.score(state, p, info) == 93
+    # With the pod: cpu 2/4 = 0.5, memory 3/8 = 0.375: std 0.0625 -> 93; without it:
+    # 1/4 and 2/8, std 0 -> 100. 50 + (50 + 93 - 100) / 2 = 71 (Go truncates 21.5).
+    assert plugin.score(state, p, info) == 71
     assert BalancedAllocation().pre_score(CycleState(), pod("best-effort"), [info]) is True
 
 

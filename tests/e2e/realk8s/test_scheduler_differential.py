@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import HealthCheck, example, given, seed, settings
 from hypothesis import strategies as st
 from test_real_components import binaries, identity_kubeconfig
 
@@ -261,7 +261,7 @@ def schedulers(tmp_path_factory: pytest.TempPathFactory):
         with open(folder / "kube-scheduler.log", "wb") as log:
             procs.append(subprocess.Popen(
                 [str(bins["kube-scheduler"]), f"--config={real_cfg}", "--secure-port=0",
-                 "--v=2"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
+                 f"--v={os.environ.get('DRAEMU_DIFF_V', '2')}"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
         with open(folder / "draemu-scheduler.log", "wb") as log:
             procs.append(subprocess.Popen(
                 [sys.executable, "-m", "draemu", "scheduler",
@@ -284,10 +284,32 @@ def schedulers(tmp_path_factory: pytest.TempPathFactory):
                     p.kill()
 
 
-# Seeds of differences found (regression cases): none yet.
-SEEDS: list[int] = []
+# Differences found, kept as regression cases (each an explicit example).
+REGRESSIONS: list[dict] = [
+    # Scoring: a bound pod's required zone affinity (hardPodAffinityWeight) and another's
+    # preferred anti-affinity, a node without a zone label.
+    {"nodes": [{"name": "n0", "zone": "z1", "cpu": "2", "taints": [], "no_zone": True},
+               {"name": "n1", "zone": "z1", "cpu": "2", "taints": [], "no_zone": False},
+               {"name": "n2", "zone": "z3", "cpu": "8", "taints": [], "no_zone": False}],
+     "bound": [{"labels": {"app": "a"}, "cpu": "100m", "node": "n1", "affinity": {
+         "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+             {"topologyKey": ZONE, "labelSelector": {"matchLabels": {"app": "a"}}}]}}},
+               {"labels": {"app": "a"}, "cpu": "100m", "node": "n2", "affinity": {
+         "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+             {"weight": 50, "podAffinityTerm": {"topologyKey": ZONE, "labelSelector": {
+                 "matchLabels": {"app": "a"}}}}]}}}],
+     "incoming": {"labels": {"app": "a"}, "cpu": "100m", "affinity": None, "spread": [],
+                  "selector": {}, "tolerate": False}},
+]
 
 
+def _with_regressions(test):
+    for case in REGRESSIONS:
+        test = example(scenario=case)(test)
+    return test
+
+
+@_with_regressions
 @seed(20261201)
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
