@@ -261,7 +261,8 @@ def schedulers(tmp_path_factory: pytest.TempPathFactory):
         with open(folder / "kube-scheduler.log", "wb") as log:
             procs.append(subprocess.Popen(
                 [str(bins["kube-scheduler"]), f"--config={real_cfg}", "--secure-port=0",
-                 f"--v={os.environ.get('DRAEMU_DIFF_V', '2')}"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
+                 f"--v={os.environ.get('DRAEMU_DIFF_V', '2')}"],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
         with open(folder / "draemu-scheduler.log", "wb") as log:
             procs.append(subprocess.Popen(
                 [sys.executable, "-m", "draemu", "scheduler",
