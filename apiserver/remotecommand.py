@@ -36,6 +36,9 @@ class ExecSession(Protocol):
     def kill(self) -> None: ...
 
 
+STREAM_SETUP_GRACE = 0.2  # seconds between the upgrade and the first output frame
+
+
 def _flag(scope: Scope, name: str) -> bool:
     return scope.query.get(name, "").lower() in ("true", "1")
 
@@ -88,6 +91,12 @@ async def pod_exec(scope: Scope, storage: Storage, providers: Any,
     v5 = ws.ws_protocol == PROTOCOLS[0]
     reader = asyncio.create_task(_client_frames(ws, session, v5))
     try:
+        # Older client-go WebSocket executors (kubectl 1.32's, say) start reading frames
+        # before they have created their stdout/stderr streams and drop frames for a
+        # stream they do not know yet ("Unknown stream, discarding message"; v0.37 waits
+        # for its streams first): a command that writes at once would lose its first
+        # lines. Give such clients that moment.
+        await asyncio.sleep(STREAM_SETUP_GRACE)
         async for channel, data in session.output():
             await ws.send_bytes(bytes([channel]) + data)
         code = await session.wait()
