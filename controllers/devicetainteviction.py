@@ -62,11 +62,15 @@ class DeviceTaintEvictionController(Controller):
         self.slices = inf.informer(RESOURCE, "resourceslices")
         self.rules = inf.informer(RESOURCE, "devicetaintrules")
         self.evicted: dict[str, set[str]] = {}  # rule name -> uids of pods it evicted
+        # The slices with a tainted device, by key: device_taints() runs for every device
+        # of every pod, and most slices (often all) have no taints.
+        self.tainted_slices: dict[str, Obj] = {}
         self.pods.add_handler(on_add=self._pod, on_update=lambda _o, n: self._pod(n))
         self.claims.add_handler(on_add=self._claim, on_update=lambda _o, n: self._claim(n))
-        for inf_ in (self.slices, self.rules):
-            inf_.add_handler(on_add=self._everything, on_update=lambda _o, _n:
-                             self._everything(None), on_delete=self._everything)
+        self.slices.add_handler(on_add=self._slice, on_update=lambda _o, n: self._slice(n),
+                                on_delete=self._slice_deleted)
+        self.rules.add_handler(on_add=self._everything, on_update=lambda _o, _n:
+                               self._everything(None), on_delete=self._everything)
 
     def primary(self) -> Any:
         return self.pods
@@ -80,6 +84,17 @@ class DeviceTaintEvictionController(Controller):
             if ref.get("resource") == "pods":
                 self.queue.add(f"{namespace_of(claim)}/{ref.get('name')}")
 
+    def _slice(self, obj: Obj) -> None:
+        if any(dev.get("taints") for dev in (obj.get("spec") or {}).get("devices") or []):
+            self.tainted_slices[key_of(obj)] = obj
+        else:
+            self.tainted_slices.pop(key_of(obj), None)
+        self._everything(obj)
+
+    def _slice_deleted(self, obj: Obj) -> None:
+        self.tainted_slices.pop(key_of(obj), None)
+        self._everything(obj)
+
     def _everything(self, _obj: Obj | None) -> None:
         for pod in self.pods.list():
             self._pod(pod)
@@ -90,7 +105,7 @@ class DeviceTaintEvictionController(Controller):
         """(taint, rule name or "") for every taint on the device."""
         driver, pool, name = device
         found: list[tuple[Obj, str]] = []
-        for s in self.slices.list():
+        for s in self.tainted_slices.values():
             spec = s.get("spec") or {}
             if spec.get("driver") != driver or (spec.get("pool") or {}).get("name") != pool:
                 continue

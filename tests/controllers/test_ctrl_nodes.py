@@ -113,3 +113,25 @@ async def test_taint_on_another_device_does_not_evict():
         "taint": {"key": "k", "effect": "NoExecute"}}})
     await ctrl.reconcile("ns/p")
     assert client.of("delete") == []
+
+
+def _slice(taints=()):
+    return {"metadata": {"name": "n1-gpu"}, "spec": {
+        "driver": "gpu.example.com", "pool": {"name": "n1"}, "nodeName": "n1",
+        "devices": [{"name": "gpu-0", "taints": list(taints)}, {"name": "gpu-1"}]}}
+
+
+async def test_device_tainted_in_its_slice_evicts_until_the_taint_is_gone():
+    ctx, client, inf = context()
+    ctrl = DeviceTaintEvictionController(ctx)
+    inf.informer("", "pods").put(_claim_pod())
+    inf.informer("", "resourceclaims").put(_allocated_claim())
+    slices = inf.informer("", "resourceslices")
+    slices.put(_slice())
+    assert ctrl.eviction(_claim_pod()) == (None, [])
+    slices.put(_slice([{"key": "example.com/broken", "effect": "NoExecute"}]))
+    assert ctrl.eviction(_claim_pod()) == (0.0, [])
+    await ctrl.reconcile("ns/p")
+    assert [c[:2] for c in client.of("delete", "pods")] == [("ns", "p")]
+    slices.put(_slice())  # the driver took the taint back
+    assert ctrl.eviction(_claim_pod()) == (None, [])
