@@ -56,6 +56,18 @@ profiles:
 - schedulerName: ours
 """
 
+# No controllers run: the ReplicaSet only gives its selector to the default constraints.
+REPLICASET = f"""apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {{name: web, namespace: {NS}}}
+spec:
+  replicas: 0
+  selector: {{matchLabels: {{app: a}}}}
+  template:
+    metadata: {{labels: {{app: a}}}}
+    spec: {{containers: [{{name: c, image: pause}}]}}
+"""
+
 # --- generated objects -------------------------------------------------------------------
 
 labels_st = st.sampled_from([{"app": "a"}, {"app": "b"}, {"app": "a", "tier": "x"}, {}])
@@ -75,7 +87,10 @@ def node_st(draw: Any, i: int) -> dict:
 
 
 def term(draw: Any) -> dict:
-    return {"topologyKey": draw(topology_st), "labelSelector": draw(selector_st)}
+    t = {"topologyKey": draw(topology_st), "labelSelector": draw(selector_st)}
+    if draw(st.integers(0, 4)) == 0:
+        t["namespaceSelector"] = draw(st.sampled_from([{}, {"matchLabels": {"team": "x"}}]))
+    return t
 
 
 @st.composite
@@ -100,6 +115,11 @@ def spread_st(draw: Any) -> list[dict]:
     if draw(st.integers(0, 3)) == 0:
         c["minDomains"] = draw(st.integers(2, 4))
         c["whenUnsatisfiable"] = "DoNotSchedule"
+    if draw(st.integers(0, 3)) == 0:
+        c["nodeAffinityPolicy"] = draw(st.sampled_from(["Honor", "Ignore"]))
+        c["nodeTaintsPolicy"] = draw(st.sampled_from(["Honor", "Ignore"]))
+    if draw(st.integers(0, 4)) == 0:
+        c["matchLabelKeys"] = ["tier"]
     return [c]
 
 
@@ -113,7 +133,13 @@ def scenario_st(draw: Any) -> dict:
                 "affinity": draw(affinity_st()), "spread": draw(spread_st()),
                 "selector": {ZONE: draw(st.sampled_from(["z1", "z2"]))}
                 if draw(st.integers(0, 4)) == 0 else {},
-                "tolerate": draw(st.booleans())}
+                "tolerate": draw(st.booleans()),
+                # Controlled by the ReplicaSet "web" (selector app=a): the cluster's
+                # default spread constraints apply when the pod has none of its own.
+                "owned": draw(st.booleans()),
+                # Preemption is not compared (it would delete the bound pods): a
+                # higher-priority pod never preempts, which its message says.
+                "priority": draw(st.sampled_from([None, 100]))}
     return {"nodes": nodes, "bound": bound, "incoming": incoming}
 
 
@@ -142,8 +168,17 @@ def pod_obj(name: str, p: dict, *, node: str | None = None, scheduler: str = "")
         spec["nodeSelector"] = p["selector"]
     if p.get("tolerate"):
         spec["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": NS, "labels": p["labels"]}, "spec": spec}
+    meta: dict[str, Any] = {"name": name, "namespace": NS, "labels": p["labels"]}
+    if p.get("owned") and RS_UID:
+        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                    "name": "web", "uid": RS_UID[0], "controller": True}]
+    if p.get("priority"):
+        # 100, preemptionPolicy Never: admission fills both from the class.
+        spec["priorityClassName"] = "high"
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+RS_UID: list[str] = []  # the ReplicaSet "web", once created
 
 
 # --- running one scenario ------------------------------------------------------------------
@@ -185,7 +220,12 @@ def best_nodes(nodes: list[dict], bound: list[dict], incoming: dict) -> set[str]
     from draemu.scheduler.scheduler import Scheduler
 
     s = Scheduler(None)  # type: ignore[arg-type]
-    s.namespace_labels[NS] = {"kubernetes.io/metadata.name": NS}
+    s.namespace_labels[NS] = {"kubernetes.io/metadata.name": NS, "team": "x"}
+    rs = {"metadata": {"name": "web", "namespace": NS},
+          "spec": {"selector": {"matchLabels": {"app": "a"}}}}
+    s._informers["replicasets"] = type("Lister", (), {  # type: ignore[assignment]
+        "get": lambda self, key: rs if key == f"{NS}/web" else None,
+        "list": lambda self: [rs]})()
     for n in nodes:
         s.cache.set_node(n)
     for i, b in enumerate(bound):
@@ -270,6 +310,12 @@ def schedulers(tmp_path_factory: pytest.TempPathFactory):
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
         try:
             up.kubectl("create", "namespace", NS)
+            up.kubectl("label", "namespace", NS, "team=x")
+            up.kubectl("apply", "-f", "-", input=REPLICASET)
+            up.kubectl("create", "priorityclass", "high", "--value=100",
+                       "--preemption-policy=Never")
+            RS_UID[:] = [up.kubectl("get", "replicaset", "web", "-n", NS, "-o",
+                                    "jsonpath={.metadata.uid}").stdout.strip()]
             time.sleep(3)  # both started and synced
             for p, name in zip(procs, ("kube-scheduler", "draemu-scheduler"), strict=True):
                 if p.poll() is not None:
