@@ -605,8 +605,9 @@ def main() -> int:
                              args.profile if kind.name != "real" else None)
                 results[kind.name].append(r)
                 print(line(kind.name, n, pods, r), flush=True)
-        base = sides[0].name
-        for other in sides[1:]:
+        # draemu's sides against the real one when it ran, else against the first
+        base = "real" if "real" in results else sides[0].name
+        for other in [s for s in sides if s.name != base]:
             for run in range(args.runs):
                 a, b = results[base][run], results[other.name][run]
                 print(f"ratio  nodes={n:5d} pods={pods:5d} run {run + 1}: {other.name}/{base} "
