@@ -357,7 +357,7 @@ def _with_regressions(test):
 
 
 @_with_regressions
-@seed(20261201)
+@seed(int(os.environ.get("DRAEMU_DIFF_SEED", "20261201")))
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(scenario=scenario_st())
