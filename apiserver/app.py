@@ -402,6 +402,9 @@ class API:
             return await reviews.create(scope, self.authorizer, self.authenticator)
         if sub == "token" and (resource.group, resource.name) == ("", "serviceaccounts") \
                 and info.verb == "create" and self.signer is not None:
+            # The account, pod or secret may have been written through another apiserver
+            # on the store a moment ago: read them as GET does, once the cache caught up.
+            await self.storage.caught_up()
             return await tokenrequest.create_token(scope, self.signer)
         if sub == "exec" and resource.name == "pods" and info.verb in ("get", "create"):
             return await remotecommand.pod_exec(scope, self.storage, self.log_providers,
