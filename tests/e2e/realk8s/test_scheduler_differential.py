@@ -35,12 +35,12 @@ from test_real_components import binaries, identity_kubeconfig
 from draemu.client import ApiError, Client
 from draemu.cmd.testing.process import draemu_up
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1500)]
 
 NS = "diff"
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
-EXAMPLES = int(os.environ.get("DRAEMU_DIFF_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("DRAEMU_DIFF_EXAMPLES", "300"))
 _ids = itertools.count()
 
 REAL_CONFIG = """apiVersion: kubescheduler.config.k8s.io/v1
