@@ -4,7 +4,8 @@ allocating a claim by hand as the scheduler would."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 from draemu.client import ApiError, Client
@@ -75,3 +76,26 @@ async def allocate(client: Client, claim: dict, pod: dict, driver: str, node: st
         "reservedFor": [{"resource": "pods", "name": pod["metadata"]["name"],
                          "uid": pod["metadata"]["uid"]}]}
     return await client.update(RESOURCE, "resourceclaims", claim, subresource="status")
+
+
+@asynccontextmanager
+async def gpu_plugin(cluster: Any, node_name: str, count: int) -> AsyncIterator[Any]:
+    """The built-in GPU driver (`count` GPUs of gpu.example.com) as a kubelet plugin of one
+    of a `draemu_cluster`'s nodes, with the node's credentials, its slices published."""
+    from draemu.drivers.gpu import GPUDriver
+    from draemu.drivers.sdk import KubeletPlugin
+
+    node = cluster.nodes[node_name]
+    driver = GPUDriver("gpu.example.com", node_name, node.cdi_dir, [{"count": count}])
+    driver.write_common_spec()
+    async with Client.from_kubeconfig(str(node.kubeconfig)) as node_client:
+        plugin = KubeletPlugin(driver, driver_name="gpu.example.com", node_name=node_name,
+                               client=node_client, registrar_dir=node.registry_dir,
+                               plugin_data_dir=node.plugins_dir / "gpu.example.com")
+        await plugin.start()
+        await plugin.publish_resources(driver.resources())
+        try:
+            yield plugin
+        finally:
+            await plugin.stop()
+

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from draemu.client import ApiError, Client
-from draemu.cmd.testing.e2e import eventually
+from draemu.client import ApiError
+from draemu.cmd.testing.e2e import eventually, gpu_plugin
 
 pytestmark = pytest.mark.e2e
 
@@ -26,65 +26,51 @@ def gpu_pod(name: str, priority_class: str) -> dict:
 
 
 async def test_high_priority_pod_preempts_the_pod_holding_the_only_device(draemu_cluster):
-    from draemu.drivers.gpu import GPUDriver
-    from draemu.drivers.sdk import KubeletPlugin
-
     client = draemu_cluster.client
-    node = draemu_cluster.nodes["node-1"]
-    driver = GPUDriver("gpu.example.com", "node-1", node.cdi_dir, [{"count": 1}])
-    driver.write_common_spec()
-    async with Client.from_kubeconfig(str(node.kubeconfig)) as node_client:
-        plugin = KubeletPlugin(driver, driver_name="gpu.example.com", node_name="node-1",
-                               client=node_client, registrar_dir=node.registry_dir,
-                               plugin_data_dir=node.plugins_dir / "gpu.example.com")
-        await plugin.start()
-        await plugin.publish_resources(driver.resources())
-        try:
-            for name, value in (("low", 10), ("high", 1000)):
-                await client.create("scheduling.k8s.io/v1", "priorityclasses", {
-                    "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                    "metadata": {"name": name}, "value": value})
-            await client.create(RESOURCE, "deviceclasses", {
-                "apiVersion": RESOURCE, "kind": "DeviceClass",
-                "metadata": {"name": "gpu.example.com"},
-                "spec": {"selectors": [{"cel": {
-                    "expression": 'device.driver == "gpu.example.com"'}}]}})
-            await client.create(RESOURCE, "resourceclaimtemplates", {
-                "apiVersion": RESOURCE, "kind": "ResourceClaimTemplate",
-                "metadata": {"name": "gpu", "namespace": "default"},
-                "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                    "deviceClassName": "gpu.example.com"}}]}}}}, "default")
+    async with gpu_plugin(draemu_cluster, "node-1", 1):
+        for name, value in (("low", 10), ("high", 1000)):
+            await client.create("scheduling.k8s.io/v1", "priorityclasses", {
+                "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                "metadata": {"name": name}, "value": value})
+        await client.create(RESOURCE, "deviceclasses", {
+            "apiVersion": RESOURCE, "kind": "DeviceClass",
+            "metadata": {"name": "gpu.example.com"},
+            "spec": {"selectors": [{"cel": {
+                "expression": 'device.driver == "gpu.example.com"'}}]}})
+        await client.create(RESOURCE, "resourceclaimtemplates", {
+            "apiVersion": RESOURCE, "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "gpu", "namespace": "default"},
+            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                "deviceClassName": "gpu.example.com"}}]}}}}, "default")
 
-            async def phase(name: str) -> str | None:
-                try:
-                    pod = await client.get("v1", "pods", name, "default")
-                except ApiError as e:
-                    return "gone" if e.code == 404 else None
-                return (pod.get("status") or {}).get("phase")
+        async def phase(name: str) -> str | None:
+            try:
+                pod = await client.get("v1", "pods", name, "default")
+            except ApiError as e:
+                return "gone" if e.code == 404 else None
+            return (pod.get("status") or {}).get("phase")
 
-            await client.create("v1", "pods", gpu_pod("victim", "low"), "default")
-            assert await eventually(lambda: _is(phase("victim"), "Running"), timeout=30)
-            victim = await client.get("v1", "pods", "victim", "default")
-            victim_claim = victim["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
+        await client.create("v1", "pods", gpu_pod("victim", "low"), "default")
+        assert await eventually(lambda: _is(phase("victim"), "Running"), timeout=30)
+        victim = await client.get("v1", "pods", "victim", "default")
+        victim_claim = victim["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
 
-            await client.create("v1", "pods", gpu_pod("urgent", "high"), "default")
-            assert await eventually(lambda: _is(phase("urgent"), "Running"), timeout=60)
-            urgent = await client.get("v1", "pods", "urgent", "default")
-            assert urgent["spec"]["priority"] == 1000
-            assert urgent["spec"]["nodeName"] == "node-1"
-            assert await phase("victim") == "gone"
-            # The victim's claim was deallocated (and, made from a template, deleted).
-            claims = (await client.list(RESOURCE, "resourceclaims", namespace="default"))
-            names = {c["metadata"]["name"]: c for c in claims["items"]}
-            assert victim_claim not in names or not names[victim_claim]["status"].get(
-                "allocation")
-            events = await client.list("events.k8s.io/v1", "events", namespace="default")
-            preempted = [e for e in events["items"] if e.get("reason") == "Preempted"]
-            assert preempted and preempted[0]["regarding"]["name"] == "victim"
-            assert preempted[0]["note"] == (
-                f"Preempted by pod {urgent['metadata']['uid']} on node node-1")
-        finally:
-            await plugin.stop()
+        await client.create("v1", "pods", gpu_pod("urgent", "high"), "default")
+        assert await eventually(lambda: _is(phase("urgent"), "Running"), timeout=60)
+        urgent = await client.get("v1", "pods", "urgent", "default")
+        assert urgent["spec"]["priority"] == 1000
+        assert urgent["spec"]["nodeName"] == "node-1"
+        assert await phase("victim") == "gone"
+        # The victim's claim was deallocated (and, made from a template, deleted).
+        claims = (await client.list(RESOURCE, "resourceclaims", namespace="default"))
+        names = {c["metadata"]["name"]: c for c in claims["items"]}
+        assert victim_claim not in names or not names[victim_claim]["status"].get(
+            "allocation")
+        events = await client.list("events.k8s.io/v1", "events", namespace="default")
+        preempted = [e for e in events["items"] if e.get("reason") == "Preempted"]
+        assert preempted and preempted[0]["regarding"]["name"] == "victim"
+        assert preempted[0]["note"] == (
+            f"Preempted by pod {urgent['metadata']['uid']} on node node-1")
 
 
 async def _is(value, wanted):

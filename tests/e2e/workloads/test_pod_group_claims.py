@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from draemu.client import Client
-from draemu.cmd.testing.e2e import eventually
+from draemu.cmd.testing.e2e import eventually, gpu_plugin
 from draemu.features import FeatureGates
 
 pytestmark = pytest.mark.e2e
@@ -27,58 +26,44 @@ async def _running(client, name: str) -> dict | None:
 
 
 async def test_pods_of_a_pod_group_share_the_groups_claim(draemu_cluster) -> None:
-    from draemu.drivers.gpu import GPUDriver
-    from draemu.drivers.sdk import KubeletPlugin
-
     client = draemu_cluster.client
-    node = draemu_cluster.nodes["node-1"]
-    driver = GPUDriver("gpu.example.com", "node-1", node.cdi_dir, [{"count": 2}])
-    driver.write_common_spec()
-    async with Client.from_kubeconfig(str(node.kubeconfig)) as node_client:
-        plugin = KubeletPlugin(driver, driver_name="gpu.example.com", node_name="node-1",
-                               client=node_client, registrar_dir=node.registry_dir,
-                               plugin_data_dir=node.plugins_dir / "gpu.example.com")
-        await plugin.start()
-        await plugin.publish_resources(driver.resources())
-        try:
-            await client.create(RESOURCE, "deviceclasses", {
-                "apiVersion": RESOURCE, "kind": "DeviceClass",
-                "metadata": {"name": "gpu.example.com"},
-                "spec": {"selectors": [{"cel": {
-                    "expression": 'device.driver == "gpu.example.com"'}}]}})
-            await client.create(RESOURCE, "resourceclaimtemplates", {
-                "apiVersion": RESOURCE, "kind": "ResourceClaimTemplate",
-                "metadata": {"name": "gpu", "namespace": "default"},
-                "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                    "deviceClassName": "gpu.example.com"}}]}}}}, "default")
-            await client.create(SCHEDULING, "podgroups", {
-                "apiVersion": SCHEDULING, "kind": "PodGroup",
-                "metadata": {"name": "trainers", "namespace": "default"},
-                "spec": {"schedulingPolicy": {"basic": {}}, "resourceClaims": [
-                    {"name": "gpu", "resourceClaimTemplateName": "gpu"}]}}, "default")
-            for name in ("trainer-0", "trainer-1"):
-                await client.create("v1", "pods", {
-                    "apiVersion": "v1", "kind": "Pod",
-                    "metadata": {"name": name, "namespace": "default"},
-                    "spec": {"schedulingGroup": {"podGroupName": "trainers"},
-                             "resourceClaims": [{"name": "gpu",
-                                                 "resourceClaimTemplateName": "gpu"}],
-                             "containers": [{"name": "main", "image": "trainer",
-                                             "resources": {"claims": [{"name": "gpu"}]}}]}},
-                    "default")
-            pods = [await eventually(lambda n=n: _running(client, n), timeout=30)
-                    for n in ("trainer-0", "trainer-1")]
-            names = {p["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
-                     for p in pods}
-            assert len(names) == 1  # one claim for the group
-            group = await client.get(SCHEDULING, "podgroups", "trainers", "default")
-            assert group["status"]["resourceClaimStatuses"] == [
-                {"name": "gpu", "resourceClaimName": next(iter(names))}]
-            claim = await client.get(RESOURCE, "resourceclaims", next(iter(names)), "default")
-            assert [o["kind"] for o in claim["metadata"]["ownerReferences"]] == ["PodGroup"]
-            assert claim["status"]["reservedFor"] == [
-                {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": "trainers",
-                 "uid": group["metadata"]["uid"]}]
-            assert len(claim["status"]["allocation"]["devices"]["results"]) == 1
-        finally:
-            await plugin.stop()
+    async with gpu_plugin(draemu_cluster, "node-1", 2):
+        await client.create(RESOURCE, "deviceclasses", {
+            "apiVersion": RESOURCE, "kind": "DeviceClass",
+            "metadata": {"name": "gpu.example.com"},
+            "spec": {"selectors": [{"cel": {
+                "expression": 'device.driver == "gpu.example.com"'}}]}})
+        await client.create(RESOURCE, "resourceclaimtemplates", {
+            "apiVersion": RESOURCE, "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "gpu", "namespace": "default"},
+            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                "deviceClassName": "gpu.example.com"}}]}}}}, "default")
+        await client.create(SCHEDULING, "podgroups", {
+            "apiVersion": SCHEDULING, "kind": "PodGroup",
+            "metadata": {"name": "trainers", "namespace": "default"},
+            "spec": {"schedulingPolicy": {"basic": {}}, "resourceClaims": [
+                {"name": "gpu", "resourceClaimTemplateName": "gpu"}]}}, "default")
+        for name in ("trainer-0", "trainer-1"):
+            await client.create("v1", "pods", {
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {"schedulingGroup": {"podGroupName": "trainers"},
+                         "resourceClaims": [{"name": "gpu",
+                                             "resourceClaimTemplateName": "gpu"}],
+                         "containers": [{"name": "main", "image": "trainer",
+                                         "resources": {"claims": [{"name": "gpu"}]}}]}},
+                "default")
+        pods = [await eventually(lambda n=n: _running(client, n), timeout=30)
+                for n in ("trainer-0", "trainer-1")]
+        names = {p["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
+                 for p in pods}
+        assert len(names) == 1  # one claim for the group
+        group = await client.get(SCHEDULING, "podgroups", "trainers", "default")
+        assert group["status"]["resourceClaimStatuses"] == [
+            {"name": "gpu", "resourceClaimName": next(iter(names))}]
+        claim = await client.get(RESOURCE, "resourceclaims", next(iter(names)), "default")
+        assert [o["kind"] for o in claim["metadata"]["ownerReferences"]] == ["PodGroup"]
+        assert claim["status"]["reservedFor"] == [
+            {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": "trainers",
+             "uid": group["metadata"]["uid"]}]
+        assert len(claim["status"]["allocation"]["devices"]["results"]) == 1
