@@ -81,11 +81,19 @@ def _invalid(scope: Scope, obj: Obj, errors: list[FieldError]) -> StatusError:
     return invalid_object(scope.resource.kind, scope.resource.group, name, errors)
 
 
-def check_namespace_accepts(scope: Scope, name: str) -> None:
-    """No new objects in a missing or terminating namespace."""
+async def check_namespace_accepts(scope: Scope, storage: Storage, name: str) -> None:
+    """No new objects in a missing or terminating namespace.
+
+    A namespace the watch cache does not know yet may have been created a moment ago
+    through another apiserver on the same store: as upstream's NamespaceLifecycle, a
+    miss is checked against the store itself before the create is refused."""
     if not scope.resource.namespaced:
         return
     ns = scope.lookup("namespaces", "", "", scope.namespace)
+    if ns is None and scope.resources is not None:
+        namespaces = scope.resources.by_group_resource("", "namespaces")
+        if namespaces is not None:
+            ns = await storage.get_latest(namespaces, "", scope.namespace)
     if ns is None:
         raise not_found_error("namespaces", "", scope.namespace)
     if (ns.get("metadata") or {}).get("deletionTimestamp") or \
@@ -171,7 +179,7 @@ async def create_object(scope: Scope, storage: Storage, obj: Obj, *, dry_run: bo
         if not wanted_name:
             meta.pop("name", None)
         raise _invalid(scope, obj, errors)
-    check_namespace_accepts(scope, meta["name"])
+    await check_namespace_accepts(scope, storage, meta["name"])
     quotaadmission.admit(scope.resource.name, scope.resource.group, meta.get("namespace", ""),
                          meta["name"], obj, scope.listing or (lambda *_: []),
                          scope.resource.qualified)
