@@ -23,6 +23,12 @@ class Cache:
         self._listed: list[NodeInfo] | None = None  # nodes() of the current node set
         self._pod_node: dict[str, str] = {}
         self._assumed: set[str] = set()
+        # Names of the nodes with pods that have pod (anti-)affinity terms, and with pods
+        # that have required anti-affinity terms (upstream's HavePodsWithAffinityList and
+        # HavePodsWithRequiredAntiAffinityList): InterPodAffinity looks at these only
+        # when the incoming pod has no terms, instead of at every node.
+        self._with_affinity: dict[str, None] = {}
+        self._with_anti_affinity: dict[str, None] = {}
 
     def _info(self, name: str) -> NodeInfo:
         info = self._infos.get(name)
@@ -56,6 +62,20 @@ class Cache:
             self._listed = [self._ready[n] for n in self._order]
         return self._listed
 
+    def nodes_with_affinity(self) -> list[NodeInfo]:
+        return [self._ready[n] for n in self._with_affinity if n in self._ready]
+
+    def nodes_with_required_anti_affinity(self) -> list[NodeInfo]:
+        return [self._ready[n] for n in self._with_anti_affinity if n in self._ready]
+
+    def _track(self, info: NodeInfo) -> None:
+        for names, pods in ((self._with_affinity, info.affinity_pods),
+                            (self._with_anti_affinity, info.anti_affinity_pods)):
+            if pods:
+                names[info.name] = None
+            else:
+                names.pop(info.name, None)
+
     def node(self, name: str) -> NodeInfo | None:
         return self._ready.get(name)
 
@@ -70,9 +90,13 @@ class Cache:
         self._assumed.discard(uid)
         old = self._pod_node.get(uid)
         if old is not None and old != node:
-            self._info(old).remove_pod(uid)
+            previous = self._info(old)
+            previous.remove_pod(uid)
+            self._track(previous)
         self._pod_node[uid] = node
-        self._info(node).add_pod(pod)
+        info = self._info(node)
+        info.add_pod(pod)
+        self._track(info)
 
     def remove_pod(self, pod: dict) -> None:
         uid = _uid(pod)
@@ -82,6 +106,7 @@ class Cache:
             info = self._infos.get(node)
             if info is not None:
                 info.remove_pod(uid)
+                self._track(info)
                 if not info.pods and node not in self._ready:
                     del self._infos[node]
 

@@ -11,6 +11,14 @@ PriorityQueue).
 
 Events that arrive while a pod is being scheduled are remembered for it, so a pod that
 fails just after the event that would have helped it is not parked forever.
+
+Cost (the queue sees every cluster event; at 5,000 nodes and thousands of pods it must
+not look at every waiting pod for each): the unschedulable pods are indexed by the
+plugins that rejected them, so an event looks only at the pods of the plugins that
+registered for it; they are kept in the order they were parked, so the safety-net scan
+looks only at the oldest; and the events seen while pods are in flight are one shared
+log (upstream's inFlightEvents) that each in-flight pod reads from where it was popped,
+not a list per pod.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from draemu.scheduler.framework import ClusterEvent
 INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 10.0
 MAX_UNSCHEDULABLE_SECONDS = 300.0
+LOG_PRUNE_AT = 1024  # in-flight events kept before looking for what no one reads
 
 
 @dataclass
@@ -49,7 +58,6 @@ class SchedulingQueue:
                  initial_backoff: float = INITIAL_BACKOFF, max_backoff: float = MAX_BACKOFF,
                  max_unschedulable_seconds: float = MAX_UNSCHEDULABLE_SECONDS,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self._events_by_plugin = events_by_plugin
         self._initial_backoff = initial_backoff
         self._max_backoff = max_backoff
         self._max_unschedulable = max_unschedulable_seconds
@@ -59,9 +67,25 @@ class SchedulingQueue:
         self._active_keys: set[str] = set()
         self._backoff: list[tuple[float, int, str]] = []
         self._backoff_keys: set[str] = set()
-        self._unschedulable: dict[str, float] = {}  # key -> when it was parked
+        # key -> when it was parked; in the order parked (oldest first), so that the
+        # safety net and the next deadline look at the front only.
+        self._unschedulable: dict[str, float] = {}
+        # Parked pods by the plugin that rejected them ("" = no known rejector: any event),
+        # each with a number that orders them as parked.
+        self._parked_by: dict[str, dict[str, int]] = {}
+        # The plugins that registered for each event.
+        self._plugins_for: dict[ClusterEvent, frozenset[str]] = {}
+        for plugin, events in events_by_plugin.items():
+            for event in events:
+                self._plugins_for[event] = self._plugins_for.get(event, frozenset()) | {plugin}
         self._pods: dict[str, QueuedPod] = {}
-        self._in_flight: dict[str, list[ClusterEvent]] = {}
+        # In-flight pod -> the position in the event log when it was popped.
+        self._in_flight: dict[str, int] = {}
+        # Events seen while some pod was in flight, with the pods they are narrowed to
+        # (None = every pod); _log[0] is event number _log_base.
+        self._log: list[tuple[ClusterEvent, set[str] | None]] = []
+        self._log_base = 0
+        self._log_limit = LOG_PRUNE_AT
         self._wakeup = asyncio.Event()
         self._closed = False
 
@@ -74,8 +98,37 @@ class SchedulingQueue:
         return {"active": len(self._active_keys), "backoff": len(self._backoff_keys),
                 "unschedulable": len(self._unschedulable), "in_flight": len(self._in_flight)}
 
+    def _unindex(self, qp: QueuedPod) -> None:
+        for plugin in qp.rejectors or ("",):
+            parked = self._parked_by.get(plugin)
+            if parked is not None:
+                parked.pop(qp.key, None)
+                if not parked:
+                    del self._parked_by[plugin]
+
+    def _index(self, qp: QueuedPod, rejectors: set[str]) -> None:
+        qp.rejectors = rejectors
+        seq = next(self._seq)
+        for plugin in rejectors or ("",):
+            self._parked_by.setdefault(plugin, {})[qp.key] = seq
+
+    def _unpark(self, key: str) -> None:
+        if self._unschedulable.pop(key, None) is None:
+            return
+        qp = self._pods.get(key)
+        if qp is not None:
+            self._unindex(qp)
+
+    def _park(self, qp: QueuedPod, rejectors: set[str]) -> None:
+        self._active_keys.discard(qp.key)
+        self._backoff_keys.discard(qp.key)
+        self._unpark(qp.key)
+        self._unschedulable[qp.key] = self._clock()  # at the end: the newest
+        self._index(qp, rejectors)
+        self._wakeup.set()  # the safety-net deadline may be earlier than the current wait
+
     def _push_active(self, qp: QueuedPod) -> None:
-        self._unschedulable.pop(qp.key, None)
+        self._unpark(qp.key)
         self._backoff_keys.discard(qp.key)
         if qp.key in self._active_keys:
             return
@@ -92,7 +145,7 @@ class SchedulingQueue:
         if qp.attempts == 0 or until <= self._clock():
             self._push_active(qp)
             return
-        self._unschedulable.pop(qp.key, None)
+        self._unpark(qp.key)
         if qp.key not in self._backoff_keys:
             self._backoff_keys.add(qp.key)
             heapq.heappush(self._backoff, (until, next(self._seq), qp.key))
@@ -123,21 +176,15 @@ class SchedulingQueue:
             return
         if gated_by:
             if key in self._unschedulable:
-                qp.rejectors = {gated_by}
+                self._unindex(qp)
+                self._index(qp, {gated_by})
         elif requeue and key in self._unschedulable:
             self._push_backoff_or_active(qp)
-
-    def _park(self, qp: QueuedPod, rejectors: set[str]) -> None:
-        qp.rejectors = rejectors
-        self._active_keys.discard(qp.key)
-        self._backoff_keys.discard(qp.key)
-        self._unschedulable[qp.key] = self._clock()
-        self._wakeup.set()  # the safety-net deadline may be earlier than the current wait
 
     def requeue_gated(self, qp: QueuedPod, plugin: str) -> None:
         """A popped pod turned out to be held back by PreEnqueue: park it without counting
         the attempt (no backoff), unless an event during the attempt may have released it."""
-        events = self._in_flight.pop(qp.key, [])
+        events = self._end_flight(qp.key)
         qp.attempts -= 1
         if qp.key not in self._pods:
             return
@@ -147,10 +194,10 @@ class SchedulingQueue:
             self._park(qp, {plugin})
 
     def delete(self, key: str) -> None:
+        self._unpark(key)
         self._pods.pop(key, None)
         self._active_keys.discard(key)
         self._backoff_keys.discard(key)
-        self._unschedulable.pop(key, None)
 
     async def pop(self) -> QueuedPod | None:
         """The next pod to schedule; None once the queue is closed."""
@@ -163,7 +210,7 @@ class SchedulingQueue:
                 self._active_keys.discard(key)
                 qp = self._pods[key]
                 qp.attempts += 1
-                self._in_flight[key] = []
+                self._in_flight[key] = self._log_base + len(self._log)
                 return qp
             self._wakeup.clear()
             timeout = self._next_deadline()
@@ -178,7 +225,8 @@ class SchedulingQueue:
         if self._backoff:
             deadlines.append(self._backoff[0][0])
         if self._unschedulable:
-            deadlines.append(min(self._unschedulable.values()) + self._max_unschedulable)
+            oldest = next(iter(self._unschedulable.values()))
+            deadlines.append(oldest + self._max_unschedulable)
         if not deadlines:
             return None
         return max(min(deadlines) - self._clock(), 0.0) + 0.001
@@ -190,19 +238,42 @@ class SchedulingQueue:
             if key in self._backoff_keys:
                 self._backoff_keys.discard(key)
                 self._push_active(self._pods[key])
-        stale = [k for k, t in self._unschedulable.items() if now - t >= self._max_unschedulable]
+        stale = []
+        for key, since in self._unschedulable.items():  # oldest first
+            if now - since < self._max_unschedulable:
+                break
+            stale.append(key)
         for key in stale:
             self._push_backoff_or_active(self._pods[key])
 
+    def _end_flight(self, key: str) -> list[ClusterEvent]:
+        """The pod's attempt is over: the events that concern it since it was popped."""
+        start = self._in_flight.pop(key, None)
+        if start is None:
+            return []
+        events = [ev for ev, only in self._log[start - self._log_base:]
+                  if only is None or key in only]
+        if not self._in_flight:
+            self._log_base += len(self._log)
+            self._log.clear()
+        return events
+
+    def _prune_log(self) -> None:
+        """Drops the events no in-flight pod has still to read."""
+        first = min(self._in_flight.values())
+        del self._log[:first - self._log_base]
+        self._log_base = first
+        self._log_limit = max(LOG_PRUNE_AT, 2 * len(self._log))
+
     def done(self, key: str) -> None:
         """The pod's attempt ended in success (bound or being bound): forget it."""
-        self._in_flight.pop(key, None)
+        self._end_flight(key)
         self.delete(key)
 
     def requeue_unschedulable(self, qp: QueuedPod, rejectors: set[str]) -> None:
         """The pod fits no node. Park it, unless an event arrived during its attempt that
         one of its rejectors cares about."""
-        events = self._in_flight.pop(qp.key, [])
+        events = self._end_flight(qp.key)
         if qp.key not in self._pods:
             return  # deleted meanwhile
         qp.last_failure = self._clock()
@@ -214,7 +285,7 @@ class SchedulingQueue:
 
     def requeue_error(self, qp: QueuedPod) -> None:
         """The attempt failed with an error (API failure, conflict...): retry after backoff."""
-        self._in_flight.pop(qp.key, None)
+        self._end_flight(qp.key)
         if qp.key not in self._pods:
             return
         qp.last_failure = self._clock()
@@ -225,24 +296,36 @@ class SchedulingQueue:
     def _interested(self, rejectors: set[str], event: ClusterEvent) -> bool:
         if not rejectors:
             return True  # unknown rejector: any event may help
-        return any(event in self._events_by_plugin.get(p, ()) for p in rejectors)
+        return not rejectors.isdisjoint(self._plugins_for.get(event, ()))
 
     def on_event(self, event: ClusterEvent, only: set[str] | None = None) -> int:
         """Moves the unschedulable pods that `event` may help; returns how many moved.
         `only` narrows the event to the pods it concerns (upstream's queueing hints), so
         that, say, a new claim wakes the pod it was made for and not every waiting pod."""
-        for key, events in self._in_flight.items():
-            if only is None or key in only:
-                events.append(event)
-        keys = list(self._unschedulable) if only is None else \
-            [k for k in only if k in self._unschedulable]
-        moved = 0
+        if self._in_flight:
+            self._log.append((event, only))
+            if len(self._log) > self._log_limit:
+                self._prune_log()
+        if not self._unschedulable:
+            return 0
+        if only is not None:
+            keys = [k for k in only if k in self._unschedulable
+                    and self._interested(self._pods[k].rejectors, event)]
+        else:
+            # The pods parked by a plugin that registered for the event, or by none, in
+            # the order they were parked.
+            groups = [self._parked_by[p] for p in (*self._plugins_for.get(event, ()), "")
+                      if p in self._parked_by]
+            if not groups:
+                return 0
+            if len(groups) == 1:
+                keys = list(groups[0])
+            else:
+                merged = {k: seq for group in groups for k, seq in group.items()}
+                keys = sorted(merged, key=merged.__getitem__)
         for key in keys:
-            qp = self._pods[key]
-            if self._interested(qp.rejectors, event):
-                self._push_backoff_or_active(qp)
-                moved += 1
-        return moved
+            self._push_backoff_or_active(self._pods[key])
+        return len(keys)
 
     def close(self) -> None:
         self._closed = True

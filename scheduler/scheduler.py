@@ -169,7 +169,9 @@ class Scheduler:
                 self.cache.nodes, self.namespace_labels.get,
                 hard_pod_affinity_weight=int(affinity.get("hardPodAffinityWeight", 1)),
                 ignore_preferred_terms_of_existing_pods=bool(
-                    affinity.get("ignorePreferredTermsOfExistingPods"))),
+                    affinity.get("ignorePreferredTermsOfExistingPods")),
+                nodes_with_affinity=self.cache.nodes_with_affinity,
+                nodes_with_required_anti_affinity=self.cache.nodes_with_required_anti_affinity),
             "DynamicResources": lambda: self.dra,
             "DefaultPreemption": lambda: preemption,
             "NodeResourcesBalancedAllocation": lambda: BalancedAllocation(

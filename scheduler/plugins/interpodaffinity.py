@@ -93,8 +93,18 @@ class InterPodAffinity:
     def __init__(self, nodes: Callable[[], list[NodeInfo]],
                  namespace_labels: Callable[[str], dict[str, str] | None], *,
                  hard_pod_affinity_weight: int = 1,
-                 ignore_preferred_terms_of_existing_pods: bool = False) -> None:
+                 ignore_preferred_terms_of_existing_pods: bool = False,
+                 nodes_with_affinity: Callable[[], list[NodeInfo]] | None = None,
+                 nodes_with_required_anti_affinity: Callable[[], list[NodeInfo]] | None = None,
+                 ) -> None:
+        """nodes_with_affinity / nodes_with_required_anti_affinity: the nodes that have pods
+        with (anti-)affinity terms / with required anti-affinity terms, kept by the cache
+        (default: found by looking at every node)."""
         self._nodes = nodes
+        self._nodes_with_affinity = nodes_with_affinity or (
+            lambda: [n for n in nodes() if n.affinity_pods])
+        self._nodes_with_anti = nodes_with_required_anti_affinity or (
+            lambda: [n for n in nodes() if n.anti_affinity_pods])
         self._ns_labels = namespace_labels
         self.hard_pod_affinity_weight = hard_pod_affinity_weight
         self.ignore_preferred_terms_of_existing_pods = ignore_preferred_terms_of_existing_pods
@@ -113,8 +123,7 @@ class InterPodAffinity:
     def pre_filter(self, state: CycleState, pod: dict):
         affinity = required_terms(pod, "podAffinity")
         anti = required_terms(pod, "podAntiAffinity")
-        nodes = self._nodes()
-        with_anti = [n for n in nodes if n.anti_affinity_pods]
+        with_anti = self._nodes_with_anti()
         if not affinity and not anti and not with_anti:
             return Status(Code.SKIP), None
         own_ns_labels = self._labels_of(pod)
@@ -130,7 +139,7 @@ class InterPodAffinity:
         affinity_counts: dict[tuple[str, str], int] = {}
         anti_counts: dict[tuple[str, str], int] = {}
         if affinity or anti:
-            for node in nodes:
+            for node in self._nodes():
                 for other, _req in node.pods.values():
                     ns_labels = self._labels_of(other)
                     if affinity and all(t.matches(other, ns_labels) for t in affinity):
@@ -170,6 +179,11 @@ class InterPodAffinity:
         has_constraints = bool(affinity_pref or anti_pref)
         if self.ignore_preferred_terms_of_existing_pods and not has_constraints:
             return True
+        # Unless the incoming pod has preferred terms, only the placed pods with terms
+        # count; with none anywhere, there is nothing to score (upstream returns Skip).
+        nodes = self._nodes() if has_constraints else self._nodes_with_affinity()
+        if not nodes:
+            return True
         own_ns_labels = self._labels_of(pod)
         scores: dict[str, dict[str, int]] = {}
 
@@ -179,7 +193,7 @@ class InterPodAffinity:
                 per_key = scores.setdefault(term.topology_key, {})
                 per_key[value] = per_key.get(value, 0) + amount
 
-        for node in self._nodes():
+        for node in nodes:
             if not node.labels:
                 continue
             others = [p for p, _r in node.pods.values()] if has_constraints \

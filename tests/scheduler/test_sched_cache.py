@@ -55,3 +55,31 @@ def test_nodes_keep_their_insertion_order():
         cache.set_node(node(name))
     cache.set_node(node("a", cpu="8"))
     assert [n.name for n in cache.nodes()] == ["b", "a", "c"]
+
+
+def test_the_cache_lists_the_ready_nodes_with_affinity_pods():
+    cache = Cache()
+    for name in ("n1", "n2"):
+        cache.set_node(node(name))
+    term = {"topologyKey": "zone", "labelSelector": {}}
+    anti = pod("anti", spec={"affinity": {"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [term]}}})
+    preferred = pod("pref", spec={"affinity": {"podAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 1, "podAffinityTerm": term}]}}})
+    cache.add_pod(bound(pod("plain"), "n1"))
+    assert cache.nodes_with_affinity() == [] and cache.nodes_with_required_anti_affinity() == []
+    cache.add_pod(bound(anti, "n1"))
+    cache.assume(preferred, "n2")
+    assert [n.name for n in cache.nodes_with_affinity()] == ["n1", "n2"]
+    assert [n.name for n in cache.nodes_with_required_anti_affinity()] == ["n1"]
+    cache.add_pod(bound(anti, "n2"))  # moved
+    assert [n.name for n in cache.nodes_with_required_anti_affinity()] == ["n2"]
+    cache.forget(preferred)
+    cache.add_pod(bound(pod("on-unknown-node", spec={"affinity": anti["spec"]["affinity"]}),
+                        "n3"))  # its Node object is not there yet: not listed
+    assert [n.name for n in cache.nodes_with_affinity()] == ["n2"]
+    cache.remove_pod(anti)
+    assert cache.nodes_with_affinity() == []
+    cache.set_node(node("n3"))
+    assert [n.name for n in cache.nodes_with_required_anti_affinity()] == ["n3"]

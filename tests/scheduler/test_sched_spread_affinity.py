@@ -206,3 +206,35 @@ def test_preferred_anti_affinity_scores_nodes_apart():
         p = labelled(f"db{i + 1}", {"app": "db"}, spec={"affinity": apart})
         assert place(s, p) == "b-0"
         s.cache.forget(p)
+
+
+def test_placed_pods_required_affinity_draws_a_pod_without_terms_of_its_own():
+    # Upstream's hardPodAffinityWeight: found through the cache's list of nodes with
+    # affinity pods, not by looking at every node.
+    s = cluster({"a": 3, "b": 3})
+    together = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": ZONE, "labelSelector": {"matchLabels": {"app": "web"}}}]}}
+    s.cache.assume(labelled("front", {"app": "front"}, spec={"affinity": together}), "b-1")
+    assert [n.name for n in s.cache.nodes_with_affinity()] == ["b-1"]
+    for i in range(4):
+        p = labelled(f"web{i}", {"app": "web"})
+        assert zone_of(place(s, p)) == "b"
+        s.cache.forget(p)
+    # A pod the term does not select is not drawn: nothing to score, PreScore skips.
+    ipa = next(p for p in s.framework.plugins if p.name == "InterPodAffinity")
+    assert ipa.pre_score(CycleState(), labelled("other", {"app": "other"}),
+                         s.cache.nodes()) is True
+
+
+def test_pre_score_skips_without_looking_at_nodes_when_no_pod_has_terms():
+    from draemu.scheduler.plugins.interpodaffinity import InterPodAffinity
+
+    def every_node() -> list[NodeInfo]:
+        raise AssertionError("looked at every node")
+
+    ipa = InterPodAffinity(every_node, lambda _ns: {}, nodes_with_affinity=lambda: [],
+                           nodes_with_required_anti_affinity=lambda: [])
+    p = labelled("p", {"app": "web"})
+    assert ipa.pre_score(CycleState(), p, []) is True
+    status, _ = ipa.pre_filter(CycleState(), p)
+    assert status.code.name == "SKIP"
