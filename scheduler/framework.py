@@ -69,20 +69,18 @@ class Status:
 SUCCESS = Status()
 
 
-class CycleState:
-    """Per-pod, per-attempt data; each plugin reads and writes its own key."""
+class CycleState(dict):
+    """Per-pod, per-attempt data; each plugin reads and writes its own key. A dict (its
+    `read` and `write` are the dict's own get and set: Filter reads it for every node)."""
 
     def __init__(self) -> None:
-        self._data: dict[str, Any] = {}
+        super().__init__()
         self.skip_filter: set[str] = set()  # plugins that have nothing to check (PreFilter)
         self.filters: list[Any] = []  # the Filter plugins to run, set by run_pre_filter
         self.restricted_by: set[str] = set()  # PreFilter plugins that narrowed the nodes
 
-    def write(self, key: str, value: Any) -> None:
-        self._data[key] = value
-
-    def read(self, key: str) -> Any:
-        return self._data.get(key)
+    write = dict.__setitem__
+    read = dict.get
 
 
 @dataclass(frozen=True)

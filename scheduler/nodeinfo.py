@@ -9,6 +9,7 @@ pod-level `spec.resources.requests` win for cpu and memory when set.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from math import ceil
 
 from draemu.api.quantity import QuantityError, parse_quantity
@@ -17,6 +18,16 @@ CPU, MEMORY, PODS, EPHEMERAL = "cpu", "memory", "pods", "ephemeral-storage"
 
 
 def _value(text: str | float, milli: bool = False) -> int:
+    try:
+        return _cached_value(text, milli)
+    except TypeError:  # not hashable, so not a quantity either
+        return 0
+
+
+# The same few quantity strings ("100m", "1Gi") come back for every pod of a template and
+# every node, and parsing them exactly (Fractions) is slow.
+@lru_cache(maxsize=4096, typed=True)
+def _cached_value(text: str | float, milli: bool) -> int:
     try:
         q = parse_quantity(text)
     except QuantityError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import itertools
 import random
 import socket
 from dataclasses import dataclass, field
@@ -24,7 +25,14 @@ from draemu.scheduler.cache import Cache
 from draemu.scheduler.config import Profile, SchedulerConfig, parse_duration
 from draemu.scheduler.dra import Inventory
 from draemu.scheduler.fiterror import NO_NODES, fit_error_message
-from draemu.scheduler.framework import ClusterEvent, Code, CycleState, Framework, Status
+from draemu.scheduler.framework import (
+    SUCCESS,
+    ClusterEvent,
+    Code,
+    CycleState,
+    Framework,
+    Status,
+)
 from draemu.scheduler.nodeinfo import NodeInfo
 from draemu.scheduler.plugins.defaultbinder import DefaultBinder
 from draemu.scheduler.plugins.defaultpreemption import DefaultPreemption
@@ -576,16 +584,19 @@ class Scheduler:
         """Filters nodes round-robin from where the last cycle stopped, until enough feasible
         nodes are found (upstream's numFeasibleNodesToFind)."""
         total = len(nodes)
-        wanted = num_feasible_nodes_to_find(total, self._fw(pod).percentage_of_nodes_to_score)
+        fw = self._fw(pod)
+        wanted = num_feasible_nodes_to_find(total, fw.percentage_of_nodes_to_score)
         feasible: list[NodeInfo] = []
         statuses: dict[str, Status] = {}
         start = self._next_start_node % total if total else 0
         processed = 0
-        for i in range(total):
-            node = nodes[(start + i) % total]
+        run_filter = fw.run_filter
+        # The nodes in round-robin order from `start`, without an index computation each.
+        for node in itertools.chain(itertools.islice(nodes, start, None),
+                                    itertools.islice(nodes, start)):
             processed += 1
-            status = self._fw(pod).run_filter(state, pod, node)
-            if status.ok:
+            status = run_filter(state, pod, node)
+            if status is SUCCESS:
                 feasible.append(node)
                 if len(feasible) >= wanted:
                     break

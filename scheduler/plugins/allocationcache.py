@@ -108,8 +108,8 @@ class AllocationCache:
         # Called for every (pod, node) pair: the version check is inlined.
         entry = self._entries.get((signature, node))
         versions = self._versions
-        if entry is None or entry.version[0] != versions.global_version or \
-                entry.version[1] != versions.node_version(node) or (
+        if entry is None or entry.version != (versions.global_version,
+                                              versions._node.get(node, 0)) or (
                 entry.outcome.results is None and entry.claims != claims):
             self.misses += 1
             return None

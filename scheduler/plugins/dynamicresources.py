@@ -389,9 +389,8 @@ class DynamicResources:
         # Allocated claims not usable here; as upstream, they are remembered for PostFilter
         # only if the allocation of the other claims succeeds on this node.
         unavailable = [i for i, selector in st.selectors
-                       if not selector_matches(selector, node.labels, node.name)]
-        if st.not_ready:
-            unavailable += st.not_ready
+                       if not selector_matches(selector, node.labels, node.name)] + \
+            st.not_ready if st.selectors or st.not_ready else None
         claims = st.to_allocate_claims
         if st.extended:
             special, served = claim_for_node(pod, st.extended, self._extended_mapping,

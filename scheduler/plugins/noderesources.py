@@ -45,6 +45,13 @@ class NodeResourcesFit:
     def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
         req = self._request(state, pod)
         alloc, used = node.allocatable, node.requested
+        # The common case first, in one test: room for the pod and its cpu, memory and
+        # ephemeral storage, and no extended resources to look at.
+        if len(node.pods) < alloc.allowed_pods and not req.scalars \
+                and req.milli_cpu <= alloc.milli_cpu - used.milli_cpu \
+                and req.memory <= alloc.memory - used.memory \
+                and req.ephemeral_storage <= alloc.ephemeral_storage - used.ephemeral_storage:
+            return SUCCESS
         reasons: list[str] = []
         if len(node.pods) + 1 > alloc.allowed_pods:
             reasons.append("Too many pods")
@@ -66,14 +73,29 @@ class NodeResourcesFit:
         return Status.unschedulable(*reasons) if reasons else SUCCESS
 
     def pre_score(self, state: CycleState, pod: dict, feasible: list[NodeInfo]) -> bool:
-        state.write(self.name + "/score", _pod_request_list(
-            pod, self.scoring.resources, non_zero=True))
+        state.write(self.name + "/score", (_pod_request_list(
+            pod, self.scoring.resources, non_zero=True), self.scoring.default))
         return False
 
     def score(self, state: CycleState, pod: dict, node: NodeInfo) -> int:
-        pod_req = state.read(self.name + "/score")
-        if pod_req is None:
-            pod_req = _pod_request_list(pod, self.scoring.resources, non_zero=True)
+        pod_req, default = state.read(self.name + "/score") or (
+            _pod_request_list(pod, self.scoring.resources, non_zero=True),
+            self.scoring.default)
+        if default:
+            # LeastAllocated over cpu and memory, weight 1 each (the default), inline.
+            alloc, used = node.allocatable, node.non_zero_requested
+            total = count = 0
+            cap = alloc.milli_cpu
+            if cap:
+                req = used.milli_cpu + pod_req[0]
+                total += 0 if req > cap else (cap - req) * MAX_SCORE // cap
+                count += 1
+            cap = alloc.memory
+            if cap:
+                req = used.memory + pod_req[1]
+                total += 0 if req > cap else (cap - req) * MAX_SCORE // cap
+                count += 1
+            return total // count if count else 0
         requested, allocatable = _node_lists(node, self.scoring.resources, pod_req,
                                              use_requested=False)
         return self.scoring.score(requested, allocatable)
@@ -88,6 +110,11 @@ class ScoringStrategy:
     resources: list[tuple[str, int]] = field(
         default_factory=lambda: [(CPU, 1), (MEMORY, 1)])
     shape: list[tuple[int, int]] = field(default_factory=lambda: [(0, 10), (100, 0)])
+
+    @property
+    def default(self) -> bool:
+        """LeastAllocated over cpu and memory with weight 1 each."""
+        return self.type == "LeastAllocated" and self.resources == [(CPU, 1), (MEMORY, 1)]
 
     def score(self, requested: list[int], allocatable: list[int]) -> int:
         node_score = weight_sum = 0

@@ -25,6 +25,8 @@ class TaintToleration:
         return [ClusterEvent("Node", "Add"), ClusterEvent("Node", "Update")]
 
     def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
+        if not node.taints:
+            return SUCCESS
         tolerations = _tolerations(pod)
         for taint in node.taints:
             if taint.get("effect") in ("NoSchedule", "NoExecute") \
