@@ -170,6 +170,7 @@ async def _mark(scope: Scope, storage: Storage, namespace: str, name: str, opts:
     marked: dict[str, Obj] = {}
 
     async def fn(obj: Obj, before: Obj) -> Obj:
+        marked.clear()  # a try on a stale copy is tried again
         _check_preconditions(scope, opts, obj)
         meta = obj["metadata"]
         if not meta.get("deletionTimestamp"):

@@ -309,6 +309,7 @@ async def run_update(scope: Scope, storage: Storage, propose: Mutation, *, dry_r
     outcome: dict[str, Obj] = {}
 
     async def fn(private: Obj, old: Obj) -> Obj:
+        outcome.clear()  # a try on a stale copy is tried again
         new = await scope.mutate("UPDATE", await propose(private), old, dry_run)
         try:
             prepared = prepare_update(scope, new, old, dry_run=dry_run, manager=manager,

@@ -251,6 +251,7 @@ class CRDServing:
         gone: dict[str, bool] = {}
 
         async def fn(crd: Obj, current: Obj) -> Obj:
+            gone.clear()  # a try on a stale copy is tried again
             finalizers = [f for f in crd["metadata"].get("finalizers") or []
                           if f != CLEANUP_FINALIZER]
             if finalizers == (crd["metadata"].get("finalizers") or []):

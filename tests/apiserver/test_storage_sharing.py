@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from draemu.api.errors import StatusError
 from draemu.apiserver.resources import Resource
-from draemu.apiserver.storage import Storage
+from draemu.apiserver.storage import Storage, Unchanged, encode
 from draemu.apiserver.watchcache import WatchCache, decode
 from draemu.store.factory import open_store
 from draemu.store.model import KeyValue
@@ -136,3 +137,76 @@ async def test_stored_decodes_a_revision_the_cache_does_not_hold(storage: Storag
     obj = storage.cache.stored(newer)
     assert obj is not storage.cache.get(KEY)
     assert obj == decode(newer.value, newer.mod_revision)
+
+
+async def behind_the_cache(storage: Storage, **data: str) -> None:
+    """Write the object straight to the store; the cache has not seen it yet."""
+    kv = await storage.store.get(KEY)
+    body = decode(kv.value, kv.mod_revision)
+    body["metadata"].pop("resourceVersion")
+    body["data"] = data
+    await storage.store.update(KEY, encode(body), kv.mod_revision)
+
+
+async def test_an_update_from_a_stale_cached_copy_is_redone_on_the_store_s_state(
+        storage: Storage) -> None:
+    await storage.create(CONFIGMAPS, configmap(a="1"))
+    await storage.caught_up()
+    await behind_the_cache(storage, a="2")
+    seen: list[str] = []
+
+    async def fn(private: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+        seen.append(private["data"]["a"])
+        private["data"]["b"] = "x"
+        return private
+
+    new, old = await storage.update(CONFIGMAPS, "default", "cm", fn)
+    assert seen == ["1", "2"]
+    assert old["data"] == {"a": "2"} and new["data"] == {"a": "2", "b": "x"}
+    assert (await as_stored(storage))["data"] == {"a": "2", "b": "x"}
+
+
+async def test_a_refusal_on_a_stale_cached_copy_is_decided_again(storage: Storage) -> None:
+    await storage.create(CONFIGMAPS, configmap(a="1"))
+    await storage.caught_up()
+    await behind_the_cache(storage, a="2")
+
+    async def fn(private: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+        if private["data"]["a"] != "2":  # as a client's pinned resourceVersion would
+            raise StatusError(409, "Conflict", "stale")
+        private["data"]["a"] = "3"
+        return private
+
+    new, _ = await storage.update(CONFIGMAPS, "default", "cm", fn, retry=False)
+    assert new["data"] == {"a": "3"}
+
+
+async def test_nothing_to_change_on_a_stale_cached_copy_is_decided_again(
+        storage: Storage) -> None:
+    await storage.create(CONFIGMAPS, configmap(a="1"))
+    await storage.caught_up()
+    await behind_the_cache(storage, a="2")
+
+    async def fn(private: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+        if private["data"]["a"] == "1":
+            raise Unchanged()
+        private["data"]["a"] = "1"
+        return private
+
+    new, old = await storage.update(CONFIGMAPS, "default", "cm", fn)
+    assert old["data"] == {"a": "2"} and new["data"] == {"a": "1"}
+
+
+async def test_a_refusal_on_a_current_cached_copy_costs_no_second_try(
+        storage: Storage) -> None:
+    await storage.create(CONFIGMAPS, configmap(a="1"))
+    await storage.caught_up()
+    tries: list[int] = []
+
+    async def fn(private: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+        tries.append(1)
+        raise StatusError(422, "Invalid", "no")
+
+    with pytest.raises(StatusError):
+        await storage.update(CONFIGMAPS, "default", "cm", fn)
+    assert tries == [1]
