@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -50,13 +51,27 @@ from draemu.store.validation import prefix_end
 CHANNEL = PG_CHANNEL
 POLL_INTERVAL = 0.5
 POLL_PAGE = 1000
+READERS = 10  # connections for reads
 CLOSE_TIMEOUT = 10
 _NEWEST = 2**63 - 1
 
-_GET_AT = text(queries.GET_AT)
-_RANGE_AT = text(queries.RANGE_AT)
-_CHANGES = text(queries.CHANGES)
-_READ_META = text(queries.READ_META)
+
+
+def _positional(sql: str, *names: str) -> str:
+    """The shared SQL with asyncpg's placeholders: `:name` becomes `$n`, in `names`'
+    order."""
+    for n, name in enumerate(names, 1):
+        sql = re.sub(rf":{name}\b", f"${n}", sql)
+    return sql
+
+
+# Reads run on asyncpg connections directly.
+_GET_AT = _positional(queries.GET_AT, "name", "rev")
+_RANGE_AT = _positional(queries.RANGE_AT, "lo", "hi", "after", "rev", "limit")
+_CHANGES = _positional(queries.CHANGES, "after", "until", "lo", "hi", "limit")
+_READ_META = _positional(queries.READ_META, "name")
+# Through SQLAlchemy: the schema, and compaction (rare).
+_META = text(queries.READ_META)
 _WRITE_META = text(queries.WRITE_META)
 _COMPACT = text(queries.COMPACT)
 # asyncpg's own placeholders: these two run on the writer connection.
@@ -79,7 +94,8 @@ class _Step:
 
 
 class PostgresStore(Store):
-    def __init__(self, engine: AsyncEngine, url: str, revision: int, compacted: int, *,
+    def __init__(self, engine: AsyncEngine, readers: asyncpg.Pool, url: str, revision: int,
+                 compacted: int, *,
                  max_value_bytes: int, compaction_interval: float,
                  watch_queue_limit: int) -> None:
         super().__init__(revision=revision, compacted_revision=compacted,
@@ -87,9 +103,11 @@ class PostgresStore(Store):
                          compaction_interval=compaction_interval,
                          watch_queue_limit=watch_queue_limit)
         self._engine = engine
-        # Reads run outside transactions (each statement sees every commit before it),
-        # which spares a BEGIN and a ROLLBACK round trip per read.
-        self._reader = engine.execution_options(isolation_level="AUTOCOMMIT")
+        # Reads go straight to asyncpg connections kept open in a pool (SQLAlchemy's
+        # layers cost more than a read's round trip, and its overflow connections were
+        # opened and closed anew under load), outside transactions: each statement sees
+        # every commit before it, which spares a BEGIN and a ROLLBACK round trip per read.
+        self._readers = readers
         self._url = url
         self._listener: asyncpg.Connection | None = None
         self._wake = asyncio.Event()
@@ -112,16 +130,16 @@ class PostgresStore(Store):
 
     async def _current_revision(self) -> int:
         async with self._connect("reading the revision") as conn:
-            return await self._meta(conn, "revision")
+            return await conn.fetchval(_READ_META, "revision")
 
     async def _get_current(self, key: str) -> KeyValue | None:
         async with self._connect(f"reading {key!r}") as conn:
-            row = (await conn.execute(_GET_AT, {"name": key, "rev": _NEWEST})).first()
+            row = await conn.fetchrow(_GET_AT, key, _NEWEST)
         return _kv(key, row)
 
     async def _get_at(self, key: str, revision: int) -> KeyValue | None:
         async with self._connect(f"reading {key!r}") as conn:
-            row = (await conn.execute(_GET_AT, {"name": key, "rev": revision})).first()
+            row = await conn.fetchrow(_GET_AT, key, revision)
             await self._recheck(conn, revision)
         return _kv(key, row)
 
@@ -129,10 +147,10 @@ class PostgresStore(Store):
                      revision: int | None) -> RangeResult:
         async with self._connect(f"listing {prefix!r}") as conn:
             # Rows up to the counter's value are all committed (see the module's docstring).
-            at = revision if revision is not None else await self._meta(conn, "revision")
-            rows = (await conn.execute(_RANGE_AT, {
-                "lo": prefix, "hi": prefix_end(prefix), "after": start_after, "rev": at,
-                "limit": limit})).all()
+            at = revision if revision is not None else await conn.fetchval(
+                _READ_META, "revision")
+            rows = await conn.fetch(_RANGE_AT, prefix, prefix_end(prefix), start_after, at,
+                                    limit)
             if revision is not None:
                 await self._recheck(conn, revision)
         items = [queries.kv_from_row(row) for row in rows]
@@ -141,9 +159,7 @@ class PostgresStore(Store):
 
     async def _history(self, prefix: str, after: int, until: int, limit: int) -> list[Event]:
         async with self._connect("reading the history") as conn:
-            rows = (await conn.execute(_CHANGES, {
-                "after": after, "until": until, "lo": prefix, "hi": prefix_end(prefix),
-                "limit": limit})).all()
+            rows = await conn.fetch(_CHANGES, after, until, prefix, prefix_end(prefix), limit)
             await self._recheck(conn, after)
         return [queries.event_from_row(row) for row in rows]
 
@@ -274,10 +290,9 @@ class PostgresStore(Store):
 
     async def _poll_once(self) -> int:
         async with self._connect("reading new revisions") as conn:
-            rows = (await conn.execute(_CHANGES, {
-                "after": self._hub.revision, "until": _NEWEST, "lo": "/",
-                "hi": prefix_end("/"), "limit": POLL_PAGE})).all()
-            compacted = await self._meta(conn, "compact_revision")
+            rows = await conn.fetch(_CHANGES, self._hub.revision, _NEWEST, "/",
+                                    prefix_end("/"), POLL_PAGE)
+            compacted = await conn.fetchval(_READ_META, "compact_revision")
         self._compacted = max(self._compacted, compacted)
         # This process's own commits may have been published meanwhile (_publish_own).
         published = self._hub.revision
@@ -308,17 +323,19 @@ class PostgresStore(Store):
             await self._listener.close()
         if self._writer is not None:
             await self._writer.close()
+        await self._readers.close()
         await self._engine.dispose()
 
     # -- helpers ---------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
-    async def _connect(self, what: str):  # an async context manager
+    async def _connect(self, what: str) -> AsyncIterator[asyncpg.Connection]:
+        """A reader connection from the pool."""
         try:
-            async with self._reader.connect() as conn:
+            async with self._readers.acquire() as conn:
                 yield conn
-        except (SQLAlchemyError, OSError) as error:
-            raise StoreError(f"{what} failed: {_describe(error)}") from None
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as error:
+            raise StoreError(f"{what} failed: {error}") from None
 
     @contextlib.asynccontextmanager
     async def _writing(self, what: str) -> AsyncIterator[asyncpg.Connection]:
@@ -330,13 +347,9 @@ class PostgresStore(Store):
         except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as error:
             raise StoreError(f"{what} failed: {error}") from None
 
-    @staticmethod
-    async def _meta(conn: AsyncConnection, name: str) -> int:
-        return (await conn.execute(_READ_META, {"name": name})).scalar_one()
-
-    async def _recheck(self, conn: AsyncConnection, revision: int) -> None:
+    async def _recheck(self, conn: asyncpg.Connection, revision: int) -> None:
         # Read after the data: a compaction that removed rows the read needed shows here.
-        compacted = await self._meta(conn, "compact_revision")
+        compacted = await conn.fetchval(_READ_META, "compact_revision")
         self._compacted = max(self._compacted, compacted)
         if revision < compacted:
             raise CompactedError(revision, compacted)
@@ -411,22 +424,30 @@ async def open_postgres(url: str, *, max_value_bytes: int, compaction_interval: 
     shown = parsed.render_as_string(hide_password=True)
     plain = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
     engine = create_async_engine(parsed.set(drivername="postgresql+asyncpg"),
-                                 pool_size=10, max_overflow=20)
+                                 pool_size=1, max_overflow=2)
+    readers: asyncpg.Pool | None = None
     try:
         async with engine.begin() as conn:
             await ensure_schema(_SchemaConnection(conn), foreign_tables_allowed=True)
         async with engine.connect() as conn:
-            revision = await PostgresStore._meta(conn, "revision")
-            compacted = await PostgresStore._meta(conn, "compact_revision")
-        store = PostgresStore(engine, plain, revision, compacted,
+            revision = (await conn.execute(_META, {"name": "revision"})).scalar_one()
+            compacted = (await conn.execute(_META, {"name": "compact_revision"})).scalar_one()
+        readers = await asyncpg.create_pool(plain, min_size=1, max_size=READERS)
+        store = PostgresStore(engine, readers, plain, revision, compacted,
                               max_value_bytes=max_value_bytes,
                               compaction_interval=compaction_interval,
                               watch_queue_limit=watch_queue_limit)
         await store.start()
-    except (SQLAlchemyError, OSError, StoreError) as error:
-        await engine.dispose()
+    except (SQLAlchemyError, OSError, StoreError, asyncpg.PostgresError) as error:
+        await _dispose(engine, readers)
         raise StoreError(f"cannot open the store {shown}: {_describe(error)}") from None
     except BaseException:
-        await engine.dispose()
+        await _dispose(engine, readers)
         raise
     return store
+
+
+async def _dispose(engine: AsyncEngine, readers: asyncpg.Pool | None) -> None:
+    if readers is not None:
+        await readers.close()
+    await engine.dispose()
