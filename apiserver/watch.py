@@ -34,6 +34,9 @@ BOOKMARK_INTERVAL = 60.0
 # out when it writes).
 LIVENESS_INTERVAL = 30.0
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+# Events joined into one write at most (a client reads them as they come all the same).
+WRITE_EVENTS = 256
+WRITE_BYTES = 256 * 1024
 
 
 def _watch_params(scope: Scope) -> tuple[str, bool, bool | None, float]:
@@ -87,12 +90,11 @@ class _Stream:
     async def send(self, type_: str, obj: Obj) -> None:
         await self.resp.write(dumps({"type": type_, "object": obj}) + b"\n")
 
-    async def send_change(self, type_: str, change: Change) -> None:
+    def change_line(self, type_: str, change: Change) -> bytes:
         if not self.shared_lines:
-            await self.send(type_, self.render(change.obj))
-            return
+            return dumps({"type": type_, "object": self.render(change.obj)}) + b"\n"
         # Every watcher in the storage version writes the same line: encode it once.
-        await self.resp.write(self.cache.event_line(change, type_))
+        return self.cache.event_line(change, type_)
 
     async def bookmark(self, revision: int, initial_end: bool = False) -> None:
         meta: Obj = {"resourceVersion": str(revision)}
@@ -161,8 +163,17 @@ async def watch(scope: Scope, storage: Storage) -> web.StreamResponse:
     deadline = time.monotonic() + seconds
     watcher.on_too_slow = lambda: _hang_up(scope.request)
     try:
+        lines: list[bytes] = []
+        size = 0
         for obj in snapshot:
-            await stream.send("ADDED", stream.render(obj))
+            line = dumps({"type": "ADDED", "object": stream.render(obj)}) + b"\n"
+            lines.append(line)
+            size += len(line)
+            if size >= WRITE_BYTES:
+                await resp.write(b"".join(lines))
+                lines, size = [], 0
+        if lines:
+            await resp.write(b"".join(lines))
         if send_initial:
             await stream.bookmark(start, initial_end=True)
         await _pump(stream, watcher, None if sel.everything else sel.matches, bookmarks,
@@ -222,20 +233,33 @@ async def _pump(stream: _Stream, watcher: Any, matches: Any, bookmarks: bool, de
         alarm.arm(min(deadline, next_bookmark, now + LIVENESS_INTERVAL) - now)
 
     rearm()
+    # The events waiting in the queue go out in one write (one TLS record and one
+    # system call for all of them, instead of one each).
+    lines: list[bytes] = []
     try:
         while True:
+            if lines and queue.empty():
+                await stream.resp.write(b"".join(lines))
+                lines.clear()
             change = await queue.get()
             if change is None:  # dropped: too slow, or the server is stopping
+                if lines:
+                    await stream.resp.write(b"".join(lines))
                 return
             if change is _TICK or alarm.missed:
                 alarm.missed = False
                 now = time.monotonic()
                 if now >= deadline:
+                    if lines:
+                        await stream.resp.write(b"".join(lines))
                     return
                 transport = request.transport
                 if transport is None or transport.is_closing():
                     return
                 if now >= next_bookmark:
+                    if lines:
+                        await stream.resp.write(b"".join(lines))
+                        lines.clear()
                     await stream.bookmark(cache.revision)
                     next_bookmark = time.monotonic() + BOOKMARK_INTERVAL
                 rearm()
@@ -243,6 +267,9 @@ async def _pump(stream: _Stream, watcher: Any, matches: Any, bookmarks: bool, de
                     continue
             type_ = _event(change, matches)
             if type_ is not None:
-                await stream.send_change(type_, change)
+                lines.append(stream.change_line(type_, change))
+                if len(lines) >= WRITE_EVENTS:
+                    await stream.resp.write(b"".join(lines))
+                    lines.clear()
     finally:
         alarm.cancel()
