@@ -24,11 +24,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from draemu.api import jsonfast
 from draemu.api.errors import FieldError
 from draemu.api.types import Obj
 from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.meta import name_is_dns_subdomain
 from draemu.features import FeatureGates
+
+
+def keep_old(new: Obj, old: Obj, name: str) -> None:
+    """`new[name]` becomes a private copy of `old[name]`. A client's update mostly sends
+    the part it may not change as it was: then its own value already is that copy
+    (compared as JSON text, which tells 1 from 1.0 and true, and keys' order)."""
+    if name in new:
+        try:
+            if jsonfast.dumps(new[name]) == jsonfast.dumps(old[name]):
+                return
+        except (TypeError, ValueError):
+            pass
+    new[name] = clone(old[name])
 
 
 @dataclass
@@ -161,17 +175,17 @@ class Strategy:
         if "status" in self.subresources:
             for name in self.status_fields:
                 if name in old:
-                    new[name] = clone(old[name])
+                    keep_old(new, old, name)
                 else:
                     new.pop(name, None)
 
     def prepare_for_status_update(self, new: Obj, old: Obj, ctx: Context) -> None:
         """A /status update keeps everything of the old object but status (and the
         metadata the handler manages)."""
-        for name, value in old.items():
+        for name in old:
             if name in ("metadata", "apiVersion", "kind") or name in self.status_fields:
                 continue
-            new[name] = clone(value)
+            keep_old(new, old, name)
         for name in list(new):
             if name not in old and name not in self.status_fields and name not in (
                     "metadata", "apiVersion", "kind"):
