@@ -1,36 +1,51 @@
 """draemu against the real Kubernetes control plane, side by side on the same machine.
 
-Workload SchedulingWithResourceClaimTemplate, after upstream's scheduler_perf DRA set:
-N nodes (Node objects created directly, no kubelets), each publishing one ResourceSlice
-with 8 devices; one DeviceClass; P pods, each with a claim from one ResourceClaimTemplate
-whose request selects a device by CEL. The figure is the time from the first pod create
-until every pod is bound and every claim allocated (seen by watches from this process),
-as pods per second; also the CPU seconds the control plane used in that window and its
-memory (sums over its processes of the resident set at the end, of its peak, and of the
-proportional set size). On a busy machine the CPU seconds compare better than the wall
-clock: the kernel shares the cores per runnable thread, and the Go components run many.
+Each workload runs on a fresh control plane of each side, the sides one after the other
+(the order alternating between runs), and the table at the end gives both figures and
+their ratio, with the load average when each side finished.
 
-The two sides run in alternating runs, each on a fresh control plane:
+DRA workloads (bench/draworkloads.py, after upstream's scheduler_perf DRA set): template,
+churn, partitionable, consumable, prioritized. N nodes (Node objects created directly, no
+kubelets; their Leases renewed every 10 s by this process, as kubelets do), their
+ResourceSlices, the DeviceClasses and one ResourceClaimTemplate; then the pods. The figure
+is the time from the first pod create until every pod is bound and its claim allocated
+(seen by watches from this process), as pods per second; also the CPU seconds the control
+plane used in that window and its memory (sums over its processes of the resident set at
+the end, of its peak, and of the proportional set size). On a busy machine the CPU seconds
+compare better than the wall clock: the kernel shares the cores per runnable thread, and
+the Go components run many. Every allocation is checked (no device or counter or capacity
+given twice, the constraint and the subrequest kept); a wrong one fails the run. The
+gates a workload needs (DRAPartitionableDevices, DRAConsumableCapacity, DRAPrioritizedList;
+all on by default at 1.37, the last one GA) are set to true with --feature-gates on every
+component of both sides.
+
+apiserver workloads (bench/apiload.py), in this order on one control plane per side:
+list (LIST of 10k pods, whole and in pages of 500), watch (a write's fan-out to 1,000
+watchers), startup (restart with N objects in the store).
+
+Sides:
 
 - real: etcd + kube-apiserver + kube-scheduler + kube-controller-manager, the binaries
   tests/e2e/realk8s/build.sh builds into ~/.cache/draemu/realk8s/bin (DRAEMU_REALK8S_BIN;
   with DRAEMU_REALK8S_COMPONENTS="kube-apiserver kube-scheduler kube-controller-manager"),
   and etcd at the version Kubernetes pins (bench/build-etcd.sh), on
-  loopback with TLS, default feature gates, client QPS of the scheduler and the
-  controller-manager raised to 1000 (burst 1000). The controller-manager runs its default
-  controllers and the resource-claim controller, without the node lifecycle controller:
-  with no kubelets it would taint the nodes unreachable after its grace period; for the
-  same reason the apiserver runs without the TaintNodesByCondition admission plugin
-  (upstream's scheduler_perf runs neither).
+  loopback with TLS, client QPS of the scheduler and the controller-manager raised to
+  1000 (burst 1000). The controller-manager runs its default controllers and the
+  resource-claim controller, without the node lifecycle controller (upstream's
+  scheduler_perf runs none); the apiserver runs without the TaintNodesByCondition
+  admission plugin (it taints new nodes not-ready until a kubelet reports).
 - draemu: `draemu up --preset empty` on a fresh data dir (durable SQLite, default
   settings; --no-ui).
+- pg1 / pg3: one / three `draemu apiserver` on a durable PostgreSQL database (sharing one
+  PKI, --pki-dir), the scheduler and the controllers in processes of their own, spread
+  over the apiservers by the client (each client to one apiserver).
+- pg3lb: pg3 with every client on one address, bench/tcpbalancer.py, a round-robin TCP
+  balancer (each new connection to the next apiserver).
 
-    .venv/bin/python bench/realk8s.py --nodes 100,500 [--pods 1000] [--runs 2]
-        [--sides real,draemu] [--keep]
+    .venv/bin/python bench/realk8s.py [--workload template|churn|...|dra|api|all]
+        [--nodes 100,500] [--pods N] [--runs 2] [--sides real,draemu] [--keep]
 
-Scale-out on PostgreSQL: `--sides pg1,pg3` compares one `draemu apiserver` on a durable
-PostgreSQL database with three sharing it (and one PKI, --pki-dir), the scheduler and
-the controllers in processes of their own, against the first and second apiserver.
+bench/README.md lists the workloads, their options and the figures measured.
 """
 
 from __future__ import annotations
@@ -56,11 +71,22 @@ BIN = Path(os.environ.get("DRAEMU_REALK8S_BIN",
 STALL_SECONDS = float(os.environ.get("DRAEMU_BENCH_STALL_SECONDS", "120"))
 QPS = "1000"
 
-_spec = importlib.util.spec_from_file_location("bench_scheduler_workload",
-                                               Path(__file__).with_name("scheduler.py"))
-assert _spec is not None and _spec.loader is not None
-workload = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(workload)
+
+
+def _load(name: str) -> Any:
+    """A sibling module of this script (bench/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}",
+                                                  Path(__file__).with_name(f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+draworkloads = _load("draworkloads")
+apiload = _load("apiload")
+workload = draworkloads.basic
 NS = workload.NS
 
 
@@ -122,9 +148,32 @@ class Side:
     name = ""
     kubeconfig: Path
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, gates: tuple[str, ...] = ()) -> None:
         self.workdir = workdir
         self.procs: list[subprocess.Popen[bytes]] = []
+        self.gates = gates  # set to true on every component
+        self.restarts = 0
+        self.respawned_at = 0.0
+
+    def gate_flags(self) -> list[str]:
+        return ["--feature-gates", ",".join(f"{g}=true" for g in self.gates)] \
+            if self.gates else []
+
+    def _respawn(self, proc: subprocess.Popen[bytes], name: str) -> subprocess.Popen[bytes]:
+        """Stop `proc` (SIGTERM, as an operator would) and start it again with the same
+        command line, logging to `name`.log."""
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        self.procs.remove(proc)
+        self.respawned_at = time.perf_counter()
+        return self._spawn(name, [str(a) for a in proc.args], cwd=self._cwd, env=self._env)
+
+    _cwd: Path | None = None
+    _env: dict[str, str] | None = None
 
     def _spawn(self, name: str, argv: list[str], **kw: Any) -> subprocess.Popen[bytes]:
         log = open(self.workdir / f"{name}.log", "wb")  # the child keeps its copy
@@ -217,7 +266,7 @@ class RealSide(Side):
             "--initial-advertise-peer-urls", f"http://127.0.0.1:{p_peer}",
             "--initial-cluster", f"bench=http://127.0.0.1:{p_peer}",
             "--logger", "zap", "--log-level", "warn"])
-        self._spawn("kube-apiserver", [
+        self.apiserver = self._spawn("kube-apiserver", [
             str(BIN / "kube-apiserver"), "--etcd-servers", f"http://127.0.0.1:{p_etcd}",
             "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
             "--secure-port", str(p_api), "--endpoint-reconciler-type", "none",
@@ -231,11 +280,12 @@ class RealSide(Side):
             "--authorization-mode", "Node,RBAC", "--cert-dir", str(d),
             # it taints every new Node not-ready until the node lifecycle controller sees
             # its kubelet report Ready; there are no kubelets here
-            "--disable-admission-plugins", "TaintNodesByCondition"])
+            "--disable-admission-plugins", "TaintNodesByCondition"] + self.gate_flags())
         self._spawn("kube-scheduler", [
             str(BIN / "kube-scheduler"), "--kubeconfig", str(d / "scheduler.kubeconfig"),
             "--bind-address", "127.0.0.1", "--secure-port", str(p_sched),
-            "--leader-elect=false", "--kube-api-qps", QPS, "--kube-api-burst", QPS])
+            "--leader-elect=false", "--kube-api-qps", QPS, "--kube-api-burst", QPS]
+            + self.gate_flags())
         self._spawn("kube-controller-manager", [
             str(BIN / "kube-controller-manager"),
             "--kubeconfig", str(d / "controller-manager.kubeconfig"),
@@ -247,8 +297,13 @@ class RealSide(Side):
             "--cluster-signing-cert-file", str(d / "ca.crt"),
             "--cluster-signing-key-file", str(d / "ca.key"),
             "--service-cluster-ip-range", "10.0.0.0/24",
-            "--kube-api-qps", QPS, "--kube-api-burst", QPS])
+            "--kube-api-qps", QPS, "--kube-api-burst", QPS] + self.gate_flags())
         self.health_ports = [p_sched, p_kcm]
+
+    def restart_apiserver(self) -> None:
+        """kube-apiserver again on the same etcd (which keeps running)."""
+        self.restarts += 1
+        self.apiserver = self._respawn(self.apiserver, f"kube-apiserver-{self.restarts}")
 
     async def wait_components(self) -> None:
         """Until the scheduler and the controller-manager answer /healthz."""
@@ -284,12 +339,22 @@ class DraemuSide(Side):
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get(
             "PYTHONPATH", "").split(os.pathsep) if p])
-        self._spawn("draemu", [sys.executable, "-m", "draemu", "up", "--preset", "empty",
-                               "--data-dir", str(data), "--port", str(port), "--no-ui",
-                               "--kubeconfig", str(self.kubeconfig)], cwd=ROOT, env=env)
+        self._cwd, self._env = ROOT, env
+        self.up = self._spawn("draemu", [
+            sys.executable, "-m", "draemu", "up", "--preset", "empty", "--data-dir", str(data),
+            "--port", str(port), "--no-ui", "--kubeconfig", str(self.kubeconfig)]
+            + self.gate_flags(), cwd=ROOT, env=env)
+        self.log = self.workdir / "draemu.log"
+
+    def restart_apiserver(self) -> None:
+        """`draemu up` again on its data dir (the whole of it: apiserver, scheduler,
+        controllers are one command)."""
+        self.restarts += 1
+        self.up = self._respawn(self.up, f"draemu-{self.restarts}")
+        self.log = self.workdir / f"draemu-{self.restarts}.log"
 
     async def wait_components(self) -> None:
-        log = self.workdir / "draemu.log"
+        log = self.log
         deadline = time.monotonic() + 180
         while "draemu is ready" not in (log.read_text(errors="replace")
                                         if log.exists() else ""):
@@ -302,11 +367,14 @@ class DraemuSide(Side):
 class PostgresSide(Side):
     """`draemu apiserver` processes (APISERVERS of them) on one durable PostgreSQL
     database, sharing one PKI (--pki-dir), with `draemu scheduler` and `draemu
-    controllers` as processes of their own. With several apiservers, the scheduler talks
-    to the first, the controllers to the second and this benchmark to the third (each
-    client to one apiserver, as a balancer would spread them)."""
+    controllers` as processes of their own. With several apiservers and no balancer, the
+    scheduler talks to the first, the controllers to the second and this benchmark to the
+    third (client-side spreading: each client to one apiserver). With BALANCER, every
+    client talks to one address, bench/tcpbalancer.py, which gives each new connection to
+    the next apiserver in turn."""
 
     apiservers = 1
+    balancer = False
 
     def start(self) -> None:
         from draemu.cmd.testing.postgres import PostgresServer
@@ -317,18 +385,27 @@ class PostgresSide(Side):
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get(
             "PYTHONPATH", "").split(os.pathsep) if p])
         d, draemu = self.workdir, [sys.executable, "-m", "draemu"]
-        ports = free_ports(self.apiservers)
-        for i, port in enumerate(ports):
+        ports = free_ports(self.apiservers + 1)
+        self.ports, lb_port = ports[:-1], ports[-1]
+        for i, port in enumerate(self.ports):
             self._spawn(f"apiserver-{i}", draemu + [
                 "apiserver", "--data-dir", str(d / f"data-{i}"), "--pki-dir", str(d / "pki"),
-                "--store", url, "--port", str(port)], cwd=ROOT, env=env)
-        configs = [d / f"data-{i % self.apiservers}" / "kubeconfig" for i in range(3)]
+                "--store", url, "--port", str(port)] + self.gate_flags(), cwd=ROOT, env=env)
+        if self.balancer:
+            self._spawn("balancer", [sys.executable, str(Path(__file__).with_name(
+                "tcpbalancer.py")), str(lb_port)] + [f"127.0.0.1:{p}" for p in self.ports],
+                cwd=ROOT, env=env)
+            configs = [d / "balanced.kubeconfig"] * 3
+        else:
+            configs = [d / f"data-{i % self.apiservers}" / "kubeconfig" for i in range(3)]
+        self.lb_port = lb_port
         self.kubeconfig = configs[2]
         self._later = [
-            ("scheduler", draemu + ["scheduler", "--kubeconfig", str(configs[0])]),
+            ("scheduler", draemu + ["scheduler", "--kubeconfig", str(configs[0])]
+             + self.gate_flags()),
             ("controllers", draemu + ["controllers", "--kubeconfig", str(configs[1]),
                                       "--service-account-private-key-file",
-                                      str(d / "pki" / "sa.key")])]
+                                      str(d / "pki" / "sa.key")] + self.gate_flags())]
         self._env = env
 
     def pids(self) -> list[int]:
@@ -352,6 +429,14 @@ class PostgresSide(Side):
                 await asyncio.sleep(0.1)
             async with Client.from_kubeconfig(config) as client:
                 await wait_ready(client, timeout=180)
+        if self.balancer:
+            # the apiservers' admin kubeconfig (one PKI), aimed at the balancer
+            text = (self.workdir / "data-0" / "kubeconfig").read_text()
+            balanced = text.replace(f"https://127.0.0.1:{self.ports[0]}",
+                                    f"https://127.0.0.1:{self.lb_port}")
+            if balanced == text:
+                raise RuntimeError("the apiserver's kubeconfig does not name its address")
+            (self.workdir / "balanced.kubeconfig").write_text(balanced)
         for name, argv in self._later:
             self._spawn(name, argv, cwd=ROOT, env=self._env)
         # both keep running (check() says if one exits) and are given a moment to sync
@@ -371,6 +456,16 @@ class Postgres1Side(PostgresSide):
 class Postgres3Side(PostgresSide):
     name = "pg3"
     apiservers = 3
+
+
+class Postgres3BalancedSide(PostgresSide):
+    name = "pg3lb"
+    apiservers = 3
+    balancer = True
+
+
+SIDES: dict[str, type[Side]] = {s.name: s for s in (
+    RealSide, DraemuSide, Postgres1Side, Postgres3Side, Postgres3BalancedSide)}
 
 
 async def _create(client: Any, api_version: str, resource: str, obj: dict[str, Any],
@@ -443,113 +538,334 @@ def stop_profile(spies: list[tuple[subprocess.Popen[bytes], Path]]) -> None:
                 print(f"    {title:5s} {100 * n / max(samples, 1):5.1f}%  {name}")
 
 
-async def measure(side: Side, nodes: int, pods: int,
-                  profile: Path | None = None) -> dict[str, float]:
-    from draemu.client import Client, Informer
+async def connect(side: Side) -> tuple[Any, Any]:
+    """Once the side's components are up: an admin client and a second one for watches."""
+    from draemu.client import Client
     from draemu.client.rest import wait_ready
 
+    await side.wait_components()
     while not side.kubeconfig.exists():
         side.check()
         await asyncio.sleep(0.1)
     client = Client.from_kubeconfig(side.kubeconfig, user_agent="draemu-bench")
     watcher = Client.from_kubeconfig(side.kubeconfig, user_agent="draemu-bench-watch")
+    await wait_ready(client, timeout=180)
+    return client, watcher
+
+
+async def prepare_namespace(client: Any, namespace: str) -> None:
+    await _create(client, "v1", "namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                               "metadata": {"name": namespace}})
+    await apiload.wait_service_account(client, namespace)
+
+
+def _owner_pod(claim: dict[str, Any]) -> str | None:
+    for ref in claim["metadata"].get("ownerReferences") or ():
+        if ref.get("kind") == "Pod":
+            return str(ref["name"])
+    return None
+
+
+class Ledger:
+    """The devices of the live claims: which claim holds each, and every time a device
+    was given to a second live claim. Devices that allow multiple allocations are
+    left to the workload's own check."""
+
+    def __init__(self, shared: bool) -> None:
+        self.shared = shared
+        self.holder: dict[tuple[str, str, str], str] = {}
+        self.held: dict[str, list[tuple[str, str, str]]] = {}
+        self.conflicts: list[str] = []
+
+    def update(self, claim: dict[str, Any]) -> None:
+        name = claim["metadata"]["name"]
+        self.remove(claim)
+        if self.shared:
+            return
+        results = ((claim.get("status") or {}).get("allocation") or {}).get(
+            "devices", {}).get("results") or []
+        keys = [(r["driver"], r["pool"], r["device"]) for r in results]
+        for key in keys:
+            other = self.holder.get(key)
+            if other is not None and other != name:
+                self.conflicts.append(f"{'/'.join(key)}: {other} and {name}")
+            self.holder[key] = name
+        self.held[name] = keys
+
+    def remove(self, claim: dict[str, Any]) -> None:
+        name = claim["metadata"]["name"]
+        for key in self.held.pop(name, []):
+            if self.holder.get(key) == name:
+                del self.holder[key]
+
+
+LEASE_NS = "kube-node-lease"
+RENEW_SECONDS = 10.0  # the kubelet's default (a quarter of the 40 s lease)
+
+
+async def heartbeat(client: Any, nodes: int) -> None:
+    """Renew every node's Lease every 10 s, spread over the interval, as kubelets do:
+    without it draemu's node lifecycle controller marks the nodes unreachable after 40 s
+    (the real side runs without that controller, and pays for the same writes)."""
+    from draemu.api.meta import micro_time_now
+
+    names = [draworkloads.node_name(i) for i in range(nodes)]
+    await workload._bounded([_create(client, "coordination.k8s.io/v1", "leases", {
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": n, "namespace": LEASE_NS},
+        "spec": {"holderIdentity": n, "leaseDurationSeconds": 40,
+                 "renewTime": micro_time_now()}}, LEASE_NS) for n in names])
+    while True:
+        started = time.monotonic()
+        for k, n in enumerate(names):
+            await asyncio.sleep(max(0.0, started + RENEW_SECONDS * k / len(names)
+                                    - time.monotonic()))
+            await client.patch("coordination.k8s.io/v1", "leases", n,
+                               {"spec": {"renewTime": micro_time_now()}}, namespace=LEASE_NS)
+        await asyncio.sleep(max(0.0, started + RENEW_SECONDS - time.monotonic()))
+
+
+async def measure_dra(side: Side, wl: Any, nodes: int, pods: int, inflight: int,
+                      profile: Path | None = None) -> dict[str, float]:
+    """A DRA workload: nodes, slices, classes, template; then the pods (all at once, or
+    `inflight` at a time for a churn workload) until `pods` are bound with their claims
+    allocated."""
+
+    client, watcher = await connect(side)
     try:
-        await wait_ready(client, timeout=180)
-        await side.wait_components()
+        await prepare_namespace(client, NS)
         await _create(client, "v1", "namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                                   "metadata": {"name": NS}})
-        # The ServiceAccount admission of a real apiserver refuses pods until the
-        # controller-manager made the namespace's default ServiceAccount.
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if (await client.list("v1", "serviceaccounts", NS))["items"]:
-                break
-            await asyncio.sleep(0.2)
-        await _create(client, "resource.k8s.io/v1", "deviceclasses", workload.DEVICE_CLASS)
-        await _create(client, "resource.k8s.io/v1", "resourceclaimtemplates",
-                      workload.TEMPLATE, NS)
-        await workload._bounded([client.create("v1", "nodes", workload.node(i))
+                                                   "metadata": {"name": LEASE_NS}})
+        for dc in wl.device_classes:
+            await _create(client, "resource.k8s.io/v1", "deviceclasses", dc)
+        await _create(client, "resource.k8s.io/v1", "resourceclaimtemplates", wl.template, NS)
+        await workload._bounded([client.create("v1", "nodes", draworkloads.node(i))
                                  for i in range(nodes)])
-        await workload._bounded([client.create("resource.k8s.io/v1", "resourceslices",
-                                               workload.resource_slice(i))
-                                 for i in range(nodes)])
-
-        bound: set[str] = set()
-        allocated: dict[str, tuple[str, str]] = {}
-        changed = asyncio.Event()
-
-        def on_pod(*objs: dict[str, Any]) -> None:
-            obj = objs[-1]
-            if (obj.get("spec") or {}).get("nodeName"):
-                bound.add(obj["metadata"]["name"])
-                changed.set()
-
-        def on_claim(*objs: dict[str, Any]) -> None:
-            obj = objs[-1]
-            alloc = (obj.get("status") or {}).get("allocation")
-            if alloc:
-                r = alloc["devices"]["results"][0]
-                allocated[obj["metadata"]["name"]] = (r["pool"], r["device"])
-                changed.set()
-
-        pod_inf = Informer(watcher, "v1", "pods", NS)
-        claim_inf = Informer(watcher, "resource.k8s.io/v1", "resourceclaims", NS)
-        pod_inf.add_handler(on_add=on_pod, on_update=on_pod)
-        claim_inf.add_handler(on_add=on_claim, on_update=on_claim)
-        for inf in (pod_inf, claim_inf):
-            await inf.start()
-            await inf.wait_synced(60)
-
-        spies = start_profile(side, profile) if profile else []
-        cpu0 = side.cpu()
-        start = time.perf_counter()
-        await workload._bounded([client.create("v1", "pods", workload.pod(i), NS)
-                                 for i in range(pods)])
-        created = time.perf_counter() - start
-        last_progress, last_count = time.perf_counter(), 0
-        while len(bound) < pods or len(allocated) < pods:
-            changed.clear()
-            try:
-                await asyncio.wait_for(changed.wait(), 1.0)
-            except TimeoutError:
-                side.check()
-            count = len(bound) + len(allocated)
-            if count != last_count:
-                last_progress, last_count = time.perf_counter(), count
-            elif time.perf_counter() - last_progress > STALL_SECONDS:
-                waiting = next((p for p in pod_inf.list()
-                                if not (p.get("spec") or {}).get("nodeName")), {})
-                raise RuntimeError(
-                    f"{side.name}: no progress for {STALL_SECONDS}s: {len(bound)} bound, "
-                    f"{len(allocated)} allocated, {len(claim_inf.list())} claims; a pod "
-                    f"waiting: {waiting.get('metadata', {}).get('name')} "
-                    f"{waiting.get('status')}")
-        elapsed = time.perf_counter() - start
-        cpu = side.cpu() - cpu0
-        if spies:
-            stop_profile(spies)
-        rss, peak, pss = side.rss_mib()
-        for inf in (pod_inf, claim_inf):
-            await inf.stop()
-        if len(set(allocated.values())) != pods:
-            raise RuntimeError(f"{side.name}: {pods} claims share "
-                               f"{len(set(allocated.values()))} devices")
-        return {"seconds": elapsed, "pods_per_second": pods / elapsed,
-                "create_seconds": created, "cpu": cpu, "rss": rss, "peak": peak, "pss": pss}
+        beats = asyncio.create_task(heartbeat(client, nodes))
+        try:
+            return await _measure_dra(side, client, watcher, wl, nodes, pods, inflight,
+                                      profile, beats)
+        finally:
+            beats.cancel()
+            await asyncio.gather(beats, return_exceptions=True)
     finally:
         await client.close()
         await watcher.close()
 
 
-def run_side(kind: type[Side], nodes: int, pods: int, keep: bool,
-             profile: Path | None = None) -> dict[str, float]:
+async def _measure_dra(side: Side, client: Any, watcher: Any, wl: Any, nodes: int, pods: int,
+                       inflight: int, profile: Path | None, beats: asyncio.Task[None]
+                       ) -> dict[str, float]:
+    from draemu.client import Informer
+
+    await workload._bounded([client.create("resource.k8s.io/v1", "resourceslices", s)
+                             for i in range(nodes) for s in wl.slices(i)])
+    if wl.churn:
+        fill = draworkloads.prefill_claims(nodes, inflight)
+
+        async def allocated(claim: dict[str, Any], status: dict[str, Any]) -> None:
+            made = await client.create("resource.k8s.io/v1", "resourceclaims", claim, NS)
+            made["status"] = status
+            await client.update("resource.k8s.io/v1", "resourceclaims", made, NS,
+                                subresource="status")
+
+        await workload._bounded([allocated(c, st) for c, st in fill])
+
+    bound: set[str] = set()
+    claim_of: dict[str, dict[str, Any]] = {}   # pod -> its allocated claim
+    done: set[str] = set()
+    finished: asyncio.Queue[str] = asyncio.Queue()
+    changed = asyncio.Event()
+    ledger = Ledger(shared=wl.name == "consumable")
+
+    def progress(pod_name: str) -> None:
+        if pod_name in bound and pod_name in claim_of and pod_name not in done:
+            done.add(pod_name)
+            finished.put_nowait(pod_name)
+        changed.set()
+
+    def on_pod(*objs: dict[str, Any]) -> None:
+        obj = objs[-1]
+        if (obj.get("spec") or {}).get("nodeName"):
+            bound.add(obj["metadata"]["name"])
+            progress(obj["metadata"]["name"])
+
+    def on_claim(*objs: dict[str, Any]) -> None:
+        obj = objs[-1]
+        ledger.update(obj)
+        owner = _owner_pod(obj)
+        if owner and (obj.get("status") or {}).get("allocation"):
+            claim_of[owner] = obj
+            progress(owner)
+
+    pod_inf = Informer(watcher, "v1", "pods", NS)
+    claim_inf = Informer(watcher, "resource.k8s.io/v1", "resourceclaims", NS)
+    pod_inf.add_handler(on_add=on_pod, on_update=on_pod)
+    claim_inf.add_handler(on_add=on_claim, on_update=on_claim, on_delete=ledger.remove)
+    for inf in (pod_inf, claim_inf):
+        await inf.start()
+        await inf.wait_synced(120)
+
+    spies = start_profile(side, profile) if profile else []
+    cpu0 = side.cpu()
+    start = time.perf_counter()
+    workers: list[asyncio.Task[None]] = []
+    deleted = 0
+    if wl.churn:
+        next_pod = min(inflight, pods)
+
+        async def churn() -> None:
+            nonlocal next_pod, deleted
+            while True:
+                name = await finished.get()
+                await client.delete("v1", "pods", name, NS, grace_period_seconds=0)
+                deleted += 1
+                if next_pod < pods:
+                    i, next_pod = next_pod, next_pod + 1
+                    await client.create("v1", "pods", workload.pod(i), NS)
+
+        workers = [asyncio.create_task(churn()) for _ in range(inflight)]
+        await workload._bounded([client.create("v1", "pods", workload.pod(i), NS)
+                                 for i in range(min(inflight, pods))])
+    else:
+        await workload._bounded([client.create("v1", "pods", workload.pod(i), NS)
+                                 for i in range(pods)])
+    created = time.perf_counter() - start
+    last_progress, last_count = time.perf_counter(), 0
+    try:
+        while len(done) < pods:
+            changed.clear()
+            try:
+                await asyncio.wait_for(changed.wait(), 1.0)
+            except TimeoutError:
+                side.check()
+            for w in [*workers, beats]:
+                if w.done():
+                    w.result()  # a failed delete, create or renewal stops the run
+            count = len(bound) + len(claim_of)
+            if count != last_count:
+                last_progress, last_count = time.perf_counter(), count
+            elif time.perf_counter() - last_progress > STALL_SECONDS:
+                waiting = next((p for p in pod_inf.list()
+                                if p["metadata"]["name"] not in done), {})
+                raise RuntimeError(
+                    f"{side.name} {wl.name}: no progress for {STALL_SECONDS}s: "
+                    f"{len(bound)} bound, {len(claim_of)} with a claim allocated, "
+                    f"{len(done)} of {pods} done, {len(claim_inf.list())} claims; a pod "
+                    f"waiting: {waiting.get('metadata', {}).get('name')} "
+                    f"{waiting.get('status')}")
+        elapsed = time.perf_counter() - start
+        deadline = time.monotonic() + 60
+        while wl.churn and deleted < pods and time.monotonic() < deadline:
+            for w in workers:  # the last pods are deleted too
+                if w.done():
+                    w.result()
+            await asyncio.sleep(0.05)
+    finally:
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+    cpu = side.cpu() - cpu0
+    if spies:
+        stop_profile(spies)
+    rss, peak, pss = side.rss_mib()
+    out = {"seconds": elapsed, "pods_per_second": pods / elapsed, "create_seconds": created,
+           "cpu": cpu, "rss": rss, "peak": peak, "pss": pss}
+    problems = list(ledger.conflicts)
+    if wl.churn:
+        # every churned pod's claim is deleted (and so deallocated) by the controllers
+        t = time.perf_counter()
+        while time.perf_counter() - t < 60:
+            left = [c for c in claim_inf.list() if _owner_pod(c)]
+            if not left:
+                break
+            await asyncio.sleep(0.2)
+        out["claims_left"] = len(left)
+        out["release_seconds"] = time.perf_counter() - t
+        if left:
+            problems.append(f"{len(left)} claims of deleted pods still there 60 s after "
+                            f"the last delete, e.g. {left[0]['metadata']['name']} "
+                            f"{left[0].get('status')}")
+    else:
+        problems += wl.check(list(claim_of.values()))
+    for inf in (pod_inf, claim_inf):
+        await inf.stop()
+    if problems:
+        raise RuntimeError(f"{side.name} {wl.name}: wrong allocations: {problems[:5]} "
+                           f"({len(problems)} problems)")
+    return out
+
+
+async def measure_api(side: Side, steps: list[str], args: argparse.Namespace
+                      ) -> dict[str, float]:
+    """The apiserver figures, in this order on one control plane: list, watch, startup."""
+    from draemu.client.rest import wait_ready
+
+    client, watcher = await connect(side)
+    out: dict[str, float] = {}
+    made = 0
+    try:
+        await watcher.close()
+        if "list" in steps:
+            out |= await apiload.measure_list(client, args.list_pods, args.list_runs)
+            made += args.list_pods
+        if "watch" in steps:
+            out |= await apiload.measure_watch(client, side.kubeconfig, args.watchers,
+                                               args.watch_writes)
+        out["rss"] = side.rss_mib()[0]
+        if "startup" in steps:
+            n, rate = await apiload.fill(client, args.objects, made)
+            out["startup_objects"] = made + n
+            out["startup_fill_per_s"] = rate
+            await client.close()
+            times = []
+            for _ in range(args.restarts):
+                side.restart_apiserver()  # the clock starts as the new process is started
+                t = side.respawned_at
+                client = admin_client(side)
+                while True:
+                    side.check()
+                    try:
+                        await wait_ready(client, timeout=0.5)
+                        break
+                    except TimeoutError:
+                        if time.perf_counter() - t > 300:
+                            raise
+                times.append(time.perf_counter() - t)
+                await client.close()
+            out["startup_ready_s"] = min(times)
+            out["startup_ready_max_s"] = max(times)
+            client = admin_client(side)
+            # a figure of a store with what was made: the objects are all there
+            body = await client.request("GET", f"/api/v1/namespaces/{apiload.FILL_NS}"
+                                        "/configmaps", params={"limit": "1"})
+            if body[0] != 200:
+                raise RuntimeError(f"after the restart: LIST {body[0]}")
+        out["load"] = float(Path("/proc/loadavg").read_text().split()[0])
+        return out
+    finally:
+        await client.close()
+        await watcher.close()
+
+
+def admin_client(side: Side) -> Any:
+    from draemu.client import Client
+
+    return Client.from_kubeconfig(side.kubeconfig, user_agent="draemu-bench")
+
+
+def run_side(kind: type[Side], gates: tuple[str, ...], keep: bool,
+             body: Any) -> dict[str, float]:
+    """A fresh control plane of `kind`, `body(side)` measured on it, then stopped."""
     from draemu import aio
 
     workdir = Path(tempfile.mkdtemp(prefix=f"draemu-bench-{kind.name}-"))
-    side = kind(workdir)
+    side = kind(workdir, gates)
     try:
         side.start()
-        return aio.run(measure(side, nodes, pods, profile))
+        result = aio.run(body(side))
+        result.setdefault("load", float(Path("/proc/loadavg").read_text().split()[0]))
+        return result
     finally:
         side.stop()
         if keep:
@@ -558,26 +874,77 @@ def run_side(kind: type[Side], nodes: int, pods: int, keep: bool,
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def line(name: str, nodes: int, pods: int, r: dict[str, float]) -> str:
-    return (f"{name:6s} nodes={nodes:5d} pods={pods:5d} time={r['seconds']:7.2f}s "
+def dra_line(name: str, wl: str, nodes: int, pods: int, r: dict[str, float]) -> str:
+    extra = (f"; claims of deleted pods gone {r['release_seconds']:.1f}s after the last"
+             if "release_seconds" in r else "")
+    return (f"{name:6s} {wl:13s} nodes={nodes:5d} pods={pods:5d} time={r['seconds']:7.2f}s "
             f"{r['pods_per_second']:7.1f} pods/s  (pods created in {r['create_seconds']:.2f}s; "
             f"control plane CPU {r['cpu']:.1f}s; RSS {r['rss']:.0f} MiB, "
-            f"sum of peaks {r['peak']:.0f} MiB, PSS {r['pss']:.0f} MiB)")
+            f"sum of peaks {r['peak']:.0f} MiB, PSS {r['pss']:.0f} MiB; "
+            f"load {r['load']:.2f}{extra})")
+
+
+# (key, label, higher is better, format) of the apiserver figures
+API_FIGURES = [
+    ("list_full_p50", "LIST {list_pods} pods, full, p50 s", False, "{:.3f}"),
+    ("list_full_p99", "LIST {list_pods} pods, full, p99 s", False, "{:.3f}"),
+    ("list_paged_p50", "LIST {list_pods} pods, pages of 500, p50 s", False, "{:.3f}"),
+    ("list_paged_p99", "LIST {list_pods} pods, pages of 500, p99 s", False, "{:.3f}"),
+    ("list_create_per_s", "pod creates/s (32 in flight)", True, "{:.0f}"),
+    ("watch_open_s", "open {watchers} watches, s", False, "{:.2f}"),
+    ("watch_write_p50", "watched write acknowledged, p50 s", False, "{:.4f}"),
+    ("watch_first_p50", "write to first of {watchers} watchers, p50 s", False, "{:.4f}"),
+    ("watch_median_p50", "write to median watcher, p50 s", False, "{:.4f}"),
+    ("watch_all_p50", "write to all {watchers} watchers, p50 s", False, "{:.4f}"),
+    ("watch_all_p99", "write to all {watchers} watchers, p99 s", False, "{:.4f}"),
+    ("startup_fill_per_s", "ConfigMap creates/s (32 in flight)", True, "{:.0f}"),
+    ("startup_ready_s", "restart to ready, {objects} objects, best s", False, "{:.2f}"),
+    ("startup_ready_max_s", "restart to ready, {objects} objects, worst s", False, "{:.2f}"),
+    ("rss", "RSS before the restarts, MiB", False, "{:.0f}"),
+]
+
+
+def ratio(base: float, other: float, higher_better: bool) -> str:
+    if not base or not other:
+        return "-"
+    return f"{(other / base if higher_better else base / other):.2f}x"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workload", default="template",
+                        help="comma-separated workloads: " + ", ".join(
+                            list(draworkloads.WORKLOADS) + API_STEPS) + ", dra (every DRA "
+                        "workload), api (list, watch, startup) or all (default: template)")
     parser.add_argument("--nodes", default="100,500",
-                        help="comma-separated node counts (default: 100,500)")
+                        help="comma-separated node counts of the DRA workloads "
+                        "(default: 100,500)")
     parser.add_argument("--pods", type=int, default=0,
-                        help="pods per run (default: min(1000, 4 per node))")
+                        help="pods per DRA run (default: min(1000, 4 per node, the devices) "
+                        "for most, 1 per node for partitionable, 1000 for churn)")
+    parser.add_argument("--inflight", type=int, default=10,
+                        help="churn: pods at a time, and devices left free (default: 10)")
+    parser.add_argument("--list-pods", type=int, default=10000,
+                        help="list: pods in the namespace listed (default: 10000)")
+    parser.add_argument("--list-runs", type=int, default=20,
+                        help="list: LISTs of each kind (default: 20)")
+    parser.add_argument("--watchers", type=int, default=1000,
+                        help="watch: watchers (default: 1000)")
+    parser.add_argument("--watch-writes", type=int, default=50,
+                        help="watch: writes timed (default: 50)")
+    parser.add_argument("--objects", type=int, default=20000,
+                        help="startup: objects made before the restart, the list's pods "
+                        "included (default: 20000; the issue's figure is 80000)")
+    parser.add_argument("--restarts", type=int, default=2,
+                        help="startup: restarts timed (default: 2)")
     parser.add_argument("--runs", type=int, default=1,
-                        help="alternating runs of each side per node count (default: 1)")
+                        help="alternating runs of each side per workload and size "
+                        "(default: 1)")
     parser.add_argument("--sides", default="real,draemu",
                         help="comma-separated sides, run in this order: real, draemu, and "
-                        "pg1 / pg3 (one / three `draemu apiserver` on one PostgreSQL, "
-                        "scheduler and controllers in processes of their own) "
-                        "(default: real,draemu)")
+                        "pg1 / pg3 / pg3lb (one / three `draemu apiserver` on one "
+                        "PostgreSQL, scheduler and controllers in processes of their own; "
+                        "pg3lb: behind bench/tcpbalancer.py) (default: real,draemu)")
     parser.add_argument("--profile", type=Path, default=None, metavar="DIR",
                         help="sample draemu's processes with py-spy while pods are "
                         "scheduled; print where the time went, keep the stacks in DIR")
@@ -587,36 +954,102 @@ def main() -> int:
     from draemu import log
 
     log.configure("console", "warning")
-    load = Path("/proc/loadavg").read_text().split()[:3]
-    print(f"{os.cpu_count()} CPUs, load average {' '.join(load)} at start", flush=True)
-    known = {s.name: s for s in (RealSide, DraemuSide, Postgres1Side, Postgres3Side)}
     try:
-        sides: list[type[Side]] = [known[name] for name in args.sides.split(",")]
+        sides: list[type[Side]] = [SIDES[name] for name in args.sides.split(",")]
     except KeyError as e:
         parser.error(f"--sides: unknown side {e}")
-    for n in (int(x) for x in args.nodes.split(",")):
-        pods = args.pods or min(1000, 4 * n)
-        results: dict[str, list[dict[str, float]]] = {s.name: [] for s in sides}
-        for run in range(args.runs):
-            # alternate which side goes first, so that neither always meets the
-            # machine in the same state
-            for kind in (sides if run % 2 == 0 else sides[::-1]):
-                r = run_side(kind, n, pods, args.keep,
-                             args.profile if kind.name != "real" else None)
-                results[kind.name].append(r)
-                print(line(kind.name, n, pods, r), flush=True)
-        # draemu's sides against the real one when it ran, else against the first
-        base = "real" if "real" in results else sides[0].name
-        for other in [s for s in sides if s.name != base]:
+    try:
+        dra, api = select_workloads(args.workload)
+    except ValueError as e:
+        parser.error(str(e))
+    load = Path("/proc/loadavg").read_text().split()[:3]
+    print(f"{os.cpu_count()} CPUs, load average {' '.join(load)} at start", flush=True)
+    table: list[list[str]] = []
+    base = "real" if any(s.name == "real" for s in sides) else sides[0].name
+    others = [s.name for s in sides if s.name != base]
+
+    def row(what: str, size: str, run: int, results: dict[str, dict[str, float]],
+            key: str, higher: bool, fmt: str) -> None:
+        cells = [fmt.format(results[s.name][key]) if key in results[s.name] else "-"
+                 for s in sides]
+        ratios = [ratio(results[base].get(key, 0), results[o].get(key, 0), higher)
+                  for o in others]
+        loads = " / ".join(f"{results[s.name]['load']:.1f}" for s in sides)
+        table.append([what, size, str(run + 1)] + cells + ratios + [loads])
+
+    def alternate(run: int) -> list[type[Side]]:
+        # alternate which side goes first, so that neither always meets the machine in
+        # the same state
+        return sides if run % 2 == 0 else sides[::-1]
+
+    for name in dra:
+        wl = draworkloads.WORKLOADS[name]
+        for n in (int(x) for x in args.nodes.split(",")):
+            pods = args.pods or wl.default_pods(n)
             for run in range(args.runs):
-                a, b = results[base][run], results[other.name][run]
-                print(f"ratio  nodes={n:5d} pods={pods:5d} run {run + 1}: {other.name}/{base} "
-                      f"= {b['pods_per_second'] / a['pods_per_second']:.2f}x pods/s, "
-                      f"{a['cpu'] / b['cpu']:.2f}x less CPU, RSS {b['rss']:.0f} vs "
-                      f"{a['rss']:.0f} MiB", flush=True)
+                results: dict[str, dict[str, float]] = {}
+                for kind in alternate(run):
+                    def body(side: Side, wl: Any = wl, n: int = n, pods: int = pods,
+                             kind: type[Side] = kind) -> Any:
+                        return measure_dra(side, wl, n, pods, args.inflight,
+                                           args.profile if kind.name != "real" else None)
+
+                    r = run_side(kind, wl.gates, args.keep, body)
+                    results[kind.name] = r
+                    print(dra_line(kind.name, name, n, pods, r), flush=True)
+                size = f"{n} nodes, {pods} pods"
+                row(f"{name}: pods/s", size, run, results, "pods_per_second", True, "{:.1f}")
+                row(f"{name}: control-plane CPU s", size, run, results, "cpu", False,
+                    "{:.1f}")
+                row(f"{name}: RSS MiB", size, run, results, "rss", False, "{:.0f}")
+    if api:
+        for run in range(args.runs):
+            results = {}
+            for kind in alternate(run):
+                def api_body(side: Side) -> Any:
+                    return measure_api(side, api, args)
+
+                r = run_side(kind, (), args.keep, api_body)
+                results[kind.name] = r
+                print(f"{kind.name:6s} " + ", ".join(
+                    f"{k}={v:.4g}" for k, v in sorted(r.items())), flush=True)
+            for key, label, higher, fmt in API_FIGURES:
+                if any(key in r for r in results.values()):
+                    row(label.format(**vars(args)), "", run, results, key, higher, fmt)
+    header = (["figure", "size", "run"] + [s.name for s in sides]
+              + [f"{o} vs {base}" for o in others] + ["load avg (1 min) per side"])
+    print()
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for cells in table:
+        print("| " + " | ".join(cells) + " |")
+    print(f"\n(ratios: > 1 means {', '.join(others) or base} better: more per second, "
+          "or less time, CPU or memory)")
     load = Path("/proc/loadavg").read_text().split()[:3]
     print(f"load average {' '.join(load)} at end", flush=True)
     return 0
+
+
+API_STEPS = ["list", "watch", "startup"]
+
+
+def select_workloads(text: str) -> tuple[list[str], list[str]]:
+    """`--workload`: (DRA workloads, apiserver steps), each in its run order."""
+    dra: list[str] = []
+    api: list[str] = []
+    for item in (x.strip() for x in text.split(",") if x.strip()):
+        if item in ("all", "dra"):
+            dra += [w for w in draworkloads.WORKLOADS if w not in dra]
+        if item in ("all", "api"):
+            api += [s for s in API_STEPS if s not in api]
+        if item in draworkloads.WORKLOADS and item not in dra:
+            dra.append(item)
+        elif item in API_STEPS and item not in api:
+            api.append(item)
+        elif item not in ("all", "dra", "api") and item not in dra + api:
+            raise ValueError(f"--workload: unknown workload {item!r}")
+    order = list(draworkloads.WORKLOADS)
+    return sorted(dra, key=order.index), sorted(api, key=API_STEPS.index)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,263 @@
+"""The apiserver figures bench/realk8s.py takes of both control planes.
+
+- list: LIST of `pods` pods in one namespace, JSON, the body read whole and not decoded
+  (the client's decoding is not the server's time): the full list, and the list in pages
+  of 500 followed by `continue` tokens, as `kubectl get` does (--chunk-size 500). The pods
+  name a scheduler that does not exist, so that neither control plane's scheduler works
+  on them.
+- watch: `watchers` watches of ConfigMaps in one namespace, each on its own connection;
+  then writes one after another, each an update of one ConfigMap carrying a fresh marker;
+  the figure is the time from sending the write until the last watcher has read the
+  event (the first and the median watcher too). The watchers are tasks of this one Python
+  process: the same client cost is in both sides' figures.
+- startup: ConfigMaps are added until the store holds `objects` objects made here (the
+  pods above count), then the apiserver is restarted on the same store (draemu: `draemu
+  up` again on its data dir; real: kube-apiserver again on the same etcd, which keeps
+  running) and timed from the start of the process until /readyz answers 200.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+
+LIST_NS = "bench-list"
+WATCH_NS = "bench-watch"
+FILL_NS = "bench-fill"
+PAGE = 500
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The nearest-rank percentile (q in 0..100) of `values`."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    rank = max(1, min(len(ordered), -(-len(ordered) * q // 100)))
+    return ordered[int(rank) - 1]
+
+
+def list_pod(i: int) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"listed-{i:05d}", "namespace": LIST_NS,
+                         "labels": {"app": "bench-list", "shard": str(i % 16)}},
+            "spec": {"schedulerName": "bench-no-such-scheduler",
+                     "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                     "resources": {"requests": {"cpu": "10m",
+                                                                "memory": "16Mi"}}}]}}
+
+
+def config_map(namespace: str, name: str, data: dict[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace}, "data": data}
+
+
+async def bounded(coros: list[Awaitable[Any]], limit: int = 32) -> None:
+    sem = asyncio.Semaphore(limit)
+
+    async def run(c: Awaitable[Any]) -> None:
+        async with sem:
+            await c
+
+    await asyncio.gather(*(run(c) for c in coros))
+
+
+async def create_many(client: Any, resource: str, objs: list[dict[str, Any]],
+                      namespace: str) -> float:
+    """Create `objs` (32 at a time); the seconds it took."""
+    start = time.perf_counter()
+    await bounded([client.create("v1", resource, o, namespace) for o in objs])
+    return time.perf_counter() - start
+
+
+async def _get(client: Any, path: str, params: dict[str, str] | None = None) -> bytes:
+    status, _, body = await client.request("GET", path, params=params, timeout=300)
+    if status != 200:
+        raise RuntimeError(f"GET {path} {params}: {status} {body[:300]!r}")
+    return body
+
+
+_CONTINUE = re.compile(rb'"continue"\s*:\s*"([^"]*)"')
+
+
+async def _paged(client: Any, path: str) -> int:
+    """Walk a list page by page; how many pages. Only the token is read of each page."""
+    token, pages = "", 0
+    while True:
+        params = {"limit": str(PAGE)}
+        if token:
+            params["continue"] = token
+        body = await _get(client, path, params)
+        pages += 1
+        found = _CONTINUE.search(body)
+        token = found.group(1).decode() if found else ""
+        if not token:
+            return pages
+
+
+async def measure_list(client: Any, pods: int, runs: int) -> dict[str, float]:
+    await client.create("v1", "namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                             "metadata": {"name": LIST_NS}})
+    await wait_service_account(client, LIST_NS)
+    create = await create_many(client, "pods", [list_pod(i) for i in range(pods)], LIST_NS)
+    path = f"/api/v1/namespaces/{LIST_NS}/pods"
+    body = await _get(client, path)
+    n = len(json.loads(body)["items"])
+    if n != pods:
+        raise RuntimeError(f"LIST gave {n} pods, {pods} created")
+    full, paged = [], []
+    pages = 0
+    for _ in range(runs):
+        t = time.perf_counter()
+        await _get(client, path)
+        full.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        pages = await _paged(client, path)
+        paged.append(time.perf_counter() - t)
+    return {"list_create_per_s": pods / create, "list_bytes": len(body), "list_pages": pages,
+            "list_full_p50": percentile(full, 50), "list_full_p99": percentile(full, 99),
+            "list_paged_p50": percentile(paged, 50), "list_paged_p99": percentile(paged, 99),
+            "list_runs": runs}
+
+
+async def wait_service_account(client: Any, namespace: str, timeout: float = 60) -> None:
+    """A real apiserver refuses pods until the controller-manager made the namespace's
+    default ServiceAccount."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (await client.list("v1", "serviceaccounts", namespace))["items"]:
+            return
+        await asyncio.sleep(0.2)
+    raise RuntimeError(f"no default ServiceAccount in {namespace} after {timeout}s")
+
+
+class FanOut:
+    """`n` watchers of one namespace's ConfigMaps; which markers each has seen."""
+
+    def __init__(self, server: str, ssl_context: Any, headers: dict[str, str], n: int) -> None:
+        self.server, self.ssl, self.headers, self.n = server, ssl_context, headers, n
+        self.session: aiohttp.ClientSession | None = None
+        self.tasks: list[asyncio.Task[None]] = []
+        self.marker = b""
+        self.arrivals: list[float] = []
+        self.all_seen = asyncio.Event()
+        self.errors: list[str] = []
+
+    async def start(self, resource_version: str) -> None:
+        self.session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=self.ssl if self.ssl else False, limit=0),
+            headers=self.headers, timeout=aiohttp.ClientTimeout(total=None, sock_connect=30))
+        opened: list[asyncio.Future[None]] = []
+        loop = asyncio.get_running_loop()
+        sem = asyncio.Semaphore(50)
+        for _ in range(self.n):
+            fut: asyncio.Future[None] = loop.create_future()
+            opened.append(fut)
+            self.tasks.append(asyncio.create_task(self._watch(resource_version, fut, sem)))
+        await asyncio.gather(*opened)
+
+    async def _watch(self, rv: str, opened: asyncio.Future[None],
+                     sem: asyncio.Semaphore) -> None:
+        assert self.session is not None
+        url = f"{self.server}/api/v1/namespaces/{WATCH_NS}/configmaps"
+        params = {"watch": "true", "resourceVersion": rv, "allowWatchBookmarks": "false",
+                  "timeoutSeconds": "3600"}
+        try:
+            async with sem:
+                resp = await self.session.get(url, params=params)
+            if resp.status != 200:
+                raise RuntimeError(f"watch: {resp.status} {(await resp.read())[:200]!r}")
+            opened.set_result(None)
+            buffer = b""
+            async for chunk in resp.content.iter_any():
+                buffer += chunk
+                if self.marker and self.marker in buffer:
+                    self.arrivals.append(time.perf_counter())
+                    buffer = b""
+                    if len(self.arrivals) == self.n:
+                        self.all_seen.set()
+                elif len(buffer) > 1 << 20:
+                    buffer = buffer[-4096:]
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # reported, not raised: one watcher must not hide the rest
+            self.errors.append(repr(e))
+            if not opened.done():
+                opened.set_exception(e)
+
+    async def deliver(self, write: Callable[[], Awaitable[Any]], marker: bytes,
+                      timeout: float) -> tuple[float, float, float, float]:
+        """Write; (write latency, first, median, last arrival) in seconds after sending."""
+        self.marker, self.arrivals = marker, []
+        self.all_seen.clear()
+        start = time.perf_counter()
+        await write()
+        acked = time.perf_counter() - start
+        await asyncio.wait_for(self.all_seen.wait(), timeout)
+        arrivals = sorted(a - start for a in self.arrivals)
+        return acked, arrivals[0], statistics.median(arrivals), arrivals[-1]
+
+    async def stop(self) -> None:
+        for t in self.tasks:
+            t.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        if self.session:
+            await self.session.close()
+
+
+async def measure_watch(client: Any, kubeconfig: Any, watchers: int,
+                        writes: int) -> dict[str, float]:
+    from draemu.client import config
+
+    await client.create("v1", "namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                             "metadata": {"name": WATCH_NS}})
+    cm = await client.create("v1", "configmaps",
+                             config_map(WATCH_NS, "fanout", {"seq": "mark-start"}), WATCH_NS)
+    conn = config.load(kubeconfig)
+    headers = {"User-Agent": "draemu-bench-fanout", "Accept": "application/json"}
+    if conn.token:
+        headers["Authorization"] = f"Bearer {conn.token}"
+    fan = FanOut(conn.server, conn.ssl_context(), headers, watchers)
+    t = time.perf_counter()
+    try:
+        await fan.start(cm["metadata"]["resourceVersion"])
+        opened = time.perf_counter() - t
+        rows = []
+        for i in range(writes + 1):  # the first write warms up, not counted
+            marker = f"mark-{i:06d}-x"
+
+            async def write(marker: str = marker) -> None:
+                await client.patch("v1", "configmaps", "fanout", {"data": {"seq": marker}},
+                                   namespace=WATCH_NS, patch_type="merge")
+
+            row = await fan.deliver(write, marker.encode(), timeout=60)
+            if i:
+                rows.append(row)
+        if fan.errors:
+            raise RuntimeError(f"{len(fan.errors)} watchers failed: {fan.errors[:3]}")
+    finally:
+        await fan.stop()
+    last = [r[3] for r in rows]
+    return {"watch_open_s": opened, "watch_writes": writes,
+            "watch_write_p50": percentile([r[0] for r in rows], 50),
+            "watch_first_p50": percentile([r[1] for r in rows], 50),
+            "watch_median_p50": percentile([r[2] for r in rows], 50),
+            "watch_all_p50": percentile(last, 50), "watch_all_p99": percentile(last, 99)}
+
+
+async def fill(client: Any, objects: int, already: int) -> tuple[int, float]:
+    """ConfigMaps until `objects` objects made here; (how many made, objects/s)."""
+    todo = max(0, objects - already)
+    await client.create("v1", "namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                             "metadata": {"name": FILL_NS}})
+    payload = {"key": "x" * 200}
+    seconds = await create_many(
+        client, "configmaps",
+        [config_map(FILL_NS, f"fill-{i:06d}", payload) for i in range(todo)], FILL_NS)
+    return todo, todo / seconds if seconds else 0.0
