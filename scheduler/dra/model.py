@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from draemu.api.quantity import Quantity, QuantityError
@@ -23,10 +24,18 @@ def quantity(value: Any) -> Fraction:
         value = value.get("value")
     if value is None:
         return Fraction(0)
+    return _parsed(value if isinstance(value, (int, float)) else str(value))[0]
+
+
+# Slices repeat the same few quantity strings on every device of every node: parsed once.
+@lru_cache(maxsize=4096, typed=True)
+def _parsed(value: str | float) -> tuple[Fraction, str | None]:
+    """The quantity's exact value and its format (None, and 0, when it does not parse)."""
     try:
-        return Quantity.parse(value if isinstance(value, (int, float)) else str(value)).value
+        q = Quantity.parse(value)
     except QuantityError:
-        return Fraction(0)
+        return Fraction(0), None
+    return q.value, q.format
 
 
 @dataclass(eq=False)
@@ -38,10 +47,7 @@ class Capacity:
 
 def _capacity(raw: Any) -> Capacity:
     raw = raw if isinstance(raw, dict) else {"value": raw}
-    try:
-        fmt = Quantity.parse(str(raw.get("value"))).format
-    except QuantityError:
-        fmt = "DecimalSI"
+    fmt = _parsed(str(raw.get("value")))[1] or "DecimalSI"
     return Capacity(quantity(raw.get("value")), raw.get("requestPolicy"), fmt)
 
 
