@@ -72,6 +72,8 @@ INFO_KEY = web.RequestKey("requestinfo", RequestInfo)
 
 _NOT_FOUND = "the server could not find the requested resource"
 _LONG_RUNNING = frozenset({"watch"})
+# Streams that are long-running whatever their verb (upstream's long-running check).
+_STREAMS = frozenset({"attach", "exec", "proxy", "log", "portforward"})
 _EXEMPT_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/metrics"})
 
 
@@ -103,6 +105,9 @@ class API:
     signer: Any = None
     # --audit-log (apiserver/audit.py AuditLog), or None.
     audit: Any = None
+    # API Priority and Fairness (apiserver/flowcontrol FlowControl), or None for the
+    # max-in-flight limits.
+    flowcontrol: Any = None
 
     # Lookups for strategies (ctx.lookup): synchronous reads of the watch cache.
     def lookup(self, resource: str, group: str, namespace: str, name: str) -> Any:
@@ -246,7 +251,17 @@ class API:
     async def limit_in_flight(self, request: web.Request, handler: Handler
                               ) -> web.StreamResponse:
         info = request[INFO_KEY]
-        if info.verb in _LONG_RUNNING or info.subresource in ("log", "exec") or (
+        long_running = info.verb in _LONG_RUNNING or info.subresource in _STREAMS
+        if self.flowcontrol is not None:
+            # API Priority and Fairness (apiserver/flowcontrol) instead of the two
+            # in-flight limits, as upstream's --enable-priority-and-fairness: streams are
+            # not limited, watches while they start; the time budget covers the queue.
+            if long_running and info.verb != "watch":
+                return await handler(request)
+            served = self.flowcontrol.handle(request, info, request[USER_KEY], handler,
+                                             self.request_timeout / 4)
+            return await (served if long_running else self._within_budget(served))
+        if long_running or (
                 not info.resource_request and request.path.rstrip("/") in _EXEMPT_PATHS):
             # Long-running requests and the health checks of whoever watches over us
             # do not count against the limit.
@@ -259,10 +274,17 @@ class API:
                               "Too many requests, please try again later.",
                               {"retryAfterSeconds": 1}, {"Retry-After": "1"})
         self.metrics.in_flight[kind] += 1
+        try:
+            return await self._within_budget(handler(request))
+        finally:
+            self.metrics.in_flight[kind] -= 1
+
+    async def _within_budget(self, served: Awaitable[web.StreamResponse]
+                             ) -> web.StreamResponse:
         budget = asyncio.timeout(self.request_timeout)
         try:
             async with budget:
-                return await handler(request)
+                return await served
         except TimeoutError:
             if not budget.expired():
                 raise
@@ -271,8 +293,6 @@ class API:
             raise StatusError(504, "Timeout", "Timeout: request did not complete within "
                               "requested timeout - context deadline exceeded",
                               {"retryAfterSeconds": 1}) from None
-        finally:
-            self.metrics.in_flight[kind] -= 1
 
     def build(self) -> web.Application:
         app = web.Application(middlewares=[self.audit_requests, self.errors, self.authenticate,
@@ -280,6 +300,10 @@ class API:
                               client_max_size=4 * 1024 * 1024,
                               handler_args=httperrors.HANDLER_ARGS)
         app.router.add_route("*", "/{tail:.*}", self.route)
+        if self.flowcontrol is not None:
+            app.on_response_prepare.append(self.flowcontrol.on_prepare)
+            self.metrics.gauges.update(self.flowcontrol.gauges())
+            self.metrics.counters.update(self.flowcontrol.counters())
         self.metrics.gauges["apiserver_registered_watchers"] = lambda: {
             (): float(self.storage.cache.watcher_count)}
         self.metrics.gauges["apiserver_storage_objects"] = lambda: {

@@ -8,7 +8,10 @@
   corrected when they differ (kube-apiserver's kubernetes-service and endpoint
   reconciler controllers);
 - the ConfigMap `kube-system/extension-apiserver-authentication` with the client CA and
-  the front-proxy (request header) settings.
+  the front-proxy (request header) settings;
+- the API Priority and Fairness FlowSchemas and PriorityLevelConfigurations
+  (`flowcontrol/bootstrap.py`), as kube-apiserver's priority-and-fairness config producer
+  keeps them (its periodic pass is `flowcontrol/controller.py`'s).
 
 (`serviceips` then keeps the IPAddress objects of Services' cluster IPs.)
 
@@ -16,6 +19,7 @@ Everything goes through the normal create and update paths (defaults, validation
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import json
 import socket
@@ -26,6 +30,7 @@ from draemu.api.errors import StatusError
 from draemu.api.meta import time_now
 from draemu.api.types import Obj
 from draemu.apiserver.codec import Accept
+from draemu.apiserver.flowcontrol import bootstrap as apf
 from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.core import serviceallocation
 from draemu.apiserver.registry.scheduling.priorityclass import SYSTEM_PRIORITY_CLASSES
@@ -144,7 +149,59 @@ async def ensure_system_objects(table: ResourceTable, storage: Storage, gates: F
     await _ensure_kubernetes_service(boot, advertise_address(address), port)
     if client_ca is not None:
         await _ensure_authentication_configmap(boot, client_ca, front_proxy_ca)
+    await ensure_flowcontrol_configuration(boot)
     await storage.caught_up()
+
+
+async def ensure_flowcontrol_configuration(boot: Bootstrap) -> None:
+    """Suggested objects, then mandatory ones (created when missing, their specs
+    revised as `flowcontrol.bootstrap.revise` decides), then the objects that still
+    auto-update but are no longer bootstrap objects are deleted."""
+    group = "flowcontrol.apiserver.k8s.io"
+    kinds = (("prioritylevelconfigurations", apf.SUGGESTED_LEVELS, apf.MANDATORY_LEVELS),
+             ("flowschemas", apf.SUGGESTED_SCHEMAS, apf.MANDATORY_SCHEMAS))
+    if boot.table.by_group_resource(group, "flowschemas") is None:
+        return
+    # Concurrently: the store commits writes that come together at once.
+    await asyncio.gather(*(_ensure_apf_object(boot, group, resource, wanted, fixed)
+                           for resource, suggested, mandatory in kinds
+                           for objects, fixed in ((suggested, False), (mandatory, True))
+                           for wanted in objects))
+    await boot.storage.caught_up()
+    for resource, suggested, mandatory in kinds:
+        r = boot.table.by_group_resource(group, resource)
+        assert r is not None
+        names = {o["metadata"]["name"] for o in (*suggested, *mandatory)}
+        for _key, obj in boot.storage.cache.list(r.prefix):
+            meta = obj["metadata"]
+            auto = apf.parse_bool((meta.get("annotations") or {}).get(apf.AUTO_UPDATE))
+            if meta["name"] in names or meta.get("finalizers") or auto is not True:
+                continue
+            try:
+                await boot.storage.delete(r, "", meta["name"], int(meta["resourceVersion"]))
+            except StatusError as e:
+                if e.reason not in ("NotFound", "Conflict"):
+                    raise
+
+
+async def _ensure_apf_object(boot: Bootstrap, group: str, resource: str, wanted: Obj,
+                             fixed: bool) -> None:
+    name = wanted["metadata"]["name"]
+    if boot.get(group, resource, "", name) is None:
+        await boot.ensure(group, resource, clone(wanted))
+        return
+
+    def revise(obj: Obj) -> None:
+        revised = apf.revise(obj, wanted, fixed)
+        if revised is not None:
+            obj["spec"] = clone(revised["spec"])
+            obj["metadata"]["annotations"] = dict(revised["metadata"].get("annotations") or {})
+
+    try:
+        await boot.correct(group, resource, "", name, revise)
+    except StatusError as e:  # deleted or changed meanwhile: the next pass sees it
+        if e.reason not in ("NotFound", "Conflict"):
+            raise
 
 
 def advertise_address(bind: str) -> str:

@@ -49,6 +49,7 @@ class Metrics:
         self.in_flight = {"mutating": 0, "readOnly": 0}
         self.rejected: dict[str, int] = defaultdict(int)
         self.gauges: dict[str, Callable[[], dict[Labels, float]]] = {}
+        self.counters: dict[str, Callable[[], dict[Labels, float]]] = {}
 
     def observe(self, verb: str, group: str, version: str, resource: str, subresource: str,
                 scope: str, code: int, seconds: float) -> None:
@@ -87,8 +88,9 @@ class Metrics:
                   "'Try again later' response.", "# TYPE apiserver_dropped_requests_total counter"]
         for kind, value in sorted(self.rejected.items()):
             lines.append(f'apiserver_dropped_requests_total{{request_kind="{kind}"}} {value}')
-        for name, collect in sorted(self.gauges.items()):
-            lines.append(f"# TYPE {name} gauge")
-            for labels, value in sorted(collect().items()):
-                lines.append(f"{name}{_fmt_labels(labels)} {value:g}")
+        for kind, collectors in (("gauge", self.gauges), ("counter", self.counters)):
+            for name, collect in sorted(collectors.items()):
+                lines.append(f"# TYPE {name} {kind}")
+                for labels, value in sorted(collect().items()):
+                    lines.append(f"{name}{_fmt_labels(labels)} {value:g}")
         return "\n".join(lines) + "\n"

@@ -37,7 +37,13 @@ from draemu.apiserver.auth import (
     UnionAuthorizer,
     load_token_file,
 )
-from draemu.apiserver.bootstrap import ensure_system_namespaces, ensure_system_objects
+from draemu.apiserver.bootstrap import (
+    Bootstrap,
+    ensure_flowcontrol_configuration,
+    ensure_system_namespaces,
+    ensure_system_objects,
+)
+from draemu.apiserver.flowcontrol.controller import FlowControl
 from draemu.apiserver.kubeletclient import KubeletClient
 from draemu.apiserver.metrics import Labels
 from draemu.apiserver.nodeauthz import NodeAuthorizer
@@ -81,6 +87,11 @@ class APIServerOptions:
     audit_log: Path | None = None
     max_requests_inflight: int = 400
     max_mutating_requests_inflight: int = 200
+    # API Priority and Fairness (their sum is its server concurrency); off: the two
+    # max-in-flight limits above, as kube-apiserver's --enable-priority-and-fairness.
+    enable_priority_and_fairness: bool = True
+    # Seconds between passes of the APF config producer (upstream: a minute).
+    apf_ensure_interval: float = 60.0
     request_timeout: float = 60.0  # kube-apiserver's --request-timeout, in seconds
     # The watch cache's sizes (see WatchCache).
     watch_history: int = HISTORY
@@ -279,6 +290,15 @@ class APIServer:
         self.crds.start()
         self.policy_status = PolicyStatus(table, storage)
         self.policy_status.start()
+        if opts.enable_priority_and_fairness:
+            api = self.api
+            self.api.flowcontrol = FlowControl(
+                table, storage,
+                opts.max_requests_inflight + opts.max_mutating_requests_inflight,
+                lambda: ensure_flowcontrol_configuration(Bootstrap(
+                    table, storage, opts.feature_gates, api.list_objects,
+                    api.registry_state)),
+                opts.apf_ensure_interval)
         self._runner = web.AppRunner(self.api.build(), access_log=None,
                                      shutdown_timeout=SHUTDOWN_TIMEOUT)
         await self._runner.setup()
@@ -300,6 +320,8 @@ class APIServer:
         self.service_ips = ServiceIPAddresses(table, storage, opts.feature_gates,
                                               self.api.list_objects, self.api.registry_state)
         self.service_ips.start()
+        if self.api.flowcontrol is not None:
+            self.api.flowcontrol.start()
         self.write_kubeconfig(self.kubeconfig_path)
         self.api.ready.set()
 
@@ -338,6 +360,8 @@ class APIServer:
         if self.policy_status is not None:
             await self.policy_status.stop()
             self.policy_status = None
+        if self.api is not None and self.api.flowcontrol is not None:
+            await self.api.flowcontrol.stop()
         if self.service_ips is not None:
             await self.service_ips.stop()
             self.service_ips = None

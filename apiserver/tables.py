@@ -60,5 +60,6 @@ def table(strategy: Strategy, objects: list[Obj], *, include: str, out: Callable
     # the header once).
     body["columnDefinitions"] = [c.definition() for c in strategy.table_columns()] \
         if headers else None
-    body["rows"] = [row(strategy, o, include, out, table_version) for o in objects]
+    body["rows"] = [row(strategy, o, include, out, table_version)
+                    for o in strategy.table_sort(objects)]
     return body

@@ -266,6 +266,10 @@ class Strategy:
         is the `AGE` marker."""
         return [obj.get("metadata", {}).get("name", ""), AGE]
 
+    def table_sort(self, objects: list[Obj]) -> list[Obj]:
+        """The order of a list's Table rows (a few upstream printers sort them)."""
+        return objects
+
 
 class _Age:
     """Marker for an age cell: the handler prints the object's age from its

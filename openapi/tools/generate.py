@@ -45,6 +45,7 @@ PACKAGES = {
     "networking.k8s.io/v1": "io.k8s.api.networking.v1",
     "storagemigration.k8s.io/v1": "io.k8s.api.storagemigration.v1",
     "node.k8s.io/v1": "io.k8s.api.node.v1",
+    "flowcontrol.apiserver.k8s.io/v1": "io.k8s.api.flowcontrol.v1",
     "resource.k8s.io/v1": "io.k8s.api.resource.v1",
     "resource.k8s.io/v1beta2": "io.k8s.api.resource.v1beta2",
     "resource.k8s.io/v1beta1": "io.k8s.api.resource.v1beta1",

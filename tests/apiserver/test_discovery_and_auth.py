@@ -177,7 +177,9 @@ async def test_certificates_are_reused_across_restarts(tmp_path: Path) -> None:
 
 
 async def test_max_in_flight_is_429_with_retry_after(tmp_path: Path) -> None:
-    server = await start_apiserver(tmp_path / "s", max_mutating_requests_inflight=0)
+    # The two limits apply when API Priority and Fairness is off (it is on by default).
+    server = await start_apiserver(tmp_path / "s", max_mutating_requests_inflight=0,
+                                   enable_priority_and_fairness=False)
     try:
         async with aiohttp.ClientSession() as session:
             c = Client(server.url, session, ssl_context_for(server.kubeconfig_path))

@@ -44,6 +44,8 @@ SERVED = [
     ("storagemigration.k8s.io", "v1", "StorageVersionMigration"),
     ("networking.k8s.io", "v1", "Ingress"), ("networking.k8s.io", "v1", "IngressClass"),
     ("networking.k8s.io", "v1", "NetworkPolicy"), ("node.k8s.io", "v1", "RuntimeClass"),
+    ("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema"),
+    ("flowcontrol.apiserver.k8s.io", "v1", "PriorityLevelConfiguration"),
 ]
 EXTENSIONS = ("x-kubernetes-patch-strategy", "x-kubernetes-patch-merge-key",
               "x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-map-type")

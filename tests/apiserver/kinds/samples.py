@@ -144,4 +144,18 @@ SAMPLES: list[tuple[str, Obj, list[str]]] = [
      {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia"},
       "handler": "nvidia"},
      ["Name", "Handler", "Age"]),
+    ("/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations",
+     {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
+      "metadata": {"name": "batch"},
+      "spec": {"type": "Limited", "limited": {"limitResponse": {"type": "Reject"}}}},
+     ["Name", "Type", "NominalConcurrencyShares", "Queues", "HandSize", "QueueLengthLimit",
+      "Age"]),
+    ("/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas",
+     {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema",
+      "metadata": {"name": "batch"},
+      "spec": {"priorityLevelConfiguration": {"name": "batch"}, "rules": [
+          {"subjects": [{"kind": "Group", "group": {"name": "batch"}}],
+           "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": ["/version"]}]}]}},
+     ["Name", "PriorityLevel", "MatchingPrecedence", "DistinguisherMethod", "Age",
+      "MissingPL"]),
 ]
