@@ -128,3 +128,25 @@ def test_certificate_approve_and_deny(k: Kubectl) -> None:
     assert rows == {"one": "Approved", "two": "Denied"}
     condition = json.loads(k("get", "csr", "one", "-o", "json"))["status"]["conditions"][0]
     assert condition["type"] == "Approved" and condition["lastUpdateTime"]
+
+
+def test_get_flow_schemas_and_priority_levels_as_upstream(k: Kubectl) -> None:
+    out = k("get", "flowschemas,prioritylevelconfigurations")
+    lines = out.splitlines()
+    assert lines[0].split() == ["NAME", "PRIORITYLEVEL", "MATCHINGPRECEDENCE",
+                                "DISTINGUISHERMETHOD", "AGE", "MISSINGPL"]
+    schemas = [line.split()[0] for line in lines[1:12]]
+    assert schemas[:3] == ["flowschema.flowcontrol.apiserver.k8s.io/exempt",
+                           "flowschema.flowcontrol.apiserver.k8s.io/probes",
+                           "flowschema.flowcontrol.apiserver.k8s.io/system-leader-election"]
+    assert schemas[-1] == "flowschema.flowcontrol.apiserver.k8s.io/catch-all"
+    levels = {line.split()[0].rsplit("/", 1)[1]: line.split()[1:6]
+              for line in lines if line.startswith("prioritylevelconfiguration")}
+    assert levels["global-default"] == ["Limited", "20", "128", "6", "50"]
+    assert levels["exempt"] == ["Exempt", "<none>", "<none>", "<none>", "<none>"]
+    assert "spec.limited.limitResponse.queuing.handSize" in k.run(
+        "create", "-f", "-", check=False, input=json.dumps({
+            "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
+            "kind": "PriorityLevelConfiguration", "metadata": {"name": "bad"},
+            "spec": {"type": "Limited", "limited": {"limitResponse": {
+                "type": "Queue", "queuing": {"queues": 2, "handSize": 3}}}}})).stderr
