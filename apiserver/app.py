@@ -432,7 +432,8 @@ class API:
             return await tokenrequest.create_token(scope, self.signer)
         if sub == "exec" and resource.name == "pods" and info.verb in ("get", "create"):
             return await remotecommand.pod_exec(scope, self.storage, self.log_providers,
-                                                subresources.container_of)
+                                                subresources.container_of,
+                                                self.kubelet_client)
         if sub in ("attach", "portforward") and info.verb in ("get", "create"):
             return await subresources.unsupported_stream(scope, self.storage)
         if sub == "log" and info.verb == "get":

@@ -1,6 +1,6 @@
 """The apiserver's client of kubelets in their own process: `pods/log` is proxied to
-`GET https://<node address>:<kubelet port>/containerLogs/<ns>/<pod>/<container>`, as
-kube-apiserver does it.
+`GET https://<node address>:<kubelet port>/containerLogs/<ns>/<pod>/<container>` and
+`pods/exec` to a WebSocket on `/exec/<ns>/<pod>/<container>`, as kube-apiserver does it.
 
 The apiserver shows its kube-apiserver-kubelet-client certificate (O=system:masters)
 and verifies the kubelet's serving certificate against the cluster CA (as with
@@ -8,13 +8,18 @@ and verifies the kubelet's serving certificate against the cluster CA (as with
 (`insecureSkipTLSVerifyBackend`). The address is the first of the Node's InternalIP,
 ExternalIP, Hostname (kubeadm's `--kubelet-preferred-address-types`: a kubelet alone on
 a host publishes the address its API listens on as InternalIP).
+
+An apiserver serving plain HTTP (`--insecure-http`, loopback only) has no certificates:
+it reaches kubelets over plain HTTP, which is how the kubelets `draemu up` starts beside
+such an apiserver serve (on loopback addresses).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import ssl
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -48,9 +53,11 @@ def kubelet_endpoint(node: dict[str, Any]) -> tuple[str, int]:
 
 
 class KubeletClient:
-    def __init__(self, pki: PKI) -> None:
-        self._verified = self._context(pki, verify=True)
-        self._unverified = self._context(pki, verify=False)
+    def __init__(self, pki: PKI | None) -> None:
+        """`pki` None: plain HTTP, no client certificate."""
+        self.scheme = "https" if pki is not None else "http"
+        self._verified = self._context(pki, verify=True) if pki is not None else None
+        self._unverified = self._context(pki, verify=False) if pki is not None else None
         self._sessions: dict[bool, aiohttp.ClientSession] = {}
 
     @staticmethod
@@ -68,8 +75,9 @@ class KubeletClient:
         session = self._sessions.get(verify)
         if session is None or session.closed:
             # No connection limit: every follow holds one for as long as it lasts.
-            connector = aiohttp.TCPConnector(
-                ssl=self._verified if verify else self._unverified, limit=0)
+            context = self._verified if verify else self._unverified
+            connector = aiohttp.TCPConnector(ssl=context if context is not None else False,
+                                             limit=0)
             session = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(
                 total=None, sock_connect=_CONNECT_TIMEOUT))
             self._sessions[verify] = session
@@ -80,34 +88,76 @@ class KubeletClient:
                              ) -> AsyncGenerator[bytes, None]:
         """Open the kubelet's log stream; errors before the first byte are StatusErrors
         worded as kube-apiserver words them."""
-        address, port = kubelet_endpoint(node)
-        host = f"[{address}]" if ":" in address else address
-        path = "/".join(quote(p, safe="") for p in (namespace, pod, container))
-        url = f"https://{host}:{port}/containerLogs/{path}"
+        url, address, port = self._url(node, "containerLogs", namespace, pod, container)
         if query:
             url += "?" + urlencode(query)
-        try:
+        async with _transport_errors(url, address, port):
             resp = await self._session(verify).get(url)
-        except aiohttp.ClientConnectorCertificateError as e:
-            raise _unreachable(url, "tls: failed to verify certificate: x509: "
-                               f"{e.certificate_error.args[-1]}") from e
-        except aiohttp.ClientConnectorError as e:
-            # Go's wording of the errno ("connection refused"), not asyncio's message.
-            errno = e.os_error.errno
-            reason = os.strerror(errno).lower() if errno else str(e.os_error)
-            raise _unreachable(url, f"dial tcp {address}:{port}: connect: {reason}") from e
-        except aiohttp.ClientError as e:
-            raise _unreachable(url, str(e)) from e
         if not 200 <= resp.status <= 206:
             async with resp:
                 body = (await resp.content.read(_MAX_ERROR_BODY)).decode(errors="replace")
-            raise _kubelet_error(resp.status, body, pod)
+            raise _kubelet_error(resp.status, body, pod, "pods/log")
         return _stream(resp)
+
+    async def exec(self, node: dict[str, Any], namespace: str, pod: str, container: str,
+                   query: list[tuple[str, str]], protocols: list[str], verify: bool = True
+                   ) -> aiohttp.ClientWebSocketResponse | None:
+        """The kubelet's WebSocket for a command in a container (`protocols`: the
+        subprotocols the caller offered). No protocols: only ask whether the kubelet
+        would run it (its refusal is raised; None means it would)."""
+        url, address, port = self._url(node, "exec", namespace, pod, container)
+        url += "?" + urlencode(query)
+        session = self._session(verify)
+        async with _transport_errors(url, address, port):
+            if not protocols:
+                async with session.get(url) as resp:
+                    body = (await resp.content.read(_MAX_ERROR_BODY)).decode(errors="replace")
+                if resp.status == 400 and body.startswith(UPGRADE_REFUSAL):
+                    return None
+                raise _kubelet_error(resp.status, body, pod, "pods/exec")
+            try:
+                return await session.ws_connect(url, protocols=protocols, autoping=True,
+                                                max_msg_size=0)
+            except aiohttp.WSServerHandshakeError as e:
+                # The kubelet's refusal (aiohttp drops the body of a failed handshake:
+                # ask again without the upgrade to read it).
+                async with session.get(url) as resp:
+                    body = (await resp.content.read(_MAX_ERROR_BODY)).decode(errors="replace")
+                raise _kubelet_error(resp.status if resp.status != 200 else e.status, body,
+                                     pod, "pods/exec") from e
+
+    def _url(self, node: dict[str, Any], endpoint: str, *parts: str) -> tuple[str, str, int]:
+        address, port = kubelet_endpoint(node)
+        host = f"[{address}]" if ":" in address else address
+        path = "/".join(quote(p, safe="") for p in parts)
+        return f"{self.scheme}://{host}:{port}/{endpoint}/{path}", address, port
 
     async def close(self) -> None:
         for session in self._sessions.values():
             await session.close()
         self._sessions.clear()
+
+
+# How a kubelet answers /exec without an upgrade (upstream's httpstream handshake words).
+UPGRADE_REFUSAL = "unable to upgrade"
+
+
+@contextlib.asynccontextmanager
+async def _transport_errors(url: str, address: str, port: int) -> AsyncIterator[None]:
+    try:
+        yield
+    except aiohttp.ClientConnectorCertificateError as e:
+        raise _unreachable(url, "tls: failed to verify certificate: x509: "
+                           f"{e.certificate_error.args[-1]}") from e
+    except aiohttp.ClientConnectorError as e:
+        # Go's wording of the errno ("connection refused"), not asyncio's message.
+        errno = e.os_error.errno
+        reason = os.strerror(errno).lower() if errno else str(e.os_error)
+        raise _unreachable(url, f"dial tcp {address}:{port}: connect: {reason}") from e
+    except aiohttp.WSServerHandshakeError:
+        raise
+    except aiohttp.ClientError as e:
+        raise _unreachable(url, str(e)) from e
 
 
 def _unreachable(url: str, detail: str) -> StatusError:
@@ -126,7 +176,7 @@ _GENERIC = {404: ("NotFound", "the server could not find the requested resource"
             403: ("Forbidden", "the server does not allow access to the requested resource")}
 
 
-def _kubelet_error(code: int, body: str, pod: str) -> StatusError:
+def _kubelet_error(code: int, body: str, pod: str, kind: str) -> StatusError:
     """A kubelet's error answer as kube-apiserver relays it (its generic response
     checker): 400 and 500 carry the kubelet's text; others a generic message, the text
     as the cause."""
@@ -138,6 +188,6 @@ def _kubelet_error(code: int, body: str, pod: str) -> StatusError:
     reason, message = _GENERIC.get(code, (
         "", f"the server responded with the status code {code} but did not return more "
         "information"))
-    return StatusError(code, reason, f"{message} ( pods/log {pod})",
-                       {"name": pod, "kind": "pods/log",
+    return StatusError(code, reason, f"{message} ( {kind} {pod})",
+                       {"name": pod, "kind": kind,
                         "causes": [{"reason": "UnexpectedServerResponse", "message": body}]})

@@ -1,60 +1,43 @@
-"""`pods/exec` over WebSocket, the way kubectl (1.30+) and client-go speak it: the
-`v5.channel.k8s.io` (or `v4.channel.k8s.io`) subprotocol, binary messages whose first
-byte is the stream (0 stdin, 1 stdout, 2 stderr, 3 error, 4 resize; v5: 255 closes a
-stream, `[255, 0]` ends stdin). The command's end is a `Status` on stream 3: Success, or
-Failure with reason NonZeroExitCode and the exit code as an ExitCode cause, as the
-kubelet sends it.
+"""`pods/exec` over WebSocket, the way kubectl (1.30+) and client-go speak it (the
+protocol: draemu/remotecommand.py).
 
-In-process kubelets run the command through their provider (`pod_exec`, see
-kubelet/server.py). Clients that only speak SPDY get a 400 that says so.
+A kubelet in this process runs the command through its provider (`pod_exec`, see
+kubelet/server.py); any other kubelet through its own API (`/exec/...` on its HTTPS
+port), which the apiserver connects to and relays frame by frame, as kube-apiserver
+proxies the upgraded connection to the kubelet. Clients that only speak SPDY get a 400
+that says so.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-from typing import Any, Protocol
+from typing import Any
 
-from aiohttp import WSMsgType, web
+import aiohttp
+from aiohttp import web
 
 from draemu.api.errors import StatusError, bad_request, not_found_error
-from draemu.api.types import Obj
+from draemu.apiserver.kubeletclient import KubeletClient
 from draemu.apiserver.scope import Scope
 from draemu.apiserver.storage import Storage
+from draemu.remotecommand import PROTOCOLS, ExecSession, exit_status, serve_session
 
-PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
-STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
-
-
-class ExecSession(Protocol):
-    def output(self) -> Any: ...
-    async def write(self, data: bytes) -> None: ...
-    def close_stdin(self) -> None: ...
-    def resize(self, width: int, height: int) -> None: ...
-    async def wait(self) -> int: ...
-    def kill(self) -> None: ...
-
-
-STREAM_SETUP_GRACE = 0.2  # seconds between the upgrade and the first output frame
+__all__ = ["PROTOCOLS", "exit_status", "pod_exec"]
 
 
 def _flag(scope: Scope, name: str) -> bool:
     return scope.query.get(name, "").lower() in ("true", "1")
 
 
-def exit_status(code: int, command: list[str]) -> Obj:
-    if code == 0:
-        return {"metadata": {}, "status": "Success"}
-    return {"metadata": {}, "status": "Failure",
-            "message": f"command terminated with non-zero exit code: error executing command "
-                       f"[{' '.join(command)}], exit code {code}",
-            "reason": "NonZeroExitCode",
-            "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]}}
+def _spdy_only() -> StatusError:
+    return bad_request("pods/exec is served over WebSocket only (subprotocol "
+                       f"{' or '.join(PROTOCOLS)}); this client asked for an upgrade "
+                       "draemu does not speak (SPDY)")
 
 
-async def pod_exec(scope: Scope, storage: Storage, providers: Any,
-                   container_of: Any) -> web.StreamResponse:
+async def pod_exec(scope: Scope, storage: Storage, providers: Any, container_of: Any,
+                   kubelets: KubeletClient | None = None) -> web.StreamResponse:
     pod = await storage.get(scope.resource, scope.namespace, scope.name)
     if pod is None:
         raise not_found_error("pods", "", scope.name)
@@ -73,55 +56,75 @@ async def pod_exec(scope: Scope, storage: Storage, providers: Any,
     if not node:
         raise bad_request(f"pod {scope.name} does not have a host assigned")
     provider = providers.get(node)
-    if provider is None or not hasattr(provider, "pod_exec"):
-        raise StatusError(503, "ServiceUnavailable",
-                          f'no exec provider for node "{node}": the node\'s kubelet is not '
-                          "in this apiserver's process")
     ws = web.WebSocketResponse(protocols=PROTOCOLS, autoping=True)
-    if not ws.can_prepare(scope.request).ok:
+    upgradable = ws.can_prepare(scope.request).ok
+    if provider is None or not hasattr(provider, "pod_exec"):
+        if kubelets is None:
+            raise StatusError(503, "ServiceUnavailable",
+                              f'no exec provider for node "{node}": the node\'s kubelet is '
+                              "not connected to this apiserver")
+        return await _relay(scope, kubelets, node, container, command, upgradable)
+    if not upgradable:
         # What the kubelet would refuse comes first (kubectl retries over SPDY when the
         # WebSocket upgrade fails, and shows this answer).
         await provider.pod_exec(scope.namespace, scope.name, container, [], stdin, tty)
-        raise bad_request("pods/exec is served over WebSocket only (subprotocol "
-                          f"{' or '.join(PROTOCOLS)}); this client asked for an upgrade "
-                          "draemu does not speak (SPDY)")
+        raise _spdy_only()
     session: ExecSession = await provider.pod_exec(scope.namespace, scope.name, container,
                                                    command, stdin, tty)
     await ws.prepare(scope.request)
-    v5 = ws.ws_protocol == PROTOCOLS[0]
-    reader = asyncio.create_task(_client_frames(ws, session, v5))
-    try:
-        # Older client-go WebSocket executors (kubectl 1.32's, say) start reading frames
-        # before they have created their stdout/stderr streams and drop frames for a
-        # stream they do not know yet ("Unknown stream, discarding message"; v0.37 waits
-        # for its streams first): a command that writes at once would lose its first
-        # lines. Give such clients that moment.
-        await asyncio.sleep(STREAM_SETUP_GRACE)
-        async for channel, data in session.output():
-            await ws.send_bytes(bytes([channel]) + data)
-        code = await session.wait()
-        await ws.send_bytes(bytes([ERROR]) + json.dumps(exit_status(code, command)).encode())
-    except (ConnectionError, RuntimeError):
-        session.kill()
-    finally:
-        reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await reader
-        await ws.close()
+    await serve_session(ws, session, command)
     return ws
 
 
-async def _client_frames(ws: web.WebSocketResponse, session: ExecSession, v5: bool) -> None:
-    async for msg in ws:
-        if msg.type != WSMsgType.BINARY or not msg.data:
-            continue
-        channel, payload = msg.data[0], msg.data[1:]
-        if channel == STDIN:
-            await session.write(payload)
-        elif channel == RESIZE:
-            with contextlib.suppress(ValueError, KeyError, TypeError):
-                size = json.loads(payload)
-                session.resize(int(size["Width"]), int(size["Height"]))
-        elif v5 and channel == CLOSE and payload[:1] == bytes([STDIN]):
-            session.close_stdin()
-    session.kill()  # the client went away
+async def _relay(scope: Scope, kubelets: KubeletClient, node: str, container: str,
+                 command: list[str], upgradable: bool) -> web.StreamResponse:
+    """Connect to the node's kubelet (its refusal, before any upgrade, is the answer) and
+    relay the frames both ways until either end closes."""
+    node_obj = scope.lookup("nodes", "", "", node)
+    if node_obj is None:
+        raise not_found_error("nodes", "", node)
+    query = [(k, v) for k in ("stdin", "stdout", "stderr", "tty")
+             if (v := scope.query.get(k))] + [("command", c) for c in command]
+    offered = [p.strip() for p in scope.request.headers.get("Sec-WebSocket-Protocol", "")
+               .split(",") if p.strip() in PROTOCOLS] if upgradable else []
+    upstream = await kubelets.exec(node_obj, scope.namespace, scope.name, container, query,
+                                   offered, verify=not _flag(scope, "insecureSkipTLSVerifyBackend"))
+    if upstream is None:  # the kubelet would run it, but this client cannot upgrade
+        raise _spdy_only()
+    try:
+        ws = web.WebSocketResponse(protocols=(upstream.protocol,) if upstream.protocol
+                                   else PROTOCOLS, autoping=True)
+        await ws.prepare(scope.request)
+        to_kubelet = asyncio.create_task(_pump_to_kubelet(ws, upstream))
+        try:
+            async for msg in upstream:
+                if msg.type == aiohttp.WSMsgType.BINARY:
+                    await ws.send_bytes(msg.data)
+                elif msg.type == aiohttp.WSMsgType.TEXT:
+                    await ws.send_str(msg.data)
+                else:
+                    break
+        except (ConnectionError, RuntimeError):
+            pass
+        finally:
+            to_kubelet.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await to_kubelet
+            await ws.close()
+        return ws
+    finally:
+        await upstream.close()
+
+
+async def _pump_to_kubelet(ws: web.WebSocketResponse,
+                           upstream: aiohttp.ClientWebSocketResponse) -> None:
+    try:
+        async for msg in ws:
+            if msg.type == aiohttp.WSMsgType.BINARY:
+                await upstream.send_bytes(msg.data)
+            elif msg.type == aiohttp.WSMsgType.TEXT:
+                await upstream.send_str(msg.data)
+    except (ConnectionError, RuntimeError):
+        pass
+    # The client went away: closing the kubelet's end kills the command there.
+    await upstream.close()

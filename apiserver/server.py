@@ -263,7 +263,8 @@ class APIServer:
         self.pki, self.signer, front_proxy_ca = await asyncio.to_thread(credentials)
         if self.pki is not None:
             ssl_context = _ssl_context(self.pki)
-            kubelet_client = KubeletClient(self.pki)
+        # Plain HTTP to kubelets when this server has no certificates (--insecure-http).
+        kubelet_client = KubeletClient(self.pki)
         self.api = API(table, storage, opts.feature_gates, Authenticator(tokens),
                        PrivilegedGroupAuthorizer(),
                        opts.insecure_http, f"{opts.address}:{opts.port}",

@@ -14,8 +14,9 @@ Each run spawns a fresh process (plain HTTP, in-memory store, free port) and mea
   (printed once every node's ResourceSlices are published and its drivers registered);
 - resident memory (VmRSS of the process and its children) after the process has idled
   for a moment once ready;
-- the CPU seconds the process had used when it became ready: on a busy machine the wall
-  clock measures the neighbours too, the CPU time much less so.
+- PSS (shared pages split between the processes that share them) and the process count;
+- the CPU seconds the process (and its children) had used when it became ready: on a
+  busy machine the wall clock measures the neighbours too, the CPU time much less so.
 
 Prints the median of the runs (and the spread), since a single start-up is noisy.
 """
@@ -58,10 +59,47 @@ def rss_kib(pid: int) -> int:
     return total
 
 
+def pss_kib(pid: int) -> int:
+    """Pss of `pid` plus that of its descendants: pages shared between them (a child
+    forked from its parent) are counted once, split between the sharers."""
+    total = 0
+    for p in _tree(pid):
+        try:
+            for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+    return total
+
+
+def _tree(pid: int) -> list[int]:
+    out, pending = [], [pid]
+    while pending:
+        p = pending.pop()
+        out.append(p)
+        try:
+            for task in Path(f"/proc/{p}/task").iterdir():
+                pending.extend(int(c) for c in (task / "children").read_text().split())
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return out
+
+
+def processes(pid: int) -> int:
+    return len(_tree(pid))
+
+
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of `pid` so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU time of `pid` and its descendants so far."""
+    ticks = 0
+    for p in _tree(pid):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def ready(host: str, port: int) -> bool:
@@ -76,6 +114,7 @@ def ready(host: str, port: int) -> bool:
 
 
 ENV = dict(os.environ)
+UP_ARGS: list[str] = []
 
 
 class Run:
@@ -144,7 +183,8 @@ def apiserver_once() -> dict[str, float]:
         ready_s = run.wait_ready("127.0.0.1", port)
         cpu = cpu_seconds(run.proc.pid)
         time.sleep(IDLE_SECONDS)
-        return {"ready": ready_s, "cpu": cpu, "rss": rss_kib(run.proc.pid) / 1024}
+        return {"ready": ready_s, "cpu": cpu, "rss": rss_kib(run.proc.pid) / 1024,
+                "pss": pss_kib(run.proc.pid) / 1024}
     finally:
         run.stop()
 
@@ -156,14 +196,15 @@ def up_once() -> dict[str, float]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     run = Run(["up", "--in-memory", "--insecure-http", "--port", str(port),
-               "--preset", "seed"])
+               "--preset", "seed", *UP_ARGS])
     try:
         ready_s = run.wait_ready("127.0.0.1", port)
         slices_s, _ = run.wait_line(re.compile(r"draemu is ready"))
         cpu = cpu_seconds(run.proc.pid)
         time.sleep(IDLE_SECONDS)
         return {"ready": ready_s, "slices": slices_s, "cpu": cpu,
-                "rss": rss_kib(run.proc.pid) / 1024}
+                "rss": rss_kib(run.proc.pid) / 1024, "pss": pss_kib(run.proc.pid) / 1024,
+                "processes": processes(run.proc.pid)}
     finally:
         run.stop()
 
@@ -179,7 +220,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="runs of each (default: 5)")
     parser.add_argument("--no-bytecode-cache", action="store_true",
                         help="compile every module from source on every start")
+    parser.add_argument("--up-only", action="store_true",
+                        help="measure only `draemu up --preset seed`")
+    parser.add_argument("--up-arg", action="append", default=[], metavar="ARG",
+                        help="one more argument for `draemu up` (e.g. --up-arg=--one-process)")
     args = parser.parse_args()
+    UP_ARGS.extend(args.up_arg)
 
     with tempfile.TemporaryDirectory(prefix="draemu-bench-pycache-") as pycache:
         if args.no_bytecode_cache:
@@ -188,19 +234,29 @@ def main() -> None:
             ENV.pop("PYTHONDONTWRITEBYTECODE", None)
             ENV["PYTHONPYCACHEPREFIX"] = pycache
             up_once()  # writes the bytecode of everything `draemu up` imports
-        measure(args.runs, args.no_bytecode_cache)
+        measure(args.runs, args.no_bytecode_cache, args.up_only)
 
 
-def measure(runs: int, no_bytecode_cache: bool) -> None:
-    api = [apiserver_once() for _ in range(runs)]
+def measure(runs: int, no_bytecode_cache: bool, up_only: bool = False) -> None:
+    api = [] if up_only else [apiserver_once() for _ in range(runs)]
     up = [up_once() for _ in range(runs)]
     cache = "off" if no_bytecode_cache else "on"
     print(f"median of {runs} runs, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
-          f"bytecode cache {cache}")
+          f"bytecode cache {cache}" + (f", up {' '.join(UP_ARGS)}" if UP_ARGS else ""))
+    if api:
+        _print_apiserver(api)
+    _print_up(up)
+
+
+def _print_apiserver(api: list[dict[str, float]]) -> None:
     print(summary("draemu apiserver: spawn to /readyz", [r["ready"] for r in api], "s",
                   "<= 0.5 s"))
     print(summary("draemu apiserver: CPU time at /readyz", [r["cpu"] for r in api], "s", "-"))
     print(summary("draemu apiserver: idle RSS", [r["rss"] for r in api], "MiB", "-"))
+    print(summary("draemu apiserver: idle PSS", [r["pss"] for r in api], "MiB", "-"))
+
+
+def _print_up(up: list[dict[str, float]]) -> None:
     print(summary("draemu up --preset seed: spawn to /readyz", [r["ready"] for r in up], "s",
                   "<= 0.5 s"))
     print(summary("draemu up --preset seed: spawn to slices", [r["slices"] for r in up], "s",
@@ -209,6 +265,9 @@ def measure(runs: int, no_bytecode_cache: bool) -> None:
                   "-"))
     print(summary("draemu up --preset seed: idle RSS", [r["rss"] for r in up], "MiB",
                   "<= 120 MiB"))
+    print(summary("draemu up --preset seed: idle PSS", [r["pss"] for r in up], "MiB", "-"))
+    print(summary("draemu up --preset seed: processes", [r["processes"] for r in up], "",
+                  "-"))
 
 
 if __name__ == "__main__":

@@ -44,9 +44,9 @@ class KubeletOptions:
     # The Node's InternalIP and pod CIDR; empty: derived from the node name.
     internal_ip: str = ""
     pod_cidr: str = ""
-    # The kubelet HTTP API (container logs) for kubelets in their own process: it listens
-    # on `address` (then the Node's InternalIP) and `port`; None: no server (in process,
-    # the apiserver reads logs through `Kubelet.log_provider`).
+    # The kubelet HTTP API (container logs, exec) for kubelets outside the apiserver's
+    # process: it listens on `address` (then the Node's InternalIP) and `port`; None: no
+    # server (in process, the apiserver calls `Kubelet.log_provider`).
     address: str = "127.0.0.1"
     port: int | None = None
     # HTTPS for that API (see kubelet/servingcert.py); None: plain HTTP.
@@ -90,7 +90,7 @@ class Kubelet:
                                      endpoint_path=lambda e: plugin_endpoint(self.layout, e))
         self.server = None if options.port is None else KubeletServer(
             self.layout.pods_dir, self._find_pod, self._running, self._list_pods,
-            options.address, options.port, options.tls, self._log_instance)
+            options.address, options.port, options.tls, self._log_instance, self._exec)
         self.log_provider = LogProvider(self.layout.pods_dir, self._running, self._log_instance,
                                         self._exec)
         self.podresources = PodResourcesServer(

@@ -1,12 +1,16 @@
-"""Serving container logs to the apiserver: in process (a log provider the apiserver
-calls for `pods/log`) or, for a kubelet in its own process, over the kubelet's HTTP API.
-
+"""Serving container logs and exec to the apiserver: in process (a provider the
+apiserver calls for `pods/log` and `pods/exec`) or, for a kubelet outside the
+apiserver's process, over the kubelet's HTTP API.
 
 `GET /containerLogs/{namespace}/{pod}/{container}` with the query parameters
 kube-apiserver forwards for `pods/log` (follow, previous, timestamps, tailLines,
-sinceSeconds, sinceTime, limitBytes), plus `/healthz` and `/pods`. The port is
-published in the Node's `status.daemonEndpoints.kubeletEndpoint.Port` and the address
-as its InternalIP, as on a real node.
+sinceSeconds, sinceTime, limitBytes); `GET /exec/{namespace}/{pod}/{container}` with
+`command` (repeated), `stdin`, `stdout`, `stderr`, `tty`, upgraded to a WebSocket of the
+remote-command protocol (draemu/remotecommand.py; a request without the upgrade gets the
+kubelet's refusal if the command cannot run there, else a 400 "unable to upgrade");
+plus `/healthz` and `/pods`. The port is published in the Node's
+`status.daemonEndpoints.kubeletEndpoint.Port` and the address as its InternalIP, as on a
+real node.
 
 With TLS (`ServingTLS`, how `draemu kubelet` runs it) callers must present a client
 certificate from the cluster CA, and only `system:masters` (the apiserver's
@@ -27,6 +31,7 @@ from draemu.identity import MASTERS, user_from_peercert
 from draemu.kubelet.execsession import ExecError
 from draemu.kubelet.logs import LogOptions, pick_log_file, pod_log_dir, stream_log
 from draemu.kubelet.servingcert import ServingTLS
+from draemu.remotecommand import PROTOCOLS, serve_session
 
 # Which instance (restart count) of a container pods/log reads (PodWorkers.log_instance).
 LogInstance = Callable[[str, str, str, bool], "int | None"]
@@ -40,8 +45,10 @@ class KubeletServer:
     def __init__(self, pods_dir: Path, find_pod: Callable[[str, str], dict[str, Any] | None],
                  running: Callable[[str, str, str], bool], list_pods: Callable[[], list[Any]],
                  address: str = "127.0.0.1", port: int = 0, tls: ServingTLS | None = None,
-                 instance: LogInstance = lambda _ns, _pod, _c, _prev: None) -> None:
+                 instance: LogInstance = lambda _ns, _pod, _c, _prev: None,
+                 exec_: Callable[..., Awaitable[Any]] | None = None) -> None:
         self.pods_dir = pods_dir
+        self.exec = exec_
         self.instance = instance
         self.find_pod = find_pod
         self.running = running
@@ -54,6 +61,7 @@ class KubeletServer:
     async def start(self) -> None:
         app = web.Application(middlewares=[_authorize] if self.tls else [])
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._logs)
+        app.router.add_get("/exec/{namespace}/{pod}/{container}", self._exec)
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/pods", self._pods)
         self._runner = web.AppRunner(app, access_log=None)
@@ -97,6 +105,37 @@ class KubeletServer:
             await response.write(chunk)
         await response.write_eof()
         return response
+
+
+    async def _exec(self, request: web.Request) -> web.StreamResponse:
+        ns, name, container = (request.match_info[k] for k in ("namespace", "pod", "container"))
+        if self.find_pod(ns, name) is None:
+            return web.Response(status=404, text=f'pod "{name}" not found')
+        command = request.query.getall("command", [])
+        stdin = request.query.get("stdin", "").lower() in ("true", "1")
+        tty = request.query.get("tty", "").lower() in ("true", "1")
+        if not command:
+            return web.Response(status=400, text="you must specify at least 1 command")
+        if self.exec is None:
+            return web.Response(status=400, text=f'container not found ("{container}")')
+        try:
+            await self.exec(ns, name, container, [], stdin, tty)  # can it run there?
+        except ExecError as err:
+            return web.Response(status=400, text=str(err))
+        ws = web.WebSocketResponse(protocols=PROTOCOLS, autoping=True)
+        if not ws.can_prepare(request).ok:
+            return web.Response(status=400, text=f"{UPGRADE_REFUSAL}: missing upgrade "
+                                "headers in request")
+        try:
+            session = await self.exec(ns, name, container, command, stdin, tty)
+        except ExecError as err:
+            return web.Response(status=400, text=str(err))
+        await ws.prepare(request)
+        await serve_session(ws, session, command)
+        return ws
+
+
+UPGRADE_REFUSAL = "unable to upgrade"
 
 
 @web.middleware

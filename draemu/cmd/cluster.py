@@ -1,8 +1,10 @@
-"""The composition root: one draemu cluster in one process.
+"""The composition root: one draemu cluster.
 
 `Cluster.start()` brings up the apiserver (with its store), then the controllers, the
 scheduler and the emulated nodes of a preset, each talking to the apiserver through
-the API only; `Cluster.stop()` takes them down in reverse order.
+the API only — in this process, or (`control_plane_process`, how `draemu up` runs) all
+but the apiserver in one child process; `Cluster.stop()` takes them down in reverse
+order.
 """
 
 from __future__ import annotations
@@ -57,9 +59,20 @@ class ClusterOptions:
     controller_settings: dict[str, float] = field(default_factory=dict)
     # The text of a KubeSchedulerConfiguration file (None: upstream's default profile).
     scheduler_config: str | None = None
-    # The scheduler and the controllers in a child process (draemu/cmd/controlplane.py),
-    # off the apiserver's event loop and core; False: in this process (tests, the demo).
+    # The scheduler, the controllers and the nodes' kubelets and drivers in a child
+    # process (draemu/cmd/controlplane.py), off the apiserver's event loop and core;
+    # False: in this process (tests, the demo, --one-process).
     control_plane_process: bool = False
+
+
+@dataclass
+class RemoteNodes:
+    """The nodes of a cluster whose kubelets run in the child process (their names)."""
+
+    nodes: list[str]
+
+    async def stop(self) -> None:
+        """They stop with the child."""
 
 
 class Cluster:
@@ -108,12 +121,23 @@ class Cluster:
         t0 = time.perf_counter()
         store_url = o.store_url or ("sqlite://:memory:" if o.in_memory else None)
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        from draemu.drivers.presets import Preset, load_preset
+
+        preset = None
+        if o.preset != "empty" or o.nodes:
+            preset = o.preset if isinstance(o.preset, Preset) else load_preset(o.preset, o.nodes)
         legacy = o.legacy_v1alpha3
         if legacy is None:
-            from draemu.drivers.presets import Preset, load_preset
+            legacy = (preset if preset is not None else load_preset(o.preset, o.nodes)
+                      ).legacy_v1alpha3
+        child = o.control_plane_process and (o.controllers or o.scheduler or preset is not None)
+        if child:
+            from draemu.cmd.controlplane import ControlPlaneProcess
 
-            preset = o.preset if isinstance(o.preset, Preset) else load_preset(o.preset, o.nodes)
-            legacy = preset.legacy_v1alpha3
+            # Started first: its imports overlap the apiserver's start-up.
+            self.control_plane = ControlPlaneProcess()
+            await self.control_plane.spawn(scheduler=o.scheduler, controllers=o.controllers,
+                                           nodes=preset is not None)
         self.apiserver = APIServer(APIServerOptions(
             data_dir=self.data_dir, store_url=store_url, address=o.address, port=o.port,
             insecure_http=o.insecure_http, feature_gates=o.feature_gates,
@@ -123,25 +147,25 @@ class Cluster:
         if o.kubeconfig is not None:
             o.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(self.kubeconfig_path, o.kubeconfig)
-        if o.control_plane_process and (o.controllers or o.scheduler):
-            from draemu.cmd.controlplane import ControlPlaneProcess
-
-            self.control_plane = ControlPlaneProcess()
-            await self.control_plane.start(self.apiserver, o.feature_gates,
-                                           scheduler=o.scheduler, controllers=o.controllers,
-                                           controller_settings=o.controller_settings,
-                                           scheduler_config=o.scheduler_config)
-        else:
-            await self._start_control_plane_here()
+        if self.control_plane is not None:
+            await self.control_plane.configure(
+                self.apiserver, o.feature_gates, scheduler=o.scheduler,
+                controllers=o.controllers, controller_settings=o.controller_settings,
+                scheduler_config=o.scheduler_config, nodes=preset, data_dir=self.data_dir,
+                runtime=o.runtime, image_map=o.image_map)
+            await self.control_plane.wait_ready()
+            self.timings["control-plane"] = self.timings["nodes"] = time.perf_counter() - t0
+            if preset is not None:
+                self.nodes = RemoteNodes([n.name for n in preset.nodes])
+            return
+        await self._start_control_plane_here()
         self.timings["control-plane"] = time.perf_counter() - t0
-        if o.preset != "empty" or o.nodes:
+        if preset is not None:
             from draemu.cmd.nodes import start_nodes
 
             self.nodes = await start_nodes(
-                o.preset, data_dir=self.data_dir, server=self.apiserver, runtime=o.runtime,
-                nodes=o.nodes, feature_gates=o.feature_gates, image_map=o.image_map)
-        if self.control_plane is not None:
-            await self.control_plane.wait_ready()
+                preset, data_dir=self.data_dir, server=self.apiserver, runtime=o.runtime,
+                feature_gates=o.feature_gates, image_map=o.image_map)
         self.timings["nodes"] = time.perf_counter() - t0
 
     async def _start_control_plane_here(self) -> None:

@@ -1,25 +1,40 @@
-"""The scheduler and the controllers of `draemu up` in a process of their own.
+"""The scheduler, the controllers and the nodes of `draemu up` in a process of their own.
 
 One slow request, or one expensive scheduling cycle, must not stall the others: in one
-process the apiserver, the scheduler and the controllers shared one event loop (and one
-core). So `draemu up` runs them here, in a child process, as API clients over the
-apiserver's loopback socket with the per-identity tokens the apiserver issued (they stay
-in the two processes' memory: the child reads them on its standard input).
+process the apiserver, the scheduler, the controllers and the kubelets shared one event
+loop (and one core). So `draemu up` runs them here, in a child process, as API clients
+over the apiserver's loopback socket with the per-identity tokens the apiserver issued
+(they stay in the two processes' memory: the child reads them on its standard input):
+the scheduler as system:kube-scheduler, the controllers' informers as
+system:kube-controller-manager and each controller as its ServiceAccount (as
+kube-controller-manager with --use-service-account-credentials), each kubelet as
+system:node:NAME. Each kubelet serves its own API (logs, exec) on a loopback address of
+its own, published as its Node's InternalIP, which the apiserver calls as it calls a
+real kubelet (HTTPS with the certificates the parent issued; plain HTTP beside an
+apiserver that serves plain HTTP).
 
     parent                                   child (python -m draemu.cmd.controlplane)
-    ControlPlaneProcess.start(server, ...) → reads its config (one JSON line) on stdin,
-                                             starts the controllers and the scheduler,
-    ControlPlaneProcess.wait_ready()       ← prints "ready" on stdout
-    ControlPlaneProcess.stop()             → closes stdin: the child stops them and exits
+    ControlPlaneProcess.spawn(...)         → imports what it will run while the parent
+                                             starts the apiserver, then waits
+    ControlPlaneProcess.configure(server,…)→ reads its config (one JSON line) on stdin,
+                                             starts the controllers, the scheduler and
+                                             the nodes
+    ControlPlaneProcess.wait_ready()       ← "ready" on stdout (the nodes' slices are
+                                             published and their drivers registered)
+    /metrics of the apiserver              ← "metrics {...}" on stdout when they change
+    ControlPlaneProcess.stop()             → closes stdin: the child stops the nodes,
+                                             then the rest, and exits
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import signal
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from draemu import aio, log
@@ -30,12 +45,28 @@ from draemu.log import get_logger
 logger = get_logger("controlplane")
 
 READY = "ready"
+METRICS = "metrics"
 STOP_TIMEOUT = 10.0
+METRICS_INTERVAL = 1.0  # seconds between looks at the controllers' metrics
+
+Labels = tuple[tuple[str, str], ...]
+
+
+@dataclass
+class _Nodes:
+    preset: dict[str, Any]  # drivers.presets.Preset as a dict
+    data_dir: str
+    runtime: str
+    image_map: dict[str, str]
+    tokens: dict[str, str]  # node name -> its token (system:node:NAME)
+    admin_token: str
+    tls: bool  # the parent wrote <root>/pki/kubelet.{crt,key}, client-ca.crt
 
 
 @dataclass
 class _Config:
     socket: str
+    url: str
     scheduler_token: str | None
     controllers_token: str | None
     gates: dict[str, bool]
@@ -46,6 +77,10 @@ class _Config:
     # The cluster CA (PEM), which the root CA publisher puts in every kube-root-ca.crt.
     ca_pem: str | None = None
     scheduler_config: str | None = None  # KubeSchedulerConfiguration text
+    # ServiceAccount name (kube-system) -> its token, for each controller's own client.
+    account_tokens: dict[str, str] = field(default_factory=dict)
+    service_account_key_file: str | None = None
+    nodes: dict[str, Any] | None = None  # _Nodes as a dict
 
 
 class ControlPlaneProcess:
@@ -53,49 +88,112 @@ class ControlPlaneProcess:
 
     def __init__(self) -> None:
         self.process: asyncio.subprocess.Process | None = None
-        self._watch: asyncio.Task[None] | None = None
+        self.metrics: dict[str, dict[Labels, float]] = {}
+        self._reader: asyncio.Task[None] | None = None
+        self._ready: asyncio.Future[bool] | None = None
+        self._server: Any = None
+        self._stopping = False
 
-    async def start(self, server: Any, gates: FeatureGates, *, scheduler: bool,
-                    controllers: bool, controller_settings: dict[str, float],
-                    scheduler_config: str | None = None) -> None:
+    async def spawn(self, *, scheduler: bool, controllers: bool, nodes: bool) -> None:
+        """Start the child: it imports what it will run while the apiserver starts here."""
+        argv = [sys.executable, "-m", "draemu.cmd.controlplane"]
+        argv += [flag for flag, on in (("--scheduler", scheduler),
+                                       ("--controllers", controllers),
+                                       ("--nodes", nodes)) if on]
+        self.process = await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+
+    async def configure(self, server: Any, gates: FeatureGates, *, scheduler: bool,
+                        controllers: bool, controller_settings: dict[str, float],
+                        scheduler_config: str | None = None, nodes: Any = None,
+                        data_dir: Path | None = None, runtime: str = "fake",
+                        image_map: Any = None) -> None:
+        """Hand the child its configuration and credentials (`nodes`: a Preset to run)."""
+        from draemu.identity import (
+            KUBE_CONTROLLER_MANAGER,
+            KUBE_SCHEDULER,
+            service_account_groups,
+            service_account_user,
+        )
+
+        if self.process is None:
+            await self.spawn(scheduler=scheduler, controllers=controllers,
+                             nodes=nodes is not None)
+        assert self.process is not None and self.process.stdin is not None
+        self._server = server
         log_format, log_level = log.settings()
+        accounts: dict[str, str] = {}
+        if controllers:
+            from draemu.controllers.credentials import NAMESPACE, SERVICE_ACCOUNTS
+
+            accounts = {account: server.loopback_token(
+                service_account_user(NAMESPACE, account), service_account_groups(NAMESPACE))
+                for account in sorted(set(SERVICE_ACCOUNTS.values()))}
+        key_file = Path(server.data_dir) / "pki" / "sa.key"
         config = _Config(
-            socket=server.loopback_path,
-            scheduler_token=server.loopback_token() if scheduler else None,
-            controllers_token=server.loopback_token() if controllers else None,
+            socket=server.loopback_path, url=server.url,
+            scheduler_token=server.loopback_token(KUBE_SCHEDULER) if scheduler else None,
+            controllers_token=server.loopback_token(KUBE_CONTROLLER_MANAGER)
+            if controllers else None,
             gates=gates.overrides(), emulated_version=gates.emulated_version,
             controller_settings=controller_settings, log_format=log_format,
             log_level=log_level,
             ca_pem=server.pki.ca.cert_pem.decode() if server.pki is not None else None,
-            scheduler_config=scheduler_config)
-        self.process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "draemu.cmd.controlplane", stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE)
-        assert self.process.stdin is not None and self.process.stdout is not None
+            scheduler_config=scheduler_config, account_tokens=accounts,
+            service_account_key_file=str(key_file) if key_file.exists() else None,
+            nodes=asdict(_node_config(server, nodes, Path(data_dir or server.data_dir),
+                                      runtime, image_map)) if nodes is not None else None)
+        self._ready = asyncio.get_running_loop().create_future()
+        self._reader = asyncio.create_task(self._read())
         self.process.stdin.write(json.dumps(config.__dict__).encode() + b"\n")
         await self.process.stdin.drain()
 
     async def wait_ready(self) -> None:
         """Until the child has started its components (it starts while the parent goes
-        on: its Python start-up overlaps the nodes')."""
-        assert self.process is not None and self.process.stdout is not None
-        line = await self.process.stdout.readline()
-        if line.strip() != READY.encode():
+        on)."""
+        assert self._ready is not None
+        if not await self._ready:
+            assert self.process is not None
             code = await self.process.wait()
-            raise RuntimeError(f"the scheduler and controllers process exited ({code}) "
-                               "before it was ready")
-        self._watch = asyncio.create_task(self._watch_exit())
+            raise RuntimeError(f"the scheduler, controllers and nodes process exited "
+                               f"({code}) before it was ready")
 
-    async def _watch_exit(self) -> None:
-        assert self.process is not None
-        code = await self.process.wait()
-        logger.error("the scheduler and controllers process exited", code=code)
+    async def _read(self) -> None:
+        assert self.process is not None and self.process.stdout is not None
+        assert self._ready is not None
+        try:
+            async for line in self.process.stdout:
+                word, _, rest = line.decode(errors="replace").strip().partition(" ")
+                if word == READY and not self._ready.done():
+                    self._ready.set_result(True)
+                elif word == METRICS:
+                    self._take_metrics(rest)
+        finally:
+            if not self._ready.done():
+                self._ready.set_result(False)
+            self.metrics.clear()  # a child that is gone has no figures
+            code = await self.process.wait()
+            if not self._stopping:
+                logger.error("the scheduler, controllers and nodes process exited", code=code)
+
+    def _take_metrics(self, text: str) -> None:
+        try:
+            data = json.loads(text)
+            metrics = {name: {tuple(tuple(pair) for pair in labels): float(value)
+                              for labels, value in series}
+                       for name, series in data.items()}
+        except (ValueError, TypeError):
+            logger.warning("unreadable metrics from the child process")
+            return
+        for name in metrics:
+            if name not in self.metrics and self._server is not None:
+                self._server.add_gauge(name, lambda n=name: self.metrics.get(n, {}))
+        self.metrics = metrics
 
     async def stop(self) -> None:
         if self.process is None:
             return
-        if self._watch is not None:
-            self._watch.cancel()
+        self._stopping = True
         if self.process.returncode is None:
             assert self.process.stdin is not None
             self.process.stdin.close()
@@ -104,57 +202,205 @@ class ControlPlaneProcess:
             except TimeoutError:
                 self.process.kill()
                 await self.process.wait()
+        if self._reader is not None:
+            await self._reader
         self.process = None
 
 
-async def _serve(config: _Config) -> None:
-    from draemu.controllers.manager import ControllerManager
-    from draemu.scheduler import Scheduler
+def _node_config(server: Any, preset: Any, data_dir: Path, runtime: str,
+                 image_map: Any) -> _Nodes:
+    """The nodes' credentials: a kubeconfig each in its root (as in one process, for the
+    tools that read it there), a loopback token, and a serving certificate for its
+    kubelet API signed by the cluster CA."""
+    from draemu.cmd.nodes import loopback_address, node_kubeconfig
 
-    gates = FeatureGates(config.gates, config.emulated_version)
-    parts: list[Any] = []
-    clients: list[Client] = []
+    tls = server.pki is not None
+    tokens = {}
+    for index, spec in enumerate(preset.nodes):
+        node_kubeconfig(server, data_dir, spec.name)
+        tokens[spec.name] = server.loopback_token(f"system:node:{spec.name}",
+                                                  ["system:nodes"])
+        if tls:
+            from draemu.kubelet.servingcert import issue_serving_tls
 
-    def client(token: str, user_agent: str) -> Client:
-        c = Client("http://localhost", token=token, user_agent=user_agent,
-                   unix_socket=config.socket,
-                   ca_pem=config.ca_pem.encode() if config.ca_pem else None)
-        clients.append(c)
-        return c
+            address = loopback_address(index)
+            issue_serving_tls(data_dir / "nodes" / spec.name / "pki", spec.name,
+                              [address, spec.name, "localhost"], server.pki.ca.cert_pem,
+                              server.pki.ca)
+    return _Nodes(preset=asdict(preset), data_dir=str(data_dir), runtime=runtime,
+                  image_map={k: str(v) for k, v in (image_map.entries.items()
+                                                    if image_map else ())},
+                  tokens=tokens, admin_token=server.loopback_token(), tls=tls)
 
-    try:
-        if config.controllers_token:
-            manager = ControllerManager(client(config.controllers_token,
-                                               "draemu-controller-manager"), gates,
-                                        settings=config.controller_settings)
-            await manager.start()
-            parts.append(manager)
-        if config.scheduler_token:
-            from draemu.scheduler.config import load
 
-            scheduler = Scheduler(client(config.scheduler_token, "draemu-scheduler"), gates,
-                                  config=load(config.scheduler_config)
-                                  if config.scheduler_config else None)
-            await scheduler.start()
-            parts.append(scheduler)
-        print(READY, flush=True)
-        # Runs until the parent closes our standard input (or dies).
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.buffer.read)
-    finally:
-        for part in reversed(parts):
+# The child ------------------------------------------------------------------------------
+def _preset(data: dict[str, Any]) -> Any:
+    from draemu.drivers.presets import DriverSpec, NodeSpec, Preset
+
+    nodes = [NodeSpec(**{**n, "drivers": [DriverSpec(**d) for d in n["drivers"]]})
+             for n in data["nodes"]]
+    return Preset(**{**data, "nodes": nodes})
+
+
+class _Child:
+    def __init__(self, config: _Config) -> None:
+        self.config = config
+        self.parts: list[Any] = []
+        self.clients: list[Client] = []
+        self.manager: Any = None
+
+    def client(self, token: str, user_agent: str) -> Client:
+        c = self.config
+        client = Client("http://localhost", token=token, user_agent=user_agent,
+                        unix_socket=c.socket, ca_pem=c.ca_pem.encode() if c.ca_pem else None)
+        self.clients.append(client)
+        return client
+
+    async def start_controllers(self, gates: FeatureGates) -> None:
+        from draemu.controllers.manager import ControllerManager
+
+        c = self.config
+        assert c.controllers_token is not None
+
+        def client_for(account: str) -> Client:
+            token = c.account_tokens.get(account)
+            if token is None:  # an account the parent did not know: the manager's own
+                logger.warning("no token for a controller's account", account=account)
+                token = c.controllers_token
+            assert token is not None
+            return self.client(token, f"draemu-controller-manager/{account}")
+
+        self.manager = ControllerManager(
+            self.client(c.controllers_token, "draemu-controller-manager"), gates,
+            settings=c.controller_settings, client_for=client_for,
+            service_account_key_file=Path(c.service_account_key_file)
+            if c.service_account_key_file else None)
+        await self.manager.start()
+        self.parts.append(self.manager)
+
+    async def start_scheduler(self, gates: FeatureGates) -> None:
+        from draemu.scheduler import Scheduler
+        from draemu.scheduler.config import load
+
+        c = self.config
+        assert c.scheduler_token is not None
+        scheduler = Scheduler(self.client(c.scheduler_token, "draemu-scheduler"), gates,
+                              config=load(c.scheduler_config) if c.scheduler_config else None)
+        await scheduler.start()
+        self.parts.append(scheduler)
+
+    async def start_nodes(self, gates: FeatureGates) -> None:
+        from draemu.cmd.nodes import NodeAccess, start_nodes
+
+        c = self.config
+        assert c.nodes is not None
+        n = _Nodes(**c.nodes)
+        data_dir = Path(n.data_dir)
+
+        def serving_tls(name: str, _address: str) -> Any:
+            if not n.tls:
+                return None
+            from draemu.kubelet.servingcert import ServingTLS
+
+            folder = data_dir / "nodes" / name / "pki"
+            return ServingTLS(folder / "kubelet.crt", folder / "kubelet.key",
+                              folder / "client-ca.crt")
+
+        def node_client(name: str) -> Client:
+            # Closed by the node when it stops.
+            return Client("http://localhost", token=n.tokens[name], user_agent="draemu",
+                          unix_socket=c.socket,
+                          ca_pem=c.ca_pem.encode() if c.ca_pem else None)
+
+        image_map = None
+        if n.image_map:
+            from draemu.kubelet.runtime import ImageMap
+
+            image_map = ImageMap({k: Path(v) for k, v in n.image_map.items()})
+        access = NodeAccess(url=c.url, node_client=node_client,
+                            admin_client=lambda: Client(
+                                "http://localhost", token=n.admin_token, user_agent="draemu",
+                                unix_socket=c.socket),
+                            serving_tls=serving_tls)
+        handle = await start_nodes(_preset(n.preset), data_dir=data_dir, runtime=n.runtime,
+                                   feature_gates=gates, image_map=image_map, access=access)
+        self.parts.append(handle)
+
+    def metrics(self) -> dict[str, list[Any]]:
+        if self.manager is None:
+            return {}
+        return {name: [[list(map(list, labels)), value] for labels, value in series.items()]
+                for name, series in self.manager.metrics().items()}
+
+    async def stop(self) -> None:
+        # The nodes first (they were started last), then the scheduler, the controllers.
+        for part in reversed(self.parts):
             try:
                 await part.stop()
             except Exception:
                 logger.exception("stopping a component failed")
-        for c in clients:
-            await c.close()
+        for client in self.clients:
+            await client.close()
 
 
-def main() -> int:
+async def _report_metrics(child: _Child) -> None:
+    last = ""
+    while True:
+        text = json.dumps(child.metrics(), sort_keys=True)
+        if text != last:
+            print(f"{METRICS} {text}", flush=True)
+            last = text
+        await asyncio.sleep(METRICS_INTERVAL)
+
+
+async def _serve(config: _Config) -> None:
+    gates = FeatureGates(config.gates, config.emulated_version)
+    child = _Child(config)
+    reporter: asyncio.Task[None] | None = None
+    try:
+        # The controllers, the scheduler and the nodes start together.
+        starting = []
+        if config.controllers_token:
+            starting.append(child.start_controllers(gates))
+        if config.scheduler_token:
+            starting.append(child.start_scheduler(gates))
+        if config.nodes is not None:
+            starting.append(child.start_nodes(gates))
+        for result in await asyncio.gather(*starting, return_exceptions=True):
+            if isinstance(result, BaseException):
+                raise result
+        print(READY, flush=True)
+        reporter = asyncio.create_task(_report_metrics(child))
+        # Runs until the parent closes our standard input (or dies).
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.buffer.read)
+    finally:
+        if reporter is not None:
+            reporter.cancel()
+        await child.stop()
+
+
+def _preload(args: argparse.Namespace) -> None:
+    """Import what this child will run while the parent starts the apiserver."""
+    if args.controllers:
+        import draemu.controllers.manager
+    if args.scheduler:
+        import draemu.scheduler
+    if args.nodes:
+        import draemu.cmd.nodes  # noqa: F401
+
+
+def main(argv: list[str] | None = None) -> int:
     # Ctrl-C reaches the whole process group: the parent decides when we stop (it closes
     # our standard input), so that it can stop the nodes first.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    config = _Config(**json.loads(sys.stdin.buffer.readline()))
+    parser = argparse.ArgumentParser(prog="python -m draemu.cmd.controlplane")
+    for flag in ("--scheduler", "--controllers", "--nodes"):
+        parser.add_argument(flag, action="store_true")
+    _preload(parser.parse_args(argv))
+    line = sys.stdin.buffer.readline()
+    if not line:
+        return 0  # the parent went away before configuring us
+    config = _Config(**json.loads(line))
     log.configure(config.log_format, config.log_level)
     aio.run(_serve(config))
     return 0

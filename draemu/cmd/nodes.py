@@ -7,13 +7,17 @@
 Each node gets `<data_dir>/nodes/<name>/` as its kubelet root, and — when the apiserver
 object is given — a kubeconfig with the node's own credentials (`system:node:<name>` in
 group `system:nodes`) at `<root>/kubeconfig`; with only a kubeconfig, every node uses it.
-In-process kubelets register their log provider with the apiserver for `pods/log`.
+In the apiserver's process, kubelets register their log provider with the apiserver for
+`pods/log` and `pods/exec`. Elsewhere (`access`, how `draemu up`'s child process starts
+them: draemu/cmd/controlplane.py) each kubelet serves its own API, which the apiserver
+calls as it calls a real kubelet.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,8 +34,31 @@ from draemu.log import get_logger
 
 if TYPE_CHECKING:
     from draemu.apiserver.server import APIServer
+    from draemu.kubelet.servingcert import ServingTLS
 
 log = get_logger("nodes")
+
+
+@dataclass
+class NodeAccess:
+    """How nodes outside the apiserver's process reach it, and how it reaches them."""
+
+    url: str  # the apiserver's address as containers reach it
+    node_client: Callable[[str], Client]  # the client of node NAME, as system:node:NAME
+    admin_client: Callable[[], Client]  # DeviceClasses, and the admin's node labels
+    # The kubelet API of node NAME at its InternalIP: its TLS (None: plain HTTP).
+    serving_tls: Callable[[str, str], ServingTLS | None]
+
+
+def loopback_address(index: int) -> str:
+    """A node's InternalIP when its kubelet API must be reachable from this host: a
+    loopback address of its own (Linux routes all of 127.0.0.0/8 to the loopback
+    interface; elsewhere only 127.0.0.1 is sure to exist)."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return "127.0.0.1"
+    return f"127.0.{index // 250}.{index % 250 + 2}"
 
 
 @dataclass
@@ -117,29 +144,40 @@ async def start_node(spec: NodeSpec, *, kubeconfig: Path, data_dir: Path,
                      runtime: str = "fake", feature_gates: FeatureGates | None = None,
                      server: APIServer | None = None, slice_wipe_delay: float | None = None,
                      crash_loop_backoff: float | None = None, index: int | None = None,
-                     image_map: ImageMap | None = None) -> Node:
+                     image_map: ImageMap | None = None,
+                     access: NodeAccess | None = None) -> Node:
     """Start one node's kubelet and built-in drivers. `index` (the node's place in its
     preset) gives it kind-like addresses: InternalIP 172.18.0.<index+2>, pod CIDR
-    10.244.<index>.0/24; without it they are derived from the name."""
-    # In the apiserver's process: its loopback socket, as the node (no TLS on either end).
-    client = server.loopback_client("draemu", f"system:node:{spec.name}", ["system:nodes"]) \
-        if server is not None else Client.from_kubeconfig(str(kubeconfig))
-    labels, admin_labels = spec.labels, {}
+    10.244.<index>.0/24; without it they are derived from the name. With `access` the
+    kubelet serves its API on a loopback address of its own (that is then its
+    InternalIP), for an apiserver in another process."""
     if server is not None:
+        # In the apiserver's process: its loopback socket, as the node (no TLS on either end).
+        client = server.loopback_client("draemu", f"system:node:{spec.name}", ["system:nodes"])
+    elif access is not None:
+        client = access.node_client(spec.name)
+    else:
+        client = Client.from_kubeconfig(str(kubeconfig))
+    labels, admin_labels = spec.labels, {}
+    if server is not None or access is not None:
         # As on a real cluster, a node registers only the labels a kubelet may set; the
         # others (node-role.kubernetes.io/..., node-restriction.kubernetes.io/...) are
         # the administrator's, added once the Node exists (kubeadm does the same).
         labels = {k: v for k, v in spec.labels.items() if kubelet_may_set_label(k)}
         admin_labels = {k: v for k, v in spec.labels.items() if k not in labels}
+    url = server.url if server is not None else access.url if access is not None else ""
     options = KubeletOptions(node_name=spec.name, root_dir=Path(data_dir) / "nodes" / spec.name,
                              runtime=runtime, labels=labels, taints=spec.taints,
                              capacity=spec.capacity,
                              feature_gates=feature_gates or FeatureGates(),
-                             image_map=image_map,
-                             api_server_url=server.url if server is not None else "")
+                             image_map=image_map, api_server_url=url)
     if index is not None:
         options.internal_ip = f"172.18.{index // 250}.{index % 250 + 2}"
         options.pod_cidr = f"10.{244 + index // 256}.{index % 256}.0/24"
+    if access is not None:
+        options.address = loopback_address(index or 0)
+        options.port = 0
+        options.tls = access.serving_tls(spec.name, options.address)
     if slice_wipe_delay is not None:
         options.slice_wipe_delay = slice_wipe_delay
     if crash_loop_backoff is not None:
@@ -151,7 +189,9 @@ async def start_node(spec: NodeSpec, *, kubeconfig: Path, data_dir: Path,
         if server is not None:
             server.register_log_provider(spec.name, kubelet.log_provider)
         if admin_labels:
-            async with server.loopback_client("draemu") as admin:
+            admin = server.loopback_client("draemu") if server is not None else \
+                access.admin_client()  # type: ignore[union-attr]
+            async with admin:
                 await admin.patch("v1", "nodes", spec.name,
                                   {"metadata": {"labels": admin_labels}})
         layout = kubelet.layout
@@ -172,26 +212,37 @@ async def start_nodes(preset: str | Path | Preset, *, data_dir: Path,
                       server: APIServer | None = None,
                       kubeconfig: str | Path | None = None, runtime: str = "fake",
                       nodes: int | None = None, feature_gates: FeatureGates | None = None,
-                      wait: bool = True, image_map: ImageMap | None = None) -> NodesHandle:
+                      wait: bool = True, image_map: ImageMap | None = None,
+                      access: NodeAccess | None = None) -> NodesHandle:
     """Start every node of a preset (concurrently) and create its DeviceClasses.
 
-    `server`: the in-process `APIServer` (node credentials, log providers); otherwise
-    `kubeconfig` (admin) is used by all nodes. `wait`: return once all slices are published
-    and all drivers registered.
+    `server`: the in-process `APIServer` (node credentials, log providers); `access`:
+    an apiserver in another process (its node kubeconfigs already written, see
+    `node_kubeconfig`); otherwise `kubeconfig` (admin) is used by all nodes. `wait`:
+    return once all slices are published and all drivers registered.
     """
     started = time.perf_counter()
     chosen = preset if isinstance(preset, Preset) else load_preset(preset, nodes)
-    if server is None and kubeconfig is None:
-        raise ValueError("start_nodes needs the apiserver object or a kubeconfig")
-    admin = Path(kubeconfig) if kubeconfig is not None else server.kubeconfig_path
-    async with Client.from_kubeconfig(str(admin)) as client:
+    if server is None and kubeconfig is None and access is None:
+        raise ValueError("start_nodes needs the apiserver object, its access or a kubeconfig")
+    data_dir = Path(data_dir)
+    admin = Path(kubeconfig) if kubeconfig is not None else \
+        server.kubeconfig_path if server is not None else None
+    async with (access.admin_client() if access is not None
+                else Client.from_kubeconfig(str(admin))) as client:
         await ensure_device_classes(client, chosen)
 
     async def one(index: int, spec: NodeSpec) -> Node:
-        path = node_kubeconfig(server, data_dir, spec.name) if server is not None else admin
+        if server is not None:
+            path = node_kubeconfig(server, data_dir, spec.name)
+        elif access is not None:
+            path = data_dir / "nodes" / spec.name / "kubeconfig"
+        else:
+            assert admin is not None
+            path = admin
         return await start_node(spec, kubeconfig=path, data_dir=data_dir, runtime=runtime,
                                 feature_gates=feature_gates, server=server, index=index,
-                                image_map=image_map)
+                                image_map=image_map, access=access)
 
     results = await asyncio.gather(*(one(i, s) for i, s in enumerate(chosen.nodes)),
                                    return_exceptions=True)

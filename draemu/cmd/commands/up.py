@@ -73,9 +73,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-controllers", action="store_true",
                         help="do not run the controllers")
     parser.add_argument("--one-process", action="store_true",
-                        help="run the scheduler and the controllers in the apiserver's "
-                        "process (about 50 MiB less memory, but a slow request can then "
-                        "stall scheduling); by default they run in a child process")
+                        help="run the scheduler, the controllers and the nodes' kubelets and "
+                        "drivers in the apiserver's process (less memory, but a slow request "
+                        "can then stall scheduling and the kubelets); by default they run in "
+                        "one child process")
 
 
 def _self_command() -> str:
