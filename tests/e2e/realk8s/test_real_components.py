@@ -139,7 +139,12 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealControlPlane]
                      "--use-service-account-credentials=true",
                      "--authentication-skip-lookup=true",
                      # node-ipam needs a cluster CIDR; the others must run as upstream's.
-                     "--allocate-node-cidrs=false"], folder)
+                     "--allocate-node-cidrs=false",
+                     # The quota controller counts a new quota's usage from its informers,
+                     # which may not have seen an object created a moment before (upstream
+                     # has the same race): it is corrected at the next full resync (5 min
+                     # by default), so the quota test wants a short one.
+                     "--resource-quota-sync-period=10s"], folder)
         plane = RealControlPlane(up, scheduler, kcm)
         try:
             wait_started(plane)
@@ -193,14 +198,16 @@ def wait_started(plane: RealControlPlane, timeout: float = 60) -> None:
             time.sleep(0.2)
 
 
-def wait_for(what: str, check: Any, timeout: float = 45) -> Any:
+def wait_for(what: str, check: Any, timeout: float = 45, last: Any = None) -> Any:
+    """Until `check()` is truthy; `last()` says what was seen when it times out."""
     deadline = time.monotonic() + timeout
     while True:
         value = check()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+            seen = f": last seen {last()!r}" if last is not None else ""
+            raise AssertionError(f"timed out waiting for {what}{seen}")
         time.sleep(0.25)
 
 
@@ -510,7 +517,8 @@ def test_a_quota_counts_what_its_namespace_uses(plane: Plane) -> None:
                 "used"))
             return seen[-1] == expected
 
-        assert wait_for("the quota's status.used", used), seen[-1]
+        assert wait_for("the quota's status.used", used, timeout=60,
+                        last=lambda: seen[-1])
         # The namespace controller empties the namespace through every served kind.
         plane.kubectl("delete", "namespace", ns, "--timeout=60s")
         assert plane.kubectl("get", "namespace", ns, check=False).returncode != 0
