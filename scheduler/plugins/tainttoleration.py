@@ -34,6 +34,12 @@ class TaintToleration:
                 return Status.unschedulable(REASON, resolvable=False)
         return SUCCESS
 
+    def pre_score(self, state: CycleState, pod: dict, feasible: list[NodeInfo]) -> bool:
+        """True (skip) when no feasible node has a PreferNoSchedule taint: every node
+        would score the same (the maximum), which changes no node's rank."""
+        return not any(taint.get("effect") == "PreferNoSchedule"
+                       for node in feasible for taint in node.taints)
+
     def score(self, state: CycleState, pod: dict, node: NodeInfo) -> int:
         if not node.taints:
             return 0

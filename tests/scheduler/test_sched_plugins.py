@@ -112,6 +112,11 @@ def test_prefer_no_schedule_taint_only_lowers_score():
               "c": plugin.score(CycleState(), p, clean)}
     plugin.normalize_scores(scores)
     assert scores["c"] > scores["t"]
+    # Scored only when some feasible node has such a taint; otherwise every node would
+    # get the same score, and PreScore skips.
+    assert plugin.pre_score(CycleState(), p, [tainted, clean]) is False
+    no_schedule = NodeInfo(node("ns", taints=[{**taint, "effect": "NoSchedule"}]))
+    assert plugin.pre_score(CycleState(), p, [clean, no_schedule]) is True
 
 
 def test_insufficient_cpu_and_memory_are_both_reported():
