@@ -63,6 +63,9 @@ class ClusterOptions:
     # process (draemu/cmd/controlplane.py), off the apiserver's event loop and core;
     # False: in this process (tests, the demo, --one-process).
     control_plane_process: bool = False
+    # That child already forked (ControlPlaneProcess.fork, how `draemu up` starts it);
+    # None: spawned as `python -m draemu.cmd.controlplane` when needed.
+    forked_control_plane: Any = None
 
 
 @dataclass
@@ -73,6 +76,10 @@ class RemoteNodes:
 
     async def stop(self) -> None:
         """They stop with the child."""
+
+
+def has_nodes(options: ClusterOptions) -> bool:
+    return options.preset != "empty" or bool(options.nodes)
 
 
 class Cluster:
@@ -124,14 +131,16 @@ class Cluster:
         from draemu.drivers.presets import Preset, load_preset
 
         preset = None
-        if o.preset != "empty" or o.nodes:
+        if has_nodes(o):
             preset = o.preset if isinstance(o.preset, Preset) else load_preset(o.preset, o.nodes)
         legacy = o.legacy_v1alpha3
         if legacy is None:
             legacy = (preset if preset is not None else load_preset(o.preset, o.nodes)
                       ).legacy_v1alpha3
         child = o.control_plane_process and (o.controllers or o.scheduler or preset is not None)
-        if child:
+        if o.forked_control_plane is not None:
+            self.control_plane = o.forked_control_plane
+        elif child:
             from draemu.cmd.controlplane import ControlPlaneProcess
 
             # Started first: its imports overlap the apiserver's start-up.

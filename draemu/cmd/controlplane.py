@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
+import os
 import signal
 import sys
 from dataclasses import asdict, dataclass, field
@@ -83,16 +85,117 @@ class _Config:
     nodes: dict[str, Any] | None = None  # _Nodes as a dict
 
 
+# What both processes use, imported before `ControlPlaneProcess.fork`: its pages are then
+# shared by the two (copy-on-write) instead of being loaded twice.
+SHARED_MODULES = ("asyncio", "ssl", "aiohttp", "aiohttp.web", "yaml", "structlog",
+                  "draemu.log", "draemu.client", "draemu.features", "draemu.cel",
+                  "draemu.api.types", "draemu.api.errors", "draemu.api.meta",
+                  "draemu.api.jsonfast", "draemu.api.quantity", "draemu.api.quota",
+                  "draemu.api.labels", "draemu.api.nodelabels", "draemu.pki",
+                  "draemu.satokens", "draemu.identity", "draemu.remotecommand",
+                  "draemu.drivers.presets", "draemu.controllers.credentials",
+                  "draemu.cmd.nodecredentials")
+
+
+class ForkedProcess:
+    """A child forked from this process, with pipes for its standard input and output
+    (what `ControlPlaneProcess` uses of an asyncio.subprocess.Process)."""
+
+    def __init__(self, pid: int, stdin_fd: int, stdout_fd: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+        self._stdin_fd, self._stdout_fd = stdin_fd, stdout_fd
+        self.stdin: asyncio.StreamWriter | None = None
+        self.stdout: asyncio.StreamReader | None = None
+        self._exited: asyncio.Future[int] | None = None
+
+    async def connect(self) -> None:
+        """Wrap the pipes in streams on the running loop (once it runs)."""
+        loop = asyncio.get_running_loop()
+        self.stdout = asyncio.StreamReader(limit=1 << 24)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(self.stdout),
+                                     os.fdopen(self._stdout_fd, "rb", buffering=0))
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, os.fdopen(self._stdin_fd, "wb", buffering=0))
+        self.stdin = asyncio.StreamWriter(transport, protocol, None, loop)
+        self._exited = asyncio.ensure_future(asyncio.to_thread(self._waitpid))
+
+    def _waitpid(self) -> int:
+        _, status = os.waitpid(self.pid, 0)
+        self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    async def wait(self) -> int:
+        assert self._exited is not None
+        return await asyncio.shield(self._exited)
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 class ControlPlaneProcess:
     """The parent's handle on the child."""
 
     def __init__(self) -> None:
-        self.process: asyncio.subprocess.Process | None = None
+        # An asyncio.subprocess.Process (spawn), or a ForkedProcess (fork).
+        self.process: Any = None
         self.metrics: dict[str, dict[Labels, float]] = {}
         self._reader: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[bool] | None = None
         self._server: Any = None
         self._stopping = False
+
+    @classmethod
+    def fork(cls, *, scheduler: bool, controllers: bool, nodes: bool) -> ControlPlaneProcess:
+        """Fork the child now, before the event loop and any thread exist (`draemu up`
+        calls this first thing): it shares the pages of the modules both import
+        (SHARED_MODULES, frozen out of the garbage collector's reach so that neither
+        process's collections copy them) and imports the rest while the parent starts
+        the apiserver."""
+        import importlib
+
+        for name in SHARED_MODULES:
+            importlib.import_module(name)
+        try:
+            import uvloop  # noqa: F401  (the loop both run on, when installed)
+        except ImportError:
+            pass
+        gc.collect()
+        gc.freeze()
+        child_stdin, parent_stdin = os.pipe()
+        parent_stdout, child_stdout = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child
+            code = 1
+            try:
+                os.dup2(child_stdin, 0)
+                os.dup2(child_stdout, 1)
+                for fd in (child_stdin, parent_stdin, parent_stdout, child_stdout):
+                    os.close(fd)
+                sys.stdin = open(0, encoding="utf-8", closefd=False)
+                sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
+                code = main([flag for flag, on in (("--scheduler", scheduler),
+                                                    ("--controllers", controllers),
+                                                    ("--nodes", nodes)) if on])
+            except BaseException:
+                import traceback
+
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        os.close(child_stdin)
+        os.close(child_stdout)
+        handle = cls()
+        handle.process = ForkedProcess(pid, parent_stdin, parent_stdout)  # type: ignore[assignment]
+        return handle
 
     async def spawn(self, *, scheduler: bool, controllers: bool, nodes: bool) -> None:
         """Start the child: it imports what it will run while the apiserver starts here."""
@@ -119,6 +222,8 @@ class ControlPlaneProcess:
         if self.process is None:
             await self.spawn(scheduler=scheduler, controllers=controllers,
                              nodes=nodes is not None)
+        elif isinstance(self.process, ForkedProcess) and self.process.stdin is None:
+            await self.process.connect()
         assert self.process is not None and self.process.stdin is not None
         self._server = server
         log_format, log_level = log.settings()
@@ -194,14 +299,17 @@ class ControlPlaneProcess:
         if self.process is None:
             return
         self._stopping = True
-        if self.process.returncode is None:
-            assert self.process.stdin is not None
-            self.process.stdin.close()
+        process = self.process
+        if isinstance(process, ForkedProcess) and process.stdin is None:
+            await process.connect()  # never configured: closing its input stops it
+        if process.returncode is None:
+            assert process.stdin is not None
+            process.stdin.close()
             try:
-                await asyncio.wait_for(self.process.wait(), STOP_TIMEOUT)
+                await asyncio.wait_for(process.wait(), STOP_TIMEOUT)
             except TimeoutError:
-                self.process.kill()
-                await self.process.wait()
+                process.kill()
+                await process.wait()
         if self._reader is not None:
             await self._reader
         self.process = None
@@ -212,7 +320,7 @@ def _node_config(server: Any, preset: Any, data_dir: Path, runtime: str,
     """The nodes' credentials: a kubeconfig each in its root (as in one process, for the
     tools that read it there), a loopback token, and a serving certificate for its
     kubelet API signed by the cluster CA."""
-    from draemu.cmd.nodes import loopback_address, node_kubeconfig
+    from draemu.cmd.nodecredentials import loopback_address, node_kubeconfig
 
     tls = server.pki is not None
     tokens = {}

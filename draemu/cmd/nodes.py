@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from draemu.api.nodelabels import kubelet_may_set_label
 from draemu.client import ApiError, Client
+from draemu.cmd.nodecredentials import NodeAccess, loopback_address, node_kubeconfig
 from draemu.drivers.builtin import start_builtin_driver
 from draemu.drivers.presets import NodeSpec, Preset, device_class_object, load_preset
 from draemu.drivers.sdk import KubeletPlugin
@@ -34,31 +34,11 @@ from draemu.log import get_logger
 
 if TYPE_CHECKING:
     from draemu.apiserver.server import APIServer
-    from draemu.kubelet.servingcert import ServingTLS
 
 log = get_logger("nodes")
 
-
-@dataclass
-class NodeAccess:
-    """How nodes outside the apiserver's process reach it, and how it reaches them."""
-
-    url: str  # the apiserver's address as containers reach it
-    node_client: Callable[[str], Client]  # the client of node NAME, as system:node:NAME
-    admin_client: Callable[[], Client]  # DeviceClasses, and the admin's node labels
-    # The kubelet API of node NAME at its InternalIP: its TLS (None: plain HTTP).
-    serving_tls: Callable[[str, str], ServingTLS | None]
-
-
-def loopback_address(index: int) -> str:
-    """A node's InternalIP when its kubelet API must be reachable from this host: a
-    loopback address of its own (Linux routes all of 127.0.0.0/8 to the loopback
-    interface; elsewhere only 127.0.0.1 is sure to exist)."""
-    import sys
-
-    if not sys.platform.startswith("linux"):
-        return "127.0.0.1"
-    return f"127.0.{index // 250}.{index % 250 + 2}"
+__all__ = ["Node", "NodeAccess", "NodesHandle", "ensure_device_classes", "loopback_address",
+           "node_kubeconfig", "start_node", "start_nodes"]
 
 
 @dataclass
@@ -120,14 +100,6 @@ class NodesHandle:
 
     async def stop(self) -> None:
         await asyncio.gather(*(n.stop() for n in self.nodes.values()))
-
-
-def node_kubeconfig(server: APIServer, data_dir: Path, name: str) -> Path:
-    """Write `<data_dir>/nodes/<name>/kubeconfig` with the node's credentials."""
-    path = Path(data_dir) / "nodes" / name / "kubeconfig"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    server.write_kubeconfig(path, user=f"system:node:{name}", groups=["system:nodes"])
-    return path
 
 
 async def ensure_device_classes(client: Client, preset: Preset) -> None:

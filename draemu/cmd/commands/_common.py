@@ -68,6 +68,8 @@ def runtime_image_map(args: argparse.Namespace) -> Any:
     """The image map of --image-map and --image-map-file, checked before anything starts
     (paths exist, the runtime is process, and the process runtime can make its
     namespaces here); ValueError says what is wrong."""
+    if args.runtime != "process" and not args.image_map_file and not args.image_map:
+        return None  # the fake runtime: nothing to import (`draemu up` stays light)
     from draemu.kubelet.runtime import ImageMap
     from draemu.kubelet.runtime.process import NamespacesUnavailable, preflight
 

@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     from draemu import aio
     from draemu.client.config import ConfigError, default_paths, merge_into
     from draemu.cmd import datadir
-    from draemu.cmd.cluster import Cluster, ClusterOptions, default_data_dir
+    from draemu.cmd.cluster import Cluster, ClusterOptions, default_data_dir, has_nodes
     from draemu.cmd.commands._common import runtime_image_map, wait_for_signal
     from draemu.drivers.presets import PresetError, load_preset
     from draemu.features import FeatureGateError, FeatureGates
@@ -162,6 +162,16 @@ def run(args: argparse.Namespace) -> int:
         scheduler=not args.no_scheduler, controllers=not args.no_controllers,
         image_map=image_map, control_plane_process=not args.one_process,
         scheduler_config=scheduler_config)
+
+    if options.control_plane_process and (options.scheduler or options.controllers
+                                          or has_nodes(options)):
+        from draemu.cmd.controlplane import ControlPlaneProcess
+
+        # Forked before the event loop starts: the child shares this process's pages of
+        # the modules both use, and imports its own while the apiserver starts here.
+        options.forked_control_plane = ControlPlaneProcess.fork(
+            scheduler=options.scheduler, controllers=options.controllers,
+            nodes=has_nodes(options))
 
     async def main() -> int:
         cluster = Cluster(options)
