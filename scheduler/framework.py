@@ -105,7 +105,9 @@ class Plugin(Protocol):
     name: str
 
     def events(self) -> Iterable[ClusterEvent]:
-        """The cluster events that may make a pod this plugin rejected schedulable."""
+        """The cluster events that may make a pod this plugin rejected schedulable. A
+        plugin may also have `queueing_hint(event, pod, old, new) -> bool` to say, for
+        one event and one waiting pod, whether it may (upstream's QueueingHintFn)."""
         ...
 
 
@@ -142,6 +144,11 @@ class Framework:
 
     def events_by_plugin(self) -> dict[str, set[ClusterEvent]]:
         return {p.name: set(p.events()) for p in self.plugins}
+
+    def hints_by_plugin(self) -> dict[str, Callable[[ClusterEvent, dict, Any, Any], bool]]:
+        """The plugins' queueing hints (`queueing_hint(event, pod, old, new)`: may the
+        event make the pod that plugin rejected schedulable?), by plugin name."""
+        return {p.name: p.queueing_hint for p in self.plugins if hasattr(p, "queueing_hint")}
 
     def run_pre_enqueue(self, pod: dict) -> Status:
         """Whether the pod may be tried at all; a rejected pod waits for a cluster event."""

@@ -6,8 +6,10 @@ PriorityQueue).
   before going back to active.
 - *unschedulable*: pods no node could take. They leave only when a cluster event arrives
   that one of the plugins which rejected them registered for (a new slice, a freed claim,
-  a new node...), or after `max_unschedulable_seconds` as a safety net (upstream's
-  podMaxInUnschedulablePodsDuration, 5 minutes).
+  a new node...) and, if that plugin has a queueing hint for it, the hint says the
+  event may help this pod (upstream's QueueingHintFn: a placed pod that matches none of
+  the pod's affinity terms does not requeue it); or after `max_unschedulable_seconds`
+  as a safety net (upstream's podMaxInUnschedulablePodsDuration, 5 minutes).
 
 Events that arrive while a pod is being scheduled are remembered for it, so a pod that
 fails just after the event that would have helped it is not parked forever.
@@ -29,6 +31,7 @@ import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from draemu.scheduler.framework import ClusterEvent
 
@@ -36,6 +39,11 @@ INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 10.0
 MAX_UNSCHEDULABLE_SECONDS = 300.0
 LOG_PRUNE_AT = 1024  # in-flight events kept before looking for what no one reads
+
+
+# A plugin's queueing hint: (event, the waiting pod, the object before, after) -> whether
+# the event may make the pod schedulable (upstream's Queue; False is QueueSkip).
+Hint = Callable[[ClusterEvent, dict, Any, Any], bool]
 
 
 @dataclass
@@ -57,7 +65,11 @@ class SchedulingQueue:
     def __init__(self, events_by_plugin: dict[str, set[ClusterEvent]], *,
                  initial_backoff: float = INITIAL_BACKOFF, max_backoff: float = MAX_BACKOFF,
                  max_unschedulable_seconds: float = MAX_UNSCHEDULABLE_SECONDS,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 hints: dict[str, Hint] | None = None) -> None:
+        """hints: the plugins' queueing hints by plugin name (a plugin without one is
+        asked nothing: every event it registered for requeues the pods it rejected)."""
+        self._hints = hints or {}
         self._initial_backoff = initial_backoff
         self._max_backoff = max_backoff
         self._max_unschedulable = max_unschedulable_seconds
@@ -83,7 +95,7 @@ class SchedulingQueue:
         self._in_flight: dict[str, int] = {}
         # Events seen while some pod was in flight, with the pods they are narrowed to
         # (None = every pod); _log[0] is event number _log_base.
-        self._log: list[tuple[ClusterEvent, set[str] | None]] = []
+        self._log: list[tuple[ClusterEvent, set[str] | None, Any, Any]] = []
         self._log_base = 0
         self._log_limit = LOG_PRUNE_AT
         self._wakeup = asyncio.Event()
@@ -188,7 +200,7 @@ class SchedulingQueue:
         qp.attempts -= 1
         if qp.key not in self._pods:
             return
-        if any(self._interested({plugin}, ev) for ev in events):
+        if any(self._requeues(qp, {plugin}, *ev) for ev in events):
             self._push_backoff_or_active(qp)
         else:
             self._park(qp, {plugin})
@@ -246,12 +258,13 @@ class SchedulingQueue:
         for key in stale:
             self._push_backoff_or_active(self._pods[key])
 
-    def _end_flight(self, key: str) -> list[ClusterEvent]:
-        """The pod's attempt is over: the events that concern it since it was popped."""
+    def _end_flight(self, key: str) -> list[tuple[ClusterEvent, Any, Any]]:
+        """The pod's attempt is over: the events that concern it since it was popped (with
+        their objects, for the hints)."""
         start = self._in_flight.pop(key, None)
         if start is None:
             return []
-        events = [ev for ev, only in self._log[start - self._log_base:]
+        events = [(ev, old, new) for ev, only, old, new in self._log[start - self._log_base:]
                   if only is None or key in only]
         if not self._in_flight:
             self._log_base += len(self._log)
@@ -277,7 +290,7 @@ class SchedulingQueue:
         if qp.key not in self._pods:
             return  # deleted meanwhile
         qp.last_failure = self._clock()
-        if any(self._interested(rejectors, ev) for ev in events):
+        if any(self._requeues(qp, rejectors, *ev) for ev in events):
             qp.rejectors = rejectors
             self._push_backoff_or_active(qp)
             return
@@ -293,24 +306,41 @@ class SchedulingQueue:
 
     # --- cluster events ----------------------------------------------------------------
 
-    def _interested(self, rejectors: set[str], event: ClusterEvent) -> bool:
+    def _requeues(self, qp: QueuedPod, rejectors: set[str], event: ClusterEvent,
+                  old: Any = None, new: Any = None) -> bool:
+        """Whether `event` may help the pod these plugins rejected: one of them registered
+        for it and has no hint, or its hint says so (a failing hint says so too, as
+        upstream's does on an error)."""
         if not rejectors:
             return True  # unknown rejector: any event may help
-        return not rejectors.isdisjoint(self._plugins_for.get(event, ()))
+        registered = self._plugins_for.get(event, ())
+        for plugin in rejectors:
+            if plugin not in registered:
+                continue
+            hint = self._hints.get(plugin)
+            if hint is None or (old is None and new is None):
+                return True
+            try:
+                if hint(event, qp.pod, old, new):
+                    return True
+            except Exception:
+                return True
+        return False
 
-    def on_event(self, event: ClusterEvent, only: set[str] | None = None) -> int:
+    def on_event(self, event: ClusterEvent, only: set[str] | None = None, *,
+                 old: Any = None, new: Any = None) -> int:
         """Moves the unschedulable pods that `event` may help; returns how many moved.
-        `only` narrows the event to the pods it concerns (upstream's queueing hints), so
-        that, say, a new claim wakes the pod it was made for and not every waiting pod."""
+        `only` narrows the event to the pods it concerns, so that, say, a new claim wakes
+        the pod it was made for and not every waiting pod; `old` and `new` are the object
+        before and after (None for an add / a delete), for the plugins' hints."""
         if self._in_flight:
-            self._log.append((event, only))
+            self._log.append((event, only, old, new))
             if len(self._log) > self._log_limit:
                 self._prune_log()
         if not self._unschedulable:
             return 0
         if only is not None:
-            keys = [k for k in only if k in self._unschedulable
-                    and self._interested(self._pods[k].rejectors, event)]
+            keys = [k for k in only if k in self._unschedulable]
         else:
             # The pods parked by a plugin that registered for the event, or by none, in
             # the order they were parked.
@@ -323,9 +353,13 @@ class SchedulingQueue:
             else:
                 merged = {k: seq for group in groups for k, seq in group.items()}
                 keys = sorted(merged, key=merged.__getitem__)
+        moved = 0
         for key in keys:
-            self._push_backoff_or_active(self._pods[key])
-        return len(keys)
+            qp = self._pods[key]
+            if self._requeues(qp, qp.rejectors, event, old, new):
+                self._push_backoff_or_active(qp)
+                moved += 1
+        return moved
 
     def close(self) -> None:
         self._closed = True

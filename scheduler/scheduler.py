@@ -128,10 +128,13 @@ class Scheduler:
         self.preemption = next((pl for pl in self.framework.plugins
                                 if isinstance(pl, DefaultPreemption)), None)
         events: dict[str, set[ClusterEvent]] = {}
+        hints: dict[str, Any] = {}
         for fw in self.profiles.values():
             for name, evs in fw.events_by_plugin().items():
                 events.setdefault(name, set()).update(evs)
-        self.queue = SchedulingQueue(events,
+            for name, hint in fw.hints_by_plugin().items():
+                hints.setdefault(name, hint)
+        self.queue = SchedulingQueue(events, hints=hints,
                                      initial_backoff=initial_backoff, max_backoff=max_backoff)
         self.recorder = EventRecorder(client, SCHEDULER_NAME, socket.gethostname(),
                                       api="events.k8s.io/v1")
@@ -206,7 +209,7 @@ class Scheduler:
         pods = self._informer("v1", "pods")
         pods.add_handler(self._on_pod_add, self._on_pod_update, self._on_pod_delete)
         nodes = self._informer("v1", "nodes")
-        nodes.add_handler(self._on_node, lambda _old, new: self._on_node(new, "Update"),
+        nodes.add_handler(self._on_node, lambda old, new: self._on_node(new, "Update", old),
                           self._on_node_delete)
         namespaces = self._informer("v1", "namespaces")
         namespaces.add_handler(lambda ns: self._on_namespace(ns, "Add"),
@@ -289,8 +292,8 @@ class Scheduler:
 
     # --- informer handlers -------------------------------------------------------------
 
-    def _event(self, resource: str, action: str) -> None:
-        self.queue.on_event(ClusterEvent(resource, action))
+    def _event(self, resource: str, action: str, old: Any = None, new: Any = None) -> None:
+        self.queue.on_event(ClusterEvent(resource, action), old=old, new=new)
 
     def _responsible(self, pod: dict) -> bool:
         spec = pod.get("spec") or {}
@@ -306,7 +309,7 @@ class Scheduler:
             self._bound_unseen.discard(pod["metadata"]["uid"])
             if not self._terminal(pod):
                 self.cache.add_pod(pod)
-                self._event("Pod", "Add")  # spread and affinity count placed pods
+                self._event("Pod", "Add", new=pod)  # spread and affinity count placed pods
         elif self._responsible(pod) and pod["metadata"]["uid"] not in self._bound_unseen:
             self._index_claim_users(pod, add=True)
             self.queue.add(key_of(pod), pod, gated_by=self._gate(pod))
@@ -320,14 +323,14 @@ class Scheduler:
             if self._terminal(pod):
                 self.cache.remove_pod(pod)
                 if not self._terminal(old):
-                    self._event("Pod", "Delete")  # its resources are free again
+                    self._event("Pod", "Delete", old=pod)  # its resources are free again
             else:
                 self.cache.add_pod(pod)
-                if not (old.get("spec") or {}).get("nodeName") or \
-                        (old.get("metadata") or {}).get("labels") != \
+                if not (old.get("spec") or {}).get("nodeName"):
+                    self._event("Pod", "Add", new=pod)  # placed: as a placed pod added
+                elif (old.get("metadata") or {}).get("labels") != \
                         (pod.get("metadata") or {}).get("labels"):
-                    self._event("Pod", "Add" if not (old.get("spec") or {}).get("nodeName")
-                                else "Update")
+                    self._event("Pod", "Update", old=old, new=pod)
         elif self._responsible(pod) and pod["metadata"]["uid"] not in self._bound_unseen:
             self._index_claim_users(pod, add=True)
             self.queue.update(key, pod, gated_by=self._gate(pod),
@@ -343,16 +346,16 @@ class Scheduler:
         self._bound_unseen.discard(pod["metadata"]["uid"])
         if (pod.get("spec") or {}).get("nodeName"):
             self.cache.remove_pod(pod)
-            self._event("Pod", "Delete")
+            self._event("Pod", "Delete", old=pod)
 
-    def _on_node(self, node: dict, action: str = "Add") -> None:
+    def _on_node(self, node: dict, action: str = "Add", old: dict | None = None) -> None:
         self.cache.set_node(node)
         self.dra.node_changed(node["metadata"]["name"])
-        self._event("Node", action)
+        self._event("Node", action, old=old, new=node)
 
     def _on_node_delete(self, node: dict) -> None:
         self.cache.remove_node(node["metadata"]["name"])
-        self._event("Node", "Delete")
+        self._event("Node", "Delete", old=node)
 
     def _on_namespace(self, ns: dict, action: str) -> None:
         self.namespace_labels[ns["metadata"]["name"]] = ns["metadata"].get("labels") or {}

@@ -115,6 +115,42 @@ class InterPodAffinity:
                 ClusterEvent("Node", "Update"), ClusterEvent("Namespace", "Add"),
                 ClusterEvent("Namespace", "Update")]
 
+    def queueing_hint(self, event: ClusterEvent, pod: dict, old: dict | None,
+                      new: dict | None) -> bool:
+        """Upstream's isSchedulableAfterPodChange / isSchedulableAfterNodeChange, for a pod
+        this plugin rejected: a placed pod added (or relabelled) to match all its required
+        affinity terms, relabelled not to match all its required anti-affinity terms, or
+        deleted while matching them; a node with a topology key of one of its required
+        terms (added, or its labels changed). As upstream, terms are matched without
+        namespace labels (a namespace selector other than `{}` matches no namespace
+        here). Unlike upstream, a deleted placed pod whose own required anti-affinity
+        selected the waiting pod requeues it too (upstream leaves such a pod to the
+        five-minute flush)."""
+        affinity = required_terms(pod, "podAffinity")
+        anti = required_terms(pod, "podAntiAffinity")
+        if event.resource == "Node":
+            labels = ((new or {}).get("metadata") or {}).get("labels") or {}
+            if old is not None and ((old.get("metadata") or {}).get("labels") or {}) == labels:
+                return False  # not a label change (upstream's UpdateNodeLabel)
+            return any(t.topology_key in labels for t in (*affinity, *anti))
+        if event.resource != "Pod":
+            return True
+        if any(o is not None and not (o.get("spec") or {}).get("nodeName") for o in (old, new)):
+            return False  # not a placed pod
+
+        def matches_all(terms: list[Term], other: dict) -> bool:
+            return bool(terms) and all(t.matches(other, None) for t in terms)
+
+        if old is not None and new is not None:
+            return (not matches_all(affinity, old) and matches_all(affinity, new)) or \
+                (matches_all(anti, old) and not matches_all(anti, new))
+        if new is not None:
+            return matches_all(affinity, new)
+        deleted = old or {}
+        own_ns_labels = self._labels_of(pod)
+        return matches_all(anti, deleted) or any(
+            t.matches(pod, own_ns_labels) for t in required_terms(deleted, "podAntiAffinity"))
+
     def _labels_of(self, pod: dict) -> dict[str, str]:
         return self._ns_labels((pod.get("metadata") or {}).get("namespace", "")) or {}
 

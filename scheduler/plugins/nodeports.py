@@ -38,6 +38,17 @@ class NodePorts:
     def events(self) -> Iterable[ClusterEvent]:
         return [ClusterEvent("Pod", "Delete"), ClusterEvent("Node", "Add")]
 
+    def queueing_hint(self, event: ClusterEvent, pod: dict, old: dict | None,
+                      new: dict | None) -> bool:
+        """Upstream's isSchedulableAfterPodDeleted: a placed pod deleted whose host ports
+        conflict with the waiting pod's (a node added may always help)."""
+        if event.resource != "Pod" or old is None or new is not None:
+            return True
+        if not (old.get("spec") or {}).get("nodeName"):
+            return False
+        wanted, freed = host_ports(pod), host_ports(old)
+        return any(_conflict(w, f) for w in wanted for f in freed)
+
     def pre_filter(self, state: CycleState, pod: dict):
         wanted = host_ports(pod)
         if not wanted:

@@ -127,6 +127,56 @@ class PodTopologySpread:
                 ClusterEvent("Pod", "Delete"), ClusterEvent("Node", "Add"),
                 ClusterEvent("Node", "Update"), ClusterEvent("Node", "Delete")]
 
+    def queueing_hint(self, event: ClusterEvent, pod: dict, old: dict | None,
+                      new: dict | None) -> bool:
+        """Upstream's isSchedulableAfterPodChange / isSchedulableAfterNodeChange, for a pod
+        this plugin rejected (its DoNotSchedule constraints): a placed pod of its namespace
+        added or deleted that a constraint selects, or relabelled so that a constraint's
+        verdict on it changes; the pod itself given new tolerations when a constraint
+        honours taints; a node added or deleted that has every topology key, or updated
+        so that it gains or loses one, changes a key's value, or changes its taints."""
+        constraints = self._constraints(pod, "DoNotSchedule")
+        if event.resource == "Node":
+            def keys(node: dict | None) -> dict[str, str] | None:
+                if node is None:
+                    return None
+                labels = (node.get("metadata") or {}).get("labels") or {}
+                return labels if all(c.topology_key in labels for c in constraints) else None
+
+            before, after = keys(old), keys(new)
+            if old is not None and new is not None:
+                if (before is None) != (after is None):
+                    return True
+                return after is not None and (
+                    any(before.get(c.topology_key) != after.get(c.topology_key)
+                        for c in constraints)
+                    or (old.get("spec") or {}).get("taints") != (new.get("spec") or {}).get(
+                        "taints"))
+            return (after if new is not None else before) is not None
+        if event.resource != "Pod":
+            return True
+        meta = pod.get("metadata") or {}
+
+        def involved(other: dict) -> bool:
+            ometa = other.get("metadata") or {}
+            return ometa.get("uid") == meta.get("uid") or (
+                bool((other.get("spec") or {}).get("nodeName"))
+                and ometa.get("namespace") == meta.get("namespace"))
+
+        if any(o is not None and not involved(o) for o in (old, new)):
+            return False
+        if old is not None and new is not None:
+            if (new.get("metadata") or {}).get("uid") == meta.get("uid") and \
+                    (old.get("spec") or {}).get("tolerations") != \
+                    (new.get("spec") or {}).get("tolerations") and \
+                    any(c.honor_taints for c in constraints):
+                return True
+            if (old.get("metadata") or {}).get("labels") == \
+                    (new.get("metadata") or {}).get("labels"):
+                return False
+            return any(c.selects(old) != c.selects(new) for c in constraints)
+        return any(c.selects(new if new is not None else old or {}) for c in constraints)
+
     def _constraints(self, pod: dict, action: str) -> list[Constraint]:
         own = (pod.get("spec") or {}).get("topologySpreadConstraints") or []
         if own:
