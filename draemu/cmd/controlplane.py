@@ -237,8 +237,10 @@ class ControlPlaneProcess:
         key_file = Path(server.data_dir) / "pki" / "sa.key"
         config = _Config(
             socket=server.loopback_path, url=server.url,
-            scheduler_token=server.loopback_token(KUBE_SCHEDULER) if scheduler else None,
-            controllers_token=server.loopback_token(KUBE_CONTROLLER_MANAGER)
+            # As in one process: neither is in system:masters (the bootstrap policy's
+            # roles bind them).
+            scheduler_token=server.loopback_token(KUBE_SCHEDULER, ()) if scheduler else None,
+            controllers_token=server.loopback_token(KUBE_CONTROLLER_MANAGER, ())
             if controllers else None,
             gates=gates.overrides(), emulated_version=gates.emulated_version,
             controller_settings=controller_settings, log_format=log_format,

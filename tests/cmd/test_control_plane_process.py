@@ -131,7 +131,11 @@ async def test_the_scheduler_controllers_and_kubelets_run_in_a_child_process(
             event = json.loads(line)
             ref = event.get("objectRef") or {}
             key = (event["verb"], ref.get("resource", "") + "/" + ref.get("subresource", ""))
-            users.setdefault(key, set()).add(event.get("user", {}).get("username", ""))
+            user = event.get("user") or {}
+            users.setdefault(key, set()).add(user.get("username", ""))
+            if user.get("username", "").startswith(("system:kube-", "system:serviceaccount:",
+                                                     "system:node:")):
+                assert "system:masters" not in user.get("groups", []), event
         assert users[("create", "pods/binding")] == {"system:kube-scheduler"}
         assert users[("create", "pods/")] == {
             "system:serviceaccount:kube-system:replicaset-controller"}
