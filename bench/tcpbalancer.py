@@ -55,7 +55,11 @@ class Balancer:
         except ConnectionError:
             writer.close()
             return
-        await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
+        try:
+            await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
+        except asyncio.CancelledError:  # the balancer stops: its connections go with it
+            writer.close()
+            up_writer.close()
 
     async def serve(self, host: str, port: int) -> asyncio.Server:
         return await asyncio.start_server(self.handle, host, port)
