@@ -234,3 +234,29 @@ async def test_kubectl_logs_and_exec_reach_a_kubelet_in_the_child(tmp_path: Path
             assert code == 1 and "container nope is not valid for pod shell" in err
     finally:
         await cluster.stop()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs kubectl")
+def test_draemu_up_forks_one_child_that_runs_the_kubelets(tmp_path: Path) -> None:
+    """`draemu up` itself (the forked child): the kubelets listen in the child, the
+    controllers' metrics are on the apiserver's /metrics, logs reach the kubelets."""
+    from draemu.cmd.testing.process import draemu_up
+
+    with draemu_up(tmp_path, "--preset", "seed", "--no-ui") as running:
+        parent = running.process.pid
+        children = [int(c) for task in Path(f"/proc/{parent}/task").iterdir()
+                    for c in (task / "children").read_text().split()]
+        assert len(children) == 1
+        nodes = json.loads(running.kubectl("get", "nodes", "-o", "json").stdout)["items"]
+        assert len(nodes) == 3
+        child_sockets, parent_sockets = _socket_inodes(children[0]), _socket_inodes(parent)
+        for node in nodes:
+            inodes = _listening_inodes(
+                node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"])
+            assert inodes and inodes <= child_sockets and not inodes & parent_sockets
+        assert "resourceclaim_controller_creates_total" in running.kubectl(
+            "get", "--raw", "/metrics").stdout
+        running.kubectl("run", "p", "--image=busybox", "--restart=Never")
+        running.kubectl("wait", "--for=condition=Ready", "pod/p", "--timeout=60s")
+        assert running.kubectl("logs", "p").stdout
