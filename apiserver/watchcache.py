@@ -29,6 +29,7 @@ ROOT = "/registry/"
 HISTORY = 20_000  # changes kept for watches that resume from a resourceVersion
 WATCHER_QUEUE = 2_000  # events a watcher may lag behind before it is dropped
 EVENT_LINES = 512  # serialized watch event lines kept for the watchers still to send them
+FRESH = 1_000  # the latest changes, whose objects stay decoded (see Change)
 
 
 def decode(value: bytes, revision: int) -> Obj:
@@ -37,13 +38,60 @@ def decode(value: bytes, revision: int) -> Obj:
     return obj
 
 
-@dataclass(slots=True)
 class Change:
-    type: str  # "put" or "delete"
-    key: str
-    obj: Obj  # the new object; for a delete the last state with the delete's revision
-    prev: Obj | None
-    revision: int
+    """One change: `obj` is the new object, for a delete the last state with the
+    delete's revision; `prev` the object before (None for a creation).
+
+    A change that has fallen out of the last FRESH ones keeps its objects as the store's
+    bytes (about a seventh of their decoded size) and decodes them again when a watch
+    that resumes from that far back, or lags that far behind, asks for them: the history
+    otherwise kept a decoded copy of nearly every superseded version alive."""
+
+    __slots__ = ("type", "key", "revision", "_obj", "_prev", "_value", "_prev_kv")
+
+    def __init__(self, type_: str, key: str, obj: Obj, prev: Obj | None, revision: int,
+                 value: bytes | None = None, prev_kv: KeyValue | None = None) -> None:
+        self.type = type_  # "put" or "delete"
+        self.key = key
+        self.revision = revision
+        self._obj: Obj | None = obj
+        self._prev = prev
+        # What obj and prev decode from, when known: obj is decode(value, revision).
+        self._value = value
+        self._prev_kv = prev_kv
+
+    @property
+    def obj(self) -> Obj:
+        obj = self._obj
+        if obj is None:
+            assert self._value is not None
+            return decode(self._value, self.revision)
+        return obj
+
+    @property
+    def prev(self) -> Obj | None:
+        prev = self._prev
+        if prev is None and self._prev_kv is not None:
+            return decode(self._prev_kv.value, self._prev_kv.mod_revision)
+        return prev
+
+    def freeze(self) -> None:
+        """Drop the decoded objects that can be decoded again."""
+        if self._value is not None:
+            self._obj = None
+        if self._prev_kv is not None:
+            self._prev = None
+
+    def __repr__(self) -> str:
+        return f"Change({self.type!r}, {self.key!r}, revision={self.revision})"
+
+
+def _source(obj: Obj | None, kv: KeyValue | None) -> KeyValue | None:
+    """`kv` when decoding its bytes gives `obj` (the cache holds it at that revision)."""
+    if obj is None or kv is None or not kv.value:
+        return None
+    rv = (obj.get("metadata") or {}).get("resourceVersion")
+    return kv if rv == str(kv.mod_revision) else None
 
 
 class TooOld(Exception):
@@ -220,14 +268,18 @@ class WatchCache:
         key = event.kv.key
         bucket = self._buckets.setdefault(bucket_of(key), _Bucket())
         prev = bucket.objects.get(key)
+        prev_kv = _source(prev, event.prev_kv)
         if event.type == "put":
             obj = self._take_adopted(event.kv) or decode(event.kv.value, event.kv.mod_revision)
             bucket.put(key, obj)
-            change = Change("put", key, obj, prev, event.revision)
+            self._encoded.pop(key, None)  # the older revision's
+            change = Change("put", key, obj, prev, event.revision, event.kv.value
+                            if event.kv.mod_revision == event.revision else None, prev_kv)
         else:
             last = prev
             if last is None and event.prev_kv is not None:
                 last = decode(event.prev_kv.value, event.prev_kv.mod_revision)
+                prev_kv = event.prev_kv
             if last is None:
                 self._advance(event.revision)
                 return
@@ -236,10 +288,14 @@ class WatchCache:
             gone["metadata"]["resourceVersion"] = str(event.revision)
             bucket.delete(key)
             self._encoded.pop(key, None)
-            change = Change("delete", key, gone, last, event.revision)
-        self._history.append(change)
-        if len(self._history) == self._history.maxlen:
-            self.oldest = self._history[0].revision - 1
+            change = Change("delete", key, gone, last, event.revision,
+                            prev_kv.value if prev_kv is not None else None, prev_kv)
+        history = self._history
+        history.append(change)
+        if len(history) > FRESH:
+            history[-FRESH - 1].freeze()
+        if len(history) == history.maxlen:
+            self.oldest = history[0].revision - 1
         self._dispatch(change)
         for prefix, listener in self._listeners:
             if key.startswith(prefix):
@@ -354,7 +410,7 @@ class WatchCache:
         hit = self._encoded.get(key)
         if hit is not None and hit[0] == rv:
             return hit[1]
-        data = dumps(obj)
+        data = bytes(memoryview(dumps(obj)))  # kept: trimmed (see jsonfast.dumps_kept)
         self._encoded[key] = (rv, data)
         return data
 
