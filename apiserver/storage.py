@@ -32,7 +32,7 @@ def encode(obj: Obj) -> bytes:
     if "resourceVersion" in meta:
         obj = dict(obj)
         obj["metadata"] = {k: v for k, v in meta.items() if k != "resourceVersion"}
-    return jsonfast.dumps(obj)
+    return jsonfast.dumps_kept(obj)  # the store keeps it
 
 
 class Unchanged(Exception):

@@ -58,6 +58,13 @@ def dumps(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+def dumps_kept(obj: Any) -> bytes:
+    """`dumps(obj)` for bytes kept long (stored values, caches): orjson hands out its
+    whole output buffer, about ten times the JSON's size (28 KiB for 3 KB), which a copy
+    trims (for a sixth more time)."""
+    return bytes(memoryview(dumps(obj)))
+
+
 def note_non_finite(value: Any) -> None:
     """Look for NaN and Infinity in a value decoded elsewhere (YAML, JSON read with the
     json module), so that `dumps` writes them as json does."""
