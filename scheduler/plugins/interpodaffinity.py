@@ -88,6 +88,7 @@ class _FilterState:
 
 class InterPodAffinity:
     name = "InterPodAffinity"
+    score_key = name + "/score"  # its PreScore state (Score reads it per node)
     weight = 2  # upstream's default profile weight
 
     def __init__(self, nodes: Callable[[], list[NodeInfo]],
@@ -257,11 +258,11 @@ class InterPodAffinity:
         scores = {k: v for k, v in scores.items() if v}
         if not scores:
             return True
-        state.write(self.name + "/score", scores)
+        state.write(self.score_key, scores)
         return False
 
     def score(self, state: CycleState, pod: dict, node: NodeInfo) -> int:
-        scores: dict[str, dict[str, int]] = state.read(self.name + "/score") or {}
+        scores: dict[str, dict[str, int]] = state.read(self.score_key) or {}
         total = 0
         for key, per_value in scores.items():
             value = node.labels.get(key)

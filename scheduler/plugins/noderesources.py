@@ -22,6 +22,7 @@ MAX_SCORE = 100
 
 class NodeResourcesFit:
     name = "NodeResourcesFit"
+    score_key = name + "/score"  # its PreScore state (Score reads it per node)
     weight = 1
 
     def __init__(self, dra_backed: Callable[[str], bool] | None = None,
@@ -73,12 +74,12 @@ class NodeResourcesFit:
         return Status.unschedulable(*reasons) if reasons else SUCCESS
 
     def pre_score(self, state: CycleState, pod: dict, feasible: list[NodeInfo]) -> bool:
-        state.write(self.name + "/score", (_pod_request_list(
+        state.write(self.score_key, (_pod_request_list(
             pod, self.scoring.resources, non_zero=True), self.scoring.default))
         return False
 
     def score(self, state: CycleState, pod: dict, node: NodeInfo) -> int:
-        pod_req, default = state.read(self.name + "/score") or (
+        pod_req, default = state.read(self.score_key) or (
             _pod_request_list(pod, self.scoring.resources, non_zero=True),
             self.scoring.default)
         if default:

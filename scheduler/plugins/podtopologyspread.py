@@ -108,6 +108,7 @@ class _FilterState:
 
 class PodTopologySpread:
     name = "PodTopologySpread"
+    score_key = name + "/score"  # its PreScore state (Score reads it per node)
     weight = 2  # upstream's default profile weight
 
     def __init__(self, nodes: Callable[[], list[NodeInfo]],
@@ -260,11 +261,11 @@ class PodTopologySpread:
                 value = node.labels.get(c.topology_key, "")
                 if value in counts[i]:
                     counts[i][value] += c.count(node, namespace)
-        state.write(self.name + "/score", (constraints, counts, weights, ignored, namespace))
+        state.write(self.score_key, (constraints, counts, weights, ignored, namespace))
         return False
 
     def score(self, state: CycleState, pod: dict, node: NodeInfo) -> int:
-        constraints, counts, weights, ignored, namespace = state.read(self.name + "/score")
+        constraints, counts, weights, ignored, namespace = state.read(self.score_key)
         if node.name in ignored:
             return INVALID_SCORE
         total = 0.0
