@@ -149,11 +149,19 @@ class DynamicResources:
         self._inventory.set_claim(claim)
         allocation = (claim.get("status") or {}).get("allocation")
         old_allocation = ((old or {}).get("status") or {}).get("allocation")
-        if allocation != old_allocation:
-            self._versions.allocation_changed(old_allocation)
-            self._versions.allocation_changed(allocation)
-        if allocation:
-            self._land(meta.get("uid", ""))
+        uid = meta.get("uid", "")
+        flying = self._in_flight.get(uid) if allocation and not old_allocation else None
+        if flying is not None and flying.claim["status"]["allocation"] == allocation:
+            # Our own allocation landed as Reserve chose it: the devices in use are the
+            # same (allocated now instead of in flight), so the allocator's answers for
+            # the nodes of its pools stay valid in the cache.
+            self._in_flight.pop(uid)
+        else:
+            if allocation != old_allocation:
+                self._versions.allocation_changed(old_allocation)
+                self._versions.allocation_changed(allocation)
+            if allocation:
+                self._land(uid)
         self._notify_claim_changed()
 
     def remove_claim(self, claim: dict) -> None:

@@ -102,3 +102,52 @@ def test_only_metadata_name_selectors_pin_nodes():
     labelled = {"nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [
         {"key": "zone", "operator": "In", "values": ["a"]}]}]}}
     assert pinned_nodes(labelled) is None
+
+
+def test_an_allocation_landing_as_reserved_keeps_the_cached_answers():
+    """The informer showing the claim allocated exactly as Reserve chose changes no device
+    in use: the node's version (so its cached answers) stays; another allocation than the
+    one in flight moves it."""
+    from sched_helpers import node, pod
+
+    from draemu.scheduler.scheduler import Scheduler
+
+    driver = "gpu.example.com"
+    s = Scheduler(None)  # type: ignore[arg-type]  (no API calls in the scheduling cycle)
+    s.dra.set_class({"metadata": {"name": "gpu"}, "spec": {"selectors": [
+        {"cel": {"expression": f'device.driver == "{driver}"'}}]}})
+    s.cache.set_node(node("n1"))
+    s.dra.set_slice({"metadata": {"name": "n1-gpus"}, "spec": {
+        "driver": driver, "nodeName": "n1",
+        "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": f"gpu-{i}"} for i in range(4)]}})
+
+    def claimed(i: int) -> tuple[dict, dict]:
+        c = {"metadata": {"name": f"c{i}", "namespace": "default", "uid": f"claim-{i}"},
+             "spec": {"devices": {"requests": [
+                 {"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}}
+        s.dra.set_claim(c)
+        return pod(f"p{i}", claims=[{"name": "gpu", "resourceClaimName": f"c{i}"}]), c
+
+    first, c0 = claimed(0)
+    assert s.scheduling_cycle(first).node_name == "n1"
+    assumed = s.dra.assumed_claim("claim-0")
+    version = s.dra.cache._versions.version("n1")
+    s.dra.set_claim(assumed)  # landed as reserved
+    assert s.dra.assumed_claim("claim-0") is None
+    assert s.dra.cache._versions.version("n1") == version
+    second, _ = claimed(1)
+    assert s.scheduling_cycle(second).node_name == "n1"
+
+    def device(uid: str) -> str:
+        claim = s.dra.assumed_claim(uid) or assumed
+        return claim["status"]["allocation"]["devices"]["results"][0]["device"]
+
+    assert device("claim-1") != device("claim-0")  # the landed device counts as in use
+    other = {**assumed, "status": {"allocation": {"devices": {"results": [
+        {"request": "gpu", "driver": driver, "pool": "n1", "device": "gpu-3"}]}}}}
+    s.dra.set_claim(s.dra.assumed_claim("claim-1"))
+    s.dra.set_claim({**c0, "status": {}})  # deallocated ...
+    version = s.dra.cache._versions.version("n1")
+    s.dra.set_claim(other)  # ... and allocated otherwise, by someone else
+    assert s.dra.cache._versions.version("n1") != version
