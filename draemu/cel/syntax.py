@@ -10,12 +10,16 @@ from __future__ import annotations
 import ast as pyast
 import contextlib
 import math
+import os
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
+import celpy.celparser
 from celpy.celparser import CELParseError, CELParser
-from lark import Token, Tree
+from lark import Lark, Token, Tree
 
 from draemu.cel.errors import CELCompileError
 
@@ -154,10 +158,40 @@ def _collapse_unary_run(text: str, out: list[str], i: int) -> int:
     return j
 
 
+def _cache_file() -> str | None:
+    """Where lark keeps the parser's tables: a folder of this user's, never the shared
+    temporary folder (lark loads the file with pickle). None when it cannot be made."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
+    folder = Path(root) / "draemu"
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:
+        return None
+    if not os.access(folder, os.W_OK):
+        return None
+    return str(folder / "cel-parser.lark")
+
+
+def _new_parser() -> CELParser:
+    """cel-python's parser, with the LALR tables of its grammar cached on disk: building
+    them took a quarter of a second of every start-up that checks a CEL expression. The
+    Lark options are cel-python's own; lark's cache file holds a hash of the grammar,
+    the options and lark's and Python's versions, and is built anew when one differs."""
+    cache = _cache_file()
+    if CELParser.CEL_PARSER is None and cache is not None:
+        grammar = (Path(celpy.celparser.__file__).parent / "cel.lark").read_text()
+        CELParser.CEL_PARSER = Lark(
+            grammar, parser="lalr", start="expr", debug=True, g_regex_flags=re.M,
+            lexer_callbacks={"IDENT": CELParser.ambiguous_literals},
+            propagate_positions=True, maybe_placeholders=False, priority="invert",
+            tree_class=Tree, cache=cache)
+    return CELParser()
+
+
 def parse(text: str) -> Node:
     global _parser
     if _parser is None:
-        _parser = CELParser()
+        _parser = _new_parser()
     rewritten, marks = _blank_optional_markers(text)
     with deep_recursion():
         try:
