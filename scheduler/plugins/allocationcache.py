@@ -90,9 +90,10 @@ class NodeVersions:
             self._pool_changed(pool)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
-    version: tuple[int, int]
+    global_version: int
+    node_version: int
     outcome: Any
     claims: tuple[str, ...]
 
@@ -100,16 +101,31 @@ class _Entry:
 class AllocationCache:
     def __init__(self, versions: NodeVersions) -> None:
         self._versions = versions
-        self._entries: dict[tuple[str, str], _Entry] = {}
+        # claim specs (signature) -> node -> answer: Filter looks up the table of its
+        # pod's specs once, then each node in it.
+        self._tables: dict[str, dict[str, _Entry]] = {}
+        self._size = 0
         self.hits = 0
         self.misses = 0
 
+    def table(self, signature: str) -> dict[str, _Entry]:
+        """The answers kept for these claim specs, for `lookup`."""
+        table = self._tables.get(signature)
+        if table is None:
+            table = self._tables[signature] = {}
+            self._size += 1  # a table counts as an entry: specs seen once add up too
+        return table
+
     def get(self, signature: str, node: str, claims: tuple[str, ...]) -> Any | None:
+        return self.lookup(self._tables.get(signature), node, claims)
+
+    def lookup(self, table: dict[str, _Entry] | None, node: str,
+               claims: tuple[str, ...]) -> Any | None:
         # Called for every (pod, node) pair: the version check is inlined.
-        entry = self._entries.get((signature, node))
+        entry = table.get(node) if table is not None else None
         versions = self._versions
-        if entry is None or entry.version != (versions.global_version,
-                                              versions._node.get(node, 0)) or (
+        if entry is None or entry.global_version != versions.global_version or \
+                entry.node_version != versions._node.get(node, 0) or (
                 entry.outcome.results is None and entry.claims != claims):
             self.misses += 1
             return None
@@ -121,6 +137,11 @@ class AllocationCache:
                 r.get("shareID") for a in outcome.results
                 for r in (a.get("devices") or {}).get("results") or []):
             return
-        if len(self._entries) >= MAX_ENTRIES:
-            self._entries.clear()
-        self._entries[(signature, node)] = _Entry(self._versions.version(node), outcome, claims)
+        if self._size >= MAX_ENTRIES:
+            self._tables.clear()
+            self._size = 0
+        table = self.table(signature)
+        if node not in table:
+            self._size += 1
+        global_version, node_version = self._versions.version(node)
+        table[node] = _Entry(global_version, node_version, outcome, claims)

@@ -102,6 +102,7 @@ class _State:
     allocator: Allocator | None = None  # built once per attempt, used for every node
     signature: str = ""  # the claim specs to allocate ("" = do not use the cache)
     claim_ids: tuple[str, ...] = ()
+    cache_table: dict[str, Any] | None = None  # the allocation cache's answers for them
     extended: list[ResourceRequest] = field(default_factory=list)  # DRA-backed candidates
     # node -> the in-memory claim for extended resources there, and what it serves
     extended_claims: dict[str, tuple[dict, list[ResourceRequest]]] = field(
@@ -410,8 +411,12 @@ class DynamicResources:
             return self._unavailable(st, unavailable) if unavailable else SUCCESS
         # Preemption's dry runs see devices freed that are not: never cached either way.
         signature = st.signature if not self.simulating else ""
-        outcome = self.cache.get(signature, node.name, st.claim_ids) \
-            if signature else None
+        if signature:
+            if st.cache_table is None:
+                st.cache_table = self.cache.table(signature)
+            outcome = self.cache.lookup(st.cache_table, node.name, st.claim_ids)
+        else:
+            outcome = None
         if outcome is None:
             in_flight = self._in_flight.for_node(node.name, pod["metadata"]["uid"])
             outcome = st.allocator.allocate(node.node, claims, in_flight=in_flight,
