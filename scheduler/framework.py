@@ -187,6 +187,32 @@ class Framework:
                 return status
         return SUCCESS
 
+    def find_feasible(self, state: CycleState, pod: dict, nodes: Iterable[NodeInfo],
+                      wanted: int) -> tuple[list[NodeInfo], dict[str, Status], Status | None,
+                                            int]:
+        """Runs Filter on `nodes` in order until `wanted` nodes pass: the feasible nodes,
+        the rejected ones' statuses, the first error (which ends the search) and how many
+        nodes were looked at. `run_filter` per node, inlined (the hottest loop)."""
+        feasible: list[NodeInfo] = []
+        statuses: dict[str, Status] = {}
+        filters = state.filters
+        processed = 0
+        for node in nodes:
+            processed += 1
+            for plugin in filters:
+                status = plugin.filter(state, pod, node)
+                if status is not SUCCESS and not status.ok:
+                    status.plugin = plugin.name
+                    if status.code == Code.ERROR:
+                        return feasible, statuses, status, processed
+                    statuses[node.name] = status
+                    break
+            else:
+                feasible.append(node)
+                if len(feasible) >= wanted:
+                    break
+        return feasible, statuses, None, processed
+
     async def run_post_filter(self, state: CycleState, pod: dict,
                               statuses: dict[str, Status]) -> Status:
         """No node fits: plugins may change the cluster so that a later attempt fits (DRA

@@ -26,7 +26,6 @@ from draemu.scheduler.config import Profile, SchedulerConfig, parse_duration
 from draemu.scheduler.dra import Inventory
 from draemu.scheduler.fiterror import NO_NODES, fit_error_message
 from draemu.scheduler.framework import (
-    SUCCESS,
     ClusterEvent,
     Code,
     CycleState,
@@ -589,24 +588,13 @@ class Scheduler:
         total = len(nodes)
         fw = self._fw(pod)
         wanted = num_feasible_nodes_to_find(total, fw.percentage_of_nodes_to_score)
-        feasible: list[NodeInfo] = []
-        statuses: dict[str, Status] = {}
         start = self._next_start_node % total if total else 0
-        processed = 0
-        run_filter = fw.run_filter
         # The nodes in round-robin order from `start`, without an index computation each.
-        for node in itertools.chain(itertools.islice(nodes, start, None),
-                                    itertools.islice(nodes, start)):
-            processed += 1
-            status = run_filter(state, pod, node)
-            if status is SUCCESS:
-                feasible.append(node)
-                if len(feasible) >= wanted:
-                    break
-            elif status.code == Code.ERROR:
-                return [], statuses, status
-            else:
-                statuses[node.name] = status
+        feasible, statuses, error, processed = fw.find_feasible(
+            state, pod, itertools.chain(itertools.islice(nodes, start, None),
+                                        itertools.islice(nodes, start)), wanted)
+        if error is not None:
+            return [], statuses, error
         if total:
             self._next_start_node = (start + processed) % total
         return feasible, statuses, None

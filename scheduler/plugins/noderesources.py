@@ -44,7 +44,9 @@ class NodeResourcesFit:
         return req if req is not None else pod_requests(pod)
 
     def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
-        req = self._request(state, pod)
+        req = state.read(self.name)  # (self._request inline: this runs for every node)
+        if req is None:
+            req = pod_requests(pod)
         alloc, used = node.allocatable, node.requested
         # The common case first, in one test: room for the pod and its cpu, memory and
         # ephemeral storage, and no extended resources to look at.
