@@ -260,3 +260,41 @@ def test_draemu_up_forks_one_child_that_runs_the_kubelets(tmp_path: Path) -> Non
         running.kubectl("run", "p", "--image=busybox", "--restart=Never")
         running.kubectl("wait", "--for=condition=Ready", "pod/p", "--timeout=60s")
         assert running.kubectl("logs", "p").stdout
+
+
+async def test_a_stalled_child_does_not_stall_the_apiserver(tmp_path: Path) -> None:
+    """The kubelets, drivers, scheduler and controllers frozen (SIGSTOP, as a busy or
+    hung loop there would be): the apiserver still answers at once; resumed, they catch
+    up and the pod runs. In one process the same stall would stop the API too."""
+    import signal
+    import time
+
+    preset = Preset("test", "one node", [], [NodeSpec("node-1")])
+    cluster = Cluster(ClusterOptions(data_dir=tmp_path / "d", port=0,
+                                     store_url="sqlite://:memory:", preset=preset,
+                                     control_plane_process=True))
+    await cluster.start()
+    child = cluster.control_plane.process
+    try:
+        async with Client.from_kubeconfig(str(cluster.kubeconfig_path)) as client:
+            os.kill(child.pid, signal.SIGSTOP)
+            try:
+                started = time.monotonic()
+                code, _h, _b = await client.request("GET", "/readyz")
+                await client.create("v1", "pods", {
+                    "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                    "spec": {"containers": [{"name": "c", "image": "busybox"}]}},
+                    "default")
+                pods = await _pods(client)
+                assert code == 200 and time.monotonic() - started < 2.0
+                assert pods[0]["status"].get("phase") == "Pending"
+            finally:
+                os.kill(child.pid, signal.SIGCONT)
+
+            async def running() -> bool:
+                return (await client.get("v1", "pods", "p", "default"))["status"].get(
+                    "phase") == "Running"
+
+            await eventually(running)
+    finally:
+        await cluster.stop()
