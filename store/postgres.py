@@ -52,6 +52,7 @@ CHANNEL = PG_CHANNEL
 POLL_INTERVAL = 0.5
 POLL_PAGE = 1000
 READERS = 10  # connections for reads
+RECENT_KEYS = 20_000  # keys whose latest row is remembered for the writes' guesses
 CLOSE_TIMEOUT = 10
 _NEWEST = 2**63 - 1
 
@@ -118,6 +119,10 @@ class PostgresStore(Store):
         self._polled = asyncio.Condition()
         self._poller: asyncio.Task[None] | None = None
         self._writer: asyncpg.Connection | None = None
+        # The latest row of the keys written lately, as the events said (None: deleted),
+        # oldest first: a write's precondition is decided on it before the batch goes
+        # out, and draemu_write checks it (see _plan).
+        self._recent: dict[str, KeyValue | None] = {}
         # A failed batch may have committed before the connection went: look.
         self._writes = GroupCommit(self._commit_batch, after_failure=self._wake.set)
 
@@ -175,7 +180,7 @@ class PostgresStore(Store):
         known: dict[str, KeyValue | None] = {}
         pending = batch
         while pending:
-            steps, unread = _plan(pending, known)
+            steps, unread = _plan(pending, known, self._recent)
             if unread:
                 known.update(await self._latest(unread))
                 continue
@@ -226,9 +231,24 @@ class PostgresStore(Store):
         # The poller may have published them already (it polls every POLL_INTERVAL).
         fresh = [event for event in events if event.revision > self._hub.revision]
         if fresh and fresh[0].revision == self._hub.revision + 1:
-            self._hub.publish(fresh)
+            self._publish(fresh)
         elif fresh or self._announced > self._hub.revision:
             self._wake.set()
+
+    def _publish(self, events: list[Event]) -> None:
+        """Hand events to the watchers, and note each key's latest row for the next
+        writes' guesses."""
+        self._hub.publish(events)
+        recent = self._recent
+        for event in events:
+            key = event.kv.key
+            recent.pop(key, None)  # back to the end: the most recently written last
+            if event.type == "put":
+                recent[key] = event.kv
+            else:
+                recent[key] = None
+        while len(recent) > RECENT_KEYS:
+            del recent[next(iter(recent))]
 
     async def _compact(self, revision: int) -> None:
         # Publish what is to be compacted first, so that this process's watchers do not
@@ -302,7 +322,7 @@ class PostgresStore(Store):
             # needed them cannot continue without a gap.
             self._hub.skip_to(compacted, CompactedError(published, compacted))
             published = compacted
-        self._hub.publish([queries.event_from_row(row) for row in rows if row[0] > published])
+        self._publish([queries.event_from_row(row) for row in rows if row[0] > published])
         async with self._polled:
             self._polled.notify_all()
         return len(rows)
@@ -363,14 +383,16 @@ def _kv(key: str, row: Any) -> KeyValue | None:
     return KeyValue(key, bytes(row[4]), row[2], row[0], row[3])
 
 
-def _plan(pending: list[QueuedWrite], known: dict[str, KeyValue | None]
-          ) -> tuple[list[_Step], set[str]]:
+def _plan(pending: list[QueuedWrite], known: dict[str, KeyValue | None],
+          recent: dict[str, KeyValue | None]) -> tuple[list[_Step], set[str]]:
     """The next round's writes, at most one per key (a later write of a key is decided
     on what the earlier one did), and the keys to read first.
 
     A precondition is decided on the key's latest row as known; a key not known yet is
-    guessed absent. A write that a known row rejects fails now; one that rejects the
-    guess waits for its key to be read.
+    guessed to be as the latest event seen for it left it (`recent`), or absent. A
+    write that a known row rejects fails now; one that rejects the guess waits for its
+    key to be read. A guess that passed is checked by draemu_write: a row's revision is
+    unique, so when the key's latest row has the guessed revision it is the guessed row.
     """
     steps: list[_Step] = []
     taken: set[str] = set()
@@ -379,7 +401,7 @@ def _plan(pending: list[QueuedWrite], known: dict[str, KeyValue | None]
         key = write.key
         if write.done.done() or key in taken:
             continue
-        prev = known.get(key)
+        prev = known[key] if key in known else recent.get(key)
         try:
             write.precondition(prev)
         except StoreError as error:

@@ -60,6 +60,41 @@ async def test_update_decides_on_the_row_another_process_wrote(store_url: str) -
         assert (new.create_revision, new.version) == (created.mod_revision, 2)
 
 
+async def test_an_update_on_a_row_this_process_saw_is_sent_without_reading_it(
+        store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with await open_store(store_url, compaction_interval=0) as store:
+        created = await store.create("/registry/cm/ns/a", b"1")
+        reads: list[set[str]] = []
+        latest = store._latest
+
+        async def counted(keys: set[str]) -> dict[str, object]:
+            reads.append(keys)
+            return await latest(keys)
+
+        monkeypatch.setattr(store, "_latest", counted)
+        new, prev = await store.update("/registry/cm/ns/a", b"2", created.mod_revision)
+        assert prev == created and (new.version, new.create_revision) == (2, created.mod_revision)
+        revision, gone = await store.delete("/registry/cm/ns/a", new.mod_revision)
+        assert gone == new and revision == new.mod_revision + 1
+        assert reads == []
+
+
+async def test_a_guess_from_rows_another_process_replaced_is_decided_again(
+        store_url: str) -> None:
+    async with (await open_store(store_url, compaction_interval=0) as first,
+                await open_store(store_url, compaction_interval=0) as second):
+        created = await first.create("/registry/cm/ns/a", b"1")
+        theirs, _ = await second.update("/registry/cm/ns/a", b"2", created.mod_revision)
+        # first may not have heard of second's write yet: its guess is stale.
+        with pytest.raises(StoreError, match="revision"):
+            await first.update("/registry/cm/ns/a", b"3", created.mod_revision)
+        new, prev = await first.update("/registry/cm/ns/a", b"3", theirs.mod_revision)
+        assert prev == theirs and (new.version, new.create_revision) == (3, created.mod_revision)
+        await second.delete("/registry/cm/ns/a")
+        again = await first.create("/registry/cm/ns/a", b"new life")
+        assert (again.version, again.create_revision) == (1, again.mod_revision)
+
+
 async def test_delete_and_create_of_one_key_at_once_commit_one_after_the_other(
         store_url: str) -> None:
     async with await open_store(store_url, compaction_interval=0) as store:
