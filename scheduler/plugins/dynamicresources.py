@@ -102,7 +102,8 @@ class _State:
     allocator: Allocator | None = None  # built once per attempt, used for every node
     signature: str = ""  # the claim specs to allocate ("" = do not use the cache)
     claim_ids: tuple[str, ...] = ()
-    cache_table: dict[str, Any] | None = None  # the allocation cache's answers for them
+    # The allocation cache's answers for those specs, when Filter needs nothing else.
+    cache_table: dict[str, Any] | None = None
     extended: list[ResourceRequest] = field(default_factory=list)  # DRA-backed candidates
     # node -> the in-memory claim for extended resources there, and what it serves
     extended_claims: dict[str, tuple[dict, list[ResourceRequest]]] = field(
@@ -388,6 +389,9 @@ class DynamicResources:
                 st.claim_ids = tuple(claim_key(claims[i]["metadata"]["namespace"],
                                                claims[i]["metadata"]["name"])
                                      for i in st.to_allocate) + (pod["metadata"]["name"],)
+        if st.signature and st.to_allocate_claims and not (
+                st.selectors or st.not_ready or st.extended):
+            st.cache_table = self.cache.table(st.signature)  # Filter's fast path
         state.write(self.name, st)
         return SUCCESS, None
 
@@ -395,6 +399,19 @@ class DynamicResources:
 
     def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
         st: _State = state.read(self.name)
+        if st.cache_table is not None and not self.simulating:
+            # The common case first: claims to allocate and nothing else to check, and the
+            # answer for this node in the cache.
+            outcome = self.cache.lookup(st.cache_table, node.name, st.claim_ids)
+            if outcome is not None and outcome.results is not None \
+                    and not outcome.timed_out and not outcome.error:
+                st.results[node.name] = outcome.results
+                return SUCCESS
+            return self._filter(st, pod, node, outcome, looked_up=True)
+        return self._filter(st, pod, node, None, looked_up=False)
+
+    def _filter(self, st: _State, pod: dict, node: NodeInfo, outcome: Any, *,
+                looked_up: bool) -> Status:
         # Allocated claims not usable here; as upstream, they are remembered for PostFilter
         # only if the allocation of the other claims succeeds on this node.
         unavailable = [i for i, selector in st.selectors
@@ -411,12 +428,8 @@ class DynamicResources:
             return self._unavailable(st, unavailable) if unavailable else SUCCESS
         # Preemption's dry runs see devices freed that are not: never cached either way.
         signature = st.signature if not self.simulating else ""
-        if signature:
-            if st.cache_table is None:
-                st.cache_table = self.cache.table(signature)
-            outcome = self.cache.lookup(st.cache_table, node.name, st.claim_ids)
-        else:
-            outcome = None
+        if signature and not looked_up:
+            outcome = self.cache.get(signature, node.name, st.claim_ids)
         if outcome is None:
             in_flight = self._in_flight.for_node(node.name, pod["metadata"]["uid"])
             outcome = st.allocator.allocate(node.node, claims, in_flight=in_flight,

@@ -23,6 +23,7 @@ MAX_SCORE = 100
 class NodeResourcesFit:
     name = "NodeResourcesFit"
     score_key = name + "/score"  # its PreScore state (Score reads it per node)
+    requests_nothing_key = name + "/nothing"
     weight = 1
 
     def __init__(self, dra_backed: Callable[[str], bool] | None = None,
@@ -36,7 +37,11 @@ class NodeResourcesFit:
                 ClusterEvent("Node", "Update")]
 
     def pre_filter(self, state: CycleState, pod: dict) -> tuple[Status, PreFilterResult | None]:
-        state.write(self.name, pod_requests(pod))
+        req = pod_requests(pod)
+        state.write(self.name, req)
+        # A pod that requests nothing only needs room for one more pod (Filter's shortcut).
+        state.write(self.requests_nothing_key, not (
+            req.milli_cpu or req.memory or req.ephemeral_storage or any(req.scalars.values())))
         return SUCCESS, None
 
     def _request(self, state: CycleState, pod: dict) -> Resource:
@@ -44,6 +49,9 @@ class NodeResourcesFit:
         return req if req is not None else pod_requests(pod)
 
     def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
+        if state.read(self.requests_nothing_key) and len(node.pods) < \
+                node.allocatable.allowed_pods:
+            return SUCCESS
         req = state.read(self.name)  # (self._request inline: this runs for every node)
         if req is None:
             req = pod_requests(pod)

@@ -179,3 +179,15 @@ def test_scheduling_gates_are_named_in_the_pre_enqueue_verdict():
     assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert status.message == "waiting for scheduling gates: [example.com/a b]"
     assert SchedulingGates().pre_enqueue(pod("q")).ok
+
+
+def test_a_pod_requesting_nothing_needs_only_room_for_one_more_pod():
+    fit = NodeResourcesFit()
+    overcommitted = NodeInfo(node("n", cpu="1", pods="2"))
+    overcommitted.add_pod({**pod("big", cpu="2"), "spec": {
+        **pod("big", cpu="2")["spec"], "nodeName": "n"}})
+    assert run_filter(fit, pod("nothing"), overcommitted).ok
+    assert run_filter(fit, pod("some", cpu="100m"), overcommitted).reasons == [
+        "Insufficient cpu"]
+    overcommitted.add_pod({**pod("second"), "spec": {**pod("second")["spec"], "nodeName": "n"}})
+    assert run_filter(fit, pod("nothing"), overcommitted).reasons == ["Too many pods"]
