@@ -13,9 +13,15 @@ its own, published as its Node's InternalIP, which the apiserver calls as it cal
 real kubelet (HTTPS with the certificates the parent issued; plain HTTP beside an
 apiserver that serves plain HTTP).
 
-    parent                                   child (python -m draemu.cmd.controlplane)
-    ControlPlaneProcess.spawn(...)         → imports what it will run while the parent
-                                             starts the apiserver, then waits
+One child for all of them, not one each: every extra Python process costs memory of its
+own (this one adds ~25 MiB PSS to the seed cluster's ~76 MiB in one process, measured
+with bench/startup.py), and what needed isolating is the apiserver's loop from theirs.
+
+    parent                                   child
+    ControlPlaneProcess.fork(...)          → forked before the event loop starts (how
+      (or .spawn(...): python -m             `draemu up` runs it: the modules both use
+       draemu.cmd.controlplane)              are shared), it imports what it will run
+                                             while the parent starts the apiserver
     ControlPlaneProcess.configure(server,…)→ reads its config (one JSON line) on stdin,
                                              starts the controllers, the scheduler and
                                              the nodes
