@@ -31,6 +31,7 @@ from draemu.apiserver.flowcontrol.bootstrap import (
     MANDATORY_LEVELS,
     MANDATORY_SCHEMAS,
 )
+from draemu.apiserver.flowcontrol.cpu import Timed
 from draemu.apiserver.flowcontrol.matching import Classifier, Schema, compile_schema
 from draemu.apiserver.flowcontrol.queueset import QueueSet, QueuingConfig, Rejected
 from draemu.apiserver.flowcontrol.workestimate import list_seats
@@ -121,6 +122,7 @@ class FlowControl:
         self.inqueue: dict[tuple[str, str], int] = defaultdict(int)
         self.dispatched: dict[tuple[str, str], int] = defaultdict(int)
         self.rejected: dict[tuple[str, str, str], int] = defaultdict(int)
+        self.cpu_seconds: dict[tuple[str, str], float] = defaultdict(float)
 
     # Configuration -----------------------------------------------------------------------
     def start(self) -> None:
@@ -276,7 +278,7 @@ class FlowControl:
                     await queues.wait(ticket, wait_limit)
                 finally:
                     self.inqueue[key] -= 1
-            else:
+            elif not queues.config.queues:
                 # Hold the seats across one turn of the loop, so that the requests
                 # arriving together compete for them (handlers often never suspend).
                 try:
@@ -300,6 +302,7 @@ class FlowControl:
         self.dispatched[key] += 1
         self.executing[key] += 1
         self.executing_seats[key] += seats
+        timed: Timed | None = None
         released = False
 
         def release() -> None:
@@ -310,20 +313,32 @@ class FlowControl:
             self.executing[key] -= 1
             self.executing_seats[key] -= seats
             if queues is not None:
-                queues.finish(ticket)
+                cpu = timed.cpu if timed is not None else 0.0
+                self.cpu_seconds[key] += cpu
+                queues.finish(ticket, cpu)
 
         if info.verb == "watch":
             request[WATCH_SEAT] = release
+        if queues is None:
+            try:
+                return await handler(request)
+            finally:
+                release()
+        timed = Timed(self._serve(request, handler))
         try:
-            response = await handler(request)
-            if queues is not None and not response.prepared:
-                # Upstream's handlers write their bodies while they hold their seats;
-                # aiohttp would write (and encrypt) this one after they were freed.
-                await response.prepare(request)
-                await response.write_eof()
-            return response
+            return await timed
         finally:
             release()
+
+    @staticmethod
+    async def _serve(request: web.Request, handler: Handler) -> web.StreamResponse:
+        response = await handler(request)
+        if not response.prepared:
+            # Upstream's handlers write their bodies while they hold their seats;
+            # aiohttp would write (and encrypt) this one after they were freed.
+            await response.prepare(request)
+            await response.write_eof()
+        return response
 
     async def on_prepare(self, request: web.Request, response: web.StreamResponse) -> None:
         """Headers of a classified request; a watch's seat ends once its response
@@ -356,6 +371,10 @@ class FlowControl:
             "apiserver_flowcontrol_dispatched_requests_total": lambda: {
                 (("flow_schema", fs), ("priority_level", pl)): float(n)
                 for (pl, fs), n in self.dispatched.items()},
+            # draemu's own: the CPU the handlers of limited levels took on the loop.
+            "draemu_flowcontrol_handler_cpu_seconds_total": lambda: {
+                (("flow_schema", fs), ("priority_level", pl)): n
+                for (pl, fs), n in self.cpu_seconds.items()},
             "apiserver_flowcontrol_rejected_requests_total": lambda: {
                 (("flow_schema", fs), ("priority_level", pl), ("reason", reason)): float(n)
                 for (pl, fs, reason), n in self.rejected.items()},

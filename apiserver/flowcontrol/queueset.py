@@ -1,35 +1,44 @@
 """One priority level's seats and queues: upstream's fair queuing for server requests
-(util/flowcontrol/fairqueuing/queueset), on one event loop.
+(util/flowcontrol/fairqueuing/queueset), adapted to one event loop.
 
 - A request asks for a number of seats (its work estimate) and holds them while its
-  handler runs. While the level has free seats and nobody waits, it runs at once.
-- Otherwise it joins a queue: the flow (FlowSchema name + distinguisher) is hashed and
-  dealt a hand of `handSize` of the level's `queues` (shuffle sharding), and the request
-  joins the hand's queue with the least waiting work. A queue already holding
+  handler runs (and writes its body).
+- It joins a queue: the flow (FlowSchema name + distinguisher) is hashed and dealt a
+  hand of `handSize` of the level's `queues` (shuffle sharding), and the request joins
+  the hand's queue with the least waiting work. A queue already holding
   `queueLengthLimit` requests while every seat is taken rejects it (`queue-full`).
-- A freed seat goes to the head of the queue whose next request would finish first in
-  virtual time (R, seat-seconds per active queue): each dispatch charges its queue
-  `seats × G`, corrected to the real duration when it finishes, so a flow that sends
-  expensive requests waits behind flows that send cheap ones.
+- Seats go to the head of the queue whose next request would finish first in virtual
+  time (fair queuing: a queue is charged the work of what it dispatched), so a flow that
+  sends expensive requests waits behind flows that send cheap ones.
 - A level that rejects instead of queuing (`limitResponse.type: Reject`) has no queues
   (`concurrency-limit`); a request that waits longer than its wait limit leaves its
   queue (`time-out`).
 
-Simplified against upstream: seats are the level's nominal concurrency limit (no
-borrowing or lending between levels), there is no epoch advance (R is a float), and a
-changed queuing configuration replaces the level's queues instead of resizing them.
+What differs from upstream, because every handler shares one thread:
+
+- Work is CPU time, not seat-seconds: a request's handler steps are timed
+  (`cpu.Timed`); its queue is charged its expected CPU (the queue's recent mean) when
+  it is dispatched, corrected to what it used when it finishes. Virtual time is
+  self-clocked (the finish tag of the last dispatch) instead of advancing with the clock.
+- Dispatch is paced per turn of the event loop: once the requests dispatched in one
+  turn are expected to take `TURN_CPU` seconds, the next one waits for the next turn, so
+  a turn holds at most one long handler step of a level and the light requests queued
+  behind it are not stuck behind a dozen.
+- Seats are the level's nominal concurrency limit (no borrowing or lending between
+  levels); a changed queuing configuration replaces the level's queues.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import time
 from collections import deque
 from dataclasses import dataclass
 
-# Upstream's initial guess of a request's service time before it finishes.
-ESTIMATED_SERVICE_SECONDS = 0.003
+# What a request of a queue that never finished one is expected to take (CPU seconds).
+INITIAL_CPU = 0.001
+# The CPU expected of the requests dispatched in one turn of the loop, beyond the first.
+TURN_CPU = 0.005
 
 
 @dataclass(frozen=True)
@@ -60,20 +69,19 @@ def flow_hash(schema: str, distinguisher: str) -> int:
 
 
 class Queue:
-    __slots__ = ("executing", "index", "next_dispatch_r", "seats_in_use", "waiting",
-                 "waiting_work")
+    __slots__ = ("cpu", "executing", "index", "next_dispatch_r", "seats_in_use", "waiting")
 
     def __init__(self, index: int) -> None:
         self.index = index
         self.waiting: deque[Request] = deque()
-        self.waiting_work = 0.0
         self.next_dispatch_r = 0.0
         self.seats_in_use = 0
         self.executing = 0
+        self.cpu = INITIAL_CPU  # mean CPU of its recent requests
 
 
 class Request:
-    __slots__ = ("arrival_r", "future", "queue", "seats", "started", "timer")
+    __slots__ = ("arrival_r", "charged", "future", "queue", "seats", "started", "timer")
 
     def __init__(self, seats: int, queue: Queue | None, arrival_r: float) -> None:
         self.seats = seats
@@ -81,11 +89,8 @@ class Request:
         self.arrival_r = arrival_r
         self.future: asyncio.Future[bool] | None = None
         self.timer: asyncio.TimerHandle | None = None
-        self.started = 0.0
-
-    @property
-    def work(self) -> float:
-        return self.seats * ESTIMATED_SERVICE_SECONDS
+        self.started = False
+        self.charged = 0.0  # the CPU its queue was charged when it was dispatched
 
 
 class Rejected(Exception):
@@ -107,22 +112,16 @@ class QueueSet:
         self.seats_waiting = 0
         self.active_queues = 0
         self.current_r = 0.0
-        self._last = time.monotonic()
         self._hands: dict[tuple[str, str], tuple[int, ...]] = {}
         self._dispatch_soon = False
+        self._turn_cpu = 0.0
+        self._next_turn = False
 
-    # Virtual time ----------------------------------------------------------------------
-    def _sync_time(self) -> None:
-        now = time.monotonic()
-        if self.active_queues:
-            demand = min(self.seats_in_use + self.seats_waiting, self.limit)
-            self.current_r += (now - self._last) * demand / self.active_queues
-        self._last = now
-
+    # Queues ----------------------------------------------------------------------------
     def _activate(self, queue: Queue) -> None:
         if not queue.waiting and not queue.executing:
             self.active_queues += 1
-            queue.next_dispatch_r = self.current_r
+            queue.next_dispatch_r = max(queue.next_dispatch_r, self.current_r)
 
     def _maybe_idle(self, queue: Queue) -> None:
         if not queue.waiting and not queue.executing:
@@ -135,9 +134,8 @@ class QueueSet:
         return self.seats_in_use + seats <= self.limit
 
     def start(self, seats: int, schema: str, distinguisher: str) -> Request:
-        """A request that holds its seats now (no queues: `future` None) or waits in a
-        queue (`await wait(...)`); raises Rejected."""
-        self._sync_time()
+        """A request that holds its seats now (`future` None) or waits in a queue
+        (`await wait(...)`); raises Rejected."""
         if not self.queues:
             if not self._fits(seats):
                 raise Rejected("concurrency-limit")
@@ -151,9 +149,11 @@ class QueueSet:
         req = Request(seats, queue, self.current_r)
         self._activate(queue)
         queue.waiting.append(req)
-        queue.waiting_work += req.work
         self.waiting += 1
         self.seats_waiting += seats
+        if self.waiting == 1 and self._fits(seats) and self._within_turn(queue):
+            self._dispatch()  # nobody waits and this turn has room: it runs now
+            return req
         loop = asyncio.get_running_loop()
         req.future = loop.create_future()
         if not self._dispatch_soon:
@@ -195,31 +195,28 @@ class QueueSet:
             queue.waiting.remove(req)
         except ValueError:
             return
-        self._sync_time()
-        queue.waiting_work -= req.work
         self.waiting -= 1
         self.seats_waiting -= req.seats
         self._maybe_idle(queue)
         self._bound(queue)
 
-    def finish(self, req: Request) -> None:
-        """The request's handler is done: free its seats and dispatch."""
-        self._sync_time()
+    def finish(self, req: Request, cpu: float = 0.0) -> None:
+        """The request's handler is done after `cpu` seconds of its own: free its seats,
+        charge its queue what it used, and dispatch."""
         self.executing -= 1
         self.seats_in_use -= req.seats
         queue = req.queue
         if queue is not None:
             queue.executing -= 1
             queue.seats_in_use -= req.seats
-            # Charge the real service time instead of the guess.
-            queue.next_dispatch_r -= req.seats * (ESTIMATED_SERVICE_SECONDS -
-                                                  (time.monotonic() - req.started))
+            queue.next_dispatch_r += cpu - req.charged
+            queue.cpu = (queue.cpu + cpu) / 2
             self._maybe_idle(queue)
             self._bound(queue)
         self._dispatch()
 
     def _execute(self, req: Request) -> None:
-        req.started = time.monotonic()
+        req.started = True
         self.executing += 1
         self.seats_in_use += req.seats
 
@@ -234,7 +231,7 @@ class QueueSet:
         best = self.queues[hand[0]]
         for index in hand[1:]:
             queue = self.queues[index]
-            if queue.waiting_work < best.waiting_work:
+            if len(queue.waiting) * queue.cpu < len(best.waiting) * best.cpu:
                 best = queue
         return best
 
@@ -251,21 +248,40 @@ class QueueSet:
             best_finish = 0.0
             for queue in self.queues:
                 if queue.waiting:
-                    finish = queue.next_dispatch_r + queue.waiting[0].work
+                    finish = queue.next_dispatch_r + queue.cpu
                     if best is None or finish < best_finish:
                         best, best_finish = queue, finish
             assert best is not None
             req = best.waiting[0]
             if not self._fits(req.seats):
                 return
+            if not self._within_turn(best):
+                self._pace()
+                return
             best.waiting.popleft()
-            best.waiting_work -= req.work
             self.waiting -= 1
             self.seats_waiting -= req.seats
             self._execute(req)
             best.executing += 1
             best.seats_in_use += req.seats
-            best.next_dispatch_r += req.work
+            req.charged = best.cpu
+            best.next_dispatch_r += req.charged
+            self.current_r = best.next_dispatch_r
+            self._turn_cpu += req.charged
+            self._pace()
             self._bound(best)
             if req.future is not None and not req.future.done():
                 req.future.set_result(True)
+
+    def _within_turn(self, queue: Queue) -> bool:
+        return not self._turn_cpu or self._turn_cpu + queue.cpu <= TURN_CPU
+
+    def _pace(self) -> None:
+        if not self._next_turn:
+            self._next_turn = True
+            asyncio.get_running_loop().call_soon(self._turn)
+
+    def _turn(self) -> None:
+        self._next_turn = False
+        self._turn_cpu = 0.0
+        self._dispatch()
