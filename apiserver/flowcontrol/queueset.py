@@ -21,9 +21,9 @@ What differs from upstream, because every handler shares one thread:
   it is dispatched, corrected to what it used when it finishes. Virtual time is
   self-clocked (the finish tag of the last dispatch) instead of advancing with the clock.
 - Dispatch is paced per turn of the event loop: once the requests dispatched in one
-  turn are expected to take `TURN_CPU` seconds, the next one waits for the next turn, so
-  a turn holds at most one long handler step of a level and the light requests queued
-  behind it are not stuck behind a dozen.
+  turn are expected to take `TURN_CPU` seconds, the next long one (expected to take
+  `LIGHT_CPU` or more) waits for the next turn, so a turn holds at most one long handler
+  step of a level and the light requests queued behind it are not stuck behind a dozen.
 - Seats are the level's nominal concurrency limit (no borrowing or lending between
   levels); a changed queuing configuration replaces the level's queues.
 """
@@ -37,8 +37,10 @@ from dataclasses import dataclass
 
 # What a request of a queue that never finished one is expected to take (CPU seconds).
 INITIAL_CPU = 0.001
-# The CPU expected of the requests dispatched in one turn of the loop, beyond the first.
+# The CPU expected of the requests dispatched in one turn of the loop, beyond the first;
+# requests expected to take less than LIGHT_CPU are not paced.
 TURN_CPU = 0.005
+LIGHT_CPU = 0.002
 
 
 @dataclass(frozen=True)
@@ -274,7 +276,8 @@ class QueueSet:
                 req.future.set_result(True)
 
     def _within_turn(self, queue: Queue) -> bool:
-        return not self._turn_cpu or self._turn_cpu + queue.cpu <= TURN_CPU
+        return queue.cpu < LIGHT_CPU or not self._turn_cpu or \
+            self._turn_cpu + queue.cpu <= TURN_CPU
 
     def _pace(self) -> None:
         if not self._next_turn:

@@ -283,3 +283,39 @@ async def test_a_flood_of_lists_does_not_hold_up_another_user_or_a_node(
     # request waits for most of it: 80-85% of the flood's time here).
     assert max(light_seconds) < makespan / 2, (makespan, light_seconds)
     assert max(node_seconds) < makespan / 2, (makespan, node_seconds)
+
+
+async def test_a_schema_naming_no_level_is_dangling(users: Users) -> None:
+    admin = await _admin(users)
+    created = await admin.post(f"{FC}/flowschemas", _schema("orphan", "nowhere", "tenants"))
+    assert created.status == 201
+    wanted = {"type": "Dangling", "status": "True", "reason": "NotFound",
+              "message": 'This FlowSchema references the PriorityLevelConfiguration object '
+                         'named "nowhere" but there is no such object'}
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        status = (await admin.get(f"{FC}/flowschemas/orphan")).json.get("status") or {}
+        conditions = [{k: c[k] for k in wanted} for c in status.get("conditions") or []]
+        if conditions == [wanted]:
+            break
+        await asyncio.sleep(0.05)
+    assert conditions == [wanted]
+    # Its requests fall through to the next matching schema.
+    tenant = users.client("carol", "tenants")
+    reply = await tenant.get("/version")
+    assert reply.headers["X-Kubernetes-PF-FlowSchema-UID"] != created.json["metadata"]["uid"]
+
+
+async def test_a_watch_holds_its_seat_only_while_it_starts(users: Users) -> None:
+    admin = await _admin(users)
+    node = users.client("system:node:n1", "system:nodes")
+    async with users.session.get(f"{users.server.url}/api/v1/pods?watch=true"
+                                 "&fieldSelector=spec.nodeName%3Dn1",
+                                 ssl=node.ssl) as watch:
+        assert watch.status == 200
+        assert "X-Kubernetes-PF-PriorityLevel-UID" in watch.headers
+        metrics = (await admin.get("/metrics")).body.decode()
+        executing = [line for line in metrics.splitlines() if line.startswith(
+            'apiserver_flowcontrol_current_executing_requests{flow_schema="system-nodes"')]
+        assert executing == ['apiserver_flowcontrol_current_executing_requests'
+                             '{flow_schema="system-nodes",priority_level="system"} 0']
