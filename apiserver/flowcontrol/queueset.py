@@ -22,8 +22,10 @@ What differs from upstream, because every handler shares one thread:
   self-clocked (the finish tag of the last dispatch) instead of advancing with the clock.
 - Dispatch is paced per turn of the event loop: once the requests dispatched in one
   turn are expected to take `TURN_CPU` seconds, the next long one (expected to take
-  `LIGHT_CPU` or more) waits for the next turn, so a turn holds at most one long handler
-  step of a level and the light requests queued behind it are not stuck behind a dozen.
+  `LIGHT_CPU` or more) waits for the next turn while light ones go on in fair order, so
+  a turn holds at most one long handler step of a level and the light requests behind
+  it wait for that one, not for a dozen. A request that wins the fair order when it
+  arrives runs at once (no turn of the loop in a queue).
 - Seats are the level's nominal concurrency limit (no borrowing or lending between
   levels); a changed queuing configuration replaces the level's queues.
 """
@@ -115,7 +117,6 @@ class QueueSet:
         self.active_queues = 0
         self.current_r = 0.0
         self._hands: dict[tuple[str, str], tuple[int, ...]] = {}
-        self._dispatch_soon = False
         self._turn_cpu = 0.0
         self._next_turn = False
 
@@ -153,16 +154,11 @@ class QueueSet:
         queue.waiting.append(req)
         self.waiting += 1
         self.seats_waiting += seats
-        if self.waiting == 1 and self._fits(seats) and self._within_turn(queue):
-            self._dispatch()  # nobody waits and this turn has room: it runs now
-            return req
-        loop = asyncio.get_running_loop()
-        req.future = loop.create_future()
-        if not self._dispatch_soon:
-            # Dispatch after the requests that arrived with this one have joined their
-            # queues: handlers that never suspend would otherwise run in arrival order.
-            self._dispatch_soon = True
-            loop.call_soon(self._dispatch)
+        # Fair order decides at once (a request that wins runs now); requests that
+        # take long are paced per turn, so those arriving together still compete.
+        self._dispatch()
+        if not req.started:
+            req.future = asyncio.get_running_loop().create_future()
         return req
 
     async def wait(self, req: Request, limit: float) -> None:
@@ -244,23 +240,18 @@ class QueueSet:
             queue.next_dispatch_r = queue.waiting[0].arrival_r
 
     def _dispatch(self) -> None:
-        self._dispatch_soon = False
         while self.waiting and self.seats_in_use < self.limit:
-            best: Queue | None = None
-            best_finish = 0.0
-            for queue in self.queues:
-                if queue.waiting:
-                    finish = queue.next_dispatch_r + queue.cpu
-                    if best is None or finish < best_finish:
-                        best, best_finish = queue, finish
+            best = self._first(paced=False)
             assert best is not None
-            req = best.waiting[0]
-            if not self._fits(req.seats):
+            if not self._fits(best.waiting[0].seats):
                 return
             if not self._within_turn(best):
+                # Long requests wait for the next turn; light ones go on in fair order.
                 self._pace()
-                return
-            best.waiting.popleft()
+                best = self._first(paced=True)
+                if best is None or not self._fits(best.waiting[0].seats):
+                    return
+            req = best.waiting.popleft()
             self.waiting -= 1
             self.seats_waiting -= req.seats
             self._execute(req)
@@ -274,6 +265,17 @@ class QueueSet:
             self._bound(best)
             if req.future is not None and not req.future.done():
                 req.future.set_result(True)
+
+    def _first(self, paced: bool) -> Queue | None:
+        """The queue whose head would finish first (only light ones when `paced`)."""
+        best: Queue | None = None
+        best_finish = 0.0
+        for queue in self.queues:
+            if queue.waiting and not (paced and queue.cpu >= LIGHT_CPU):
+                finish = queue.next_dispatch_r + queue.cpu
+                if best is None or finish < best_finish:
+                    best, best_finish = queue, finish
+        return best
 
     def _within_turn(self, queue: Queue) -> bool:
         return queue.cpu < LIGHT_CPU or not self._turn_cpu or \
