@@ -487,12 +487,35 @@ async def _serve(config: _Config) -> None:
                 raise result
         print(READY, flush=True)
         reporter = asyncio.create_task(_report_metrics(child))
-        # Runs until the parent closes our standard input (or dies).
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.buffer.read)
+        await _until_told_to_stop()
     finally:
         if reporter is not None:
             reporter.cancel()
         await child.stop()
+
+
+async def _until_told_to_stop() -> None:
+    """Until the parent closes our standard input (or dies), or SIGTERM (sent to the
+    whole process group, say): either way the nodes stop cleanly (their drivers
+    deregister, process-runtime containers are stopped) before we exit."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
+                                 os.fdopen(os.dup(0), "rb", buffering=0))
+
+    async def eof() -> None:
+        while await reader.read(1 << 16):
+            pass
+
+    waits = [asyncio.create_task(eof()), asyncio.create_task(stop.wait())]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in waits:
+            task.cancel()
+        loop.remove_signal_handler(signal.SIGTERM)
 
 
 def _preload(args: argparse.Namespace) -> None:
