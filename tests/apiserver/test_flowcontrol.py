@@ -319,3 +319,19 @@ async def test_a_watch_holds_its_seat_only_while_it_starts(users: Users) -> None
             'apiserver_flowcontrol_current_executing_requests{flow_schema="system-nodes"')]
         assert executing == ['apiserver_flowcontrol_current_executing_requests'
                              '{flow_schema="system-nodes",priority_level="system"} 0']
+
+
+async def test_an_auto_updated_object_no_longer_bootstrapped_is_removed(users: Users) -> None:
+    admin = await _admin(users)
+    old = _schema("workload-leader-election", "leader-election", "tenants")
+    old["metadata"]["annotations"] = {"apf.kubernetes.io/autoupdate-spec": "true"}
+    mine = _schema("mine", "global-default", "tenants")
+    assert (await admin.post(f"{FC}/flowschemas", old)).status == 201
+    assert (await admin.post(f"{FC}/flowschemas", mine)).status == 201
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if (await admin.get(f"{FC}/flowschemas/workload-leader-election")).status == 404:
+            break
+        await asyncio.sleep(0.1)
+    assert (await admin.get(f"{FC}/flowschemas/workload-leader-election")).status == 404
+    assert (await admin.get(f"{FC}/flowschemas/mine")).status == 200
