@@ -53,9 +53,15 @@ def list_pod(i: int) -> dict[str, Any]:
                                                                 "memory": "16Mi"}}}]}}
 
 
-def config_map(namespace: str, name: str, data: dict[str, str]) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": namespace}, "data": data}
+FILL_LABEL = "bench.draemu.dev/fill=true"
+
+
+def config_map(namespace: str, name: str, data: dict[str, str],
+               labels: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if labels:
+        meta["labels"] = labels
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
 
 
 async def bounded(coros: list[Awaitable[Any]], limit: int = 32) -> None:
@@ -285,5 +291,6 @@ async def fill(client: Any, objects: int, already: int) -> tuple[int, float]:
     payload = {"key": "x" * 200}
     seconds = await create_many(
         client, "configmaps",
-        [config_map(FILL_NS, f"fill-{i:06d}", payload) for i in range(todo)], FILL_NS)
+        [config_map(FILL_NS, f"fill-{i:06d}", payload, dict([FILL_LABEL.split("=")]))
+         for i in range(todo)], FILL_NS)
     return todo, todo / seconds if seconds else 0.0
