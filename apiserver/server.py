@@ -299,7 +299,7 @@ class APIServer:
                 lambda: ensure_flowcontrol_configuration(Bootstrap(
                     table, storage, opts.feature_gates, api.list_objects,
                     api.registry_state)),
-                opts.apf_ensure_interval)
+                opts.apf_ensure_interval, in_flight=self.api.metrics.in_flight)
         self._runner = web.AppRunner(self.api.build(), access_log=None,
                                      shutdown_timeout=SHUTDOWN_TIMEOUT)
         await self._runner.setup()

@@ -101,7 +101,8 @@ class DroppedRequests:
 class FlowControl:
     def __init__(self, table: ResourceTable, storage: Storage, server_concurrency: int,
                  ensure: Callable[[], Awaitable[None]] | None = None,
-                 ensure_interval: float = 60.0) -> None:
+                 ensure_interval: float = 60.0,
+                 in_flight: dict[str, int] | None = None) -> None:
         self.storage = storage
         self.table = table
         self.server_concurrency = server_concurrency
@@ -123,6 +124,10 @@ class FlowControl:
         self.dispatched: dict[tuple[str, str], int] = defaultdict(int)
         self.rejected: dict[tuple[str, str, str], int] = defaultdict(int)
         self.cpu_seconds: dict[tuple[str, str], float] = defaultdict(float)
+        # apiserver_current_inflight_requests: what executes, as upstream's APF filter
+        # reports it ("readOnly" for get, list and watch, else "mutating").
+        self.in_flight = in_flight if in_flight is not None else {"mutating": 0,
+                                                                   "readOnly": 0}
 
     # Configuration -----------------------------------------------------------------------
     def start(self) -> None:
@@ -302,6 +307,8 @@ class FlowControl:
         self.dispatched[key] += 1
         self.executing[key] += 1
         self.executing_seats[key] += seats
+        kind = "readOnly" if info.verb in ("get", "list", "watch") else "mutating"
+        self.in_flight[kind] += 1
         timed: Timed | None = None
         released = False
 
@@ -310,6 +317,7 @@ class FlowControl:
             if released:
                 return
             released = True
+            self.in_flight[kind] -= 1
             self.executing[key] -= 1
             self.executing_seats[key] -= seats
             if queues is not None:

@@ -319,6 +319,8 @@ async def test_a_watch_holds_its_seat_only_while_it_starts(users: Users) -> None
             'apiserver_flowcontrol_current_executing_requests{flow_schema="system-nodes"')]
         assert executing == ['apiserver_flowcontrol_current_executing_requests'
                              '{flow_schema="system-nodes",priority_level="system"} 0']
+        # The /metrics request itself is the one read-only request under way.
+        assert 'apiserver_current_inflight_requests{request_kind="readOnly"} 1' in metrics
 
 
 async def test_an_auto_updated_object_no_longer_bootstrapped_is_removed(users: Users) -> None:
