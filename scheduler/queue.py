@@ -258,14 +258,15 @@ class SchedulingQueue:
         for key in stale:
             self._push_backoff_or_active(self._pods[key])
 
-    def _end_flight(self, key: str) -> list[tuple[ClusterEvent, Any, Any]]:
+    def _end_flight(self, key: str, *, collect: bool = True
+                    ) -> list[tuple[ClusterEvent, Any, Any]]:
         """The pod's attempt is over: the events that concern it since it was popped (with
-        their objects, for the hints)."""
+        their objects, for the hints); none gathered if not `collect` (a bound pod)."""
         start = self._in_flight.pop(key, None)
         if start is None:
             return []
         events = [(ev, old, new) for ev, only, old, new in self._log[start - self._log_base:]
-                  if only is None or key in only]
+                  if only is None or key in only] if collect else []
         if not self._in_flight:
             self._log_base += len(self._log)
             self._log.clear()
@@ -280,7 +281,7 @@ class SchedulingQueue:
 
     def done(self, key: str) -> None:
         """The pod's attempt ended in success (bound or being bound): forget it."""
-        self._end_flight(key)
+        self._end_flight(key, collect=False)
         self.delete(key)
 
     def requeue_unschedulable(self, qp: QueuedPod, rejectors: set[str]) -> None:
