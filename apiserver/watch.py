@@ -110,11 +110,11 @@ def _event(change: Change, matches: Any) -> str | None:
     if matches is None:
         if change.type == "delete":
             return "DELETED"
-        return "ADDED" if change.prev is None else "MODIFIED"
+        return "MODIFIED" if change.has_prev else "ADDED"
     new_match = matches(change.obj)
     if change.type == "delete":
         return "DELETED" if new_match else None
-    old_match = change.prev is not None and matches(change.prev)
+    old_match = change.has_prev and matches(change.prev)
     if new_match:
         return "MODIFIED" if old_match else "ADDED"
     return "DELETED" if old_match else None

@@ -28,8 +28,11 @@ log = get_logger("apiserver.watchcache")
 ROOT = "/registry/"
 HISTORY = 20_000  # changes kept for watches that resume from a resourceVersion
 WATCHER_QUEUE = 2_000  # events a watcher may lag behind before it is dropped
+# The latest changes, whose objects stay decoded (see Change): as many as a watcher may
+# lag behind, so that a live watch sends decoded objects.
+FRESH = WATCHER_QUEUE
 EVENT_LINES = 512  # serialized watch event lines kept for the watchers still to send them
-FRESH = 1_000  # the latest changes, whose objects stay decoded (see Change)
+FIELD_SETS = 4_096  # distinct managedFields field sets shared at most
 
 
 def decode(value: bytes, revision: int) -> Obj:
@@ -74,6 +77,11 @@ class Change:
         if prev is None and self._prev_kv is not None:
             return decode(self._prev_kv.value, self._prev_kv.mod_revision)
         return prev
+
+    @property
+    def has_prev(self) -> bool:
+        """Whether there is a `prev` (without decoding it)."""
+        return self._prev is not None or self._prev_kv is not None
 
     def freeze(self) -> None:
         """Drop the decoded objects that can be decoded again."""
@@ -168,6 +176,9 @@ class WatchCache:
         # Objects this apiserver's writes just stored, by revision, until their event comes.
         self._adopted: dict[int, tuple[KeyValue, Obj]] = {}
         self._task: asyncio.Task[None] | None = None
+        # managedFields field sets by their JSON, shared by the cached objects that have
+        # them (see _share_fields).
+        self._field_sets: dict[bytes, Obj] = {}
         # prefix -> callbacks run synchronously on each change under it, and with None
         # after a reload (everything may have changed): how the apiserver follows the
         # objects that change what it serves (CustomResourceDefinitions).
@@ -199,7 +210,7 @@ class WatchCache:
                                             revision=revision)
             for kv in result.items:
                 buckets.setdefault(bucket_of(kv.key), _Bucket()).put(
-                    kv.key, decode(kv.value, kv.mod_revision))
+                    kv.key, self._share_fields(decode(kv.value, kv.mod_revision)))
             if not result.more or not result.items:
                 break
             start_after = result.items[-1].key
@@ -271,7 +282,7 @@ class WatchCache:
         prev_kv = _source(prev, event.prev_kv)
         if event.type == "put":
             obj = self._take_adopted(event.kv) or decode(event.kv.value, event.kv.mod_revision)
-            bucket.put(key, obj)
+            bucket.put(key, self._share_fields(obj))
             self._encoded.pop(key, None)  # the older revision's
             change = Change("put", key, obj, prev, event.revision, event.kv.value
                             if event.kv.mod_revision == event.revision else None, prev_kv)
@@ -301,6 +312,34 @@ class WatchCache:
             if key.startswith(prefix):
                 self._notify(listener, change)
         self._advance(event.revision)
+
+    def _share_fields(self, obj: Obj) -> Obj:
+        """Make the managedFields' field sets of `obj` the very objects of an equal set
+        another cached object has: they are a third of a pod's or a claim's decoded size
+        and mostly the same for every object of a kind (cached objects are never
+        modified, so they may share parts)."""
+        entries = (obj.get("metadata") or {}).get("managedFields")
+        if type(entries) is not list:
+            return obj
+        known = self._field_sets
+        for entry in entries:
+            if type(entry) is not dict:
+                continue
+            fields = entry.get("fieldsV1")
+            if type(fields) is not dict:
+                continue
+            try:
+                text = jsonfast.dumps(fields)
+            except (TypeError, ValueError):
+                continue
+            same = known.get(text)
+            if same is None:
+                if len(known) >= FIELD_SETS:
+                    known.clear()
+                known[text] = fields
+            elif same is not fields:
+                entry["fieldsV1"] = same
+        return obj
 
     def _take_adopted(self, kv: KeyValue) -> Obj | None:
         if not self._adopted:

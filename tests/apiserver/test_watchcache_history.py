@@ -80,3 +80,18 @@ async def test_the_current_objects_stay_the_cached_ones(cache: WatchCache) -> No
     for key, obj in cache.list(PREFIX):
         kv = await cache.store.get(key)
         assert obj == watchcache.decode(kv.value, kv.mod_revision)
+
+
+async def test_cached_objects_share_equal_managed_field_sets(cache: WatchCache) -> None:
+    fields = {"f:data": {"f:v": {}}}
+    for i in range(3):
+        obj = configmap(f"cm{i}", v="0")
+        obj["metadata"]["managedFields"] = [{"manager": "m", "operation": "Update",
+                                             "fieldsType": "FieldsV1", "fieldsV1": fields}]
+        await cache.store.create(PREFIX + f"cm{i}", encode(obj))
+    assert await cache.wait_for(await cache.store.current_revision())
+    sets = [obj["metadata"]["managedFields"][0]["fieldsV1"] for _, obj in cache.list(PREFIX)]
+    assert sets[0] == fields and sets[0] is sets[1] is sets[2]
+    for key, obj in cache.list(PREFIX):
+        kv = await cache.store.get(key)
+        assert obj == watchcache.decode(kv.value, kv.mod_revision)
