@@ -11,11 +11,12 @@ precondition was decided takes no revision: its precondition is decided again on
 key's latest row, which the function returns, and the write goes into the next batch.
 
 Preconditions are decided in this process, before the batch goes out: on the key's
-latest row as read, or, for a key not read yet, on its absence (most writes create new
-keys, and the function catches a wrong guess). Concurrent writes share a batch (group
-commit): one round trip and one commit for every write queued while the previous batch
-committed. Writes go straight to one asyncpg connection, without SQLAlchemy: its layers
-cost more than the round trip itself.
+latest row as read, or, for a key not read yet, on the latest row the events showed for
+it, or on its absence (most writes create new keys; the function catches a wrong
+guess). Concurrent writes share a batch (group commit): one round trip and one commit
+for every write queued while the previous batch committed. Writes go straight to one
+asyncpg connection and reads to a pool of them, without SQLAlchemy (it creates the
+schema and compacts): its layers cost more than the round trip itself.
 
 Each process runs one poller that reads rows after the last revision it published and
 fans them out to its watchers. Commits send a NOTIFY (delivered at commit) that wakes the
