@@ -33,6 +33,8 @@ class Inventory:
         self.claims: dict[str, dict[str, Any]] = {}
         self.state = AllocatedState()
         self._usage: dict[str, Usage] = {}
+        # Device → the keys of the allocated claims in _usage that use it.
+        self._holders: dict[DeviceID, set[str]] = {}
         self._order = 0
         # Bumped on every slice change; caches of per-node pool gathering check it.
         self.slice_epoch = 0
@@ -139,12 +141,20 @@ class Inventory:
             return
         self.claims[key] = obj
         self._usage[key] = usage
+        for device in {*usage.exclusive, *usage.shares}:
+            self._holders.setdefault(device, set()).add(key)
         self.state.add(usage)
 
     def remove_claim(self, key: str) -> None:
         usage = self._usage.pop(key, None)
         self.claims.pop(key, None)
         if usage is not None:
+            for device in {*usage.exclusive, *usage.shares}:
+                keys = self._holders.get(device)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del self._holders[device]
             self.state.remove(usage)
 
     def hide_claims_of(self, pod_uids: set[str]) -> list[Usage]:
@@ -169,9 +179,8 @@ class Inventory:
         return key in self._usage
 
     def holders(self, device: DeviceID) -> list[str]:
-        """Allocated claims that use the device (for explanations; scans all claims)."""
-        return sorted(key for key, usage in self._usage.items()
-                      if device in usage.exclusive or device in usage.shares)
+        """Allocated claims that use the device (for explanations)."""
+        return sorted(self._holders.get(device, ()))
 
 
 def _rule_selects(selector: dict[str, Any] | None, device: DeviceID) -> bool:

@@ -66,6 +66,19 @@ def test_allocated_claims_make_devices_busy_until_removed(inv: Inventory) -> Non
     assert chosen(Allocator(inv).allocate(NODE, [claim()])) == ["gpu-0"]
 
 
+def test_holders_follow_claims_as_they_are_allocated_changed_and_removed(
+        inv: Inventory) -> None:
+    gpu0, gpu1 = (DRIVER, "node-1", "gpu-0"), (DRIVER, "node-1", "gpu-1")
+    inv.set_claim(allocated("a", "gpu-0"))
+    inv.set_claim(allocated("b", "gpu-0", "gpu-1"))
+    assert (inv.holders(gpu0), inv.holders(gpu1)) == (["ns/a", "ns/b"], ["ns/b"])
+    inv.set_claim(allocated("b", "gpu-1"))  # reallocated: it no longer holds gpu-0
+    assert (inv.holders(gpu0), inv.holders(gpu1)) == (["ns/a"], ["ns/b"])
+    inv.set_claim(claim("a"))  # deallocated
+    inv.remove_claim("ns/b")
+    assert (inv.holders(gpu0), inv.holders(gpu1)) == ([], [])
+
+
 def test_in_flight_allocations_count_as_in_use(inv: Inventory) -> None:
     inv.set_slice(gpu_slice(1, {"name": "gpu-0"}, {"name": "gpu-1"}))
     outcome = Allocator(inv).allocate(NODE, [claim()], in_flight=[allocated("other", "gpu-0")])
