@@ -12,14 +12,13 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
 from draemu.cel import CELCompileError, CELRuntimeError, compile_derived, compile_expression
 from draemu.scheduler.dra.capacity import consumption, fits
 from draemu.scheduler.dra.explain import Explanation, explain
 from draemu.scheduler.dra.inventory import MALFORMED, Inventory, claim_key
-from draemu.scheduler.dra.model import Device, DeviceID, device_id_str
+from draemu.scheduler.dra.model import Device, DeviceID, Exact, device_id_str
 from draemu.scheduler.dra.pools import (
     NodePools,
     NodeSelectionError,
@@ -67,7 +66,7 @@ class Chosen:
     spec: Spec
     pool: Pool
     share_id: str | None = None
-    consumed: dict[str, Fraction] | None = None
+    consumed: dict[str, Exact] | None = None
     charged: bool = False  # counters charged for this choice
     # Compatibility-group states this choice replaced (DRADeviceCompatibilityGroups).
     groups_before: dict[tuple[str, str], Groups] | None = None
@@ -179,10 +178,10 @@ class _Search:
         self.claims: list[ClaimState] = []
         self.node_pools: NodePools | None = None
         self.chosen_by: dict[DeviceID, set[int]] = {}  # exclusive choices → claim indexes
-        self.sharing: dict[DeviceID, dict[str, Fraction]] = {}  # shares chosen in this attempt
+        self.sharing: dict[DeviceID, dict[str, Exact]] = {}  # shares chosen in this attempt
         self.share_count: dict[DeviceID, int] = {}
-        self.counters_used: dict[str, dict[str, dict[str, Fraction]]] = {}
-        self.counters_available: dict[str, dict[str, dict[str, Fraction]]] = {}
+        self.counters_used: dict[str, dict[str, dict[str, Exact]]] = {}
+        self.counters_available: dict[str, dict[str, dict[str, Exact]]] = {}
         self.groups: dict[tuple[str, str], Groups] = {}  # (pool, counter set) → placed so far
         self.groups_baseline: set[str] = set()  # pools whose allocated devices are folded in
         # Why the search turned a device down for a spec, beyond the isolated checks
@@ -415,7 +414,7 @@ class _Search:
         if amounts is None:
             return "cannot serve the requested capacity (unknown capacity or request policy)"
         short = fits(device, amounts, lambda n: self.state.consumed(device.id, n)
-                     + self.sharing.get(device.id, {}).get(n, Fraction(0)))
+                     + self.sharing.get(device.id, {}).get(n, 0))
         if short is not None:
             return f"capacity {short} exhausted"
         return None
@@ -435,14 +434,14 @@ class _Search:
         used = {} if alone else self.counters_used.get(pool.id, {})
         for set_name, amounts in device.consumes:
             for counter, amount in amounts.items():
-                have = available.get(set_name, {}).get(counter, Fraction(0))
-                taken = used.get(set_name, {}).get(counter, Fraction(0))
+                have = available.get(set_name, {}).get(counter, 0)
+                taken = used.get(set_name, {}).get(counter, 0)
                 if taken + amount > have:
                     return (f"counter {set_name}/{counter} exhausted (needs {_q(amount)}, "
-                            f"{_q(max(have - taken, Fraction(0)))} left)")
+                            f"{_q(max(have - taken, 0))} left)")
         return None
 
-    def _available_counters(self, pool: Pool) -> dict[str, dict[str, Fraction]]:
+    def _available_counters(self, pool: Pool) -> dict[str, dict[str, Exact]]:
         cached = self.counters_available.get(pool.id)
         if cached is None:
             cached = {name: dict(counters) for name, counters in pool.counter_sets.items()}
@@ -465,7 +464,7 @@ class _Search:
         for set_name, amounts in device.consumes:
             counters = used.setdefault(set_name, {})
             for counter, amount in amounts.items():
-                counters[counter] = counters.get(counter, Fraction(0)) + sign * amount
+                counters[counter] = counters.get(counter, 0) + sign * amount
 
     def groups_clash(self, device: Device, pool: Pool) -> str | None:
         """None if the device's compatibility groups admit it onto every counter set it
@@ -593,7 +592,7 @@ class _Search:
             chosen.consumed = amounts
             sharing = self.sharing.setdefault(device.id, {})
             for name, amount in amounts.items():
-                sharing[name] = sharing.get(name, Fraction(0)) + amount
+                sharing[name] = sharing.get(name, 0) + amount
             self.share_count[device.id] = self.share_count.get(device.id, 0) + 1
         else:
             self.chosen_by.setdefault(device.id, set()).add(ci)
@@ -626,7 +625,7 @@ class _Search:
                 del self.chosen_by[device.id]
 
 
-def _q(v: Fraction) -> str:
+def _q(v: Exact) -> str:
     from draemu.api.quantity import Quantity
 
     return Quantity(v).canonical()

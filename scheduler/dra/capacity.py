@@ -4,14 +4,12 @@ consumes on a device after the device's request policy rounds it, and whether it
 from __future__ import annotations
 
 from collections.abc import Callable
-from fractions import Fraction
-from math import ceil
 
-from draemu.scheduler.dra.model import Device, quantity
+from draemu.scheduler.dra.model import Device, Exact, quantity
 
 
-def _consumption(value: Fraction, policy: dict | None, requested: Fraction | None
-                 ) -> Fraction | None:
+def _consumption(value: Exact, policy: dict | None, requested: Exact | None
+                 ) -> Exact | None:
     """The amount consumed, or None when the policy forbids it."""
     default = quantity(policy.get("default")) if policy and policy.get("default") is not None \
         else None
@@ -30,7 +28,8 @@ def _consumption(value: Fraction, policy: dict | None, requested: Fraction | Non
             if requested < lo:
                 amount = lo
             elif step:
-                amount = lo + ceil((requested - lo) / step) * step
+                # The ceiling of (requested - lo) / step, exactly for ints and Fractions.
+                amount = lo - ((lo - requested) // step) * step
         if amount == default:
             return amount
         if hi is not None and amount > hi:
@@ -47,12 +46,12 @@ def _consumption(value: Fraction, policy: dict | None, requested: Fraction | Non
     return requested
 
 
-def consumption(device: Device, requests: dict[str, Fraction]) -> dict[str, Fraction] | None:
+def consumption(device: Device, requests: dict[str, Exact]) -> dict[str, Exact] | None:
     """What the request consumes of each capacity of the device; None if it cannot be
     served at all (an unknown capacity is requested or a policy is violated)."""
     if any(name not in device.capacity for name in requests):
         return None
-    out: dict[str, Fraction] = {}
+    out: dict[str, Exact] = {}
     for name, cap in device.capacity.items():
         amount = _consumption(cap.value, cap.policy, requests.get(name))
         if amount is None:
@@ -61,8 +60,8 @@ def consumption(device: Device, requests: dict[str, Fraction]) -> dict[str, Frac
     return out
 
 
-def fits(device: Device, amounts: dict[str, Fraction],
-         used: Callable[[str], Fraction]) -> str | None:
+def fits(device: Device, amounts: dict[str, Exact],
+         used: Callable[[str], Exact]) -> str | None:
     """None when `amounts` fit next to what is `used` already, else which capacity is short."""
     for name, amount in amounts.items():
         cap = device.capacity[name].value

@@ -4,12 +4,11 @@ completeness, generations, validity) and in which order the search visits them."
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
 from draemu.api.nodeselector import selector_matches
 from draemu.scheduler.dra.inventory import Inventory
-from draemu.scheduler.dra.model import Device, Slice
+from draemu.scheduler.dra.model import Device, Exact, Slice
 
 
 class NodeSelectionError(Exception):
@@ -23,7 +22,7 @@ class Pool:
     generation: int
     slices: list[Slice] = field(default_factory=list)  # device slices targeting the node
     other_slices: list[Slice] = field(default_factory=list)  # same generation, elsewhere
-    counter_sets: dict[str, dict[str, Fraction]] = field(default_factory=dict)
+    counter_sets: dict[str, dict[str, Exact]] = field(default_factory=dict)
     incomplete: bool = False
     invalid: str = ""  # why the pool is invalid, empty when valid
     has_binding_conditions: bool = False

@@ -4,12 +4,11 @@ checked, constraints built — with upstream's error messages."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
 from draemu.scheduler.dra.constraints import Constraint, DistinctAttribute, MatchAttribute
 from draemu.scheduler.dra.features import Features
-from draemu.scheduler.dra.model import Device, quantity
+from draemu.scheduler.dra.model import Device, Exact, quantity
 
 MAX_RESULTS = 32  # AllocationResultsMaxSize
 
@@ -44,7 +43,7 @@ class Spec:
     count: int
     admin: bool
     tolerations: list[dict[str, Any]]
-    capacity: dict[str, Fraction]
+    capacity: dict[str, Exact]
     all_devices: list[Device] | None = None
 
     @property

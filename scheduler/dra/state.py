@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
-from draemu.scheduler.dra.model import DeviceID, quantity
+from draemu.scheduler.dra.model import DeviceID, Exact, quantity
 
 
 @dataclass
@@ -21,7 +20,7 @@ class Usage:
 
     exclusive: list[DeviceID] = field(default_factory=list)
     shares: list[DeviceID] = field(default_factory=list)
-    consumed: list[tuple[DeviceID, dict[str, Fraction]]] = field(default_factory=list)
+    consumed: list[tuple[DeviceID, dict[str, Exact]]] = field(default_factory=list)
 
     @classmethod
     def of_claim(cls, claim: dict[str, Any], consumable_capacity: bool) -> Usage | None:
@@ -48,7 +47,7 @@ class AllocatedState:
     def __init__(self) -> None:
         self._exclusive: Counter[DeviceID] = Counter()
         self._shares: Counter[DeviceID] = Counter()
-        self._consumed: dict[DeviceID, dict[str, Fraction]] = {}
+        self._consumed: dict[DeviceID, dict[str, Exact]] = {}
 
     def add(self, usage: Usage, sign: int = 1) -> None:
         for d in usage.exclusive:
@@ -62,7 +61,7 @@ class AllocatedState:
         for d, amounts in usage.consumed:
             total = self._consumed.setdefault(d, {})
             for name, v in amounts.items():
-                total[name] = total.get(name, Fraction(0)) + sign * v
+                total[name] = total.get(name, 0) + sign * v
             if d not in self._shares:
                 del self._consumed[d]
 
@@ -78,8 +77,8 @@ class AllocatedState:
     def allocated(self, d: DeviceID) -> bool:
         return d in self._exclusive or d in self._shares or d in self._consumed
 
-    def consumed(self, d: DeviceID, name: str) -> Fraction:
-        return self._consumed.get(d, {}).get(name, Fraction(0))
+    def consumed(self, d: DeviceID, name: str) -> Exact:
+        return self._consumed.get(d, {}).get(name, 0)
 
 
 class StateView:
@@ -99,6 +98,6 @@ class StateView:
     def allocated(self, d: DeviceID) -> bool:
         return self.base.allocated(d) or (self.extra is not None and self.extra.allocated(d))
 
-    def consumed(self, d: DeviceID, name: str) -> Fraction:
+    def consumed(self, d: DeviceID, name: str) -> Exact:
         v = self.base.consumed(d, name)
         return v + self.extra.consumed(d, name) if self.extra is not None else v
