@@ -86,6 +86,7 @@ def _load(name: str) -> Any:
 
 draworkloads = _load("draworkloads")
 apiload = _load("apiload")
+_tree = _load("startup").process_tree
 workload = draworkloads.basic
 NS = workload.NS
 
@@ -100,18 +101,6 @@ def free_ports(n: int) -> list[int]:
     return ports
 
 
-def _tree(pid: int) -> list[int]:
-    """`pid` and its descendants (Linux /proc)."""
-    out, pending = [], [pid]
-    while pending:
-        p = pending.pop()
-        out.append(p)
-        try:
-            for task in Path(f"/proc/{p}/task").iterdir():
-                pending.extend(int(c) for c in (task / "children").read_text().split())
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-    return out
 
 
 def _status_kib(pid: int, field: str) -> int:

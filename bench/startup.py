@@ -63,7 +63,7 @@ def pss_kib(pid: int) -> int:
     """Pss of `pid` plus that of its descendants: pages shared between them (a child
     forked from its parent) are counted once, split between the sharers."""
     total = 0
-    for p in _tree(pid):
+    for p in process_tree(pid):
         try:
             for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
                 if line.startswith("Pss:"):
@@ -73,7 +73,8 @@ def pss_kib(pid: int) -> int:
     return total
 
 
-def _tree(pid: int) -> list[int]:
+def process_tree(pid: int) -> list[int]:
+    """`pid` and its descendants (Linux /proc); bench/realk8s.py uses it too."""
     out, pending = [], [pid]
     while pending:
         p = pending.pop()
@@ -87,13 +88,13 @@ def _tree(pid: int) -> list[int]:
 
 
 def processes(pid: int) -> int:
-    return len(_tree(pid))
+    return len(process_tree(pid))
 
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of `pid` and its descendants so far."""
     ticks = 0
-    for p in _tree(pid):
+    for p in process_tree(pid):
         try:
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
         except (FileNotFoundError, ProcessLookupError):

@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import aiohttp
-import asyncpg
 import pytest
 from apiclient import Client, configmap, ssl_context_for
 
@@ -18,15 +17,11 @@ from draemu.store import open_store
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.backends("postgresql")
 async def test_create_in_a_namespace_just_created_through_another_apiserver(
-        postgres_url: str, tmp_path: Path) -> None:
-    conn = await asyncpg.connect(postgres_url)
-    try:
-        await conn.execute("DROP TABLE IF EXISTS draemu_kv, draemu_meta")
-    finally:
-        await conn.close()
-    first = await open_store(postgres_url, compaction_interval=0)
-    second = await open_store(postgres_url, compaction_interval=0)
+        store_url: str, tmp_path: Path) -> None:
+    first = await open_store(store_url, compaction_interval=0)
+    second = await open_store(store_url, compaction_interval=0)
     a = await start_apiserver(tmp_path / "a", store=first)
     b = await start_apiserver(tmp_path / "b", store=second)
     try:
