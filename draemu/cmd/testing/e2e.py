@@ -78,6 +78,23 @@ async def allocate(client: Client, claim: dict, pod: dict, driver: str, node: st
     return await client.update(RESOURCE, "resourceclaims", claim, subresource="status")
 
 
+async def gpu_class_and_template(client: Client) -> None:
+    """The DeviceClass gpu.example.com (every device of that driver) and the
+    ResourceClaimTemplate default/gpu asking for one of its devices, for pods on
+    `gpu_plugin` nodes."""
+    resource = "resource.k8s.io/v1"
+    await client.create(resource, "deviceclasses", {
+        "apiVersion": resource, "kind": "DeviceClass",
+        "metadata": {"name": "gpu.example.com"},
+        "spec": {"selectors": [{"cel": {
+            "expression": 'device.driver == "gpu.example.com"'}}]}})
+    await client.create(resource, "resourceclaimtemplates", {
+        "apiVersion": resource, "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "gpu", "namespace": "default"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": "gpu.example.com"}}]}}}}, "default")
+
+
 @asynccontextmanager
 async def gpu_plugin(cluster: Any, node_name: str, count: int) -> AsyncIterator[Any]:
     """The built-in GPU driver (`count` GPUs of gpu.example.com) as a kubelet plugin of one

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from draemu.client import ApiError
-from draemu.cmd.testing.e2e import eventually, gpu_plugin
+from draemu.cmd.testing.e2e import eventually, gpu_class_and_template, gpu_plugin
 
 pytestmark = pytest.mark.e2e
 
@@ -32,16 +32,7 @@ async def test_high_priority_pod_preempts_the_pod_holding_the_only_device(draemu
             await client.create("scheduling.k8s.io/v1", "priorityclasses", {
                 "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                 "metadata": {"name": name}, "value": value})
-        await client.create(RESOURCE, "deviceclasses", {
-            "apiVersion": RESOURCE, "kind": "DeviceClass",
-            "metadata": {"name": "gpu.example.com"},
-            "spec": {"selectors": [{"cel": {
-                "expression": 'device.driver == "gpu.example.com"'}}]}})
-        await client.create(RESOURCE, "resourceclaimtemplates", {
-            "apiVersion": RESOURCE, "kind": "ResourceClaimTemplate",
-            "metadata": {"name": "gpu", "namespace": "default"},
-            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                "deviceClassName": "gpu.example.com"}}]}}}}, "default")
+        await gpu_class_and_template(client)
 
         async def phase(name: str) -> str | None:
             try:

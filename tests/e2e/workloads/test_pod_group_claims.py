@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from draemu.cmd.testing.e2e import eventually, gpu_plugin
+from draemu.cmd.testing.e2e import eventually, gpu_class_and_template, gpu_plugin
 from draemu.features import FeatureGates
 
 pytestmark = pytest.mark.e2e
@@ -28,16 +28,7 @@ async def _running(client, name: str) -> dict | None:
 async def test_pods_of_a_pod_group_share_the_groups_claim(draemu_cluster) -> None:
     client = draemu_cluster.client
     async with gpu_plugin(draemu_cluster, "node-1", 2):
-        await client.create(RESOURCE, "deviceclasses", {
-            "apiVersion": RESOURCE, "kind": "DeviceClass",
-            "metadata": {"name": "gpu.example.com"},
-            "spec": {"selectors": [{"cel": {
-                "expression": 'device.driver == "gpu.example.com"'}}]}})
-        await client.create(RESOURCE, "resourceclaimtemplates", {
-            "apiVersion": RESOURCE, "kind": "ResourceClaimTemplate",
-            "metadata": {"name": "gpu", "namespace": "default"},
-            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                "deviceClassName": "gpu.example.com"}}]}}}}, "default")
+        await gpu_class_and_template(client)
         await client.create(SCHEDULING, "podgroups", {
             "apiVersion": SCHEDULING, "kind": "PodGroup",
             "metadata": {"name": "trainers", "namespace": "default"},
