@@ -6,6 +6,7 @@ requests up)."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -205,26 +206,18 @@ async def test_a_level_that_rejects_answers_429_with_retry_after(users: Users) -
 
 # The flooding client is another process, as it would be: its own reading of the
 # responses must not share the server's event loop.
-_FLOOD = """
-import asyncio, ssl, sys, time
-import aiohttp
+def _bench_flood_script() -> str:
+    """bench/flowcontrol.py's flooding client (opens its connections first: TLS
+    handshakes are not what is measured; then sends its LISTs together)."""
+    path = Path(__file__).resolve().parents[2] / "bench" / "flowcontrol.py"
+    spec = importlib.util.spec_from_file_location("bench_flowcontrol", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return str(module.FLOOD)
 
-async def main(url, cert, key, ca, count):
-    ctx = ssl.create_default_context(cafile=ca)
-    ctx.load_cert_chain(cert, key)
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
-        async def one(path):
-            async with session.get(path, ssl=ctx) as resp:
-                await resp.read()
-                return resp.status
-        # Open the connections first: TLS handshakes are not what is measured.
-        await asyncio.gather(*(one(url + "/cm-1") for _ in range(count)))
-        print("started", flush=True)
-        statuses = await asyncio.gather(*(one(url) for _ in range(count)))
-        print(",".join(map(str, sorted(set(statuses)))), flush=True)
 
-asyncio.run(main(*sys.argv[1:5], int(sys.argv[5])))
-"""
+_FLOOD = _bench_flood_script()
 
 
 async def _start_flood(server: APIServer, tmp: Path, user: str, group: str,
