@@ -4,7 +4,9 @@ watch, as kube-apiserver's cacher does.
 Lists and gets are served from here once the cache has caught up with the revision a
 request needs; watches replay the recent history and then receive live changes.
 Objects in the cache are decoded storage-version dicts with `metadata.resourceVersion`
-set; they are shared, so nobody may modify them.
+set; they are shared, so nobody may modify them. Those loaded at start-up are kept as
+the store's key-values and decoded on first read (see _Bucket): start-up reads the store
+but decodes nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from draemu.apiserver.codec import dumps
 from draemu.log import get_logger
 from draemu.store.errors import CompactedError, StoreClosedError, WatchTooSlowError
 from draemu.store.model import KeyValue
+from draemu.store.validation import prefix_end
 
 log = get_logger("apiserver.watchcache")
 
@@ -33,6 +36,7 @@ WATCHER_QUEUE = 2_000  # events a watcher may lag behind before it is dropped
 FRESH = WATCHER_QUEUE
 EVENT_LINES = 512  # serialized watch event lines kept for the watchers still to send them
 FIELD_SETS = 4_096  # distinct managedFields field sets shared at most
+LOAD_BATCH = 10_000  # key-values read from the store at a time when loading
 
 
 def decode(value: bytes, revision: int) -> Obj:
@@ -122,21 +126,44 @@ class Watcher:
 
 
 class _Bucket:
-    """The objects under one resource prefix, with their keys kept sorted for lists."""
+    """The objects under one resource prefix, with their keys kept sorted for lists.
 
-    __slots__ = ("_sorted", "objects", "version")
+    An object loaded from the store at start-up stays the store's key-value (its bytes)
+    until something reads it: `get` and `items` decode it then, once. So the cache is
+    ready without decoding tens of thousands of objects nobody may ask for (the bytes are
+    the object at that revision: reading them later gives what decoding them at load
+    would have)."""
 
-    def __init__(self) -> None:
-        self.objects: dict[str, Obj] = {}
+    __slots__ = ("_sorted", "objects", "version", "_share")
+
+    def __init__(self, share: Callable[[Obj], Obj]) -> None:
+        # A decoded object, or the store's key-value of one not decoded yet.
+        self.objects: dict[str, Obj | KeyValue] = {}
         self._sorted: list[str] | None = None
         # Counts changes, so that readers may keep what they derived from the objects.
         self.version = 0
+        self._share = share
 
-    def put(self, key: str, obj: Obj) -> None:
+    def put(self, key: str, obj: Obj | KeyValue) -> None:
         self.version += 1
         if key not in self.objects and self._sorted is not None:
             bisect.insort(self._sorted, key)
         self.objects[key] = obj
+
+    def get(self, key: str) -> Obj | None:
+        obj = self.objects.get(key)
+        if type(obj) is KeyValue:
+            return self._decode(key, obj)
+        return obj  # type: ignore[return-value]
+
+    def raw(self, key: str) -> Obj | KeyValue | None:
+        """The entry as held: a decoded object or a key-value not decoded yet."""
+        return self.objects.get(key)
+
+    def _decode(self, key: str, kv: KeyValue) -> Obj:
+        obj = self._share(decode(kv.value, kv.mod_revision))
+        self.objects[key] = obj
+        return obj
 
     def delete(self, key: str) -> None:
         self.version += 1
@@ -149,6 +176,17 @@ class _Bucket:
         if self._sorted is None:
             self._sorted = sorted(self.objects)
         return self._sorted
+
+    def items(self, keys: list[str]) -> list[tuple[str, Obj]]:
+        """(key, decoded object) of `keys`, which must be held."""
+        objects = self.objects
+        out = []
+        for key in keys:
+            obj = objects[key]
+            if type(obj) is KeyValue:
+                obj = self._decode(key, obj)
+            out.append((key, obj))
+        return out  # type: ignore[return-value]
 
 
 def bucket_of(key: str) -> str:
@@ -202,15 +240,25 @@ class WatchCache:
                 self._end(w)
 
     async def _load(self) -> None:
+        """Every object at the store's current revision, kept as the store's key-values
+        (decoded on first read, see _Bucket)."""
         revision = await self.store.current_revision()
         buckets: dict[str, _Bucket] = {}
         start_after = None
+        prefix, objects = "\0", {}
         while True:
-            result = await self.store.range(ROOT, start_after=start_after, limit=1000,
+            result = await self.store.range(ROOT, start_after=start_after, limit=LOAD_BATCH,
                                             revision=revision)
             for kv in result.items:
-                buckets.setdefault(bucket_of(kv.key), _Bucket()).put(
-                    kv.key, self._share_fields(decode(kv.value, kv.mod_revision)))
+                key = kv.key
+                if not key.startswith(prefix):  # keys come sorted: buckets one by one
+                    prefix = bucket_of(key)
+                    bucket = buckets.get(prefix)
+                    if bucket is None:
+                        bucket = buckets[prefix] = self._new_bucket()
+                    bucket.version += 1
+                    objects = bucket.objects
+                objects[key] = kv
             if not result.more or not result.items:
                 break
             start_after = result.items[-1].key
@@ -274,12 +322,27 @@ class WatchCache:
         except Exception:  # a listener must never stop the cache
             log.exception("watch cache listener failed")
 
+    def _new_bucket(self) -> _Bucket:
+        return _Bucket(self._share_fields)
+
+    def _bucket(self, key: str) -> _Bucket:
+        prefix = bucket_of(key)
+        bucket = self._buckets.get(prefix)
+        if bucket is None:
+            bucket = self._buckets[prefix] = self._new_bucket()
+        return bucket
+
     # Changes ------------------------------------------------------------------------------
     def _apply(self, event: Any) -> None:
         key = event.kv.key
-        bucket = self._buckets.setdefault(bucket_of(key), _Bucket())
-        prev = bucket.objects.get(key)
-        prev_kv = _source(prev, event.prev_kv)
+        bucket = self._bucket(key)
+        held = bucket.raw(key)
+        if type(held) is KeyValue:
+            # Not decoded yet: the change keeps its bytes as its previous object.
+            prev, prev_kv = None, held
+        else:
+            prev = held  # type: ignore[assignment]
+            prev_kv = _source(prev, event.prev_kv)
         if event.type == "put":
             obj = self._take_adopted(event.kv) or decode(event.kv.value, event.kv.mod_revision)
             bucket.put(key, self._share_fields(obj))
@@ -288,7 +351,9 @@ class WatchCache:
                             if event.kv.mod_revision == event.revision else None, prev_kv)
         else:
             last = prev
-            if last is None and event.prev_kv is not None:
+            if last is None and prev_kv is not None:
+                last = decode(prev_kv.value, prev_kv.mod_revision)
+            elif last is None and event.prev_kv is not None:
                 last = decode(event.prev_kv.value, event.prev_kv.mod_revision)
                 prev_kv = event.prev_kv
             if last is None:
@@ -422,7 +487,7 @@ class WatchCache:
 
     def get(self, key: str) -> Obj | None:
         bucket = self._buckets.get(bucket_of(key))
-        return bucket.objects.get(key) if bucket else None
+        return bucket.get(key) if bucket else None
 
     def list(self, prefix: str, start_after: str | None = None) -> list[tuple[str, Obj]]:
         """Objects under `prefix` in key order (after `start_after`)."""
@@ -433,14 +498,9 @@ class WatchCache:
         lo = bisect.bisect_left(keys, prefix)
         if start_after is not None and start_after >= prefix:
             lo = bisect.bisect_right(keys, start_after)
-        out: list[tuple[str, Obj]] = []
-        objects = bucket.objects
-        for i in range(lo, len(keys)):
-            key = keys[i]
-            if not key.startswith(prefix):
-                break
-            out.append((key, objects[key]))
-        return out
+        hi = len(keys) if prefix == bucket_of(prefix) else \
+            bisect.bisect_left(keys, prefix_end(prefix), lo)
+        return bucket.items(keys[lo:hi])
 
     def encoded(self, key: str, obj: Obj) -> bytes:
         """The JSON of a cached object, serialized once per revision (lists and gets
