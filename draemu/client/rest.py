@@ -191,11 +191,18 @@ class Client:
                 except ValueError:
                     decoded = {"message": body.decode(errors="replace")}
                 raise ApiError(resp.status, decoded)
+            # A chunk holds many events when they come in bursts: its complete lines are
+            # split once (splitting one line off at a time copied the rest each time).
             buffer = b""
             async for chunk in resp.content.iter_any():
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
+                if buffer:
+                    chunk = buffer + chunk
+                end = chunk.rfind(b"\n")
+                if end < 0:
+                    buffer = chunk
+                    continue
+                buffer = chunk[end + 1:]
+                for line in chunk[:end].split(b"\n"):
                     if line.strip():
                         yield jsonfast.loads(line)
             if buffer.strip():
