@@ -502,6 +502,63 @@ class WatchCache:
             bisect.bisect_left(keys, prefix_end(prefix), lo)
         return bucket.items(keys[lo:hi])
 
+    def list_at(self, prefix: str, revision: int, start_after: str | None,
+                matches: Callable[[Obj], bool], limit: int
+                ) -> tuple[list[tuple[str, Obj, bool]], int] | None:
+        """A page of the objects under `prefix` after `start_after` as they were at
+        `revision`, as upstream's watch cache answers a `continue` from its snapshot of
+        that revision: the current objects, with the keys changed since `revision` taken
+        from their first change after it (its previous object, or absent for a creation).
+        Gives the matching (key, object, whether it is the cached current object) in key
+        order, at most `limit` (0: all), and how many keys follow the last one at that
+        revision (whether matching or not; -1 if `limit` did not cut the list). None when
+        the history does not reach back to `revision` or the cache has not seen it."""
+        if revision > self.revision or revision < self.oldest:
+            return None
+        bucket = self._buckets.get(bucket_of(prefix))
+        keys = bucket.keys() if bucket is not None else []
+        lo = bisect.bisect_left(keys, prefix)
+        if start_after is not None and start_after >= prefix:
+            lo = bisect.bisect_right(keys, start_after, lo)
+        hi = bisect.bisect_left(keys, prefix_end(prefix), lo)
+        first: dict[str, Change] = {}
+        for change in reversed(self._history):  # newest first: the earliest change wins
+            if change.revision <= revision:
+                break
+            key = change.key
+            if key.startswith(prefix) and (start_after is None or key > start_after):
+                first[key] = change
+        changed = sorted(first)
+        then = {key: first[key].prev for key in changed}
+        out: list[tuple[str, Obj, bool]] = []
+        i, j = lo, 0
+        while i < hi or j < len(changed):
+            if j < len(changed) and (i >= hi or changed[j] <= keys[i]):
+                key = changed[j]
+                if i < hi and keys[i] == key:
+                    i += 1
+                j += 1
+                obj = then[key]
+                current = False
+                if obj is None:
+                    continue
+            else:
+                key = keys[i]
+                i += 1
+                obj = bucket.get(key)  # type: ignore[union-attr]
+                current = True
+                assert obj is not None
+            if not matches(obj):
+                continue
+            if limit and len(out) == limit:
+                # This key and every one after it at `revision`.
+                later = changed[j:]
+                present = sum(1 for k in later if k in bucket.objects)  # type: ignore[union-attr]
+                existed = sum(1 for k in later if then[k] is not None)
+                return out, 1 + (hi - i) - present + existed
+            out.append((key, obj, current))
+        return out, -1
+
     def encoded(self, key: str, obj: Obj) -> bytes:
         """The JSON of a cached object, serialized once per revision (lists and gets
         in the storage version reuse it)."""
