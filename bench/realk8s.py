@@ -971,6 +971,9 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true",
                         help="keep each run's logs and state (paths are printed)")
     args = parser.parse_args()
+    # A SIGTERM (`timeout`, `kill`) stops the run as Ctrl-C does: the sides' processes are
+    # stopped on the way out instead of left running.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     from draemu import log
 
     log.configure("console", "warning")
