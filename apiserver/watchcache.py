@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import gc
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +39,7 @@ FRESH = WATCHER_QUEUE
 EVENT_LINES = 512  # serialized watch event lines kept for the watchers still to send them
 FIELD_SETS = 4_096  # distinct managedFields field sets shared at most
 LOAD_BATCH = 10_000  # key-values read from the store at a time when loading
+BULK_DECODE = 1_000  # a read that may decode this many objects pauses the cyclic GC
 
 
 def decode(value: bytes, revision: int) -> Obj:
@@ -134,7 +137,7 @@ class _Bucket:
     the object at that revision: reading them later gives what decoding them at load
     would have)."""
 
-    __slots__ = ("_sorted", "objects", "version", "_share")
+    __slots__ = ("_sorted", "objects", "version", "_share", "undecoded")
 
     def __init__(self, share: Callable[[Obj], Obj]) -> None:
         # A decoded object, or the store's key-value of one not decoded yet.
@@ -143,11 +146,15 @@ class _Bucket:
         # Counts changes, so that readers may keep what they derived from the objects.
         self.version = 0
         self._share = share
+        self.undecoded = 0  # entries still key-values
 
-    def put(self, key: str, obj: Obj | KeyValue) -> None:
+    def put(self, key: str, obj: Obj) -> None:
         self.version += 1
-        if key not in self.objects and self._sorted is not None:
+        old = self.objects.get(key)
+        if old is None and self._sorted is not None:
             bisect.insort(self._sorted, key)
+        elif type(old) is KeyValue:
+            self.undecoded -= 1
         self.objects[key] = obj
 
     def get(self, key: str) -> Obj | None:
@@ -163,11 +170,15 @@ class _Bucket:
     def _decode(self, key: str, kv: KeyValue) -> Obj:
         obj = self._share(decode(kv.value, kv.mod_revision))
         self.objects[key] = obj
+        self.undecoded -= 1
         return obj
 
     def delete(self, key: str) -> None:
         self.version += 1
-        if self.objects.pop(key, None) is not None and self._sorted is not None:
+        old = self.objects.pop(key, None)
+        if type(old) is KeyValue:
+            self.undecoded -= 1
+        if old is not None and self._sorted is not None:
             i = bisect.bisect_left(self._sorted, key)
             if i < len(self._sorted) and self._sorted[i] == key:
                 del self._sorted[i]
@@ -221,6 +232,8 @@ class WatchCache:
         # after a reload (everything may have changed): how the apiserver follows the
         # objects that change what it serves (CustomResourceDefinitions).
         self._listeners: list[tuple[str, Any]] = []
+        # Called after a read decoded many loaded objects (see _decoding).
+        self.decoded_in_bulk: Callable[[], None] | None = None
 
     # Lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -258,6 +271,8 @@ class WatchCache:
                         bucket = buckets[prefix] = self._new_bucket()
                     bucket.version += 1
                     objects = bucket.objects
+                if key not in objects:
+                    bucket.undecoded += 1
                 objects[key] = kv
             if not result.more or not result.items:
                 break
@@ -500,7 +515,28 @@ class WatchCache:
             lo = bisect.bisect_right(keys, start_after)
         hi = len(keys) if prefix == bucket_of(prefix) else \
             bisect.bisect_left(keys, prefix_end(prefix), lo)
-        return bucket.items(keys[lo:hi])
+        with self._decoding(bucket, hi - lo):
+            return bucket.items(keys[lo:hi])
+
+    @contextmanager
+    def _decoding(self, bucket: _Bucket, reading: int) -> Iterator[None]:
+        """Around a read of `reading` objects of `bucket`: when that may decode many of
+        them, without the cyclic collector (what is decoded stays cached: collections
+        in the middle would walk the growing heap again and again, 2-3 s when the
+        80,000 ConfigMaps of a restarted server are first listed), and telling
+        `decoded_in_bulk` afterwards."""
+        if min(bucket.undecoded, reading) < BULK_DECODE:
+            yield
+            return
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            yield
+        finally:
+            if collecting:
+                gc.enable()
+            if self.decoded_in_bulk is not None:
+                self.decoded_in_bulk()
 
     def list_at(self, prefix: str, revision: int, start_after: str | None,
                 matches: Callable[[Obj], bool], limit: int
@@ -521,6 +557,14 @@ class WatchCache:
         if start_after is not None and start_after >= prefix:
             lo = bisect.bisect_right(keys, start_after, lo)
         hi = bisect.bisect_left(keys, prefix_end(prefix), lo)
+        reading = min(hi - lo, limit) if limit else hi - lo
+        with self._decoding(bucket, reading) if bucket is not None else nullcontext():
+            return self._page(bucket, keys, lo, hi, prefix, revision, start_after,
+                              matches, limit)
+
+    def _page(self, bucket: _Bucket | None, keys: list[str], lo: int, hi: int, prefix: str,
+              revision: int, start_after: str | None, matches: Callable[[Obj], bool],
+              limit: int) -> tuple[list[tuple[str, Obj, bool]], int]:
         first: dict[str, Change] = {}
         for change in reversed(self._history):  # newest first: the earliest change wins
             if change.revision <= revision:

@@ -7,6 +7,7 @@ apiservers on one PostgreSQL store."""
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -174,3 +175,31 @@ async def test_an_apiserver_joining_a_postgresql_store_serves_it_at_once(
         if second is not None:
             await second.stop()
         await first.stop()
+
+
+async def test_reads_that_decode_many_objects_pause_the_collector_and_say_so(
+        filled: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from draemu.apiserver import watchcache
+
+    monkeypatch.setattr(watchcache, "BULK_DECODE", 2)
+    collecting: list[bool] = []
+    real = watchcache.decode
+
+    def decode(value: bytes, revision: int) -> Any:
+        collecting.append(gc.isenabled())
+        return real(value, revision)
+
+    monkeypatch.setattr(watchcache, "decode", decode)
+    cache = WatchCache(filled)
+    await cache.start()
+    told: list[int] = []
+    cache.decoded_in_bulk = lambda: told.append(len(collecting))
+    try:
+        assert cache.get(PREFIX + "cm0") is not None and told == []  # one: no bulk
+        assert len(cache.list(PREFIX)) == 3  # two to decode
+        assert collecting == [True, False, False] and gc.isenabled()
+        assert told == [3]
+        assert len(cache.list(PREFIX)) == 3  # nothing left to decode
+        assert told == [3] and len(collecting) == 3
+    finally:
+        await cache.stop()
