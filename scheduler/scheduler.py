@@ -357,6 +357,8 @@ class Scheduler:
     def _on_node(self, node: dict, action: str = "Add", old: dict | None = None) -> None:
         self.cache.set_node(node)
         self.dra.node_changed(node["metadata"]["name"])
+        if old is not None and not _scheduling_properties_changed(old, node):
+            return  # a heartbeat, say: upstream queues no event for it either
         self._event("Node", action, old=old, new=node)
 
     def _on_node_delete(self, node: dict) -> None:
@@ -683,6 +685,26 @@ class Scheduler:
                                     namespace=meta["namespace"], subresource="status")
         except Exception as e:  # best effort, like the event; the next attempt retries
             log.debug("could not update PodScheduled", pod=meta["name"], error=repr(e))
+
+
+def _scheduling_properties_changed(old: dict, new: dict) -> bool:
+    """Upstream's nodeSchedulingPropertiesChange: whether a node update changed what
+    scheduling looks at (cordon, allocatable, labels, taints, conditions' types and
+    statuses, annotations, declared features), not just heartbeats or images."""
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    old_status, new_status = old.get("status") or {}, new.get("status") or {}
+    return bool(old_spec.get("unschedulable")) != bool(new_spec.get("unschedulable")) \
+        or old_status.get("allocatable") != new_status.get("allocatable") \
+        or (old_meta.get("labels") or {}) != (new_meta.get("labels") or {}) \
+        or (old_spec.get("taints") or []) != (new_spec.get("taints") or []) \
+        or _condition_states(old_status) != _condition_states(new_status) \
+        or (old_meta.get("annotations") or {}) != (new_meta.get("annotations") or {}) \
+        or old_status.get("declaredFeatures") != new_status.get("declaredFeatures")
+
+
+def _condition_states(status: dict) -> dict[str, str]:
+    return {c.get("type", ""): c.get("status", "") for c in status.get("conditions") or []}
 
 
 def _resources(entries: list[dict] | None) -> list[tuple[str, int]] | None:

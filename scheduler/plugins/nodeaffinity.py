@@ -24,6 +24,20 @@ def _node_affinity(pod: dict) -> dict:
     return ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
 
 
+def _matches(pod: dict, labels: dict[str, str], name: str) -> bool:
+    """The pod's nodeSelector and required node affinity both match the node."""
+    wanted = (pod.get("spec") or {}).get("nodeSelector") or {}
+    if any(labels.get(k) != v for k, v in wanted.items()):
+        return False
+    required = _node_affinity(pod).get("requiredDuringSchedulingIgnoredDuringExecution")
+    return required is None or selector_matches(required, labels, name)
+
+
+def _labels_and_name(node: dict) -> tuple[dict[str, str], str]:
+    meta = node.get("metadata") or {}
+    return meta.get("labels") or {}, meta.get("name") or ""
+
+
 def _names_from_fields(required: dict) -> set[str] | None:
     """Upstream's PreFilter shortcut: when every term pins `metadata.name In [...]`, only
     those nodes need filtering."""
@@ -59,12 +73,20 @@ class NodeAffinity:
                 return SUCCESS, PreFilterResult(names)
         return SUCCESS, None
 
+    def queueing_hint(self, event: ClusterEvent, pod: dict, old: dict | None,
+                      new: dict | None) -> bool:
+        """Upstream's isSchedulableAfterNodeChange: the node matches the pod's node
+        selector and required affinity now and did not before (or was just added)."""
+        if event.resource != "Node":
+            return True
+        if new is None:
+            return False
+        if not _matches(pod, *_labels_and_name(new)):
+            return False
+        return old is None or not _matches(pod, *_labels_and_name(old))
+
     def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
-        wanted = (pod.get("spec") or {}).get("nodeSelector") or {}
-        if any(node.labels.get(k) != v for k, v in wanted.items()):
-            return Status.unschedulable(REASON, resolvable=False)
-        required = _node_affinity(pod).get("requiredDuringSchedulingIgnoredDuringExecution")
-        if required is not None and not selector_matches(required, node.labels, node.name):
+        if not _matches(pod, node.labels, node.name):
             return Status.unschedulable(REASON, resolvable=False)
         return SUCCESS
 

@@ -36,6 +36,36 @@ class NodeResourcesFit:
         return [ClusterEvent("Pod", "Delete"), ClusterEvent("Node", "Add"),
                 ClusterEvent("Node", "Update")]
 
+    def queueing_hint(self, event: ClusterEvent, pod: dict, old: dict | None,
+                      new: dict | None) -> bool:
+        """Upstream's isSchedulableAfterNodeChange: the pod's requests fit the node's
+        allocatable, and the node was just added or offers more of something the pod
+        requests (or room for more pods) than before. A placed pod deleted always may."""
+        if event.resource != "Node":
+            return True
+        if new is None:
+            return False
+        req = pod_requests(pod)
+        now = Resource.from_list((new.get("status") or {}).get("allocatable"))
+        if not self._fits_empty(req, now):
+            return False
+        if old is None:
+            return True
+        was = Resource.from_list((old.get("status") or {}).get("allocatable"))
+        return now.allowed_pods > was.allowed_pods \
+            or (req.milli_cpu > 0 and now.milli_cpu > was.milli_cpu) \
+            or (req.memory > 0 and now.memory > was.memory) \
+            or (req.ephemeral_storage > 0 and now.ephemeral_storage > was.ephemeral_storage) \
+            or any(want and now.scalars.get(name, 0) > was.scalars.get(name, 0)
+                   for name, want in req.scalars.items())
+
+    def _fits_empty(self, req: Resource, alloc: Resource) -> bool:
+        """Whether the pod would fit the node with nothing on it (upstream's isFit)."""
+        return alloc.allowed_pods >= 1 and req.milli_cpu <= alloc.milli_cpu \
+            and req.memory <= alloc.memory and req.ephemeral_storage <= alloc.ephemeral_storage \
+            and all(want <= alloc.scalars.get(name, 0) for name, want in req.scalars.items()
+                    if want and not (name not in alloc.scalars and self._dra_backed(name)))
+
     def pre_filter(self, state: CycleState, pod: dict) -> tuple[Status, PreFilterResult | None]:
         req = pod_requests(pod)
         state.write(self.name, req)

@@ -19,6 +19,18 @@ class NodeUnschedulable:
     def events(self) -> Iterable[ClusterEvent]:
         return [ClusterEvent("Node", "Add"), ClusterEvent("Node", "Update")]
 
+    def queueing_hint(self, event: ClusterEvent, pod: dict, old: dict | None,
+                      new: dict | None) -> bool:
+        """Upstream's isSchedulableAfterNodeChange: a node added schedulable, or one
+        uncordoned (no other node update helps: heartbeats, labels, status)."""
+        if event.resource != "Node":
+            return True
+        if new is None:
+            return False
+        if _cordoned(new):
+            return False
+        return old is None or _cordoned(old)
+
     def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
         if not node.unschedulable:
             return SUCCESS
@@ -26,3 +38,7 @@ class NodeUnschedulable:
         if any(toleration_matches(t, UNSCHEDULABLE_TAINT) for t in tolerations):
             return SUCCESS
         return Status.unschedulable(REASON, resolvable=False)
+
+
+def _cordoned(node: dict) -> bool:
+    return bool((node.get("spec") or {}).get("unschedulable"))

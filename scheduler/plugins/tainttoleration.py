@@ -17,6 +17,17 @@ def _tolerations(pod: dict) -> list[dict]:
     return (pod.get("spec") or {}).get("tolerations") or []
 
 
+def _taints(node: dict) -> list[dict]:
+    return (node.get("spec") or {}).get("taints") or []
+
+
+def _untolerated(taints: list[dict], tolerations: list[dict]) -> bool:
+    """Whether a NoSchedule or NoExecute taint is not tolerated (what Filter rejects)."""
+    return any(taint.get("effect") in ("NoSchedule", "NoExecute")
+               and not any(toleration_matches(t, taint) for t in tolerations)
+               for taint in taints)
+
+
 class TaintToleration:
     name = "TaintToleration"
     weight = 3  # upstream's default profile weight
@@ -24,14 +35,23 @@ class TaintToleration:
     def events(self) -> Iterable[ClusterEvent]:
         return [ClusterEvent("Node", "Add"), ClusterEvent("Node", "Update")]
 
-    def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
-        if not node.taints:
-            return SUCCESS
+    def queueing_hint(self, event: ClusterEvent, pod: dict, old: dict | None,
+                      new: dict | None) -> bool:
+        """Upstream's isSchedulableAfterNodeChange: the node's NoSchedule and NoExecute
+        taints are all tolerated now and were not before (a node added counts as one
+        that was not)."""
+        if event.resource != "Node":
+            return True
+        if new is None:
+            return False
         tolerations = _tolerations(pod)
-        for taint in node.taints:
-            if taint.get("effect") in ("NoSchedule", "NoExecute") \
-                    and not any(toleration_matches(t, taint) for t in tolerations):
-                return Status.unschedulable(REASON, resolvable=False)
+        if _untolerated(_taints(new), tolerations):
+            return False
+        return old is None or _untolerated(_taints(old), tolerations)
+
+    def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
+        if node.taints and _untolerated(node.taints, _tolerations(pod)):
+            return Status.unschedulable(REASON, resolvable=False)
         return SUCCESS
 
     def pre_score(self, state: CycleState, pod: dict, feasible: list[NodeInfo]) -> bool:
