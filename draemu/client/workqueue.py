@@ -22,7 +22,9 @@ class WorkQueue:
         self._processing: set[str] = set()
         self._failures: dict[str, int] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
-        self._ready = asyncio.Condition()
+        # Workers waiting in get(), woken one per key at once (a task per add to notify a
+        # condition cost the claim controller more than queueing the key itself).
+        self._waiters: deque[asyncio.Future[None]] = deque()
         self._shutdown = False
         self.base_delay = base_delay
         self.max_delay = max_delay
@@ -37,11 +39,14 @@ class WorkQueue:
         if key in self._processing:
             return
         self._queue.append(key)
-        asyncio.ensure_future(self._notify())
+        self._wake_one()
 
-    async def _notify(self) -> None:
-        async with self._ready:
-            self._ready.notify()
+    def _wake_one(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
 
     def add_after(self, key: str, delay: float) -> None:
         if self._shutdown:
@@ -74,12 +79,23 @@ class WorkQueue:
         return self._failures.get(key, 0)
 
     async def get(self) -> str:
-        async with self._ready:
-            while not self._queue:
-                if self._shutdown:
-                    raise ShutDown()
-                await self._ready.wait()
-            key = self._queue.popleft()
+        while not self._queue:
+            if self._shutdown:
+                raise ShutDown()
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():
+                    self._wake_one()  # woken, but gone: the key goes to another worker
+                else:
+                    try:
+                        self._waiters.remove(waiter)
+                    except ValueError:
+                        pass
+                raise
+        key = self._queue.popleft()
         self._processing.add(key)
         self._dirty.discard(key)
         return key
@@ -88,15 +104,14 @@ class WorkQueue:
         self._processing.discard(key)
         if key in self._dirty:
             self._queue.append(key)
-            asyncio.ensure_future(self._notify())
+            self._wake_one()
 
     def shutdown(self) -> None:
         self._shutdown = True
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
-        asyncio.ensure_future(self._wake_all())
-
-    async def _wake_all(self) -> None:
-        async with self._ready:
-            self._ready.notify_all()
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)

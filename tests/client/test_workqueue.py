@@ -53,3 +53,34 @@ async def test_shutdown_wakes_waiting_workers():
     q.shutdown()
     with pytest.raises(ShutDown):
         await asyncio.wait_for(waiter, 1)
+
+
+async def test_each_key_wakes_one_waiting_worker():
+    q = WorkQueue()
+    got: list[str] = []
+
+    async def worker() -> None:
+        got.append(await q.get())
+
+    workers = [asyncio.create_task(worker()) for _ in range(3)]
+    await asyncio.sleep(0)
+    q.add("a")
+    q.add("b")
+    await asyncio.sleep(0.01)
+    assert sorted(got) == ["a", "b"]
+    assert sum(not w.done() for w in workers) == 1  # the third still waits
+    q.add("c")
+    await asyncio.wait_for(asyncio.gather(*workers), 1)
+    assert sorted(got) == ["a", "b", "c"]
+
+
+async def test_a_worker_cancelled_after_its_wake_up_passes_the_key_on():
+    q = WorkQueue()
+    first = asyncio.create_task(q.get())
+    second = asyncio.create_task(q.get())
+    await asyncio.sleep(0)
+    q.add("a")  # wakes the first waiter...
+    first.cancel()  # ...which goes before it could take the key
+    assert await asyncio.wait_for(second, 1) == "a"
+    with pytest.raises(asyncio.CancelledError):
+        await first
