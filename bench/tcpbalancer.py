@@ -13,8 +13,6 @@ import asyncio
 import signal
 import sys
 
-from draemu.streams import splice
-
 
 class Balancer:
     def __init__(self, backends: list[tuple[str, int]]) -> None:
@@ -23,6 +21,19 @@ class Balancer:
         self.backends = backends
         self.next = 0
         self.connections = [0] * len(backends)  # connections given to each backend
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            try:
+                writer.close()
+            except (ConnectionError, OSError):
+                pass
 
     async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         last: Exception | None = None
@@ -45,7 +56,7 @@ class Balancer:
             writer.close()
             return
         try:
-            await splice((reader, writer), (up_reader, up_writer))
+            await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
         except asyncio.CancelledError:  # the balancer stops: its connections go with it
             writer.close()
             up_writer.close()

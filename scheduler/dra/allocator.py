@@ -8,14 +8,14 @@ the scheduler calls it from Filter for each (pod, node) pair.
 
 from __future__ import annotations
 
+import os
 import time
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from draemu.cel import CELCompileError, CELRuntimeError, compile_derived, compile_expression
-from draemu.scheduler.dra.capacity import consumption, fits
+from draemu.scheduler.dra.capacity import consumption
 from draemu.scheduler.dra.explain import Explanation, explain
 from draemu.scheduler.dra.inventory import MALFORMED, Inventory, claim_key
 from draemu.scheduler.dra.model import Device, DeviceID, Exact, device_id_str
@@ -30,6 +30,7 @@ from draemu.scheduler.dra.requests import (
     MAX_RESULTS,
     AllocError,
     ClaimState,
+    PreparedClaim,
     Spec,
     prepare_claim,
 )
@@ -111,8 +112,29 @@ class AllocationOutcome:
 
 
 class Allocator:
+    """Allocates claims on one node at a time. Meant to live for one decision (the
+    scheduler makes one per scheduling cycle): the claims it is given are prepared once
+    (classes looked up, requests checked) and reused for every node while the claim
+    objects and the classes stay the same."""
+
+    MAX_PREPARED = 1024  # claims kept prepared; more (one-off claims per node) start over
+
     def __init__(self, inventory: Inventory) -> None:
         self.inv = inventory
+        # id(claim) -> (the claim, its index among the claims, class epoch, prepared)
+        self._prepared: dict[int, tuple[dict[str, Any], int, int, PreparedClaim]] = {}
+
+    def prepared(self, index: int, claim: dict[str, Any]) -> PreparedClaim:
+        """The claim at `index` of a pod's claims, prepared; errors are raised afresh."""
+        epoch = self.inv.class_epoch
+        entry = self._prepared.get(id(claim))
+        if entry is not None and entry[0] is claim and entry[1] == index and entry[2] == epoch:
+            return entry[3]
+        prepared = prepare_claim(index, claim, self.inv.classes, self.inv.features)
+        if len(self._prepared) >= self.MAX_PREPARED:
+            self._prepared.clear()
+        self._prepared[id(claim)] = (claim, index, epoch, prepared)
+        return prepared
 
     def allocate(self, node: dict[str, Any], claims: list[dict[str, Any]],
                  in_flight: Iterable[dict[str, Any]] = (), *,
@@ -123,7 +145,12 @@ class Allocator:
         not written yet; their devices count as in use. `timeout` (seconds) bounds the
         search, as DRASchedulerFilterTimeout does; running out rules out this node only.
         """
-        search = _Search(self.inv, node, claims, self._in_flight_state(in_flight))
+        extra = self._in_flight_state(in_flight)
+        if extra is None and (timeout is None or timeout > 0):
+            hopeless = self._hopeless(node, claims)
+            if hopeless is not None:
+                return hopeless
+        search = _Search(self, node, claims, extra)
         if timeout is not None:
             search.deadline = time.monotonic() + timeout
         node_name = search.node_name
@@ -151,6 +178,35 @@ class Allocator:
         return AllocationOutcome(node_name, results, False, None,
                                  lambda: explain(search, None, allocated=True))
 
+    def _hopeless(self, node: dict[str, Any], claims: list[dict[str, Any]]
+                  ) -> AllocationOutcome | None:
+        """The search's own answer, without the search, when it would fail at the first
+        request (see `_Search.first_request_hopeless`) and nothing before that fails;
+        None when that is not certain."""
+        try:
+            node_pools = gather(self.inv, node)
+            prepared = [self.prepared(i, claim) for i, claim in enumerate(claims)]
+        except (NodeSelectionError, AllocError, *MALFORMED):
+            return None  # the search raises it again, with its message
+        if node_pools.invalid_pools or not node_pools.candidate_ids:
+            return None
+        first = None
+        for p in prepared:
+            if p.minimum is None or p.minimum > MAX_RESULTS:
+                return None
+            if first is None and p.slots:
+                first = p
+        if first is None or not first.first_takes_exclusively or \
+                not self.inv.state.all_exclusive(node_pools.candidate_ids):
+            return None
+        def explanation() -> Explanation:
+            search = _Search(self, node, claims, None)
+            search.prepared(node_pools, prepared)
+            return explain(search, None, allocated=False)
+
+        return AllocationOutcome((node.get("metadata") or {}).get("name", ""), None, True,
+                                 None, explanation)
+
     def _in_flight_state(self, in_flight: Iterable[dict[str, Any]]) -> AllocatedState | None:
         extra: AllocatedState | None = None
         for claim in in_flight:
@@ -164,9 +220,10 @@ class Allocator:
 
 
 class _Search:
-    def __init__(self, inv: Inventory, node: dict[str, Any], claims: list[dict[str, Any]],
-                 extra: AllocatedState | None) -> None:
-        self.inv = inv
+    def __init__(self, allocator: Allocator, node: dict[str, Any],
+                 claims: list[dict[str, Any]], extra: AllocatedState | None) -> None:
+        inv = self.inv = allocator.inv
+        self.allocator = allocator
         self.features = inv.features
         self.node = node
         meta = node.get("metadata") or {}
@@ -186,12 +243,15 @@ class _Search:
         self.groups_baseline: set[str] = set()  # pools whose allocated devices are folded in
         # Why the search turned a device down for a spec, beyond the isolated checks
         # (constraints), for explanations.
-        self.rejections: dict[tuple[int, DeviceID], str] = {}
+        # (A counter shortage is kept as its figures, formatted only when explained.)
+        self.rejections: dict[tuple[int, DeviceID], str | CounterShort] = {}
         self.invalid_pools = False
         self.deadline: float | None = None
-        # Devices of usable pools in search order, and each one's pool.
+        # Devices of usable pools in search order, and each one's pool (the node's).
         self.candidates: list[tuple[Device, Pool]] = []
         self.pool_by_device: dict[int, Pool] = {}
+        # The devices of each `allocationMode: All` spec (by id) on this node.
+        self.all_devices: dict[int, list[Device]] = {}
 
     # --- driver ------------------------------------------------------------------------
 
@@ -200,27 +260,35 @@ class _Search:
             self.node_pools = gather(self.inv, self.node)
         except NodeSelectionError as e:
             raise AllocError(f"gather pool information: {e}") from None
-        pools = self.node_pools.pools
-        self.candidates = [(d, p) for p in pools if p.usable for d in p.devices]
-        self.pool_by_device = {id(d): p for d, p in self.candidates}
-        self.invalid_pools = any(p.invalid and not p.incomplete for p in pools)
+        node_pools = self.node_pools
+        pools = node_pools.pools
+        self.candidates = node_pools.candidates
+        self.pool_by_device = node_pools.pool_by_device
+        self.invalid_pools = node_pools.invalid_pools
+        any_all = False
         for i, claim in enumerate(self.raw_claims):
-            state = prepare_claim(i, claim, self.inv.classes, self.features)
-            minimum = 0
-            for slot in state.slots:
-                counts = []
-                for spec in slot.options:
-                    if spec.mode == "All":
-                        spec.all_devices = self._all_devices(state, spec, pools)
-                        counts.append(len(spec.all_devices))
-                    else:
-                        counts.append(spec.count)
-                minimum += min(counts)
+            prepared = self.allocator.prepared(i, claim)
+            state = prepared.state()
+            minimum = prepared.minimum
+            if minimum is None:
+                any_all = True
+                minimum = 0
+                for _, options, _ in prepared.slots:
+                    counts = []
+                    for spec in options:
+                        if spec.mode == "All":
+                            devices = self.all_devices[id(spec)] = \
+                                self._all_devices(state, spec, pools)
+                            counts.append(len(devices))
+                        else:
+                            counts.append(spec.count)
+                    minimum += min(counts)
             if minimum > MAX_RESULTS:
                 raise AllocError(f"claim {state.name}: number of requested devices {minimum} "
                                  f"exceeds the claim limit of {MAX_RESULTS}")
             self.claims.append(state)
-        if self._plausible() and self._claim(0):
+        if (any_all or not self.first_request_hopeless()) and self._plausible() and \
+                self._claim(0):
             return True
         if self.invalid_pools:
             raise AllocError("invalid resource pools were encountered", node_local=True)
@@ -244,6 +312,35 @@ class _Search:
                 out.append(d)
         return out
 
+    def prepared(self, node_pools: NodePools, claims: list[PreparedClaim]) -> None:
+        """The search's state before it looks for devices, from its inputs prepared
+        already (claims without `allocationMode: All` only)."""
+        self.node_pools = node_pools
+        self.candidates = node_pools.candidates
+        self.pool_by_device = node_pools.pool_by_device
+        self.invalid_pools = node_pools.invalid_pools
+        self.claims = [p.state() for p in claims]
+
+    def first_request_hopeless(self) -> bool:
+        """True when the search would fail at its first request without looking at any
+        device beyond whether it is in use: every option of that request takes devices
+        exclusively (ExactCount, no admin access, at least one) and every device of the
+        node is in use. The common case on a full cluster, answered without the search
+        (and it is the search's answer: nothing evaluated, nothing rejected, nothing
+        chosen). Only for claims without `allocationMode: All` (whose devices are
+        gathered, and their selectors evaluated, before the search)."""
+        first = next((p for p in self.claims if p.slots), None)
+        if first is None or not self.candidates:
+            return False
+        for spec in first.slots[0].options:
+            if spec.admin or spec.count < 1 or spec.mode != "ExactCount":
+                return False
+        if not self.state.all_exclusive(self.node_pools.candidate_ids):  # type: ignore[union-attr]
+            return False
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise _TimedOut()
+        return True
+
     def _plausible(self) -> bool:
         """False when some request cannot be met even with the node to itself.
 
@@ -262,7 +359,7 @@ class _Search:
 
     def _could_fit(self, ci: int, spec: Spec) -> bool:
         if spec.mode == "All":
-            return bool(spec.all_devices)
+            return bool(self.all_devices[id(spec)])
         found = 0
         for device, _ in self.candidates:
             if self.in_use(ci, spec, device) is not None:
@@ -309,7 +406,7 @@ class _Search:
             raise _TimedOut()
         claim = self.claims[ci]
         if spec.mode == "All":
-            needed = len(spec.all_devices or [])
+            needed = len(self.all_devices[id(spec)])
             if needed == 0:
                 return False
         else:
@@ -319,7 +416,7 @@ class _Search:
         if len(claim.chosen) + needed - k > MAX_RESULTS:
             return _LIMIT
         if spec.mode == "All":
-            device = spec.all_devices[k]  # type: ignore[index]
+            device = self.all_devices[id(spec)][k]
             pool = self.pool_of(device)
             chosen = self._take(ci, spec, device, pool, must=True)
             if chosen is None:
@@ -335,7 +432,7 @@ class _Search:
             device, pool = candidates[pos]
             if not self._usable_now(ci, spec, device):
                 continue
-            chosen = self._take(ci, spec, device, pool, must=False)
+            chosen = self._take(ci, spec, device, pool, must=False, usable=True)
             if chosen is None:
                 continue
             r = self._devices(ci, ri, spec, k + 1, pos + 1)
@@ -410,13 +507,18 @@ class _Search:
         if not spec.capacity and not device.has_request_policy and not self.multi(device) \
                 and not self.state.shared(device.id):
             return None  # the whole device, nothing else consuming: always fits
-        amounts = consumption(device, spec.capacity)
+        amounts = consumption(device, spec.capacity, spec.capacity_key)
         if amounts is None:
             return "cannot serve the requested capacity (unknown capacity or request policy)"
-        short = fits(device, amounts, lambda n: self.state.consumed(device.id, n)
-                     + self.sharing.get(device.id, {}).get(n, 0))
-        if short is not None:
-            return f"capacity {short} exhausted"
+        consumed = self.state.consumed
+        sharing = self.sharing.get(device.id)
+        capacity = device.capacity
+        for name, amount in amounts.items():
+            used = consumed(device.id, name)
+            if sharing:
+                used += sharing.get(name, 0)
+            if amount + used > capacity[name].value:
+                return f"capacity {name} exhausted"
         return None
 
     def _usable_now(self, ci: int, spec: Spec, device: Device) -> bool:
@@ -430,16 +532,26 @@ class _Search:
                        ) -> str | None:
         """None if the pool's counters can take the device, else which counter is short.
         `alone`: ignore what this attempt has chosen so far (for explanations)."""
+        short = self._counters_short(device, pool, alone)
+        return None if short is None else short.message()
+
+    def _counters_short(self, device: Device, pool: Pool, alone: bool) -> CounterShort | None:
         available = self._available_counters(pool)
-        used = {} if alone else self.counters_used.get(pool.id, {})
+        used = _NO_COUNTERS if alone else self.counters_used.get(pool.id, _NO_COUNTERS)
         for set_name, amounts in device.consumes:
+            have_set = available.get(set_name, _NO_AMOUNTS)
+            used_set = used.get(set_name, _NO_AMOUNTS)
             for counter, amount in amounts.items():
-                have = available.get(set_name, {}).get(counter, 0)
-                taken = used.get(set_name, {}).get(counter, 0)
+                have = have_set.get(counter, 0)
+                taken = used_set.get(counter, 0)
                 if taken + amount > have:
-                    return (f"counter {set_name}/{counter} exhausted (needs {_q(amount)}, "
-                            f"{_q(max(have - taken, 0))} left)")
+                    return CounterShort(set_name, counter, amount, max(have - taken, 0))
         return None
+
+    def rejection(self, spec: Spec, device: Device) -> str | None:
+        """Why the search turned the device down for the spec, beyond the isolated checks."""
+        reason = self.rejections.get((id(spec), device.id))
+        return reason.message() if isinstance(reason, CounterShort) else reason
 
     def _available_counters(self, pool: Pool) -> dict[str, dict[str, Exact]]:
         cached = self.counters_available.get(pool.id)
@@ -534,16 +646,19 @@ class _Search:
 
     # --- tentative allocation ----------------------------------------------------------------
 
-    def _take(self, ci: int, spec: Spec, device: Device, pool: Pool, must: bool
-              ) -> Chosen | None:
+    def _take(self, ci: int, spec: Spec, device: Device, pool: Pool, must: bool,
+              usable: bool = False) -> Chosen | None:
+        """Choose the device for the spec if it can take it. `usable`: `_usable_now` has
+        just said yes (not in use, capacity left), so those checks are not repeated."""
         claim = self.claims[ci]
-        if self.in_use(ci, spec, device) is not None:
-            return None
-        if self.features.consumable_capacity:
-            short = self.capacity_short(spec, device)
-            if short is not None:
-                self.rejections[(id(spec), device.id)] = short
+        if not usable:
+            if self.in_use(ci, spec, device) is not None:
                 return None
+            if self.features.consumable_capacity:
+                short = self.capacity_short(spec, device)
+                if short is not None:
+                    self.rejections[(id(spec), device.id)] = short
+                    return None
         if device.consumes and not self.features.partitionable_devices:
             self.rejections[(id(spec), device.id)] = \
                 "consumes counters, but DRAPartitionableDevices is disabled"
@@ -552,9 +667,9 @@ class _Search:
         charge = bool(device.consumes) and not (
             multi and (self.state.shared(device.id) or device.id in self.sharing))
         if charge:
-            short = self.counters_short(device, pool)
-            if short is not None:
-                self.rejections[(id(spec), device.id)] = short
+            shortage = self._counters_short(device, pool, False)
+            if shortage is not None:
+                self.rejections[(id(spec), device.id)] = shortage
                 return None
         clash = self.groups_clash(device, pool) if device.consumes else None
         if clash is not None:
@@ -587,8 +702,8 @@ class _Search:
         if self.features.compatibility_groups and device.groups:
             chosen.groups_before = self._fold_groups(device, pool)
         if multi:
-            amounts = consumption(device, spec.capacity) or {}
-            chosen.share_id = str(uuid.uuid4())
+            amounts = consumption(device, spec.capacity, spec.capacity_key) or {}
+            chosen.share_id = _share_id()
             chosen.consumed = amounts
             sharing = self.sharing.setdefault(device.id, {})
             for name, amount in amounts.items():
@@ -623,6 +738,31 @@ class _Search:
             holders.discard(ci)
             if not holders:
                 del self.chosen_by[device.id]
+
+
+def _share_id() -> str:
+    """A random (version 4) UUID, as str(uuid.uuid4()) writes it, in half the time: the
+    search takes one for every share it tries."""
+    h = os.urandom(16).hex()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
+
+
+_NO_COUNTERS: dict[str, dict[str, Exact]] = {}
+_NO_AMOUNTS: dict[str, Exact] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class CounterShort:
+    """A counter of a pool's counter set that cannot take a device's consumption."""
+
+    counter_set: str
+    counter: str
+    needs: Exact
+    left: Exact
+
+    def message(self) -> str:
+        return (f"counter {self.counter_set}/{self.counter} exhausted (needs "
+                f"{_q(self.needs)}, {_q(self.left)} left)")
 
 
 def _q(v: Exact) -> str:

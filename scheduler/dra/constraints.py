@@ -3,6 +3,7 @@ distinctAttribute (pairwise different values), with or without list-type attribu
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from draemu.scheduler.dra.model import Device, device_id_str
@@ -47,10 +48,11 @@ def show(v: Value) -> str:
 
 
 class Constraint:
-    def __init__(self, index: int, attribute: str, requests: list[str], lists: bool) -> None:
+    def __init__(self, index: int, attribute: str, requests: Iterable[str], lists: bool
+                 ) -> None:
         self.index = index
         self.attribute = attribute
-        self.requests = set(requests)
+        self.requests = frozenset(requests)
         self.lists = lists
         self.chosen: list[tuple[Device, Value]] = []
 

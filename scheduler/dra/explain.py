@@ -160,7 +160,7 @@ def _device_report(search: _Search, ci: int, spec: Spec, device: Device, usable:
         else:
             reason = search.counters_short(device, search.pool_of(device), alone=True)
     if reason is None:
-        reason = search.rejections.get((id(spec), device.id))
+        reason = search.rejection(spec, device)
     if reason is not None:
         return DeviceReport(name, False, reason)
     return DeviceReport(name, True, "matches", seen_values(everything, device))

@@ -25,6 +25,8 @@ class Inventory:
     def __init__(self, gates: FeatureGates | None = None) -> None:
         self.features = Features.from_gates(gates)
         self.classes: dict[str, dict[str, Any]] = {}
+        # Bumped on every class change; claims prepared against the classes check it.
+        self.class_epoch = 0
         self.slices: dict[str, Slice] = {}
         self.by_node: dict[str, dict[str, Slice]] = {}
         self.unbound: dict[str, Slice] = {}  # slices without nodeName
@@ -39,7 +41,8 @@ class Inventory:
         # Bumped on every slice change; caches of per-node pool gathering check it.
         self.slice_epoch = 0
         self._taint_cache: dict[DeviceID, list[dict[str, Any]]] = {}
-        self.pool_cache: dict[tuple[str, tuple[tuple[str, str], ...]], Any] = {}
+        # node name -> (its labels, its NodePools), for pools.gather
+        self.pool_cache: dict[str, tuple[dict[str, str], Any]] = {}
         # Objects too malformed to use (never the case for objects an apiserver
         # validated): name or key → why. They are left out.
         self.rejected: dict[str, str] = {}
@@ -48,9 +51,11 @@ class Inventory:
 
     def set_class(self, obj: dict[str, Any]) -> None:
         self.classes[(obj.get("metadata") or {}).get("name", "")] = obj
+        self.class_epoch += 1
 
     def remove_class(self, name: str) -> None:
         self.classes.pop(name, None)
+        self.class_epoch += 1
 
     # --- slices ----------------------------------------------------------------------
 

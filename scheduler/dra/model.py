@@ -47,6 +47,7 @@ class Capacity:
     value: Exact
     policy: dict[str, Any] | None
     format: str = "DecimalSI"  # how consumed amounts of it are written (1Gi stays binary)
+    parsed_policy: Any = None  # the request policy's quantities, read on first use
 
 
 def _capacity(raw: Any) -> Capacity:
@@ -73,15 +74,18 @@ class Device:
     derived: dict[str, dict[str, Any] | CELRuntimeError] = field(default_factory=dict)
     # DRADeviceCompatibilityGroups: counter set → the groups its consumption declares.
     groups: dict[str, frozenset[str]] = field(default_factory=dict)
+    # What requests consume of its capacities (capacity.consumption), by the requests.
+    consumptions: dict[tuple[tuple[str, Exact], ...], dict[str, Exact] | None] = field(
+        default_factory=dict)
+    has_request_policy: bool = field(init=False)
     _cel: CelDevice | None = None
+
+    def __post_init__(self) -> None:
+        self.has_request_policy = any(c.policy for c in self.capacity.values())
 
     @property
     def name(self) -> str:
         return self.id[2]
-
-    @property
-    def has_request_policy(self) -> bool:
-        return any(c.policy for c in self.capacity.values())
 
     @property
     def attributes(self) -> dict[str, dict[str, Any]]:

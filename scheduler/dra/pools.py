@@ -8,7 +8,7 @@ from typing import Any
 
 from draemu.api.nodeselector import selector_matches
 from draemu.scheduler.dra.inventory import Inventory
-from draemu.scheduler.dra.model import Device, Exact, Slice
+from draemu.scheduler.dra.model import Device, DeviceID, Exact, Slice
 
 
 class NodeSelectionError(Exception):
@@ -27,20 +27,33 @@ class Pool:
     invalid: str = ""  # why the pool is invalid, empty when valid
     has_binding_conditions: bool = False
     devices: list[Device] = field(default_factory=list)  # candidates, in search order
+    id: str = field(init=False)  # driver/name
 
-    @property
-    def id(self) -> str:
-        return f"{self.driver}/{self.name}"
+    def __post_init__(self) -> None:
+        self.id = f"{self.driver}/{self.name}"
 
     @property
     def usable(self) -> bool:
         return not self.incomplete and not self.invalid
 
 
-@dataclass
+@dataclass(eq=False)
 class NodePools:
     pools: list[Pool]  # search order
     notes: list[str]  # pools left out entirely (obsolete), for explanations
+    # Derived once for every search on the node: the devices of usable pools in search
+    # order with each one's pool, the pool of each (by id), and whether some pool that is
+    # complete is invalid.
+    candidates: list[tuple[Device, Pool]] = field(default_factory=list)
+    pool_by_device: dict[int, Pool] = field(default_factory=dict)
+    candidate_ids: tuple[DeviceID, ...] = ()
+    invalid_pools: bool = False
+
+    def __post_init__(self) -> None:
+        self.candidates = [(d, p) for p in self.pools if p.usable for d in p.devices]
+        self.candidate_ids = tuple(d.id for d, _ in self.candidates)
+        self.pool_by_device = {id(d): p for d, p in self.candidates}
+        self.invalid_pools = any(p.invalid and not p.incomplete for p in self.pools)
 
 
 def node_labels(node: dict[str, Any]) -> tuple[str, dict[str, str]]:
@@ -69,13 +82,15 @@ def device_matches_node(device: Device, node_name: str, labels: dict[str, str]) 
 
 
 def gather(inv: Inventory, node: dict[str, Any]) -> NodePools:
-    node_name, labels = node_labels(node)
-    key = (node_name, tuple(sorted(labels.items())))
-    cached = inv.pool_cache.get(key)
-    if cached is None:
-        cached = _gather(inv, node_name, labels)
-        inv.pool_cache[key] = cached
-    return cached
+    """The node's pools, kept per node until a slice changes or the node's labels do."""
+    meta = node.get("metadata") or {}
+    node_name = meta.get("name", "")
+    labels = meta.get("labels") or {}
+    cached = inv.pool_cache.get(node_name)
+    if cached is None or cached[0] != labels:
+        labels = dict(labels)
+        cached = inv.pool_cache[node_name] = (labels, _gather(inv, node_name, labels))
+    return cached[1]
 
 
 def _ignored(s: Slice, features: Any) -> bool:

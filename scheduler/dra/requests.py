@@ -8,7 +8,7 @@ from typing import Any
 
 from draemu.scheduler.dra.constraints import Constraint, DistinctAttribute, MatchAttribute
 from draemu.scheduler.dra.features import Features
-from draemu.scheduler.dra.model import Device, Exact, quantity
+from draemu.scheduler.dra.model import Exact, quantity
 
 MAX_RESULTS = 32  # AllocationResultsMaxSize
 
@@ -30,7 +30,10 @@ def claim_name(claim: dict[str, Any]) -> str:
 
 @dataclass(eq=False)
 class Spec:
-    """One request with `exactly`, or one subrequest of `firstAvailable`."""
+    """One request with `exactly`, or one subrequest of `firstAvailable`.
+
+    Never changed once prepared: the searches of every node a pod's scheduling cycle
+    tries share it (what a search changes lives in the search and its ClaimStates)."""
 
     claim: int
     claim_name: str
@@ -44,40 +47,58 @@ class Spec:
     admin: bool
     tolerations: list[dict[str, Any]]
     capacity: dict[str, Exact]
-    all_devices: list[Device] | None = None
+    name: str = ""
+    # Read from the objects on first use (a malformed class fails where it did before:
+    # when a device is checked against it), then kept.
+    _class_selectors: list[str] | None = None
+    _selectors: list[str] | None = None
+    _derived: dict[str, str] | None = None
+    # The capacity requests as a key for capacity.consumption's per-device answers.
+    capacity_key: tuple[tuple[str, Exact], ...] = ()
 
-    @property
-    def name(self) -> str:
-        return f"{self.request}/{self.sub}" if self.sub else self.request
+    def __post_init__(self) -> None:
+        self.name = f"{self.request}/{self.sub}" if self.sub else self.request
+        self.capacity_key = tuple(sorted(self.capacity.items()))
 
     @property
     def class_selectors(self) -> list[str]:
-        return [s["cel"]["expression"] for s in
-                (self.device_class.get("spec") or {}).get("selectors") or []]
+        if self._class_selectors is None:
+            self._class_selectors = [s["cel"]["expression"] for s in
+                                     (self.device_class.get("spec") or {}).get("selectors")
+                                     or []]
+        return self._class_selectors
 
     @property
     def selectors(self) -> list[str]:
-        return [s["cel"]["expression"] for s in self.raw.get("selectors") or []]
+        if self._selectors is None:
+            self._selectors = [s["cel"]["expression"] for s in self.raw.get("selectors") or []]
+        return self._selectors
 
     @property
     def derived(self) -> dict[str, str]:
         """Derived attributes (DRADerivedAttributes): name → CEL expression."""
-        return {a.get("name", ""): a.get("expression", "")
-                for a in self.raw.get("derivedAttributes") or [] if isinstance(a, dict)}
+        if self._derived is None:
+            self._derived = {a.get("name", ""): a.get("expression", "")
+                             for a in self.raw.get("derivedAttributes") or []
+                             if isinstance(a, dict)}
+        return self._derived
 
 
 @dataclass(eq=False)
 class Slot:
-    """A request of a claim: its spec, or its subrequests in priority order."""
+    """A request of a claim in one search: its spec, or its subrequests in priority
+    order, and which of them the search chose."""
 
     name: str
-    options: list[Spec]
+    options: tuple[Spec, ...]
     first_available: bool
     selected: int = 0
 
 
 @dataclass(eq=False)
 class ClaimState:
+    """A claim in one search: what the search chose for it so far."""
+
     obj: dict[str, Any]
     name: str
     slots: list[Slot]
@@ -85,11 +106,46 @@ class ClaimState:
     chosen: list[Any] = field(default_factory=list)
 
 
+@dataclass(eq=False, frozen=True)
+class PreparedClaim:
+    """A claim's requests checked and looked up once (classes, counts, gates,
+    constraints), for any number of searches; `state()` is one search's fresh copy of
+    the parts a search changes."""
+
+    obj: dict[str, Any]
+    name: str
+    slots: tuple[tuple[str, tuple[Spec, ...], bool], ...]  # name, options, firstAvailable
+    # (MatchAttribute or DistinctAttribute, index, attribute, requests, list-type)
+    constraints: tuple[tuple[type[Constraint], int, str, frozenset[str], bool], ...]
+    # The fewest devices the claim can get, when that does not depend on the node (no
+    # `allocationMode: All`), else None.
+    minimum: int | None = field(init=False)
+    # Whether every option of the first request takes at least one device exclusively
+    # (ExactCount, no admin access): such a request is hopeless on a node whose devices
+    # are all in use.
+    first_takes_exclusively: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        node_dependent = any(spec.mode == "All" for _, options, _ in self.slots
+                             for spec in options)
+        object.__setattr__(self, "minimum", None if node_dependent else sum(
+            min(spec.count for spec in options) for _, options, _ in self.slots))
+        object.__setattr__(self, "first_takes_exclusively", bool(self.slots) and all(
+            spec.mode == "ExactCount" and not spec.admin and spec.count >= 1
+            for spec in self.slots[0][1]))
+
+    def state(self) -> ClaimState:
+        return ClaimState(self.obj, self.name,
+                          [Slot(name, options, first) for name, options, first in self.slots],
+                          [kind(i, attribute, requests, lists)
+                           for kind, i, attribute, requests, lists in self.constraints])
+
+
 def prepare_claim(index: int, claim: dict[str, Any], classes: dict[str, dict[str, Any]],
-                  features: Features) -> ClaimState:
+                  features: Features) -> PreparedClaim:
     c = claim_name(claim)
     devices = (claim.get("spec") or {}).get("devices") or {}
-    slots: list[Slot] = []
+    slots: list[tuple[str, tuple[Spec, ...], bool]] = []
     for request in devices.get("requests") or []:
         name = request.get("name", "")
         subrequests = request.get("firstAvailable") or []
@@ -107,26 +163,26 @@ def prepare_claim(index: int, claim: dict[str, Any], classes: dict[str, dict[str
                                      "capacity requests, but the DRAConsumableCapacity "
                                      "feature is disabled")
         if subrequests:
-            options = [_spec(index, c, name, sub.get("name", ""), sub, classes, features)
-                       for sub in subrequests]
-            slots.append(Slot(name, options, True))
+            options = tuple(_spec(index, c, name, sub.get("name", ""), sub, classes,
+                                  features) for sub in subrequests)
+            slots.append((name, options, True))
         else:
             raw = request.get("exactly") or {}
-            slots.append(Slot(name, [_spec(index, c, name, None, raw, classes, features)],
-                              False))
-    constraints: list[Constraint] = []
+            slots.append((name, (_spec(index, c, name, None, raw, classes, features),),
+                          False))
+    constraints: list[tuple[type[Constraint], int, str, frozenset[str], bool]] = []
     for i, raw in enumerate(devices.get("constraints") or []):
-        requests = list(raw.get("requests") or [])
+        requests = frozenset(raw.get("requests") or [])
         if raw.get("matchAttribute"):
-            constraints.append(MatchAttribute(i, raw["matchAttribute"], requests,
-                                              features.list_type_attributes))
+            constraints.append((MatchAttribute, i, raw["matchAttribute"], requests,
+                                features.list_type_attributes))
         elif raw.get("distinctAttribute"):
-            constraints.append(DistinctAttribute(i, raw["distinctAttribute"], requests,
-                                                 features.list_type_attributes))
+            constraints.append((DistinctAttribute, i, raw["distinctAttribute"], requests,
+                                features.list_type_attributes))
         else:
             raise AllocError(f"claim {c}, constraint #{i}: empty constraint (unsupported "
                              "constraint type?)")
-    return ClaimState(claim, c, slots, constraints)
+    return PreparedClaim(claim, c, tuple(slots), tuple(constraints))
 
 
 def _spec(index: int, c: str, request: str, sub: str | None, raw: dict[str, Any],

@@ -8,6 +8,7 @@ that consumes capacity; anything else uses the device exclusively.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +72,10 @@ class AllocatedState:
     def exclusive(self, d: DeviceID) -> bool:
         return d in self._exclusive
 
+    def all_exclusive(self, devices: Iterable[DeviceID]) -> bool:
+        """Whether every one of the devices is in exclusive use."""
+        return all(map(self._exclusive.__contains__, devices))
+
     def shared(self, d: DeviceID) -> bool:
         return d in self._shares or d in self._consumed
 
@@ -88,9 +93,20 @@ class StateView:
     def __init__(self, base: AllocatedState, extra: AllocatedState | None) -> None:
         self.base = base
         self.extra = extra
+        if extra is None:
+            # The common case (nothing in flight on the node), asked for every device
+            # the search looks at: the base's own lookup, without two calls around it.
+            self.exclusive = base._exclusive.__contains__  # type: ignore[method-assign]
 
     def exclusive(self, d: DeviceID) -> bool:
         return self.base.exclusive(d) or (self.extra is not None and self.extra.exclusive(d))
+
+    def all_exclusive(self, devices: Iterable[DeviceID]) -> bool:
+        """Whether every one of the devices is in exclusive use."""
+        if self.extra is None:
+            return self.base.all_exclusive(devices)
+        base, extra = self.base._exclusive, self.extra._exclusive
+        return all(d in base or d in extra for d in devices)
 
     def shared(self, d: DeviceID) -> bool:
         return self.base.shared(d) or (self.extra is not None and self.extra.shared(d))
