@@ -1,6 +1,7 @@
 """get and list: served from the watch cache once it has caught up with what the
-request must see; exact-revision lists and `continue` pages are read from the store
-at their revision, as upstream reads etcd."""
+request must see; exact-revision lists and `continue` pages from the cache's objects
+and history while its history reaches back to their revision (as upstream's watch cache
+answers them from its snapshots), else from the store at their revision."""
 
 from __future__ import annotations
 
@@ -137,7 +138,9 @@ class Page:
     objects: list[Obj]
     revision: int
     continue_token: str = ""
-    keys: list[str] | None = None  # cache keys of `objects` when read from the cache
+    # Cache keys of `objects` when read from the cache (None for an object of an older
+    # revision than the cached one).
+    keys: list[str | None] | None = None
     # Objects after this page; like upstream, only known (and given) for lists without
     # selectors, where it is a plain count of the keys left.
     remaining: int | None = None
@@ -161,29 +164,39 @@ async def list_objects(scope: Scope, storage: Storage, sel: Selection) -> Page:
             raise StatusError(422, "Invalid", "resourceVersion: Forbidden: specifying "
                               "resource version is not allowed when using continue")
         revision, start = decode_continue(token)
-        return await _from_store(storage, prefix, sel, limit, revision, prefix + start)
+        return _from_cache(storage, prefix, sel, limit, revision, prefix + start) or \
+            await _from_store(storage, prefix, sel, limit, revision, prefix + start)
     if match == "Exact":
-        return await _from_store(storage, prefix, sel, limit, parse_revision(rv), None)
+        revision = parse_revision(rv)
+        return _from_cache(storage, prefix, sel, limit, revision, None) or \
+            await _from_store(storage, prefix, sel, limit, revision, None)
     if rv == "":
         await storage.caught_up()
     elif rv != "0":
         await storage.caught_up(parse_revision(rv))
-    cache = storage.cache
-    revision = cache.revision
-    matched: list[tuple[str, Obj]] = []
-    token_out = ""
-    remaining = None
-    listed = cache.list(prefix)
-    for index, (key, obj) in enumerate(listed):
-        if not sel.matches(obj):
-            continue
-        if limit and len(matched) == limit:
-            token_out = encode_continue(revision, matched[-1][0][len(prefix):])
-            remaining = len(listed) - index if sel.everything else None
-            break
-        matched.append((key, obj))
-    return Page([obj for _, obj in matched], revision, token_out,
-                [key for key, _ in matched], remaining)
+    page = _from_cache(storage, prefix, sel, limit, storage.cache.revision, None, now=True)
+    assert page is not None  # the cache can always tell its own revision
+    return page
+
+
+def _from_cache(storage: Storage, prefix: str, sel: Selection, limit: int,
+                revision: int, start_after: str | None, now: bool = False) -> Page | None:
+    """A page at `revision` from the watch cache's objects and history (see
+    WatchCache.list_at); None when the cache cannot tell that revision, or the store
+    has compacted it (the store's read then answers, or says 410 as upstream). `now`:
+    the cache's own revision, which it always tells."""
+    if not now and revision < storage.store.compacted_revision:
+        return None
+    found = storage.cache.list_at(prefix, revision, start_after, sel.matches, limit)
+    if found is None:
+        return None
+    items, remaining = found
+    token = ""
+    if remaining >= 0:
+        token = encode_continue(revision, items[-1][0][len(prefix):]) if items else ""
+    return Page([obj for _, obj, _ in items], revision, token,
+                [key if current else None for key, _, current in items],
+                remaining if remaining >= 0 and sel.everything else None)
 
 
 async def _from_store(storage: Storage, prefix: str, sel: Selection, limit: int,
@@ -243,7 +256,8 @@ async def list_(scope: Scope, storage: Storage) -> web.Response:
         encoded = storage.cache.encoded
         head = dumps({"kind": f"{scope.resource.kind}List", "apiVersion": scope.api_version,
                       "metadata": meta})
-        items = b",".join(encoded(k, o) for k, o in zip(page.keys, page.objects, strict=True))
+        items = b",".join(encoded(k, o) if k is not None else dumps(o)
+                          for k, o in zip(page.keys, page.objects, strict=True))
         return scope.respond_raw(head[:-1] + b',"items":[' + items + b"]}")
     body = {"kind": f"{scope.resource.kind}List", "apiVersion": scope.api_version,
             "metadata": meta, "items": [scope.out(o) for o in page.objects]}

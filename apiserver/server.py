@@ -9,6 +9,7 @@ listener, admin kubeconfig, the namespaces that always exist, graceful shutdown.
 from __future__ import annotations
 
 import asyncio
+import gc
 import ipaddress
 import os
 import secrets
@@ -44,6 +45,7 @@ from draemu.apiserver.bootstrap import (
     ensure_system_objects,
 )
 from draemu.apiserver.flowcontrol.controller import FlowControl
+from draemu.apiserver.gcfreeze import GCFreezer
 from draemu.apiserver.kubeletclient import KubeletClient
 from draemu.apiserver.metrics import Labels
 from draemu.apiserver.nodeauthz import NodeAuthorizer
@@ -103,6 +105,9 @@ class APIServerOptions:
     # (None: data_dir/pki). Several apiservers on one PostgreSQL store share one folder,
     # so one kubeconfig and one token signer serve for all of them.
     pki_dir: Path | None = None
+    # Keep the cyclic garbage collector off the watch cache (see gcfreeze.py): for a
+    # process that is this apiserver's alone (the commands), not for servers in tests.
+    freeze_gc: bool = False
 
 
 def _loopback(address: str) -> bool:
@@ -138,6 +143,7 @@ class APIServer:
         self.loopback_path = ""
         self._loopback_dir: str | None = None
         self._loopback_tokens: dict[tuple[str, tuple[str, ...]], str] = {}
+        self._gc: GCFreezer | None = None
 
     # Addresses and credentials ---------------------------------------------------------------
     @property
@@ -219,6 +225,23 @@ class APIServer:
     # Lifecycle ---------------------------------------------------------------------------------
     async def start(self) -> None:
         started = time.perf_counter()
+        opts = self.options
+        if opts.freeze_gc:
+            # What start-up makes lives as long as the server: the collector would only
+            # walk it again and again. The freezer collects once, after start-up.
+            gc.disable()
+        try:
+            await self._start(started)
+        finally:
+            if opts.freeze_gc:
+                gc.enable()
+        if opts.freeze_gc:
+            self._gc = GCFreezer()
+            self._gc.start()
+            if self._cache is not None:
+                self._cache.decoded_in_bulk = self._gc.absorb
+
+    async def _start(self, started: float) -> None:
         opts = self.options
         self.data_dir.mkdir(parents=True, exist_ok=True)
         tokens = load_token_file(opts.token_file) if opts.token_file else {}
@@ -370,6 +393,9 @@ class APIServer:
             await self.api.webhooks.close()
         if self._cache is not None:
             await self._cache.stop()
+        if self._gc is not None:
+            await self._gc.stop()
+            self._gc = None
         if self.api is not None and self.api.kubelet_client is not None:
             await self.api.kubelet_client.close()
         if self.api is not None and self.api.audit is not None:

@@ -4,15 +4,19 @@ watch, as kube-apiserver's cacher does.
 Lists and gets are served from here once the cache has caught up with the revision a
 request needs; watches replay the recent history and then receive live changes.
 Objects in the cache are decoded storage-version dicts with `metadata.resourceVersion`
-set; they are shared, so nobody may modify them.
+set; they are shared, so nobody may modify them. Those loaded at start-up are kept as
+the store's key-values and decoded on first read (see _Bucket): start-up reads the store
+but decodes nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import bisect
+import gc
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +26,7 @@ from draemu.apiserver.codec import dumps
 from draemu.log import get_logger
 from draemu.store.errors import CompactedError, StoreClosedError, WatchTooSlowError
 from draemu.store.model import KeyValue
+from draemu.store.validation import prefix_end
 
 log = get_logger("apiserver.watchcache")
 
@@ -33,6 +38,8 @@ WATCHER_QUEUE = 2_000  # events a watcher may lag behind before it is dropped
 FRESH = WATCHER_QUEUE
 EVENT_LINES = 512  # serialized watch event lines kept for the watchers still to send them
 FIELD_SETS = 4_096  # distinct managedFields field sets shared at most
+LOAD_BATCH = 10_000  # key-values read from the store at a time when loading
+BULK_DECODE = 1_000  # a read that may decode this many objects pauses the cyclic GC
 
 
 def decode(value: bytes, revision: int) -> Obj:
@@ -122,25 +129,56 @@ class Watcher:
 
 
 class _Bucket:
-    """The objects under one resource prefix, with their keys kept sorted for lists."""
+    """The objects under one resource prefix, with their keys kept sorted for lists.
 
-    __slots__ = ("_sorted", "objects", "version")
+    An object loaded from the store at start-up stays the store's key-value (its bytes)
+    until something reads it: `get` and `items` decode it then, once. So the cache is
+    ready without decoding tens of thousands of objects nobody may ask for (the bytes are
+    the object at that revision: reading them later gives what decoding them at load
+    would have)."""
 
-    def __init__(self) -> None:
-        self.objects: dict[str, Obj] = {}
+    __slots__ = ("_sorted", "objects", "version", "_share", "undecoded")
+
+    def __init__(self, share: Callable[[Obj], Obj]) -> None:
+        # A decoded object, or the store's key-value of one not decoded yet.
+        self.objects: dict[str, Obj | KeyValue] = {}
         self._sorted: list[str] | None = None
         # Counts changes, so that readers may keep what they derived from the objects.
         self.version = 0
+        self._share = share
+        self.undecoded = 0  # entries still key-values
 
     def put(self, key: str, obj: Obj) -> None:
         self.version += 1
-        if key not in self.objects and self._sorted is not None:
+        old = self.objects.get(key)
+        if old is None and self._sorted is not None:
             bisect.insort(self._sorted, key)
+        elif type(old) is KeyValue:
+            self.undecoded -= 1
         self.objects[key] = obj
+
+    def get(self, key: str) -> Obj | None:
+        obj = self.objects.get(key)
+        if type(obj) is KeyValue:
+            return self._decode(key, obj)
+        return obj  # type: ignore[return-value]
+
+    def raw(self, key: str) -> Obj | KeyValue | None:
+        """The entry as held: a decoded object or a key-value not decoded yet."""
+        return self.objects.get(key)
+
+    def _decode(self, key: str, kv: KeyValue) -> Obj:
+        obj = self._share(decode(kv.value, kv.mod_revision))
+        self.objects[key] = obj
+        self.undecoded -= 1
+        return obj
 
     def delete(self, key: str) -> None:
         self.version += 1
-        if self.objects.pop(key, None) is not None and self._sorted is not None:
+        old = self.objects.pop(key, None)
+        if type(old) is KeyValue:
+            self.undecoded -= 1
+        if old is not None and self._sorted is not None:
             i = bisect.bisect_left(self._sorted, key)
             if i < len(self._sorted) and self._sorted[i] == key:
                 del self._sorted[i]
@@ -149,6 +187,17 @@ class _Bucket:
         if self._sorted is None:
             self._sorted = sorted(self.objects)
         return self._sorted
+
+    def items(self, keys: list[str]) -> list[tuple[str, Obj]]:
+        """(key, decoded object) of `keys`, which must be held."""
+        objects = self.objects
+        out = []
+        for key in keys:
+            obj = objects[key]
+            if type(obj) is KeyValue:
+                obj = self._decode(key, obj)
+            out.append((key, obj))
+        return out  # type: ignore[return-value]
 
 
 def bucket_of(key: str) -> str:
@@ -183,6 +232,8 @@ class WatchCache:
         # after a reload (everything may have changed): how the apiserver follows the
         # objects that change what it serves (CustomResourceDefinitions).
         self._listeners: list[tuple[str, Any]] = []
+        # Called after a read decoded many loaded objects (see _decoding).
+        self.decoded_in_bulk: Callable[[], None] | None = None
 
     # Lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -202,15 +253,27 @@ class WatchCache:
                 self._end(w)
 
     async def _load(self) -> None:
+        """Every object at the store's current revision, kept as the store's key-values
+        (decoded on first read, see _Bucket)."""
         revision = await self.store.current_revision()
         buckets: dict[str, _Bucket] = {}
         start_after = None
+        prefix, objects = "\0", {}
         while True:
-            result = await self.store.range(ROOT, start_after=start_after, limit=1000,
+            result = await self.store.range(ROOT, start_after=start_after, limit=LOAD_BATCH,
                                             revision=revision)
             for kv in result.items:
-                buckets.setdefault(bucket_of(kv.key), _Bucket()).put(
-                    kv.key, self._share_fields(decode(kv.value, kv.mod_revision)))
+                key = kv.key
+                if not key.startswith(prefix):  # keys come sorted: buckets one by one
+                    prefix = bucket_of(key)
+                    bucket = buckets.get(prefix)
+                    if bucket is None:
+                        bucket = buckets[prefix] = self._new_bucket()
+                    bucket.version += 1
+                    objects = bucket.objects
+                if key not in objects:
+                    bucket.undecoded += 1
+                objects[key] = kv
             if not result.more or not result.items:
                 break
             start_after = result.items[-1].key
@@ -274,12 +337,27 @@ class WatchCache:
         except Exception:  # a listener must never stop the cache
             log.exception("watch cache listener failed")
 
+    def _new_bucket(self) -> _Bucket:
+        return _Bucket(self._share_fields)
+
+    def _bucket(self, key: str) -> _Bucket:
+        prefix = bucket_of(key)
+        bucket = self._buckets.get(prefix)
+        if bucket is None:
+            bucket = self._buckets[prefix] = self._new_bucket()
+        return bucket
+
     # Changes ------------------------------------------------------------------------------
     def _apply(self, event: Any) -> None:
         key = event.kv.key
-        bucket = self._buckets.setdefault(bucket_of(key), _Bucket())
-        prev = bucket.objects.get(key)
-        prev_kv = _source(prev, event.prev_kv)
+        bucket = self._bucket(key)
+        held = bucket.raw(key)
+        if type(held) is KeyValue:
+            # Not decoded yet: the change keeps its bytes as its previous object.
+            prev, prev_kv = None, held
+        else:
+            prev = held  # type: ignore[assignment]
+            prev_kv = _source(prev, event.prev_kv)
         if event.type == "put":
             obj = self._take_adopted(event.kv) or decode(event.kv.value, event.kv.mod_revision)
             bucket.put(key, self._share_fields(obj))
@@ -288,7 +366,9 @@ class WatchCache:
                             if event.kv.mod_revision == event.revision else None, prev_kv)
         else:
             last = prev
-            if last is None and event.prev_kv is not None:
+            if last is None and prev_kv is not None:
+                last = decode(prev_kv.value, prev_kv.mod_revision)
+            elif last is None and event.prev_kv is not None:
                 last = decode(event.prev_kv.value, event.prev_kv.mod_revision)
                 prev_kv = event.prev_kv
             if last is None:
@@ -422,7 +502,7 @@ class WatchCache:
 
     def get(self, key: str) -> Obj | None:
         bucket = self._buckets.get(bucket_of(key))
-        return bucket.objects.get(key) if bucket else None
+        return bucket.get(key) if bucket else None
 
     def list(self, prefix: str, start_after: str | None = None) -> list[tuple[str, Obj]]:
         """Objects under `prefix` in key order (after `start_after`)."""
@@ -433,14 +513,95 @@ class WatchCache:
         lo = bisect.bisect_left(keys, prefix)
         if start_after is not None and start_after >= prefix:
             lo = bisect.bisect_right(keys, start_after)
-        out: list[tuple[str, Obj]] = []
-        objects = bucket.objects
-        for i in range(lo, len(keys)):
-            key = keys[i]
-            if not key.startswith(prefix):
+        hi = len(keys) if prefix == bucket_of(prefix) else \
+            bisect.bisect_left(keys, prefix_end(prefix), lo)
+        with self._decoding(bucket, hi - lo):
+            return bucket.items(keys[lo:hi])
+
+    @contextmanager
+    def _decoding(self, bucket: _Bucket, reading: int) -> Iterator[None]:
+        """Around a read of `reading` objects of `bucket`: when that may decode many of
+        them, without the cyclic collector (what is decoded stays cached: collections
+        in the middle would walk the growing heap again and again, 2-3 s when the
+        80,000 ConfigMaps of a restarted server are first listed), and telling
+        `decoded_in_bulk` afterwards."""
+        if min(bucket.undecoded, reading) < BULK_DECODE:
+            yield
+            return
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            yield
+        finally:
+            if collecting:
+                gc.enable()
+            if self.decoded_in_bulk is not None:
+                self.decoded_in_bulk()
+
+    def list_at(self, prefix: str, revision: int, start_after: str | None,
+                matches: Callable[[Obj], bool], limit: int
+                ) -> tuple[list[tuple[str, Obj, bool]], int] | None:
+        """A page of the objects under `prefix` after `start_after` as they were at
+        `revision`, as upstream's watch cache answers a `continue` from its snapshot of
+        that revision: the current objects, with the keys changed since `revision` taken
+        from their first change after it (its previous object, or absent for a creation).
+        Gives the matching (key, object, whether it is the cached current object) in key
+        order, at most `limit` (0: all), and how many keys follow the last one at that
+        revision (whether matching or not; -1 if `limit` did not cut the list). None when
+        the history does not reach back to `revision` or the cache has not seen it."""
+        if revision > self.revision or revision < self.oldest:
+            return None
+        bucket = self._buckets.get(bucket_of(prefix))
+        keys = bucket.keys() if bucket is not None else []
+        lo = bisect.bisect_left(keys, prefix)
+        if start_after is not None and start_after >= prefix:
+            lo = bisect.bisect_right(keys, start_after, lo)
+        hi = bisect.bisect_left(keys, prefix_end(prefix), lo)
+        reading = min(hi - lo, limit) if limit else hi - lo
+        with self._decoding(bucket, reading) if bucket is not None else nullcontext():
+            return self._page(bucket, keys, lo, hi, prefix, revision, start_after,
+                              matches, limit)
+
+    def _page(self, bucket: _Bucket | None, keys: list[str], lo: int, hi: int, prefix: str,
+              revision: int, start_after: str | None, matches: Callable[[Obj], bool],
+              limit: int) -> tuple[list[tuple[str, Obj, bool]], int]:
+        first: dict[str, Change] = {}
+        for change in reversed(self._history):  # newest first: the earliest change wins
+            if change.revision <= revision:
                 break
-            out.append((key, objects[key]))
-        return out
+            key = change.key
+            if key.startswith(prefix) and (start_after is None or key > start_after):
+                first[key] = change
+        changed = sorted(first)
+        then = {key: first[key].prev for key in changed}
+        out: list[tuple[str, Obj, bool]] = []
+        i, j = lo, 0
+        while i < hi or j < len(changed):
+            if j < len(changed) and (i >= hi or changed[j] <= keys[i]):
+                key = changed[j]
+                if i < hi and keys[i] == key:
+                    i += 1
+                j += 1
+                obj = then[key]
+                current = False
+                if obj is None:
+                    continue
+            else:
+                key = keys[i]
+                i += 1
+                obj = bucket.get(key)  # type: ignore[union-attr]
+                current = True
+                assert obj is not None
+            if not matches(obj):
+                continue
+            if limit and len(out) == limit:
+                # This key and every one after it at `revision`.
+                later = changed[j:]
+                present = sum(1 for k in later if k in bucket.objects)  # type: ignore[union-attr]
+                existed = sum(1 for k in later if then[k] is not None)
+                return out, 1 + (hi - i) - present + existed
+            out.append((key, obj, current))
+        return out, -1
 
     def encoded(self, key: str, obj: Obj) -> bytes:
         """The JSON of a cached object, serialized once per revision (lists and gets

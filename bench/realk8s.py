@@ -719,6 +719,7 @@ async def _measure_dra(side: Side, client: Any, watcher: Any, wl: Any, nodes: in
 
     spies = start_profile(side, profile) if profile else []
     cpu0 = side.cpu()
+    cpu0_by_pid = {pid: _cpu(pid) for pid in side.pids()}
     start = time.perf_counter()
     workers: list[asyncio.Task[None]] = []
     deleted = 0
@@ -777,6 +778,11 @@ async def _measure_dra(side: Side, client: Any, watcher: Any, wl: Any, nodes: in
             w.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
     cpu = side.cpu() - cpu0
+    # Which process was busy: the apiserver, or the child with the scheduler and
+    # controllers (in the order of the process tree).
+    print("  CPU s per process (pid: s): " + ", ".join(
+        f"{pid}: {_cpu(pid) - before:.2f}" for pid, before in cpu0_by_pid.items()),
+        flush=True)
     if spies:
         stop_profile(spies)
     rss, peak, pss = side.rss_mib()
@@ -965,6 +971,9 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true",
                         help="keep each run's logs and state (paths are printed)")
     args = parser.parse_args()
+    # A SIGTERM (`timeout`, `kill`) stops the run as Ctrl-C does: the sides' processes are
+    # stopped on the way out instead of left running.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     from draemu import log
 
     log.configure("console", "warning")

@@ -13,6 +13,8 @@ import asyncio
 import signal
 import sys
 
+from draemu.streams import splice
+
 
 class Balancer:
     def __init__(self, backends: list[tuple[str, int]]) -> None:
@@ -21,19 +23,6 @@ class Balancer:
         self.backends = backends
         self.next = 0
         self.connections = [0] * len(backends)  # connections given to each backend
-
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while data := await reader.read(65536):
-                writer.write(data)
-                await writer.drain()
-        except (ConnectionError, OSError):
-            pass
-        finally:
-            try:
-                writer.close()
-            except (ConnectionError, OSError):
-                pass
 
     async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         last: Exception | None = None
@@ -56,7 +45,7 @@ class Balancer:
             writer.close()
             return
         try:
-            await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
+            await splice((reader, writer), (up_reader, up_writer))
         except asyncio.CancelledError:  # the balancer stops: its connections go with it
             writer.close()
             up_writer.close()

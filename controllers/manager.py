@@ -68,17 +68,21 @@ class ControllerManager:
                  enabled: list[str] | None = None,
                  settings: dict[str, float] | None = None,
                  client_for: Callable[[str], Client] | None = None,
-                 service_account_key_file: Path | None = None) -> None:
+                 service_account_key_file: Path | None = None,
+                 informers: SharedInformers | None = None) -> None:
         """`client_for(account)`: the client of a controller's ServiceAccount (see
         credentials.py); without it every controller uses `client`.
         `service_account_key_file`: the key that signs legacy token Secrets (the
-        serviceaccount-token controller runs only with it)."""
+        serviceaccount-token controller runs only with it).
+        `informers`: the shared informers to use (others in the process may share them);
+        by default informers of our own over `client`. The manager starts and stops them."""
         unknown = set(enabled or []) - set(ALL)
         if unknown:
             raise ValueError(f"unknown controllers: {', '.join(sorted(unknown))}; "
                              f"known: {', '.join(ALL)}")
         self.enabled = enabled or ALL
-        self.ctx = ControllerContext(client, SharedInformers(client), gates or FeatureGates(),
+        self.ctx = ControllerContext(client, informers or SharedInformers(client),
+                                     gates or FeatureGates(),
                                      dict(settings or {}), client_for,
                                      Signer.load(service_account_key_file)
                                      if service_account_key_file else None)

@@ -9,13 +9,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from draemu.client import Client
+from draemu.client import Client, EventRecorder
 from draemu.features import FeatureGates
 from draemu.kubelet.cdi import CDIRegistry
 from draemu.kubelet.dra.claiminfo import ClaimCache
 from draemu.kubelet.dra.manager import DRAManager
 from draemu.kubelet.dra.plugins import SLICE_WIPE_DELAY, DRAPluginManager, wipe_slices
-from draemu.kubelet.events import EventRecorder
 from draemu.kubelet.execsession import ExecError, ExecSession
 from draemu.kubelet.hostpaths import plugin_endpoint
 from draemu.kubelet.node import DECLARABLE_FEATURES, NodeAgent, NodeConfig, reachable_address
@@ -84,7 +83,7 @@ class Kubelet:
                               optional_node_operations=gates.enabled("DRAOptionalNodeOperations"),
                               pod_group_claims=gates.enabled("DRAWorkloadResourceClaims"))
         self.cdi = CDIRegistry([*options.cdi_dirs, self.layout.cdi_dir])
-        self.events = EventRecorder(client, options.node_name)
+        self.events = EventRecorder(client, "kubelet", options.node_name)
         self.watcher = PluginWatcher(self.layout.registry_dir, {reg.DRA_PLUGIN: self.plugins},
                                      interval=options.plugin_scan_interval,
                                      endpoint_path=lambda e: plugin_endpoint(self.layout, e))

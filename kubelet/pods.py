@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from draemu.api.types import Obj
-from draemu.client import ApiError, Client, Informer, WorkQueue, key_of
+from draemu.client import ApiError, Client, EventRecorder, Informer, WorkQueue, key_of
 from draemu.client.workqueue import ShutDown
 from draemu.kubelet.cdi import CDIError, CDIRegistry
 from draemu.kubelet.dra.manager import DRAError, DRAManager
 from draemu.kubelet.dra.plugins import DRAPluginManager
 from draemu.kubelet.envvars import EnvBuilder, EnvError
-from draemu.kubelet.events import EventRecorder
 from draemu.kubelet.execsession import ExecError, ExecSession
 from draemu.kubelet.logs import container_log_path
 from draemu.kubelet.podstatus import (
@@ -229,8 +228,8 @@ class PodWorkers:
             try:
                 await self.dra.prepare_resources(pod)
             except DRAError as err:
-                await self.events.pod_event(pod, "Warning", "FailedPrepareDynamicResources",
-                                            f"Failed to prepare dynamic resources: {err}")
+                await self.events.event(pod, "Warning", "FailedPrepareDynamicResources",
+                                        f"Failed to prepare dynamic resources: {err}")
                 raise Retry from err
             state.prepared = True
             if spec.get("hostNetwork"):
@@ -241,7 +240,7 @@ class PodWorkers:
                 try:
                     state.volumes = await self.volumes.setup(pod, self.host_ip, state.ip)
                 except (VolumeError, OSError) as err:
-                    await self.events.pod_event(pod, "Warning", "FailedMount", str(err))
+                    await self.events.event(pod, "Warning", "FailedMount", str(err))
                     raise Retry from err
             state.stage = "init"
         if state.stage == "init":
@@ -325,8 +324,8 @@ class PodWorkers:
             rec.waiting_reason = "CreateContainerError" if not isinstance(err, EnvError) \
                 else "CreateContainerConfigError"
             rec.waiting_message = str(err)
-            await self.events.pod_event(pod, "Warning", "Failed", f"Error: {err}",
-                                        f"spec.containers{{{container['name']}}}")
+            await self.events.event(pod, "Warning", "Failed", f"Error: {err}",
+                                    field_path=f"spec.containers{{{container['name']}}}")
             raise Retry from err
         rec.handle = handle
         rec.waiting_reason, rec.waiting_message = "", ""
@@ -334,20 +333,20 @@ class PodWorkers:
         field_path = ("spec.initContainers" if rec.init else "spec.containers") + \
             f"{{{container['name']}}}"
         image = container.get("image", "")
-        await self.events.pod_event(pod, "Normal", "Pulled",
-                                    f'Container image "{image}" already present on machine',
-                                    field_path)
-        await self.events.pod_event(pod, "Normal", "Created",
-                                    f"Created container: {container['name']}", field_path)
-        await self.events.pod_event(pod, "Normal", "Started",
-                                    f"Started container {container['name']}", field_path)
+        await self.events.event(pod, "Normal", "Pulled",
+                                f'Container image "{image}" already present on machine',
+                                field_path=field_path)
+        await self.events.event(pod, "Normal", "Created",
+                                f"Created container: {container['name']}", field_path=field_path)
+        await self.events.event(pod, "Normal", "Started",
+                                f"Started container {container['name']}", field_path=field_path)
         for note in handle.notes:
-            await self.events.pod_event(pod, "Warning", "ImageNotMapped", note, field_path)
+            await self.events.event(pod, "Warning", "ImageNotMapped", note, field_path=field_path)
         if self.volumes is not None and handle.pid is not None:
             missing = unenforced_settings(pod, container)
             if missing:
-                await self.events.pod_event(pod, "Warning", "SecurityContextNotEnforced",
-                                            missing, field_path)
+                await self.events.event(pod, "Warning", "SecurityContextNotEnforced",
+                                        missing, field_path=field_path)
             if not rec.init:
                 self._start_probes(key, pod, container, rec, field_path)
 
@@ -369,10 +368,10 @@ class PodWorkers:
             return await runtime.exec(handle, argv, timeout)
 
         async def event(reason: str, message: str) -> None:
-            await self.events.pod_event(pod, "Warning", reason, message, field_path)
+            await self.events.event(pod, "Warning", reason, message, field_path=field_path)
 
         async def failed(message: str) -> None:
-            await self.events.pod_event(pod, "Normal", "Killing", message, field_path)
+            await self.events.event(pod, "Normal", "Killing", message, field_path=field_path)
             grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
             await self.runtime.kill(handle, grace)
 
@@ -430,9 +429,9 @@ class PodWorkers:
                    if r.handle is not None and not r.handle.exit_code.done()]
         for rec in running:
             if pod is not None:
-                await self.events.pod_event(pod, "Normal", "Killing",
-                                            f"Stopping container {rec.name}",
-                                            f"spec.containers{{{rec.name}}}")
+                await self.events.event(pod, "Normal", "Killing",
+                                        f"Stopping container {rec.name}",
+                                        field_path=f"spec.containers{{{rec.name}}}")
         await asyncio.gather(*(self.runtime.kill(r.handle, grace) for r in running
                                if r.handle is not None))
         for rec in state.containers.values():
@@ -446,8 +445,8 @@ class PodWorkers:
             await self.dra.unprepare_resources(pod_uid)
         except DRAError as err:
             if pod is not None:
-                await self.events.pod_event(pod, "Warning", "FailedUnprepareDynamicResources",
-                                            f"Failed to unprepare dynamic resources: {err}")
+                await self.events.event(pod, "Warning", "FailedUnprepareDynamicResources",
+                                        f"Failed to unprepare dynamic resources: {err}")
             raise Retry from err
 
     async def _forget(self, key: str, state: PodState) -> None:

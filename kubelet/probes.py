@@ -165,7 +165,7 @@ class ProbeRunner:
 
     async def _splice(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                       port: int, timeout: float) -> None:
-        from draemu.kubelet.runtime.netns import splice
+        from draemu.streams import splice
 
         try:
             upstream = await self.dial("127.0.0.1", port, timeout)

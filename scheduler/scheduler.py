@@ -18,7 +18,7 @@ from typing import Any
 
 from draemu.api.meta import time_now
 from draemu.cel import compile_expression
-from draemu.client import ApiError, Client, EventRecorder, Informer, key_of
+from draemu.client import ApiError, Client, EventRecorder, Informer, SharedInformers, key_of
 from draemu.features import FeatureGates
 from draemu.log import get_logger
 from draemu.scheduler.cache import Cache
@@ -105,8 +105,13 @@ class Scheduler:
                  initial_backoff: float = 1.0, max_backoff: float = 10.0,
                  gated_report_delay: float = GATED_REPORT_DELAY,
                  dra_filter_timeout: float = FILTER_TIMEOUT,
-                 config: SchedulerConfig | None = None) -> None:
+                 config: SchedulerConfig | None = None,
+                 informers: SharedInformers | None = None) -> None:
+        """`informers`: list+watch through these shared informers (those of controllers
+        in the same process, say: each watch event is then read and decoded once for
+        both) instead of informers of our own; their owner starts and stops them too."""
         self.client = client
+        self._shared = informers
         self.gates = gates or FeatureGates()
         self.inventory = Inventory(self.gates)
         self.cache = Cache()
@@ -251,11 +256,13 @@ class Scheduler:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await asyncio.gather(*(inf.stop() for inf in self._informers.values()))
+        if self._shared is None:
+            await asyncio.gather(*(inf.stop() for inf in self._informers.values()))
         gc.unfreeze()  # what was frozen may become garbage now
 
     def _informer(self, api_version: str, resource: str) -> Informer:
-        inf = Informer(self.client, api_version, resource)
+        inf = self._shared.informer(api_version, resource) if self._shared is not None \
+            else Informer(self.client, api_version, resource)
         self._informers[resource] = inf
         return inf
 

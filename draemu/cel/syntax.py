@@ -180,11 +180,19 @@ def _new_parser() -> CELParser:
     cache = _cache_file()
     if CELParser.CEL_PARSER is None and cache is not None:
         grammar = (Path(celpy.celparser.__file__).parent / "cel.lark").read_text()
+        # lark writes a missing cache file in place; several processes starting at once
+        # could read one another's half-written file. So a missing file is written under
+        # a name of this process's own and renamed into place whole.
+        fresh = not os.path.exists(cache)
+        target = f"{cache}.{os.getpid()}.tmp" if fresh else cache
         CELParser.CEL_PARSER = Lark(
             grammar, parser="lalr", start="expr", debug=True, g_regex_flags=re.M,
             lexer_callbacks={"IDENT": CELParser.ambiguous_literals},
             propagate_positions=True, maybe_placeholders=False, priority="invert",
-            tree_class=Tree, cache=cache)
+            tree_class=Tree, cache=target)
+        if fresh:
+            with contextlib.suppress(OSError):
+                os.replace(target, cache)
     return CELParser()
 
 

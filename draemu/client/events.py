@@ -31,11 +31,13 @@ class EventRecorder:
         self._seen: dict[tuple[str, ...], tuple[str, str, int, float]] = {}
 
     async def event(self, obj: dict[str, Any], type_: str, reason: str, message: str,
-                    action: str = "") -> None:
-        """Record an event; failures are logged, never raised (events are best effort)."""
+                    action: str = "", field_path: str | None = None) -> None:
+        """Record an event; failures are logged, never raised (events are best effort).
+        `field_path`: the part of the object it is about (the kubelet's
+        `spec.containers{NAME}`)."""
         meta = obj.get("metadata") or {}
         namespace = meta.get("namespace") or "default"
-        key = (meta.get("uid", ""), type_, reason, message)
+        key = (meta.get("uid", ""), type_, reason, message, field_path or "")
         now = time_now()
         v1events = self.api == "events.k8s.io/v1"
         try:
@@ -57,6 +59,7 @@ class EventRecorder:
                 "uid": meta.get("uid", ""),
                 "apiVersion": obj.get("apiVersion", ""),
                 "resourceVersion": meta.get("resourceVersion", ""),
+                "fieldPath": field_path or "",
             }
             if v1events:
                 created = await self.client.create(self.api, "events", {
@@ -91,3 +94,8 @@ class EventRecorder:
                     self._seen.pop(k, None)
         except (ApiError, OSError, ValueError, KeyError) as e:
             log.debug("event not recorded", reason=reason, error=str(e))
+
+    def forget(self, uid: str) -> None:
+        """Drop what is kept for counting repeats of the object `uid` (it is gone)."""
+        for key in [k for k in self._seen if k[0] == uid]:
+            del self._seen[key]

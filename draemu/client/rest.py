@@ -17,6 +17,7 @@ import aiohttp
 
 from draemu.api import jsonfast
 from draemu.client import config
+from draemu.client.unixhttp import UnixHTTP
 
 PATCH_TYPES = {
     "json": "application/json-patch+json",
@@ -66,6 +67,7 @@ class Client:
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
         self._session: aiohttp.ClientSession | None = None
+        self._unix_http: UnixHTTP | None = None
 
     @classmethod
     def from_kubeconfig(cls, path: str | Path | None = None, context: str | None = None,
@@ -85,6 +87,9 @@ class Client:
         return self._session
 
     async def close(self) -> None:
+        if self._unix_http is not None:
+            await self._unix_http.close()
+            self._unix_http = None
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -103,6 +108,12 @@ class Client:
         if json is not None:
             data = jsonfast.dumps(json)  # orjson: the claim updates are large
             hdrs.setdefault("Content-Type", "application/json")
+        if self._unix_socket:
+            if self._unix_http is None:
+                self._unix_http = UnixHTTP(self._unix_socket, self._headers)
+            return await self._unix_http.request(
+                method, path, params, data.encode() if isinstance(data, str) else data,
+                hdrs, timeout)
         async with self._get_session().request(
                 method, self.server + path, params=params, data=data, headers=hdrs,
                 timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
@@ -191,11 +202,18 @@ class Client:
                 except ValueError:
                     decoded = {"message": body.decode(errors="replace")}
                 raise ApiError(resp.status, decoded)
+            # A chunk holds many events when they come in bursts: its complete lines are
+            # split once (splitting one line off at a time copied the rest each time).
             buffer = b""
             async for chunk in resp.content.iter_any():
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
+                if buffer:
+                    chunk = buffer + chunk
+                end = chunk.rfind(b"\n")
+                if end < 0:
+                    buffer = chunk
+                    continue
+                buffer = chunk[end + 1:]
+                for line in chunk[:end].split(b"\n"):
                     if line.strip():
                         yield jsonfast.loads(line)
             if buffer.strip():

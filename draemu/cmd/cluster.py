@@ -150,7 +150,9 @@ class Cluster:
         self.apiserver = APIServer(APIServerOptions(
             data_dir=self.data_dir, store_url=store_url, address=o.address, port=o.port,
             insecure_http=o.insecure_http, feature_gates=o.feature_gates,
-            legacy_versions=legacy, token_file=o.token_file, audit_log=o.audit_log))
+            legacy_versions=legacy, token_file=o.token_file, audit_log=o.audit_log,
+            # With the components in the child, the collector is the apiserver's alone.
+            freeze_gc=self.control_plane is not None))
         await self.apiserver.start()
         self.timings["apiserver"] = time.perf_counter() - t0
         if o.kubeconfig is not None:

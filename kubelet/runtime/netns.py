@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from draemu.log import get_logger
+from draemu.streams import splice
 
 log = get_logger("kubelet.runtime")
 LAUNCHER = Path(__file__).with_name("launch.py")
@@ -80,25 +81,6 @@ async def dial(netns: str | None, host: str, port: int, timeout: float = 5.0
 
     sock = await asyncio.to_thread(in_netns, netns, connect)
     return await asyncio.open_connection(sock=sock)
-
-
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    try:
-        while data := await reader.read(65536):
-            writer.write(data)
-            await writer.drain()
-    except (ConnectionError, OSError):
-        pass
-    finally:
-        try:
-            writer.close()
-        except (ConnectionError, OSError):
-            pass
-
-
-async def splice(a: tuple[asyncio.StreamReader, asyncio.StreamWriter],
-                 b: tuple[asyncio.StreamReader, asyncio.StreamWriter]) -> None:
-    await asyncio.gather(_pipe(a[0], b[1]), _pipe(b[0], a[1]))
 
 
 class Sandbox:

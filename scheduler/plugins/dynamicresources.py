@@ -732,9 +732,12 @@ class DynamicResources:
             try:
                 # Objects are rebuilt level by level instead of deep-copied: the informer's
                 # copies are shared and must stay untouched, and deep copies are costly.
+                # The bodies leave managedFields out (the apiserver keeps the stored ones,
+                # as upstream's field manager does for a client that sends none): half of
+                # an allocated claim's JSON that both sides would encode and decode.
                 finalizers = fresh["metadata"].get("finalizers") or []
                 if allocation is not None and FINALIZER not in finalizers:
-                    updated = {**fresh, "metadata": {**fresh["metadata"],
+                    updated = {**fresh, "metadata": {**_without_managed_fields(fresh),
                                                      "finalizers": [*finalizers, FINALIZER]}}
                     fresh = await self._client.update(RESOURCE_V1, "resourceclaims", updated)
                 new_status = dict(fresh.get("status") or {})
@@ -744,9 +747,10 @@ class DynamicResources:
                         allocation = {**allocation, "allocationTimestamp": time_now()}
                     new_status["allocation"] = allocation
                 new_status["reservedFor"] = [*(new_status.get("reservedFor") or []), consumer]
-                return await self._client.update(RESOURCE_V1, "resourceclaims",
-                                                  {**fresh, "status": new_status},
-                                                  subresource="status")
+                return await self._client.update(
+                    RESOURCE_V1, "resourceclaims",
+                    {**fresh, "metadata": _without_managed_fields(fresh), "status": new_status},
+                    subresource="status")
             except ApiError as e:
                 if e.code != 409:
                     raise _PreBindError(f"resourceclaim {ns}/{name}: {e.message}") from e
@@ -814,6 +818,11 @@ class DynamicResources:
 
 class _PreBindError(Exception):
     pass
+
+
+def _without_managed_fields(obj: dict) -> dict:
+    """A copy of the object's metadata without managedFields."""
+    return {k: v for k, v in obj["metadata"].items() if k != "managedFields"}
 
 
 def _extended_key(pod_uid: str) -> str:

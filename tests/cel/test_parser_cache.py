@@ -26,6 +26,8 @@ def test_the_parser_tables_are_cached_in_the_users_cache_folder(fresh_parser: Pa
     built = syntax._new_parser().parse(EXPR)
     cached = fresh_parser / "draemu" / "cel-parser.lark"
     assert cached.stat().st_size > 0
+    # written under a name of its own and renamed: nothing else is left in the folder
+    assert [f.name for f in cached.parent.iterdir()] == ["cel-parser.lark"]
     CELParser.CEL_PARSER = None
     assert syntax._new_parser().parse(EXPR) == built
 

@@ -141,6 +141,12 @@ async def test_the_scheduler_controllers_and_kubelets_run_in_a_child_process(
             "system:serviceaccount:kube-system:replicaset-controller"}
         assert "system:node:node-1" in users[("patch", "pods/status")] | \
             users.get(("update", "pods/status"), set())
+        # The scheduler reads through the controllers' informers: one list+watch of each
+        # kind for both (watches are not audited; their lists are).
+        for resource in ("pods/", "nodes/", "resourceclaims/", "resourceslices/"):
+            listers = users[("list", resource)]
+            assert "system:kube-controller-manager" in listers, resource
+            assert "system:kube-scheduler" not in listers, resource
     finally:
         await cluster.stop()
     assert child.returncode is not None

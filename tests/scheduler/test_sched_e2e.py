@@ -123,6 +123,29 @@ async def test_pod_with_claim_is_allocated_reserved_and_bound(client, scheduler)
                "Successfully assigned default/p1 to n1" for e in events)
 
 
+async def test_claim_writes_send_no_managed_fields_and_keep_every_managers_entry(
+        client, scheduler):
+    await setup_gpus(client, {"n1": 1})
+    await client.create(R, "resourceclaims", claim("c1"))
+    bodies: list[dict] = []
+    update = scheduler.client.update
+
+    async def recording_update(api_version: str, resource: str, obj: dict,
+                               *args: Any, **kwargs: Any) -> dict:
+        bodies.append(obj)
+        return await update(api_version, resource, obj, *args, **kwargs)
+
+    scheduler.client.update = recording_update  # type: ignore[method-assign]
+    await client.create("v1", "pods", claim_pod("p1", "c1"))
+    assert await eventually(lambda: node_of(client, "p1")) == "n1"
+    assert len(bodies) == 2  # the finalizer, then the status
+    assert all("managedFields" not in b["metadata"] for b in bodies)
+    managers = [(m["manager"], m.get("subresource", "")) for m in (await client.get(
+        R, "resourceclaims", "c1", "default"))["metadata"]["managedFields"]]
+    assert managers == [("draemu", ""), ("draemu-scheduler", ""),
+                        ("draemu-scheduler", "status")]
+
+
 async def test_pods_competing_for_the_last_device_never_share_it(client, scheduler):
     await setup_gpus(client, {"n1": 1})
     for i in range(4):

@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
                                port=args.port, insecure_http=args.insecure_http,
                                feature_gates=gates, token_file=args.token_auth_file,
                                audit_log=args.audit_log, pki_dir=args.pki_dir,
-                               legacy_versions=bool(args.legacy_v1alpha3))
+                               legacy_versions=bool(args.legacy_v1alpha3), freeze_gc=True)
 
     async def serve() -> int:
         server = APIServer(options)

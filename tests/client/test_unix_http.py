@@ -1,0 +1,145 @@
+"""`Client` over a Unix socket speaks HTTP/1.1 itself (draemu.client.unixhttp): requests
+and answers as aiohttp's client gave them, kept-alive connections reused, and a
+connection the server closed meanwhile replaced without losing the request."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from draemu.client import ApiError, Client
+
+pytestmark = pytest.mark.unit
+
+
+class _Server:
+    def __init__(self) -> None:
+        self.seen: list[dict] = []
+        self.peers: list[object] = []  # the transports (kept, so that none is reused)
+        self.runner: web.AppRunner | None = None
+
+
+@pytest.fixture
+async def server(tmp_path: Path) -> AsyncIterator[tuple[_Server, str]]:
+    srv = _Server()
+
+    async def echo(request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        transport = request.transport
+        if not any(t is transport for t in srv.peers):
+            srv.peers.append(transport)
+        srv.seen.append({"method": request.method, "path": request.path,
+                         "query": dict(request.query), "body": body,
+                         "headers": dict(request.headers)})
+        if request.path == "/chunked":
+            resp = web.StreamResponse()
+            resp.enable_chunked_encoding()
+            await resp.prepare(request)
+            for part in (b'{"a":', b' 1, "b": ', b'"' + b"x" * 3000 + b'"}'):
+                await resp.write(part)
+            await resp.write_eof()
+            return resp
+        if request.path == "/close":
+            return web.json_response({"closed": True}, headers={"Connection": "close"})
+        if request.path == "/slow":
+            await asyncio.sleep(1)
+        if request.path == "/missing":
+            return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound",
+                                      "message": "nope"}, status=404)
+        if request.path == "/empty":
+            return web.Response(status=204)
+        return web.json_response({"method": request.method, "len": len(body)},
+                                 headers={"X-Echo": "yes"})
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", echo)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    sock = str(tmp_path / "api.sock")
+    await web.UnixSite(runner, sock).start()
+    srv.runner = runner
+    yield srv, sock
+    await runner.cleanup()
+
+
+async def test_methods_params_bodies_and_headers_arrive_as_sent(server) -> None:
+    srv, sock = server
+    async with Client("http://localhost", unix_socket=sock, token="tok",
+                      user_agent="ua/1") as client:
+        status, headers, body = await client.request(
+            "PUT", "/apis/x/v1/things/a%2Fb", params={"labelSelector": "a=b,c in (d)"},
+            json={"k": "é"})
+        assert status == 200 and headers["X-Echo"] == "yes"
+        assert json.loads(body) == {"method": "PUT", "len": len('{"k":"é"}'.encode())}
+        got = srv.seen[-1]
+        assert got["query"] == {"labelSelector": "a=b,c in (d)"}
+        assert got["body"] == '{"k":"é"}'.encode()
+        assert got["headers"]["Authorization"] == "Bearer tok"
+        assert got["headers"]["User-Agent"] == "ua/1"
+        assert got["headers"]["Content-Type"] == "application/json"
+        # A request's own header replaces the client's of the same name, whatever case.
+        await client.request("GET", "/t", headers={"accept": "application/yaml"})
+        accepts = [v for k, v in srv.seen[-1]["headers"].items() if k.lower() == "accept"]
+        assert accepts == ["application/yaml"]
+        await client.request("POST", "/t", data="plain text")
+        assert srv.seen[-1]["body"] == b"plain text"
+
+
+async def test_chunked_empty_and_error_answers(server) -> None:
+    _srv, sock = server
+    async with Client("http://localhost", unix_socket=sock) as client:
+        status, _h, body = await client.request("GET", "/chunked")
+        assert status == 200 and json.loads(body) == {"a": 1, "b": "x" * 3000}
+        status, _h, body = await client.request("DELETE", "/empty")
+        assert (status, body) == (204, b"")
+        with pytest.raises(ApiError) as e:
+            await client.get_json("/missing")
+        assert (e.value.code, e.value.reason) == (404, "NotFound")
+
+
+async def test_connections_are_kept_alive_and_reused(server) -> None:
+    srv, sock = server
+    async with Client("http://localhost", unix_socket=sock) as client:
+        for _ in range(5):
+            await client.request("GET", "/t")
+        assert len(srv.peers) == 1
+        # Many at once: each on a connection of its own, all answered.
+        results = await asyncio.gather(*(client.request("POST", "/t", data=b"x" * i)
+                                         for i in range(40)))
+        assert [json.loads(b)["len"] for _s, _h, b in results] == list(range(40))
+    srv.peers.clear()
+    async with Client("http://localhost", unix_socket=sock) as client:
+        # After "Connection: close" the next request opens a new connection.
+        await client.request("GET", "/t")
+        await client.request("GET", "/close")
+        await client.request("GET", "/t")
+        assert len(srv.peers) == 2
+
+
+async def test_an_idle_connection_the_server_closed_is_replaced(server) -> None:
+    srv, sock = server
+    async with Client("http://localhost", unix_socket=sock) as client:
+        await client.request("GET", "/t")
+        for proto in list(srv.runner.server.connections):  # type: ignore[union-attr]
+            proto.transport.close()  # as the server's keep-alive timeout does
+        status, _h, _b = await client.request("POST", "/t", data=b"once")
+        assert status == 200
+        assert [s["body"] for s in srv.seen].count(b"once") == 1
+
+
+async def test_timeout_and_a_missing_socket_are_errors_callers_know(
+        server, tmp_path: Path) -> None:
+    _srv, sock = server
+    async with Client("http://localhost", unix_socket=sock) as client:
+        with pytest.raises(TimeoutError):
+            await client.request("GET", "/slow", timeout=0.2)
+        assert (await client.request("GET", "/t"))[0] == 200  # the pool still works
+    async with Client("http://localhost", unix_socket=str(tmp_path / "none.sock")) as client:
+        with pytest.raises(aiohttp.ClientError):
+            await client.request("GET", "/t")
