@@ -56,8 +56,9 @@ class KubeletClient:
     def __init__(self, pki: PKI | None) -> None:
         """`pki` None: plain HTTP, no client certificate."""
         self.scheme = "https" if pki is not None else "http"
-        self._verified = self._context(pki, verify=True) if pki is not None else None
-        self._unverified = self._context(pki, verify=False) if pki is not None else None
+        self._pki = pki
+        # Made on first use (loading certificates is a fifth of a second of start-up).
+        self._contexts: dict[bool, ssl.SSLContext] = {}
         self._sessions: dict[bool, aiohttp.ClientSession] = {}
 
     @staticmethod
@@ -75,7 +76,11 @@ class KubeletClient:
         session = self._sessions.get(verify)
         if session is None or session.closed:
             # No connection limit: every follow holds one for as long as it lasts.
-            context = self._verified if verify else self._unverified
+            context = None
+            if self._pki is not None:
+                context = self._contexts.get(verify)
+                if context is None:
+                    context = self._contexts[verify] = self._context(self._pki, verify)
             connector = aiohttp.TCPConnector(ssl=context if context is not None else False,
                                              limit=0)
             session = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(

@@ -38,7 +38,7 @@ WATCHER_QUEUE = 2_000  # events a watcher may lag behind before it is dropped
 FRESH = WATCHER_QUEUE
 EVENT_LINES = 512  # serialized watch event lines kept for the watchers still to send them
 FIELD_SETS = 4_096  # distinct managedFields field sets shared at most
-LOAD_BATCH = 10_000  # key-values read from the store at a time when loading
+LOAD_BATCH = 50_000  # key-values read from the store at a time when loading
 BULK_DECODE = 1_000  # a read that may decode this many objects pauses the cyclic GC
 
 
@@ -258,25 +258,28 @@ class WatchCache:
         revision = await self.store.current_revision()
         buckets: dict[str, _Bucket] = {}
         start_after = None
-        prefix, objects = "\0", {}
         while True:
             result = await self.store.range(ROOT, start_after=start_after, limit=LOAD_BATCH,
                                             revision=revision)
-            for kv in result.items:
-                key = kv.key
-                if not key.startswith(prefix):  # keys come sorted: buckets one by one
-                    prefix = bucket_of(key)
-                    bucket = buckets.get(prefix)
-                    if bucket is None:
-                        bucket = buckets[prefix] = self._new_bucket()
-                    bucket.version += 1
-                    objects = bucket.objects
-                if key not in objects:
-                    bucket.undecoded += 1
-                objects[key] = kv
-            if not result.more or not result.items:
+            items = result.items
+            keys = [kv.key for kv in items]
+            i, n = 0, len(keys)
+            while i < n:  # keys come sorted: a bucket's are one run of them
+                prefix = bucket_of(keys[i])
+                # (max: a key shorter than its bucket's prefix is its bucket's alone)
+                j = max(i + 1, bisect.bisect_left(keys, prefix_end(prefix), i))
+                bucket = buckets.get(prefix)
+                if bucket is None:
+                    bucket = buckets[prefix] = self._new_bucket()
+                    bucket._sorted = []
+                bucket.version += 1
+                bucket.objects.update(zip(keys[i:j], items[i:j], strict=True))
+                bucket._sorted.extend(keys[i:j])  # type: ignore[union-attr]
+                bucket.undecoded += j - i
+                i = j
+            if not result.more or not items:
                 break
-            start_after = result.items[-1].key
+            start_after = items[-1].key
         self._buckets = buckets
         self._encoded.clear()
         self._adopted.clear()

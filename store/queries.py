@@ -48,11 +48,13 @@ COMPACT = (
     "  SELECT 1 FROM draemu_kv later"
     "  WHERE later.name = draemu_kv.name AND later.id > draemu_kv.id AND later.id <= :rev))")
 
-# Every live key with its latest row, to fill an in-memory index.
-CURRENT = (
-    "SELECT kv.name, kv.value, kv.create_revision, kv.id, kv.version "
-    "FROM draemu_kv kv JOIN (SELECT MAX(id) AS id FROM draemu_kv GROUP BY name) latest "
-    "ON kv.id = latest.id WHERE kv.deleted = 0 ORDER BY kv.name")
+# Every live key with its latest row (to fill an in-memory index), in no particular
+# order: the caller sorts them (SQLite would sort the rows, values and all, in a temporary
+# b-tree: twice the time at start-up).
+LIVE = (
+    "SELECT kv.name, kv.value, kv.create_revision, kv.id, kv.version FROM draemu_kv kv "
+    "WHERE kv.deleted = 0 AND NOT EXISTS ("
+    "  SELECT 1 FROM draemu_kv later WHERE later.name = kv.name AND later.id > kv.id)")
 
 MAX_REVISION = ("SELECT COALESCE(MAX(id), 0) FROM draemu_kv")
 

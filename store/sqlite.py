@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Iterable, Sequence
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -201,7 +202,8 @@ async def open_sqlite(path: Path | None, *, fsync: bool, max_value_bytes: int,
         await db.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")
         await ensure_schema(_SchemaConnection(db), foreign_tables_allowed=False)
         await db.commit()
-        rows = await db.execute_fetchall(queries.CURRENT)
+        rows = list(await db.execute_fetchall(queries.LIVE))
+        rows.sort(key=itemgetter(0))  # by key (str order is UTF-8 byte order, SQLite's)
         last = (await db.execute_fetchall(queries.MAX_REVISION))[0][0]
         meta = dict(await db.execute_fetchall("SELECT name, value FROM draemu_meta"))
         await db.commit()
