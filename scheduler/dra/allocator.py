@@ -73,7 +73,7 @@ class Chosen:
     groups_before: dict[tuple[str, str], Groups] | None = None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class AllocationOutcome:
     node: str
     results: list[dict[str, Any]] | None
@@ -123,6 +123,11 @@ class Allocator:
         self.inv = inventory
         # id(claim) -> (the claim, its index among the claims, class epoch, prepared)
         self._prepared: dict[int, tuple[dict[str, Any], int, int, PreparedClaim]] = {}
+        # The last list of claims given (the scheduler gives the same one for every
+        # node), the class epoch, and its prepared claims if a node may be answered
+        # without a search for them (else None).
+        self._last: tuple[tuple[dict[str, Any], ...], int, list[PreparedClaim] | None] | None \
+            = None
 
     def prepared(self, index: int, claim: dict[str, Any]) -> PreparedClaim:
         """The claim at `index` of a pod's claims, prepared; errors are raised afresh."""
@@ -183,29 +188,40 @@ class Allocator:
         """The search's own answer, without the search, when it would fail at the first
         request (see `_Search.first_request_hopeless`) and nothing before that fails;
         None when that is not certain."""
+        # Called for every node the pod does not fit: what it allocates stays few
+        # objects (the cyclic GC's work grows with them).
+        last = self._last
+        if last is None or last[1] != self.inv.class_epoch or not _same(last[0], claims):
+            last = self._last = (tuple(claims), self.inv.class_epoch, self._shortcut(claims))
+        prepared = last[2]
+        if prepared is None:
+            return None
         try:
             node_pools = gather(self.inv, node)
-            prepared = [self.prepared(i, claim) for i, claim in enumerate(claims)]
-        except (NodeSelectionError, AllocError, *MALFORMED):
+        except (NodeSelectionError, *MALFORMED):
             return None  # the search raises it again, with its message
-        if node_pools.invalid_pools or not node_pools.candidate_ids:
+        if node_pools.invalid_pools or not node_pools.candidate_ids or \
+                not self.inv.state.all_exclusive(node_pools.candidate_ids):
             return None
+        return AllocationOutcome((node.get("metadata") or {}).get("name", ""), None, True,
+                                 None, _HopelessExplanation(self, node, claims, node_pools,
+                                                            prepared))
+
+    def _shortcut(self, claims: list[dict[str, Any]]) -> list[PreparedClaim] | None:
+        """The claims prepared, if a node whose devices are all in use can be answered
+        without a search for them: their first request takes devices exclusively, and
+        nothing the search does before it depends on the node."""
+        try:
+            prepared = [self.prepared(i, claim) for i, claim in enumerate(claims)]
+        except (AllocError, *MALFORMED):
+            return None  # the search raises it again, with its message
         first = None
         for p in prepared:
             if p.minimum is None or p.minimum > MAX_RESULTS:
                 return None
             if first is None and p.slots:
                 first = p
-        if first is None or not first.first_takes_exclusively or \
-                not self.inv.state.all_exclusive(node_pools.candidate_ids):
-            return None
-        def explanation() -> Explanation:
-            search = _Search(self, node, claims, None)
-            search.prepared(node_pools, prepared)
-            return explain(search, None, allocated=False)
-
-        return AllocationOutcome((node.get("metadata") or {}).get("name", ""), None, True,
-                                 None, explanation)
+        return prepared if first is not None and first.first_takes_exclusively else None
 
     def _in_flight_state(self, in_flight: Iterable[dict[str, Any]]) -> AllocatedState | None:
         extra: AllocatedState | None = None
@@ -738,6 +754,33 @@ class _Search:
             holders.discard(ci)
             if not holders:
                 del self.chosen_by[device.id]
+
+
+def _same(kept: tuple[dict[str, Any], ...], claims: list[dict[str, Any]]) -> bool:
+    """Whether the claims are the very objects kept (not merely equal ones)."""
+    if len(kept) != len(claims):
+        return False
+    for a, b in zip(kept, claims, strict=True):
+        if a is not b:
+            return False
+    return True
+
+
+class _HopelessExplanation:
+    """The explanation of a node answered without a search: the search's, had it run."""
+
+    __slots__ = ("allocator", "claims", "node", "node_pools", "prepared")
+
+    def __init__(self, allocator: Allocator, node: dict[str, Any],
+                 claims: list[dict[str, Any]], node_pools: NodePools,
+                 prepared: list[PreparedClaim]) -> None:
+        self.allocator, self.node, self.claims = allocator, node, claims
+        self.node_pools, self.prepared = node_pools, prepared
+
+    def __call__(self) -> Explanation:
+        search = _Search(self.allocator, self.node, self.claims, None)
+        search.prepared(self.node_pools, self.prepared)
+        return explain(search, None, allocated=False)
 
 
 def _share_id() -> str:

@@ -74,7 +74,11 @@ class AllocatedState:
 
     def all_exclusive(self, devices: Iterable[DeviceID]) -> bool:
         """Whether every one of the devices is in exclusive use."""
-        return all(map(self._exclusive.__contains__, devices))
+        exclusive = self._exclusive
+        for d in devices:
+            if d not in exclusive:
+                return False
+        return True
 
     def shared(self, d: DeviceID) -> bool:
         return d in self._shares or d in self._consumed

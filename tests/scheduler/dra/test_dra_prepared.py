@@ -270,3 +270,18 @@ def test_one_allocator_for_many_nodes_answers_as_fresh_full_searches(
                 for i in order]
     # Explanations were left to now, after every search: each is still its node's.
     assert [answer(o) for o in got] == [answer(o) for o in want]
+
+
+def test_a_list_of_claims_changed_in_place_between_nodes_is_seen(inv: Inventory) -> None:
+    inv.set_slice(node_slice("n0", [{"name": "gpu-0"}]))
+    inv.set_claim(allocated("old", "n0", "gpu-0"))
+    pod = [claim("c", exactly("r"))]
+    allocator = Allocator(inv)
+    assert allocator.allocate(NODES[0], pod).unsatisfiable
+    pod[0] = claim("c", exactly("r", adminAccess=True))  # admin access: the device is free
+    assert allocator.allocate(NODES[0], pod).allocated
+    pod[0] = claim("c", exactly("r"))
+    assert allocator.allocate(NODES[0], pod).unsatisfiable
+    pod.insert(0, claim("d", exactly("r", count=0)))
+    assert answer(allocator.allocate(NODES[0], pod)) == \
+        answer(Allocator(inv).allocate(NODES[0], pod))
