@@ -212,7 +212,8 @@ class ResourceClaimController(Controller):
         if changed:
             await self.client.patch("v1", "pods", name_of(pod),
                                     {"status": {"resourceClaimStatuses": statuses}},
-                                    namespace=namespace_of(pod), subresource="status")
+                                    namespace=namespace_of(pod), subresource="status",
+                                    decode=False)
 
     def _pod_group_of(self, pod: Obj) -> Obj | None:
         """The pod's PodGroup when group claims are on; _UNKNOWN while it is not known."""

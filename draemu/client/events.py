@@ -46,10 +46,11 @@ class EventRecorder:
                 name, ns, count, _ = seen
                 if v1events:
                     await self.client.patch(self.api, "events", name, {"series": {
-                        "count": count + 1, "lastObservedTime": micro_time_now()}}, namespace=ns)
+                        "count": count + 1, "lastObservedTime": micro_time_now()}},
+                        namespace=ns, decode=False)
                 else:
                     await self.client.patch("v1", "events", name, {
-                        "count": count + 1, "lastTimestamp": now}, namespace=ns)
+                        "count": count + 1, "lastTimestamp": now}, namespace=ns, decode=False)
                 self._seen[key] = (name, ns, count + 1, time.monotonic())
                 return
             involved = {
@@ -61,39 +62,42 @@ class EventRecorder:
                 "resourceVersion": meta.get("resourceVersion", ""),
                 "fieldPath": field_path or "",
             }
+            name = f"{meta.get('name', 'unknown')}.{time.time_ns():x}"
             if v1events:
-                created = await self.client.create(self.api, "events", {
+                await self.client.create(self.api, "events", {
                     "apiVersion": self.api, "kind": "Event",
-                    "metadata": {"name": f"{meta.get('name', 'unknown')}.{time.time_ns():x}",
-                                 "namespace": namespace},
+                    "metadata": {"name": name, "namespace": namespace},
                     "eventTime": micro_time_now(), "reportingController": self.component,
                     "reportingInstance": f"{self.component}-{self.host}" if self.host
                     else self.component,
                     "action": action or reason, "reason": reason, "note": message,
                     "type": type_, "regarding": {k: v for k, v in involved.items() if v},
-                }, namespace=namespace)
-                self._seen[key] = (created["metadata"]["name"], namespace, 1, time.monotonic())
-                return
-            body = {
-                "apiVersion": "v1", "kind": "Event",
-                "metadata": {"name": f"{meta.get('name', 'unknown')}.{time.time_ns():x}",
-                             "namespace": namespace},
-                "involvedObject": {k: v for k, v in involved.items() if v},
-                "reason": reason, "message": message, "type": type_,
-                "source": {"component": self.component, **({"host": self.host}
-                                                            if self.host else {})},
-                "firstTimestamp": now, "lastTimestamp": now, "count": 1,
-                "reportingComponent": self.component,
-                "reportingInstance": self.host or self.component,
-            }
-            created = await self.client.create("v1", "events", body, namespace=namespace)
-            self._seen[key] = (created["metadata"]["name"], namespace, 1, time.monotonic())
+                }, namespace=namespace, decode=False)
+            else:
+                await self.client.create("v1", "events", self._core_event(
+                    name, namespace, involved, type_, reason, message, now),
+                    namespace=namespace, decode=False)
+            self._seen[key] = (name, namespace, 1, time.monotonic())
             if len(self._seen) > 4096:
                 oldest = sorted(self._seen.items(), key=lambda kv: kv[1][3])[:1024]
                 for k, _ in oldest:
                     self._seen.pop(k, None)
         except (ApiError, OSError, ValueError, KeyError) as e:
             log.debug("event not recorded", reason=reason, error=str(e))
+
+    def _core_event(self, name: str, namespace: str, involved: dict[str, Any], type_: str,
+                    reason: str, message: str, now: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": name, "namespace": namespace},
+            "involvedObject": {k: v for k, v in involved.items() if v},
+            "reason": reason, "message": message, "type": type_,
+            "source": {"component": self.component, **({"host": self.host}
+                                                        if self.host else {})},
+            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+            "reportingComponent": self.component,
+            "reportingInstance": self.host or self.component,
+        }
 
     def forget(self, uid: str) -> None:
         """Drop what is kept for counting repeats of the object `uid` (it is gone)."""

@@ -27,7 +27,7 @@ class DefaultBinder:
         }
         try:
             await self._client.create("v1", "pods", binding, namespace=meta["namespace"],
-                                      subresource="binding", name=meta["name"])
+                                      subresource="binding", name=meta["name"], decode=False)
         except ApiError as e:
             return Status.error(f"binding rejected: {e.message}")
         return SUCCESS

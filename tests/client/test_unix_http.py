@@ -143,3 +143,16 @@ async def test_timeout_and_a_missing_socket_are_errors_callers_know(
     async with Client("http://localhost", unix_socket=str(tmp_path / "none.sock")) as client:
         with pytest.raises(aiohttp.ClientError):
             await client.request("GET", "/t")
+
+
+async def test_an_answer_the_caller_does_not_read_is_not_decoded(server) -> None:
+    _srv, sock = server
+    async with Client("http://localhost", unix_socket=sock) as client:
+        assert await client.patch("v1", "pods", "p", {"a": 1}, namespace="ns",
+                                  decode=False) == {}
+        assert await client.create("v1", "pods", {"metadata": {"name": "p"}},
+                                   namespace="ns", decode=False) == {}
+        # An error is still decoded, with the server's Status.
+        with pytest.raises(ApiError) as e:
+            await client._call("GET", "/missing", decode=False)
+        assert (e.value.code, e.value.message) == (404, "nope")
