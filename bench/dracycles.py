@@ -7,8 +7,9 @@ bound; for churn the oldest of `--inflight` live pods deleted with its claim, so
 the next pod needs the device it held). What is left is the scheduler's own computation
 of `realk8s.py`'s workloads, on one core, without the noise of the rest.
 
-Printed per workload: wall and CPU seconds of the cycles, pods/s, the allocation
-cache's hits/misses, and a digest of every decision (node, devices, requests; share IDs
+Printed per workload: share IDs given to two allocations of one device (must be 0),
+wall and CPU seconds of the cycles, pods/s, the allocation cache's hits/misses, and a
+digest of every decision (node, devices, requests; share IDs
 left out, random tie-breaking seeded): two trees that decide the same print the same
 digest.
 
@@ -68,6 +69,8 @@ def run(name: str, nodes: int, pods: int, inflight: int, profile: bool) -> dict[
     digest = hashlib.sha256()
     live: list[tuple[dict, dict]] = []
     failed = 0
+    shares: set[tuple[str, str, str, str]] = set()
+    reused_shares = 0
     profiler = cProfile.Profile() if profile else None
     if profiler:
         profiler.enable()
@@ -82,6 +85,11 @@ def run(name: str, nodes: int, pods: int, inflight: int, profile: bool) -> dict[
             continue
         assumed = sched.dra.assumed_claim(claim["metadata"]["uid"])
         results = assumed["status"]["allocation"]["devices"]["results"]
+        for r in results:
+            if r.get("shareID"):
+                share = (r["driver"], r["pool"], r["device"], r["shareID"])
+                reused_shares += share in shares
+                shares.add(share)
         digest.update(json.dumps([result.node_name, [
             {k: v for k, v in r.items() if k != "shareID"} for r in results]],
             sort_keys=True).encode())
@@ -100,6 +108,7 @@ def run(name: str, nodes: int, pods: int, inflight: int, profile: bool) -> dict[
     gc.unfreeze()
     cache = sched.dra.cache
     return {"workload": name, "nodes": nodes, "pods": pods, "unschedulable": failed,
+            "reused_shares": reused_shares,
             "seconds": elapsed, "cpu": cpu, "pods_per_second": pods / elapsed,
             "cache": f"{cache.hits}/{cache.misses}", "digest": digest.hexdigest()[:16]}
 
@@ -120,7 +129,8 @@ def main() -> int:
         r = run(name, args.nodes, args.pods or wl.default_pods(args.nodes), args.inflight,
                 args.profile)
         print(f"{r['workload']:14s} nodes={r['nodes']} pods={r['pods']} "
-              f"unschedulable={r['unschedulable']} {r['seconds']:6.2f}s cpu={r['cpu']:6.2f}s "
+              f"unschedulable={r['unschedulable']} shareIDs-given-twice={r['reused_shares']} "
+              f"{r['seconds']:6.2f}s cpu={r['cpu']:6.2f}s "
               f"{r['pods_per_second']:7.1f} pods/s cache {r['cache']} digest {r['digest']}",
               flush=True)
     return 0

@@ -10,8 +10,10 @@ that can matter to every node changes (classes, taint rules, slices not bound to
 node, allocations from such pools).
 
 Unsatisfiable answers carry an explanation naming the claims, so they are reused only
-for the same claims. Answers with share IDs (consumable capacity) are never reused: each
-share needs a fresh ID.
+for the same claims. Answers with share IDs (consumable capacity) are reused like any
+other: a share needs an ID no other allocation of the device has, and an answer is
+reserved at most once, because Reserve moves the version of the nodes of its devices'
+pools (DynamicResources._fly), which retires every answer kept for them.
 """
 
 from __future__ import annotations
@@ -133,10 +135,6 @@ class AllocationCache:
         return entry.outcome
 
     def put(self, signature: str, node: str, claims: tuple[str, ...], outcome: Any) -> None:
-        if outcome.results is not None and any(
-                r.get("shareID") for a in outcome.results
-                for r in (a.get("devices") or {}).get("results") or []):
-            return
         if self._size >= MAX_ENTRIES:
             self._tables.clear()
             self._size = 0

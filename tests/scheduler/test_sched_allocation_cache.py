@@ -79,9 +79,15 @@ def test_unsatisfiable_answer_is_reused_only_for_the_same_claims():
     assert cache.get("spec", "n1", ("ns/b",)) is None
 
 
-def test_answers_with_share_ids_are_not_cached():
-    cache = AllocationCache(NodeVersions())
-    cache.put("spec", "n1", (), Outcome([{"devices": {"results": [{"shareID": "u"}]}}]))
+def test_an_answer_with_share_ids_is_retired_once_reserved():
+    v = NodeVersions()
+    v.slice_set(node_slice("s1", "n1", "p1"))
+    cache = AllocationCache(v)
+    shared = allocation("p1")
+    shared["devices"]["results"][0]["shareID"] = "u"
+    cache.put("spec", "n1", (), Outcome([shared]))
+    assert cache.get("spec", "n1", ()) is not None
+    v.allocation_changed(shared)  # what Reserve does with the allocation it flies
     assert cache.get("spec", "n1", ()) is None
 
 
