@@ -46,7 +46,6 @@ from pathlib import Path
 from typing import Any
 
 from draemu import aio, log
-from draemu.apiserver.gcfreeze import GCFreezer
 from draemu.client import Client, SharedInformers
 from draemu.features import FeatureGates
 from draemu.log import get_logger
@@ -97,7 +96,10 @@ class _Config:
 # Allocations between two collections of the youngest generation (CPython's default: 700).
 # Most of what the components allocate dies within a turn of the event loop (a decoded
 # event, a request's body); collected every 700 allocations, much of it was still alive,
-# was walked and promoted, and walked again one generation up.
+# was walked and promoted, and walked again one generation up. (The scheduler freezes
+# the informers' caches once synced; the apiserver's GCFreezer is not used here: its
+# once-a-second gc.get_freeze_count() walks every frozen object, this process's shared
+# modules included, which cost more than the few full collections it saves.)
 YOUNG_THRESHOLD = 20_000
 SHARED_MODULES = ("asyncio", "ssl", "aiohttp", "aiohttp.web", "yaml", "structlog",
                   "draemu.log", "draemu.client", "draemu.features", "draemu.cel",
@@ -489,7 +491,6 @@ async def _serve(config: _Config) -> None:
     gates = FeatureGates(config.gates, config.emulated_version)
     child = _Child(config)
     reporter: asyncio.Task[None] | None = None
-    freezer: GCFreezer | None = None
     try:
         # The controllers, the scheduler and the nodes start together.
         starting = []
@@ -503,20 +504,12 @@ async def _serve(config: _Config) -> None:
             if isinstance(result, BaseException):
                 raise result
         print(READY, flush=True)
-        # The informers' caches are long-lived trees of dicts, as the apiserver's watch
-        # cache is: the same freezer keeps full collections off them (the collector took
-        # 1.1 s of this process's CPU in bench/realk8s.py's template run at 500 nodes,
-        # 0.47 s of it in 7 full collections).
-        freezer = GCFreezer()
-        freezer.start()
         gc.set_threshold(YOUNG_THRESHOLD, *gc.get_threshold()[1:])
         reporter = asyncio.create_task(_report_metrics(child))
         await _until_told_to_stop()
     finally:
         if reporter is not None:
             reporter.cancel()
-        if freezer is not None:
-            await freezer.stop()
         await child.stop()
 
 
