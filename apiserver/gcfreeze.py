@@ -31,7 +31,9 @@ INTERVAL = 1.0  # seconds between looks at the collector
 # Survivors of a full collection frozen once there are this many (fewer are cheap to walk,
 # and each freeze also freezes the requests under way, whose cycles then wait).
 FREEZE_AT = 50_000
-REGROW = 1.0  # the frozen set may grow by this much before everything is collected again
+# What is frozen after everything was collected may reach this share of what was frozen
+# then before everything is collected again.
+REGROW = 1.0
 MIN_REGROW = 200_000  # ... and by at least this many objects
 
 
@@ -40,6 +42,7 @@ class GCFreezer:
         self._task: asyncio.Task[None] | None = None
         self._full = 0  # full collections seen
         self._base = 0  # frozen objects just after everything was last collected
+        self._added = 0  # objects frozen since (some may have been freed since)
         self.freezes = 0
         self.recollections = 0
 
@@ -63,28 +66,32 @@ class GCFreezer:
             self.step()
 
     def step(self) -> None:
-        frozen = gc.get_freeze_count()
-        if frozen > max(self._base * (1 + REGROW), self._base + MIN_REGROW):
+        """After each full collection: freeze its survivors when there are enough of
+        them, or collect everything again once what was frozen since the last time
+        outgrew the frozen set. (Sizes are counted as objects are frozen: the
+        collector counts the frozen set by walking all of it.)"""
+        full = gc.get_stats()[2]["collections"]
+        if full == self._full:
+            return
+        self._full = full
+        if self._added > max(self._base * REGROW, MIN_REGROW):
             self._collect(unfreeze=True)
             return
-        full = gc.get_stats()[2]["collections"]
-        if full != self._full:
-            self._full = full
-            if len(gc.get_objects(generation=2)) >= FREEZE_AT:
-                # What lived through that collection is long-lived: out of the next
-                # ones' way (the young generations are collected first, so that little
-                # garbage is frozen with it).
-                gc.collect(1)
-                gc.freeze()
-                self._full = gc.get_stats()[2]["collections"]
-                self.freezes += 1
+        if len(gc.get_objects(generation=2)) >= FREEZE_AT:
+            # What lived through that collection is long-lived: out of the next ones'
+            # way (the young generations are collected first, so that little garbage is
+            # frozen with it).
+            gc.collect(1)
+            self._added += len(gc.get_objects())
+            gc.freeze()
+            self._full = gc.get_stats()[2]["collections"]
+            self.freezes += 1
 
     def absorb(self) -> None:
         """Freeze now what was just made and is known to live (the watch cache decoded
         many objects with the collector paused), without counting it as growth."""
-        before = gc.get_freeze_count()
+        self._base += len(gc.get_objects())
         gc.freeze()
-        self._base += gc.get_freeze_count() - before
         self.freezes += 1
 
     def _collect(self, unfreeze: bool) -> None:
@@ -93,7 +100,8 @@ class GCFreezer:
             gc.unfreeze()
         gc.collect()
         gc.freeze()
-        self._base = gc.get_freeze_count()
+        self._base = gc.get_freeze_count()  # a walk of the frozen set: only here
+        self._added = 0
         self._full = gc.get_stats()[2]["collections"]
         self.recollections += 1
         log.debug("collected and froze the heap", objects=self._base,
