@@ -9,11 +9,13 @@ labels, or the devices in use in its pools change; a global version moves when a
 that can matter to every node changes (classes, taint rules, slices not bound to one
 node, allocations from such pools).
 
-Unsatisfiable answers carry an explanation naming the claims, so they are reused only
-for the same claims. Answers with share IDs (consumable capacity) are reused like any
-other: a share needs an ID no other allocation of the device has, and an answer is
-reserved at most once, because Reserve moves the version of the nodes of its devices'
-pools (DynamicResources._fly), which retires every answer kept for them.
+Unsatisfiable answers carry an explanation naming the claims, so they are reused whole
+only for the same claims; for other claims of the same specs only the verdict is
+(`unsatisfiable`), and Filter has the allocator explain it for them if asked. Answers
+with share IDs (consumable capacity) are reused like any other: a share needs an ID no
+other allocation of the device has, and an answer is reserved at most once, because
+Reserve moves the version of the nodes of its devices' pools (DynamicResources._fly),
+which retires every answer kept for them.
 """
 
 from __future__ import annotations
@@ -133,6 +135,20 @@ class AllocationCache:
             return None
         self.hits += 1
         return entry.outcome
+
+    def unsatisfiable(self, signature: str, node: str) -> bool:
+        """Whether the answer kept for the node says these claim specs cannot be allocated
+        there, whichever claims it was computed for (the verdict does not depend on them:
+        only the explanation, which names them, does)."""
+        table = self._tables.get(signature)
+        entry = table.get(node) if table is not None else None
+        versions = self._versions
+        if entry is None or entry.outcome.results is not None or \
+                entry.global_version != versions.global_version or \
+                entry.node_version != versions._node.get(node, 0):
+            return False
+        self.hits += 1
+        return True
 
     def put(self, signature: str, node: str, claims: tuple[str, ...], outcome: Any) -> None:
         if self._size >= MAX_ENTRIES:

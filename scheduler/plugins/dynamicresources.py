@@ -432,6 +432,14 @@ class DynamicResources:
             outcome = self.cache.get(signature, node.name, st.claim_ids)
         if outcome is None:
             in_flight = self._in_flight.for_node(node.name, pod["metadata"]["uid"])
+            if signature and self.cache.unsatisfiable(signature, node.name):
+                # Answered for another pod's claims of the same specs: the same verdict. The
+                # explanation names this pod's claims, computed if the pod fits nowhere,
+                # within this cycle (so on the state the verdict was checked against).
+                allocator = st.allocator
+                return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [CANNOT_ALLOCATE],
+                              detail=lambda: _summary(allocator.allocate(
+                                  node.node, claims, in_flight=in_flight)))
             outcome = st.allocator.allocate(node.node, claims, in_flight=in_flight,
                                             timeout=self._filter_timeout)
             if signature and not outcome.timed_out and \

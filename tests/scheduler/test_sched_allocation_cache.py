@@ -157,3 +157,50 @@ def test_an_allocation_landing_as_reserved_keeps_the_cached_answers():
     version = s.dra.cache._versions.version("n1")
     s.dra.set_claim(other)  # ... and allocated otherwise, by someone else
     assert s.dra.cache._versions.version("n1") != version
+
+
+def test_an_unsatisfiable_verdict_holds_for_other_claims_until_the_node_changes():
+    v = NodeVersions()
+    cache = AllocationCache(v)
+    cache.put("spec", "n1", ("ns/a",), Outcome(None))
+    cache.put("spec", "n2", ("ns/a",), Outcome([{"devices": {"results": [{"device": "x"}]}}]))
+    assert cache.unsatisfiable("spec", "n1")
+    assert not cache.unsatisfiable("spec", "n2")  # allocated: not a verdict of this kind
+    assert not cache.unsatisfiable("other spec", "n1")
+    v.node_changed("n1")
+    assert not cache.unsatisfiable("spec", "n1")
+
+
+def test_a_pod_rejected_on_another_pods_verdict_is_told_about_its_own_claim():
+    """The second pod of the same claim specs is turned down on the first one's verdict
+    (no allocation on the node), and its message still names its own claim."""
+    from sched_helpers import node, pod
+
+    from draemu.scheduler.scheduler import Scheduler
+
+    driver = "gpu.example.com"
+    s = Scheduler(None)  # type: ignore[arg-type]  (no API calls in the scheduling cycle)
+    s.dra.set_class({"metadata": {"name": "gpu"}, "spec": {"selectors": [
+        {"cel": {"expression": f'device.driver == "{driver}"'}}]}})
+    s.cache.set_node(node("n1"))
+    s.dra.set_slice({"metadata": {"name": "n1-gpus"}, "spec": {
+        "driver": driver, "nodeName": "n1",
+        "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": "gpu-0"}]}})
+    request = {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}
+    s.dra.set_claim({"metadata": {"name": "fill", "namespace": "default", "uid": "fill"},
+                     "spec": request, "status": {"allocation": {"devices": {"results": [
+                         {"request": "gpu", "driver": driver, "pool": "n1",
+                          "device": "gpu-0"}]}}}})
+    messages = []
+    for i in range(2):
+        s.dra.set_claim({"metadata": {"name": f"c{i}", "namespace": "default",
+                                      "uid": f"claim-{i}"}, "spec": request})
+        hits = s.dra.cache.hits
+        result = s.scheduling_cycle(pod(f"p{i}", claims=[
+            {"name": "gpu", "resourceClaimName": f"c{i}"}]))
+        assert result.node_name is None
+        messages.append((result.message, s.dra.cache.hits - hits))
+    assert "claim default/c0" in messages[0][0] and messages[0][1] == 0
+    assert "claim default/c1" in messages[1][0] and messages[1][1] == 1
+    assert messages[1][0] == messages[0][0].replace("default/c0", "default/c1")
