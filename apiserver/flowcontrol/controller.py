@@ -320,8 +320,11 @@ class FlowControl:
             self.in_flight[kind] -= 1
             self.executing[key] -= 1
             self.executing_seats[key] -= seats
+            cpu = 0.0
+            if timed is not None:
+                cpu = timed.cpu
+                timed.stop()  # a watch goes on: its events are not this seat's
             if queues is not None:
-                cpu = timed.cpu if timed is not None else 0.0
                 self.cpu_seconds[key] += cpu
                 queues.finish(ticket, cpu)
 

@@ -98,3 +98,43 @@ async def test_handler_cpu_counts_its_own_steps_only() -> None:
     await other
     assert timed.cpu < (time.perf_counter() - started) / 2
     assert timed.cpu > 0
+
+
+async def test_a_stopped_timer_counts_no_more_and_still_passes_results_and_errors() -> None:
+    steps: list[str] = []
+
+    async def handler() -> str:
+        for i in range(3):
+            sum(range(200_000))
+            steps.append(f"step{i}")
+            await asyncio.sleep(0)
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            steps.append("cancelled")
+            raise
+        return "never"
+
+    timed = Timed(handler())
+    task = asyncio.ensure_future(timed)
+    while len(steps) < 1:
+        await asyncio.sleep(0)
+    timed.stop()
+    counted = timed.cpu
+    assert counted > 0
+    while len(steps) < 3:
+        await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert timed.cpu == counted  # the later steps' CPU is not counted
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert steps == ["step0", "step1", "step2", "cancelled"]
+
+    async def answer() -> int:
+        await asyncio.sleep(0)
+        return 42
+
+    quick = Timed(answer())
+    quick.stop()
+    assert await quick == 42
