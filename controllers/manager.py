@@ -21,6 +21,7 @@ from draemu.controllers.disruption import DisruptionController
 from draemu.controllers.endpoints import EndpointsController, EndpointSliceController
 from draemu.controllers.garbagecollector import GarbageCollector
 from draemu.controllers.job import JobController
+from draemu.controllers.names import NAMES
 from draemu.controllers.namespace import NamespaceController
 from draemu.controllers.nodelifecycle import NodeLifecycleController
 from draemu.controllers.replicaset import ReplicaSetController, ReplicationControllerController
@@ -61,6 +62,7 @@ SIMPLE: dict[str, type[Controller]] = {
 }
 DISCOVERING = {"garbagecollector": GarbageCollector, "namespace": NamespaceController}
 ALL = [*SIMPLE, *DISCOVERING]
+assert ALL == list(NAMES), "controllers/names.py lists every controller, in this order"
 
 
 class ControllerManager:
@@ -80,7 +82,7 @@ class ControllerManager:
         if unknown:
             raise ValueError(f"unknown controllers: {', '.join(sorted(unknown))}; "
                              f"known: {', '.join(ALL)}")
-        self.enabled = enabled or ALL
+        self.enabled = ALL if enabled is None else enabled
         self.ctx = ControllerContext(client, informers or SharedInformers(client),
                                      gates or FeatureGates(),
                                      dict(settings or {}), client_for,

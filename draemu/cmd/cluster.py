@@ -57,6 +57,8 @@ class ClusterOptions:
     scheduler: bool = True
     controllers: bool = True
     controller_settings: dict[str, float] = field(default_factory=dict)
+    # The controllers to run (controllers.manager.select); None: all of them.
+    enabled_controllers: list[str] | None = None
     # The text of a KubeSchedulerConfiguration file (None: upstream's default profile).
     scheduler_config: str | None = None
     # The scheduler, the controllers and the nodes' kubelets and drivers in a child
@@ -162,6 +164,7 @@ class Cluster:
             await self.control_plane.configure(
                 self.apiserver, o.feature_gates, scheduler=o.scheduler,
                 controllers=o.controllers, controller_settings=o.controller_settings,
+                enabled_controllers=o.enabled_controllers,
                 scheduler_config=o.scheduler_config, nodes=preset, data_dir=self.data_dir,
                 runtime=o.runtime, image_map=o.image_map)
             await self.control_plane.wait_ready()
@@ -188,7 +191,7 @@ class Cluster:
             # as system:kube-controller-manager, each controller as its ServiceAccount.
             self.controllers = ControllerManager(
                 self.client("draemu-controller-manager", KUBE_CONTROLLER_MANAGER),
-                o.feature_gates, settings=o.controller_settings,
+                o.feature_gates, enabled=o.enabled_controllers, settings=o.controller_settings,
                 client_for=lambda account: self.client(
                     f"draemu-controller-manager/{account}",
                     service_account_user("kube-system", account),

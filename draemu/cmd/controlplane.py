@@ -88,6 +88,7 @@ class _Config:
     # ServiceAccount name (kube-system) -> its token, for each controller's own client.
     account_tokens: dict[str, str] = field(default_factory=dict)
     service_account_key_file: str | None = None
+    enabled_controllers: list[str] | None = None  # None: all of them
     nodes: dict[str, Any] | None = None  # _Nodes as a dict
 
 
@@ -222,6 +223,7 @@ class ControlPlaneProcess:
 
     async def configure(self, server: Any, gates: FeatureGates, *, scheduler: bool,
                         controllers: bool, controller_settings: dict[str, float],
+                        enabled_controllers: list[str] | None = None,
                         scheduler_config: str | None = None, nodes: Any = None,
                         data_dir: Path | None = None, runtime: str = "fake",
                         image_map: Any = None) -> None:
@@ -257,7 +259,8 @@ class ControlPlaneProcess:
             controllers_token=server.loopback_token(KUBE_CONTROLLER_MANAGER, ())
             if controllers else None,
             gates=gates.overrides(), emulated_version=gates.emulated_version,
-            controller_settings=controller_settings, log_format=log_format,
+            controller_settings=controller_settings, enabled_controllers=enabled_controllers,
+            log_format=log_format,
             log_level=log_level,
             ca_pem=server.pki.ca.cert_pem.decode() if server.pki is not None else None,
             scheduler_config=scheduler_config, account_tokens=accounts,
@@ -403,7 +406,7 @@ class _Child:
 
         self.manager = ControllerManager(
             self.client(c.controllers_token, "draemu-controller-manager"), gates,
-            settings=c.controller_settings, client_for=client_for,
+            enabled=c.enabled_controllers, settings=c.controller_settings, client_for=client_for,
             service_account_key_file=Path(c.service_account_key_file)
             if c.service_account_key_file else None, informers=self.informers)
         await self.manager.start()

@@ -304,3 +304,30 @@ async def test_a_stalled_child_does_not_stall_the_apiserver(tmp_path: Path) -> N
             await eventually(running)
     finally:
         await cluster.stop()
+
+
+@pytest.mark.parametrize("child", [True, False], ids=["child", "one-process"])
+async def test_controllers_left_out_do_not_run(tmp_path: Path, child: bool) -> None:
+    """`draemu up --controllers '*,-serviceaccount'`: the others run (the root CA
+    publisher fills a new namespace's kube-root-ca.crt), the serviceaccount controller
+    does not (no `default` ServiceAccount appears in it)."""
+    from draemu.controllers.names import select
+
+    cluster = Cluster(ClusterOptions(
+        data_dir=tmp_path / "d", port=0, store_url="sqlite://:memory:", preset="empty",
+        control_plane_process=child, enabled_controllers=select("*,-serviceaccount")))
+    await cluster.start()
+    try:
+        async with Client.from_kubeconfig(str(cluster.kubeconfig_path)) as client:
+            await client.create("v1", "namespaces", {"metadata": {"name": "a"}})
+
+            async def root_ca_published() -> bool:
+                found = await client.list("v1", "configmaps", "a",
+                                          field_selector="metadata.name=kube-root-ca.crt")
+                return bool(found["items"])
+
+            await eventually(root_ca_published)
+            await asyncio.sleep(1.0)  # the serviceaccount controller would have acted
+            assert (await client.list("v1", "serviceaccounts", "a"))["items"] == []
+    finally:
+        await cluster.stop()

@@ -7,19 +7,24 @@ from pathlib import Path
 
 HELP = "run the controllers (resource claims, GC, namespaces, nodes, workloads, ...) alone"
 
+# Also `draemu up --controllers`.
+CONTROLLERS_HELP = (
+    "controllers to run, as kube-controller-manager's --controllers: a comma-separated "
+    "list where * is all of them, NAME adds one and -NAME leaves one out (upstream's "
+    "NAME-controller names are taken too), e.g. '*,-node-lifecycle' (default: all): "
+    "resourceclaim, device-taint-eviction, node-lifecycle, job, replicaset, deployment, "
+    "replicationcontroller, daemonset, statefulset, cronjob, endpoints, endpointslice, "
+    "resourcequota, disruption, ttl-after-finished, garbagecollector, namespace, "
+    "resourcepoolstatus, serviceaccount, root-ca-cert-publisher, clusterrole-aggregation, "
+    "serviceaccount-token")
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kubeconfig", metavar="FILE",
                         help="kubeconfig to use (default: $KUBECONFIG or ~/.kube/config)")
     parser.add_argument("--context", help="kubeconfig context (default: the current one)")
     parser.add_argument("--controllers", default="", metavar="A,B",
-                        help="controllers to run (default: all): resourceclaim, "
-                        "device-taint-eviction, node-lifecycle, job, replicaset, deployment, "
-                        "replicationcontroller, "
-                        "daemonset, statefulset, cronjob, endpoints, endpointslice, "
-                        "resourcequota, disruption, ttl-after-finished, garbagecollector, "
-                        "namespace, resourcepoolstatus, serviceaccount, root-ca-cert-publisher, "
-                        "clusterrole-aggregation, serviceaccount-token")
+                        help=CONTROLLERS_HELP)
     parser.add_argument("--service-account-private-key-file", metavar="FILE",
                         help="the key that signs legacy ServiceAccount token Secrets (a draemu "
                         "apiserver's <data-dir>/pki/sa.key); without it those Secrets stay "
@@ -35,13 +40,14 @@ def run(args: argparse.Namespace) -> int:
     from draemu.client import Client, ConfigError
     from draemu.cmd.commands._common import serve
     from draemu.controllers.manager import ControllerManager
+    from draemu.controllers.names import select
     from draemu.features import FeatureGateError, FeatureGates
 
     try:
         gates = FeatureGates.parse(args.feature_gates)
         client = Client.from_kubeconfig(args.kubeconfig, args.context,
                                         user_agent="draemu-controller-manager")
-        enabled = [c.strip() for c in args.controllers.split(",") if c.strip()] or None
+        enabled = select(args.controllers)
         key = args.service_account_private_key_file
         manager = ControllerManager(client, gates, enabled=enabled,
                                     service_account_key_file=Path(key) if key else None)

@@ -7,6 +7,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from draemu.cmd.commands.controllers import CONTROLLERS_HELP
+
 if TYPE_CHECKING:  # imported when used: `draemu up --help` stays quick
     from draemu.client import Client
     from draemu.cmd.ui.model import LiveModel
@@ -72,6 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(kubescheduler.config.k8s.io/v1: profiles, plugins, pluginConfig)")
     parser.add_argument("--no-controllers", action="store_true",
                         help="do not run the controllers")
+    parser.add_argument("--controllers", default="", metavar="A,B", help=CONTROLLERS_HELP)
     parser.add_argument("--one-process", action="store_true",
                         help="run the scheduler, the controllers and the nodes' kubelets and "
                         "drivers in the apiserver's process (less memory, but a slow request "
@@ -142,6 +145,13 @@ def run(args: argparse.Namespace) -> int:
         except (OSError, ConfigError) as e:
             print(f"error: --scheduler-config: {e}", file=sys.stderr)
             return 2
+    from draemu.controllers.names import select
+
+    try:
+        enabled_controllers = select(args.controllers)
+    except ValueError as e:
+        print(f"error: --controllers: {e}", file=sys.stderr)
+        return 2
     data_dir = None if args.in_memory else Path(args.data_dir or default_data_dir())
     if data_dir is not None:
         try:
@@ -161,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
         legacy_v1alpha3=args.legacy_v1alpha3,
         scheduler=not args.no_scheduler, controllers=not args.no_controllers,
         image_map=image_map, control_plane_process=not args.one_process,
-        scheduler_config=scheduler_config)
+        scheduler_config=scheduler_config, enabled_controllers=enabled_controllers)
 
     if options.control_plane_process and (options.scheduler or options.controllers
                                           or has_nodes(options)):
