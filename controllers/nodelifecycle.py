@@ -72,18 +72,48 @@ class NodeLifecycleController(Controller):
         self.leases = inf.informer("coordination.k8s.io/v1", "leases",
                                    namespace="kube-node-lease")
         self.pods = inf.informer("v1", "pods")
+        # node name -> keys of the pods bound to it: a node's reconcile looks at its own
+        # pods, not at every pod of the cluster (at 5,000 nodes and 10,000 pods, that
+        # scan was half of the controllers' process).
+        self._on_node: dict[str, set[str]] = {}
+        self._node_of: dict[str, str] = {}
         self.nodes.add_handler(on_add=self.enqueue, on_update=lambda _o, n: self.enqueue(n),
                                on_delete=self._node_deleted)
         self.pods.add_handler(on_add=self._pod_changed,
-                              on_update=lambda _o, n: self._pod_changed(n))
+                              on_update=lambda _o, n: self._pod_changed(n),
+                              on_delete=self._pod_deleted)
 
     def primary(self) -> Any:
         return self.nodes
 
     def _pod_changed(self, pod: Obj) -> None:
         node = (pod.get("spec") or {}).get("nodeName")
+        key = key_of(pod)
+        before = self._node_of.get(key)
+        if before != node:
+            self._unindex(key)
+            if node:
+                self._node_of[key] = node
+                self._on_node.setdefault(node, set()).add(key)
         if node:
             self.queue.add(node)
+
+    def _pod_deleted(self, pod: Obj) -> None:
+        self._unindex(key_of(pod))
+
+    def _unindex(self, key: str) -> None:
+        node = self._node_of.pop(key, None)
+        if node is not None:
+            keys = self._on_node.get(node)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._on_node[node]
+
+    def _pods_on(self, node_name: str) -> list[Obj]:
+        pods = (self.pods.get(k) for k in self._on_node.get(node_name, ()))
+        return [p for p in pods if p is not None
+                and (p.get("spec") or {}).get("nodeName") == node_name]
 
     def _node_deleted(self, node: Obj) -> None:
         self.queue.add(name_of(node))
@@ -97,8 +127,8 @@ class NodeLifecycleController(Controller):
         if not any(t.get("effect") == "NoExecute" for t in taints):
             return None if not self._is_unhealthy(node) else self.resync_seconds
         next_check: float | None = None
-        for pod in self.pods.list():
-            if (pod.get("spec") or {}).get("nodeName") != key or pod_is_terminal(pod):
+        for pod in self._pods_on(key):
+            if pod_is_terminal(pod):
                 continue
             if meta(pod).get("deletionTimestamp"):
                 continue
@@ -198,8 +228,7 @@ class NodeLifecycleController(Controller):
     async def _delete_orphaned_pods(self, node_name: str) -> float | None:
         """Pods bound to a node that is gone are force-deleted, as the pod garbage
         collector does, after a short grace in case the node comes back."""
-        orphans = [p for p in self.pods.list()
-                   if (p.get("spec") or {}).get("nodeName") == node_name]
+        orphans = self._pods_on(node_name)
         if not orphans:
             return None
         try:  # the cache may not know a node that was just registered

@@ -43,6 +43,12 @@ class FakeInformer:
                 update(old, obj)
         return obj
 
+    def remove(self, key: str) -> None:
+        obj = self.objects.pop(key, None)
+        for _, _, delete in self.handlers:
+            if obj is not None and delete:
+                delete(obj)
+
 
 class FakeInformers:
     def __init__(self) -> None:

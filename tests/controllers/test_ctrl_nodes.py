@@ -135,3 +135,28 @@ async def test_device_tainted_in_its_slice_evicts_until_the_taint_is_gone():
     assert [c[:2] for c in client.of("delete", "pods")] == [("ns", "p")]
     slices.put(_slice())  # the driver took the taint back
     assert ctrl.eviction(_claim_pod()) == (None, [])
+
+
+async def test_an_unreachable_node_evicts_its_own_pods_only_as_they_come_and_go():
+    """The controller finds a node's pods from its index by node name: kept as pods are
+    bound, deleted and made again (same name) on another node."""
+    ctx, client, inf = context({"node_monitor_grace_period": 40})
+    ctrl = NodeLifecycleController(ctx)
+    inf.informer("v1", "nodes").put(_node(heartbeat_age=120))  # it gets the taints
+    pods = inf.informer("v1", "pods")
+
+    def pod(name, node_name):
+        p = _pod()
+        p["metadata"].update(name=name, uid=f"uid-{name}-{node_name}")
+        p["spec"]["nodeName"] = node_name
+        return p
+
+    pods.put(pod("a", "n1"))
+    pods.put(pod("b", "n2"))
+    pods.put(pod("c", "n1"))
+    pods.remove("ns/c")
+    pods.put(pod("d", "n1"))
+    pods.remove("ns/d")
+    pods.put(pod("d", "n2"))  # the same name again, elsewhere
+    await ctrl.reconcile("n1")
+    assert [name for _ns, name, _kw in client.of("delete", "pods")] == ["a"]
