@@ -4,6 +4,7 @@ depends on changed."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -110,23 +111,32 @@ def test_only_metadata_name_selectors_pin_nodes():
     assert pinned_nodes(labelled) is None
 
 
-def test_an_allocation_landing_as_reserved_keeps_the_cached_answers():
-    """The informer showing the claim allocated exactly as Reserve chose changes no device
-    in use: the node's version (so its cached answers) stays; another allocation than the
-    one in flight moves it."""
-    from sched_helpers import node, pod
+def _scheduler_with_gpus(count: int) -> tuple[Any, str]:
+    """A scheduler (no API calls in its scheduling cycle) with a GPU class and one node
+    n1 offering `count` GPUs; and the driver's name."""
+    from sched_helpers import node
 
     from draemu.scheduler.scheduler import Scheduler
 
     driver = "gpu.example.com"
-    s = Scheduler(None)  # type: ignore[arg-type]  (no API calls in the scheduling cycle)
+    s = Scheduler(None)  # type: ignore[arg-type]
     s.dra.set_class({"metadata": {"name": "gpu"}, "spec": {"selectors": [
         {"cel": {"expression": f'device.driver == "{driver}"'}}]}})
     s.cache.set_node(node("n1"))
     s.dra.set_slice({"metadata": {"name": "n1-gpus"}, "spec": {
         "driver": driver, "nodeName": "n1",
         "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
-        "devices": [{"name": f"gpu-{i}"} for i in range(4)]}})
+        "devices": [{"name": f"gpu-{i}"} for i in range(count)]}})
+    return s, driver
+
+
+def test_an_allocation_landing_as_reserved_keeps_the_cached_answers():
+    """The informer showing the claim allocated exactly as Reserve chose changes no device
+    in use: the node's version (so its cached answers) stays; another allocation than the
+    one in flight moves it."""
+    from sched_helpers import pod
+
+    s, driver = _scheduler_with_gpus(4)
 
     def claimed(i: int) -> tuple[dict, dict]:
         c = {"metadata": {"name": f"c{i}", "namespace": "default", "uid": f"claim-{i}"},
@@ -174,19 +184,9 @@ def test_an_unsatisfiable_verdict_holds_for_other_claims_until_the_node_changes(
 def test_a_pod_rejected_on_another_pods_verdict_is_told_about_its_own_claim():
     """The second pod of the same claim specs is turned down on the first one's verdict
     (no allocation on the node), and its message still names its own claim."""
-    from sched_helpers import node, pod
+    from sched_helpers import pod
 
-    from draemu.scheduler.scheduler import Scheduler
-
-    driver = "gpu.example.com"
-    s = Scheduler(None)  # type: ignore[arg-type]  (no API calls in the scheduling cycle)
-    s.dra.set_class({"metadata": {"name": "gpu"}, "spec": {"selectors": [
-        {"cel": {"expression": f'device.driver == "{driver}"'}}]}})
-    s.cache.set_node(node("n1"))
-    s.dra.set_slice({"metadata": {"name": "n1-gpus"}, "spec": {
-        "driver": driver, "nodeName": "n1",
-        "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
-        "devices": [{"name": "gpu-0"}]}})
+    s, driver = _scheduler_with_gpus(1)
     request = {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}
     s.dra.set_claim({"metadata": {"name": "fill", "namespace": "default", "uid": "fill"},
                      "spec": request, "status": {"allocation": {"devices": {"results": [
