@@ -34,6 +34,10 @@ NOT_READY = "node.kubernetes.io/not-ready"
 _MANAGED = (UNREACHABLE, NOT_READY)
 
 
+def _node_name(pod: Obj) -> str | None:
+    return (pod.get("spec") or {}).get("nodeName") or None
+
+
 def _taint_key(t: Obj) -> tuple[str, str]:
     return t.get("key", ""), t.get("effect", "")
 
@@ -76,39 +80,37 @@ class NodeLifecycleController(Controller):
         # pods, not at every pod of the cluster (at 5,000 nodes and 10,000 pods, that
         # scan was half of the controllers' process).
         self._on_node: dict[str, set[str]] = {}
-        self._node_of: dict[str, str] = {}
         self.nodes.add_handler(on_add=self.enqueue, on_update=lambda _o, n: self.enqueue(n),
                                on_delete=self._node_deleted)
-        self.pods.add_handler(on_add=self._pod_changed,
-                              on_update=lambda _o, n: self._pod_changed(n),
-                              on_delete=self._pod_deleted)
+        self.pods.add_handler(on_add=lambda p: self._pod_changed(None, p),
+                              on_update=self._pod_changed, on_delete=self._pod_deleted)
 
     def primary(self) -> Any:
         return self.nodes
 
-    def _pod_changed(self, pod: Obj) -> None:
-        node = (pod.get("spec") or {}).get("nodeName")
-        key = key_of(pod)
-        before = self._node_of.get(key)
+    def _pod_changed(self, old: Obj | None, pod: Obj) -> None:
+        node = _node_name(pod)
+        before = _node_name(old) if old is not None else None
         if before != node:
-            self._unindex(key)
+            key = key_of(pod)
+            if before:
+                self._unindex(before, key)
             if node:
-                self._node_of[key] = node
                 self._on_node.setdefault(node, set()).add(key)
         if node:
             self.queue.add(node)
 
     def _pod_deleted(self, pod: Obj) -> None:
-        self._unindex(key_of(pod))
+        node = _node_name(pod)
+        if node:
+            self._unindex(node, key_of(pod))
 
-    def _unindex(self, key: str) -> None:
-        node = self._node_of.pop(key, None)
-        if node is not None:
-            keys = self._on_node.get(node)
-            if keys is not None:
-                keys.discard(key)
-                if not keys:
-                    del self._on_node[node]
+    def _unindex(self, node: str, key: str) -> None:
+        keys = self._on_node.get(node)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._on_node[node]
 
     def _pods_on(self, node_name: str) -> list[Obj]:
         pods = (self.pods.get(k) for k in self._on_node.get(node_name, ()))
