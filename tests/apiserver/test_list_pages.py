@@ -63,6 +63,17 @@ async def _page(client: Client, limit: int, token: str = "", query: str = "") ->
     return reply.json
 
 
+async def _following_pages(client: Client, first: Any, limit: int,
+                           query: str = "") -> list[Any]:
+    """The pages after `first`, each checked to be at the first page's revision."""
+    pages, body = [], first
+    while token := body["metadata"].get("continue"):
+        body = await _page(client, limit, token, query)
+        assert body["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+        pages.append(body)
+    return pages
+
+
 def _state(items: list[dict[str, Any]]) -> list[tuple[str, Any, str]]:
     return [(o["metadata"]["name"], o.get("data"), o["metadata"]["resourceVersion"])
             for o in items]
@@ -110,10 +121,7 @@ async def test_pages_after_writes_show_the_first_page_revision(
     assert (await client.delete(f"{CM}/cm07")).status == 200
     assert (await client.post(CM, configmap("cm07", v="again"))).status == 201
     items = list(first["items"])
-    body = first
-    while token := body["metadata"].get("continue"):
-        body = await _page(client, 6, token)
-        assert body["metadata"]["resourceVersion"] == rv
+    for body in await _following_pages(client, first, 6):
         if body["metadata"].get("continue"):
             assert body["metadata"]["remainingItemCount"] == 20 - len(items) - len(
                 body["items"])
@@ -139,9 +147,7 @@ async def test_pages_with_a_selector_at_the_first_page_revision(
     cur["metadata"]["labels"] = {"odd": "1"}
     assert (await client.put(f"{CM}/cm10", cur)).status == 200
     names = [o["metadata"]["name"] for o in first["items"]]
-    body = first
-    while token := body["metadata"].get("continue"):
-        body = await _page(client, 2, token, query)
+    for body in await _following_pages(client, first, 2, query):
         assert "remainingItemCount" not in body["metadata"]
         names += [o["metadata"]["name"] for o in body["items"]]
     assert names == [f"cm{i:02d}" for i in range(1, 15, 2)]
@@ -184,10 +190,8 @@ async def test_pages_from_the_store_once_the_cache_history_is_gone(
         cur = (await client.get(f"{CM}/cm{i % 10:02d}")).json
         cur["data"] = {"v": str(i)}
         assert (await client.put(f"{CM}/cm{i % 10:02d}", cur)).status == 200
-    items, body = list(first["items"]), first
-    while token := body["metadata"].get("continue"):
-        body = await _page(client, 4, token)
-        assert body["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+    items = list(first["items"])
+    for body in await _following_pages(client, first, 4):
         items += body["items"]
     assert items == full["items"]
 
