@@ -10,11 +10,16 @@ and the binding cycle (PreBind to PostBind) talk to the apiserver and are asynch
 from __future__ import annotations
 
 import enum
-from collections.abc import Awaitable, Callable, Iterable
+import json
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from draemu.scheduler.nodeinfo import NodeInfo
+
+# Pod specs whose answers are kept at once (see Framework.find_feasible); past that the
+# kept answers start over, so that one-off pods add up to nothing.
+MAX_KEPT_SPECS = 256
 
 
 class Code(enum.IntEnum):
@@ -78,6 +83,21 @@ class CycleState(dict):
         self.skip_filter: set[str] = set()  # plugins that have nothing to check (PreFilter)
         self.filters: list[Any] = []  # the Filter plugins to run, set by run_pre_filter
         self.restricted_by: set[str] = set()  # PreFilter plugins that narrowed the nodes
+        # Some nodes passed Filter on an answer kept from an earlier cycle, without this
+        # cycle's Filter state for them: the chosen node is filtered again before Reserve.
+        self.reused_verdicts = False
+        self._spec_key: str | None = None
+
+    def spec_key(self, pod: dict) -> str:
+        """The pod's spec, canonical: pods with the same one get the same answers from the
+        plugins that look at the pod's spec and one node only. Without the claim names
+        (`resourceClaims`): only DynamicResources reads them, and its token stands for
+        what they name (the claims' specs)."""
+        if self._spec_key is None:
+            spec = {k: v for k, v in (pod.get("spec") or {}).items() if k != "resourceClaims"}
+            self._spec_key = json.dumps(spec, sort_keys=True, separators=(",", ":"),
+                                        default=str)
+        return self._spec_key
 
     write = dict.__setitem__
     read = dict.get
@@ -110,6 +130,16 @@ class Plugin(Protocol):
         one event and one waiting pod, whether it may (upstream's QueueingHintFn)."""
         ...
 
+    # Optional, for answers kept across cycles (Framework.find_feasible / run_score):
+    #
+    # filter_equivalence(state, pod) -> (token, node_versions) | None: the plugin's
+    #   Filter verdict depends only on the pod's spec, the token, the node's NodeInfo
+    #   (its generation) and the node's entry in the node_versions mapping (None: no
+    #   such entry); None for this cycle when it depends on more. A Filter plugin
+    #   without the method is never answered from kept verdicts.
+    # node_local_score = True: Score depends only on the pod's spec and the node's
+    #   NodeInfo (PreScore state derived from the spec is fine).
+
 
 class Framework:
     """Runs the plugins of one profile, extension point by extension point."""
@@ -141,6 +171,11 @@ class Framework:
         self._post_bind = at("post_bind", "postBind")
         self._weights = {p.name: (weights or {}).get(p.name) or getattr(p, "weight", 1)
                          for p in plugins}
+        # Kept answers. Filter: (spec, tokens) -> node -> the stamp it passed at, for
+        # pods of one spec (pods of a template, the same pod retried); Score: (spec,
+        # plugin) -> node -> (generation, score).
+        self._passed: dict[Hashable, dict[str, tuple[int, ...]]] = {}
+        self._scores: dict[tuple[str, str], dict[str, tuple[int, int]]] = {}
 
     def events_by_plugin(self) -> dict[str, set[ClusterEvent]]:
         return {p.name: set(p.events()) for p in self.plugins}
@@ -192,7 +227,16 @@ class Framework:
                                             int]:
         """Runs Filter on `nodes` in order until `wanted` nodes pass: the feasible nodes,
         the rejected ones' statuses, the first error (which ends the search) and how many
-        nodes were looked at. `run_filter` per node, inlined (the hottest loop)."""
+        nodes were looked at. `run_filter` per node, inlined (the hottest loop).
+
+        When every Filter plugin can say what its verdict depends on
+        (`filter_equivalence`), a node that passed for a pod of the same spec and tokens
+        and has not changed since passes again without running the plugins: the same
+        nodes pass, in the same order, as with every plugin run. Only passes are kept
+        (a rejection's status and the plugins' notes on it stay fresh for PostFilter)."""
+        equivalence = self._filter_equivalence(state, pod) if state.filters else None
+        if equivalence is not None:
+            return self._find_feasible_kept(state, pod, nodes, wanted, *equivalence)
         feasible: list[NodeInfo] = []
         statuses: dict[str, Status] = {}
         filters = state.filters
@@ -212,6 +256,71 @@ class Framework:
                 if len(feasible) >= wanted:
                     break
         return feasible, statuses, None, processed
+
+    def _filter_equivalence(self, state: CycleState, pod: dict
+                            ) -> tuple[dict[str, tuple[int, ...]],
+                                       list[Mapping[str, int]]] | None:
+        """The kept passes for this pod's spec and the plugins' tokens, and the per-node
+        versions a pass also depends on; None if some Filter plugin cannot say."""
+        tokens: list[Hashable] = []
+        versions: list[Mapping[str, int]] = []
+        for plugin in state.filters:
+            equivalence = getattr(plugin, "filter_equivalence", None)
+            answer = equivalence(state, pod) if equivalence is not None else None
+            if answer is None:
+                return None
+            tokens.append(answer[0])
+            if answer[1] is not None:
+                versions.append(answer[1])
+        key = (state.spec_key(pod), tuple(tokens))
+        passed = self._passed.get(key)
+        if passed is None:
+            if len(self._passed) >= MAX_KEPT_SPECS:
+                self._passed.clear()
+            passed = self._passed[key] = {}
+        return passed, versions
+
+    def _find_feasible_kept(self, state: CycleState, pod: dict, nodes: Iterable[NodeInfo],
+                            wanted: int, passed: dict[str, tuple[int, ...]],
+                            versions: list[Mapping[str, int]]
+                            ) -> tuple[list[NodeInfo], dict[str, Status], Status | None,
+                                       int]:
+        feasible: list[NodeInfo] = []
+        statuses: dict[str, Status] = {}
+        filters = state.filters
+        processed = 0
+        one = versions[0] if len(versions) == 1 else None
+        for node in nodes:
+            processed += 1
+            name = node.name
+            # What the verdict depends on, taken before the plugins run.
+            stamp = (node.generation, one.get(name, 0)) if one is not None else \
+                (node.generation, *[v.get(name, 0) for v in versions])
+            if passed.get(name) == stamp:
+                state.reused_verdicts = True
+                feasible.append(node)
+                if len(feasible) >= wanted:
+                    break
+                continue
+            for plugin in filters:
+                status = plugin.filter(state, pod, node)
+                if status is not SUCCESS and not status.ok:
+                    status.plugin = plugin.name
+                    if status.code == Code.ERROR:
+                        return feasible, statuses, status, processed
+                    statuses[name] = status
+                    passed.pop(name, None)
+                    break
+            else:
+                passed[name] = stamp
+                feasible.append(node)
+                if len(feasible) >= wanted:
+                    break
+        return feasible, statuses, None, processed
+
+    def forget_kept_answers(self) -> None:
+        self._passed.clear()
+        self._scores.clear()
 
     async def run_post_filter(self, state: CycleState, pod: dict,
                               statuses: dict[str, Status]) -> Status:
@@ -234,8 +343,10 @@ class Framework:
         return Status(Code.UNSCHEDULABLE, reasons, rejector)
 
     def run_score(self, state: CycleState, pod: dict, nodes: list[NodeInfo]) -> dict[str, int]:
-        """Sum of each plugin's scores, normalised by the plugin to 0..100 across nodes."""
-        totals = {n.name: 0 for n in nodes}
+        """Sum of each plugin's scores, normalised by the plugin to 0..100 across nodes.
+        A `node_local_score` plugin's score of a node unchanged since it was scored for a
+        pod of the same spec is the one kept."""
+        totals: dict[str, int] | None = None
         for plugin in self._score:
             # Upstream's PreScore may answer Skip: nothing to score for this pod.
             skip = getattr(plugin, "skip_score", None)
@@ -246,14 +357,40 @@ class Framework:
             pre_score = getattr(plugin, "pre_score", None)
             if pre_score is not None and pre_score(state, pod, nodes):
                 continue
-            scores = {n.name: plugin.score(state, pod, n) for n in nodes}
+            if getattr(plugin, "node_local_score", False):
+                scores = self._node_local_scores(state, pod, plugin, nodes)
+            else:
+                scores = {n.name: plugin.score(state, pod, n) for n in nodes}
             normalize = getattr(plugin, "normalize_scores", None)
             if normalize is not None:
                 normalize(scores)
             weight = self._weights[plugin.name]
-            for name, value in scores.items():
-                totals[name] += value * weight
-        return totals
+            if totals is None:
+                totals = {name: value * weight for name, value in scores.items()} \
+                    if weight != 1 else scores
+            else:
+                for name, value in scores.items():
+                    totals[name] += value * weight
+        return totals if totals is not None else {n.name: 0 for n in nodes}
+
+    def _node_local_scores(self, state: CycleState, pod: dict, plugin: Any,
+                           nodes: list[NodeInfo]) -> dict[str, int]:
+        key = (state.spec_key(pod), plugin.name)
+        kept = self._scores.get(key)
+        if kept is None:
+            if len(self._scores) >= MAX_KEPT_SPECS:
+                self._scores.clear()
+            kept = self._scores[key] = {}
+        scores: dict[str, int] = {}
+        for node in nodes:
+            name = node.name
+            entry = kept.get(name)
+            if entry is not None and entry[0] == node.generation:
+                scores[name] = entry[1]
+            else:
+                score = scores[name] = plugin.score(state, pod, node)
+                kept[name] = (node.generation, score)
+        return scores
 
     def run_reserve(self, state: CycleState, pod: dict, node_name: str) -> Status:
         # On failure the caller runs run_unreserve, which calls every Reserve plugin

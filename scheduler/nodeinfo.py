@@ -8,6 +8,7 @@ pod-level `spec.resources.requests` win for cpu and memory when set.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from functools import lru_cache
 from math import ceil
@@ -125,13 +126,21 @@ def pod_requests(pod: dict, non_zero: bool = False) -> Resource:
     return total
 
 
+# Generations are unique across NodeInfo objects, so that a node deleted and added again
+# never shows a generation an earlier answer was kept for.
+_generations = itertools.count(1)
+
+
 class NodeInfo:
-    """A node plus the pods bound (or assumed) to it, with their summed requests."""
+    """A node plus the pods bound (or assumed) to it, with their summed requests.
+    `generation` moves on every change (node object, pods): what Filter and Score
+    answered for a node at one generation holds while it stays (see framework.py)."""
 
     __slots__ = (
         "affinity_pods",
         "allocatable",
         "anti_affinity_pods",
+        "generation",
         "labels",
         "name",
         "node",
@@ -153,6 +162,7 @@ class NodeInfo:
         self.set_node(node)
 
     def set_node(self, node: dict) -> None:
+        self.generation = next(_generations)
         self.node = node
         meta = node.get("metadata") or {}
         self.name: str = meta.get("name", "")
@@ -166,6 +176,7 @@ class NodeInfo:
         uid = pod["metadata"]["uid"]
         if uid in self.pods:
             self.remove_pod(uid)
+        self.generation = next(_generations)
         req = pod_requests(pod)
         self.pods[uid] = (pod, req)
         self.requested.add(req)
@@ -178,6 +189,7 @@ class NodeInfo:
             self.anti_affinity_pods[uid] = pod
 
     def remove_pod(self, uid: str) -> None:
+        self.generation = next(_generations)
         entry = self.pods.pop(uid, None)
         self.affinity_pods.pop(uid, None)
         self.anti_affinity_pods.pop(uid, None)

@@ -559,7 +559,17 @@ class Scheduler:
                 state, rejectors={s.plugin for s in statuses.values()} | state.restricted_by,
                 message=fit_error_message(num_nodes, node_statuses=statuses, absent=absent),
                 filtered=statuses)
-        return self._reserve(state, pod, self._select_host(state, pod, feasible))
+        chosen = self._select_host(state, pod, feasible)
+        if state.reused_verdicts:
+            # Passed on a kept verdict: Filter again on the chosen node, for the state
+            # Reserve needs (the DRA allocation); it passes again, as nothing changed.
+            status = self._fw(pod).run_filter(state, pod, self.cache.node(chosen))
+            if not status.ok:
+                self._fw(pod).forget_kept_answers()
+                return CycleResult(state, error=True, message=(
+                    f"node {chosen} passed Filter on a kept verdict but not again: "
+                    f"{status.message}"))
+        return self._reserve(state, pod, chosen)
 
     def _reserve(self, state: CycleState, pod: dict, node_name: str) -> CycleResult:
         self.cache.assume(pod, node_name)
@@ -593,19 +603,23 @@ class Scheduler:
     def _find_feasible(self, state: CycleState, pod: dict, nodes: list[NodeInfo]
                        ) -> tuple[list[NodeInfo], dict[str, Status], Status | None]:
         """Filters nodes round-robin from where the last cycle stopped, until enough feasible
-        nodes are found (upstream's numFeasibleNodesToFind)."""
+        nodes are found (upstream's numFeasibleNodesToFind). As upstream, `nodes` are the
+        candidates PreFilter left; the start index advances by the nodes looked at (those
+        that passed and those rejected), modulo the number of all nodes, errors or not."""
         total = len(nodes)
         fw = self._fw(pod)
         wanted = num_feasible_nodes_to_find(total, fw.percentage_of_nodes_to_score)
         start = self._next_start_node % total if total else 0
         # The nodes in round-robin order from `start`, without an index computation each.
-        feasible, statuses, error, processed = fw.find_feasible(
+        feasible, statuses, error, _processed = fw.find_feasible(
             state, pod, itertools.chain(itertools.islice(nodes, start, None),
                                         itertools.islice(nodes, start)), wanted)
+        all_nodes = len(self.cache)
+        if all_nodes:
+            self._next_start_node = (self._next_start_node + len(feasible) + len(statuses)) \
+                % all_nodes
         if error is not None:
             return [], statuses, error
-        if total:
-            self._next_start_node = (start + processed) % total
         return feasible, statuses, None
 
     def _select_host(self, state: CycleState, pod: dict, feasible: list[NodeInfo]) -> str:

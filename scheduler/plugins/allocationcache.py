@@ -39,6 +39,11 @@ class NodeVersions:
     def version(self, node: str) -> tuple[int, int]:
         return self.global_version, self._node.get(node, 0)
 
+    @property
+    def by_node(self) -> dict[str, int]:
+        """Each node's version (absent: 0), live."""
+        return self._node
+
     def node_version(self, node: str) -> int:
         return self._node.get(node, 0)
 

@@ -397,6 +397,17 @@ class DynamicResources:
 
     # --- Filter / Score ----------------------------------------------------------------
 
+    def filter_equivalence(self, state: CycleState, pod: dict
+                           ) -> tuple[tuple[str, int], dict[str, int]] | None:
+        """On Filter's fast path (claims to allocate and nothing else to check), the
+        verdict is the allocation cache's: the claim specs at the node's versions. Not
+        when Score reads this cycle's results of every node (prioritized lists)."""
+        st: _State | None = state.read(self.name)
+        if st is None or st.cache_table is None or self.simulating or \
+                not self.skip_score(state, pod):
+            return None
+        return (st.signature, self._versions.global_version), self._versions.by_node
+
     def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
         st: _State = state.read(self.name)
         if st.cache_table is not None and not self.simulating:

@@ -85,6 +85,11 @@ class NodeAffinity:
             return False
         return old is None or not _matches(pod, *_labels_and_name(old))
 
+    def filter_equivalence(self, state: CycleState, pod: dict) -> tuple[tuple[()], None]:
+        return (), None  # the pod's selector and affinity, the node's name and labels
+
+    node_local_score = True
+
     def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
         if not _matches(pod, node.labels, node.name):
             return Status.unschedulable(REASON, resolvable=False)

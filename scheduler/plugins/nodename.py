@@ -29,6 +29,9 @@ class NodeName:
             return Status(Code.SKIP), None
         return SUCCESS, PreFilterResult({wanted})
 
+    def filter_equivalence(self, state: CycleState, pod: dict) -> tuple[tuple[()], None]:
+        return (), None  # the pod's spec.nodeName and the node's name only
+
     def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
         wanted = (pod.get("spec") or {}).get("nodeName")
         if wanted and wanted != node.name:

@@ -56,6 +56,9 @@ class NodePorts:
         state.write(self.name, wanted)
         return SUCCESS, None
 
+    def filter_equivalence(self, state: CycleState, pod: dict) -> tuple[tuple[()], None]:
+        return (), None  # the pod's host ports and those of the node's pods
+
     def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
         wanted = state.read(self.name)
         if wanted is None:

@@ -78,6 +78,15 @@ class NodeResourcesFit:
         req = state.read(self.name)
         return req if req is not None else pod_requests(pod)
 
+    def filter_equivalence(self, state: CycleState, pod: dict
+                           ) -> tuple[tuple[str, ...], None]:
+        """The pod's requests against the node's; which requested extended resources a
+        DeviceClass backs (those a node lacks are left to DynamicResources)."""
+        req = self._request(state, pod)
+        return tuple(sorted(n for n in req.scalars if self._dra_backed(n))), None
+
+    node_local_score = True
+
     def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
         if state.read(self.requests_nothing_key) and len(node.pods) < \
                 node.allocatable.allowed_pods:
@@ -256,6 +265,8 @@ class BalancedAllocation:
 
     def events(self) -> Iterable[ClusterEvent]:
         return []
+
+    node_local_score = True
 
     def pre_score(self, state: CycleState, pod: dict, feasible: list[NodeInfo]) -> bool:
         req = _pod_request_list(pod, self.resources, non_zero=False)

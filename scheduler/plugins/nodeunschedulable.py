@@ -31,6 +31,9 @@ class NodeUnschedulable:
             return False
         return old is None or _cordoned(old)
 
+    def filter_equivalence(self, state: CycleState, pod: dict) -> tuple[tuple[()], None]:
+        return (), None  # the pod's tolerations and the node's spec only
+
     def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
         if not node.unschedulable:
             return SUCCESS
