@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from aiohttp import web
+from aiohttp.http_writer import StreamWriter
 
 from draemu.api.errors import StatusError
 from draemu.api.types import Obj
@@ -25,7 +26,7 @@ from draemu.apiserver.rest_read import parse_revision, selection
 from draemu.apiserver.scope import Scope
 from draemu.apiserver.selectors import FieldRequirement, FieldSelector
 from draemu.apiserver.storage import Storage
-from draemu.apiserver.watchcache import Change, TooOld, WatchCache
+from draemu.apiserver.watchcache import Change, TooOld, WatchCache, event_type
 
 # Upstream's --min-request-timeout: watches without timeoutSeconds last 30-60 minutes.
 MIN_REQUEST_TIMEOUT = 1800.0
@@ -102,22 +103,6 @@ class _Stream:
             meta["annotations"] = {INITIAL_EVENTS_END: "true"}
         await self.send("BOOKMARK", {"kind": self.scope.resource.kind,
                                      "apiVersion": self.scope.api_version, "metadata": meta})
-
-
-def _event(change: Change, matches: Any) -> str | None:
-    """The event a change is for a watcher: objects entering or leaving its selection
-    arrive as ADDED or DELETED. `matches` is None when the watcher selects everything."""
-    if matches is None:
-        if change.type == "delete":
-            return "DELETED"
-        return "MODIFIED" if change.has_prev else "ADDED"
-    new_match = matches(change.obj)
-    if change.type == "delete":
-        return "DELETED" if new_match else None
-    old_match = change.has_prev and matches(change.prev)
-    if new_match:
-        return "MODIFIED" if old_match else "ADDED"
-    return "DELETED" if old_match else None
 
 
 async def watch(scope: Scope, storage: Storage) -> web.StreamResponse:
@@ -221,12 +206,29 @@ class _Alarm:
             self.handle.cancel()
 
 
+def _plain_chunks(resp: web.StreamResponse) -> bool:
+    """Whether the body of `resp` goes to its transport as plain HTTP/1.1 chunks, its
+    headers sent: then the watch cache may write event chunks to the transport itself."""
+    writer = resp._payload_writer  # aiohttp has no public accessor
+    return (type(writer) is StreamWriter and writer.chunked
+            and getattr(writer, "_compress", True) is None
+            and getattr(writer, "_on_chunk_sent", True) is None
+            and getattr(writer, "_headers_buf", True) is None and writer.length is None)
+
+
 async def _pump(stream: _Stream, watcher: Any, matches: Any, bookmarks: bool, deadline: float,
                 cache: Any) -> None:
+    """Send the watcher's changes until the deadline, the client leaves or the watcher
+    is dropped. While nothing is queued or unsent, a stream in the storage version has
+    the cache write its events straight to the connection (WatchCache.write_directly):
+    it then wakes only for its timer, or when its client falls behind and events come
+    through the queue again."""
     next_bookmark = time.monotonic() + BOOKMARK_INTERVAL if bookmarks else math.inf
+    bookmark_due = False
     request = stream.scope.request
     queue = watcher.queue
     alarm = _Alarm(queue)
+    direct = stream.shared_lines and _plain_chunks(stream.resp)
 
     def rearm() -> None:
         now = time.monotonic()
@@ -238,10 +240,26 @@ async def _pump(stream: _Stream, watcher: Any, matches: Any, bookmarks: bool, de
     lines: list[bytes] = []
     try:
         while True:
-            if lines and queue.empty():
-                await stream.resp.write(b"".join(lines))
-                lines.clear()
+            if queue.empty():
+                if lines:
+                    await stream.resp.write(b"".join(lines))
+                    lines.clear()
+                    continue  # more may have come meanwhile
+                if bookmark_due:
+                    # Everything up to the cache's revision is sent first: a bookmark
+                    # promises that.
+                    cache.flush(watcher)
+                    if queue.empty():
+                        bookmark_due = False
+                        await stream.bookmark(cache.revision)
+                    continue
+                if direct and watcher.direct is None:
+                    transport = request.transport
+                    if transport is not None:
+                        cache.write_directly(watcher, transport, matches)
             change = await queue.get()
+            # Chunks the cache has for this stream but not written yet go out first.
+            cache.flush(watcher)
             if change is None:  # dropped: too slow, or the server is stopping
                 if lines:
                     await stream.resp.write(b"".join(lines))
@@ -257,15 +275,12 @@ async def _pump(stream: _Stream, watcher: Any, matches: Any, bookmarks: bool, de
                 if transport is None or transport.is_closing():
                     return
                 if now >= next_bookmark:
-                    if lines:
-                        await stream.resp.write(b"".join(lines))
-                        lines.clear()
-                    await stream.bookmark(cache.revision)
-                    next_bookmark = time.monotonic() + BOOKMARK_INTERVAL
+                    bookmark_due = True  # sent once the queue is empty
+                    next_bookmark = now + BOOKMARK_INTERVAL
                 rearm()
                 if change is _TICK:
                     continue
-            type_ = _event(change, matches)
+            type_ = event_type(change, matches)
             if type_ is not None:
                 lines.append(stream.change_line(type_, change))
                 if len(lines) >= WRITE_EVENTS:

@@ -37,6 +37,9 @@ WATCHER_QUEUE = 2_000  # events a watcher may lag behind before it is dropped
 # lag behind, so that a live watch sends decoded objects.
 FRESH = WATCHER_QUEUE
 EVENT_LINES = 512  # serialized watch event lines kept for the watchers still to send them
+# Bytes a directly written watcher's connection may hold unsent before its events go
+# through its stream's queue again (which waits for the client, and drops it when full).
+DIRECT_BUFFER = 64 * 1024
 FIELD_SETS = 4_096  # distinct managedFields field sets shared at most
 LOAD_BATCH = 50_000  # key-values read from the store at a time when loading
 BULK_DECODE = 1_000  # a read that may decode this many objects pauses the cyclic GC
@@ -118,6 +121,38 @@ class TooOld(Exception):
         self.oldest = oldest
 
 
+def event_type(change: Change, matches: Callable[[Obj], bool] | None) -> str | None:
+    """The watch event a change is for a watcher: objects entering or leaving its
+    selection arrive as ADDED or DELETED. `matches` is None when it selects everything."""
+    if matches is None:
+        if change.type == "delete":
+            return "DELETED"
+        return "MODIFIED" if change.has_prev else "ADDED"
+    new_match = matches(change.obj)
+    if change.type == "delete":
+        return "DELETED" if new_match else None
+    old_match = change.has_prev and matches(change.prev)
+    if new_match:
+        return "MODIFIED" if old_match else "ADDED"
+    return "DELETED" if old_match else None
+
+
+class Direct:
+    """How the cache writes a watcher's events itself, straight to its connection as
+    chunks of the HTTP/1.1 chunked body (each event's chunk framed once and the same
+    bytes for every watcher), instead of waking the watcher's stream for each: set by
+    the stream while it has nothing queued or unsent. The events of one turn of the
+    event loop go out in one write per connection (see WatchCache._flush_direct)."""
+
+    __slots__ = ("transport", "matches", "pending", "changes")
+
+    def __init__(self, transport: Any, matches: Callable[[Obj], bool] | None) -> None:
+        self.transport = transport
+        self.matches = matches
+        self.pending: list[bytes] = []  # chunks not written yet
+        self.changes: list[Change] = []  # their changes, in case they go queued instead
+
+
 @dataclass(eq=False)
 class Watcher:
     prefix: str
@@ -126,6 +161,8 @@ class Watcher:
     # Called when the watcher is dropped for falling behind: its stream may be stuck
     # writing to a client that does not read, and would never see the end otherwise.
     on_too_slow: Callable[[], None] | None = None
+    # Set while the cache writes this watcher's events itself (see Direct).
+    direct: Direct | None = None
 
 
 class _Bucket:
@@ -222,6 +259,8 @@ class WatchCache:
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._encoded: dict[str, tuple[str, bytes]] = {}
         self._lines: OrderedDict[tuple[int, str, str], bytes] = OrderedDict()
+        # Directly written watchers with chunks to write at the end of this loop turn.
+        self._flushing: list[Watcher] = []
         # Objects this apiserver's writes just stored, by revision, until their event comes.
         self._adopted: dict[int, tuple[KeyValue, Obj]] = {}
         self._task: asyncio.Task[None] | None = None
@@ -448,17 +487,83 @@ class WatchCache:
             self._waiters = waiting
 
     def _dispatch(self, change: Change) -> None:
+        chunks: dict[str, bytes] = {}  # this change's chunk per event type
         for w in tuple(self._watchers.get(bucket_of(change.key), ())):
             if not change.key.startswith(w.prefix):
+                continue
+            d = w.direct
+            if d is not None:
+                try:
+                    type_ = event_type(change, d.matches)
+                except Exception:  # the stream finds out again, and ends
+                    self._queue(w, [change])
+                    continue
+                if type_ is None:
+                    continue
+                chunk = chunks.get(type_)
+                if chunk is None:
+                    line = self.event_line(change, type_)
+                    chunk = chunks[type_] = b"%x\r\n%b\r\n" % (len(line), line)
+                if not d.pending:
+                    if not self._flushing:
+                        asyncio.get_running_loop().call_soon(self._flush_direct)
+                    self._flushing.append(w)
+                d.pending.append(chunk)
+                d.changes.append(change)
+                if len(d.pending) > self.watcher_queue:
+                    self._too_slow(w)  # as a full queue: never held back the others
                 continue
             try:
                 w.queue.put_nowait(change)
             except asyncio.QueueFull:
-                # A watcher that cannot keep up is ended (its client re-lists); it must
-                # never hold back the others.
-                self._end(w)
-                if w.on_too_slow is not None:
-                    w.on_too_slow()
+                self._too_slow(w)
+
+    def _too_slow(self, w: Watcher) -> None:
+        # A watcher that cannot keep up is ended (its client re-lists); it must never
+        # hold back the others.
+        self._end(w)
+        if w.on_too_slow is not None:
+            w.on_too_slow()
+
+    def _queue(self, w: Watcher, changes: list[Change]) -> None:
+        """Stop writing `w` directly: its unwritten changes and `changes` go to its
+        queue, for its stream to send."""
+        d = w.direct
+        w.direct = None
+        if d is not None:
+            changes = d.changes + changes
+            d.pending, d.changes = [], []
+        for change in changes:
+            try:
+                w.queue.put_nowait(change)
+            except asyncio.QueueFull:
+                self._too_slow(w)
+                return
+
+    def _flush_direct(self) -> None:
+        flushing, self._flushing = self._flushing, []
+        for w in flushing:
+            self.flush(w)
+
+    def flush(self, w: Watcher) -> None:
+        """Write the chunks of a directly written watcher that wait for the end of this
+        loop turn, now: before its stream writes anything itself. A connection that
+        holds DIRECT_BUFFER bytes unsent, or is closing, gets them through its queue
+        instead (its stream waits for the client there, or ends)."""
+        d = w.direct
+        if d is None or not d.pending:
+            return
+        transport = d.transport
+        if transport.is_closing() or transport.get_write_buffer_size() > DIRECT_BUFFER:
+            self._queue(w, [])
+            return
+        pending = d.pending
+        d.pending, d.changes = [], []
+        try:
+            transport.write(pending[0] if len(pending) == 1 else b"".join(pending))
+        except Exception as e:  # whatever was written of it, the stream is broken
+            log.warning("watch: direct write failed", error=repr(e))
+            self._too_slow(w)
 
     # Writes -------------------------------------------------------------------------------
     def adopt(self, kv: KeyValue, obj: Obj) -> None:
@@ -646,14 +751,28 @@ class WatchCache:
         self._watchers.setdefault(bucket_of(prefix), set()).add(w)
         return w
 
+    def write_directly(self, w: Watcher, transport: Any,
+                       matches: Callable[[Obj], bool] | None) -> bool:
+        """Have the cache write `w`'s events in the storage version straight to
+        `transport` (see Direct), which the caller's stream writes the chunked body of
+        and has nothing queued or unsent for; `matches` as for event_type. False (and
+        nothing changes) while the transport holds more than DIRECT_BUFFER bytes unsent."""
+        if w.dropped or transport.is_closing() or \
+                transport.get_write_buffer_size() > DIRECT_BUFFER:
+            return False
+        if w.direct is None:
+            w.direct = Direct(transport, matches)
+        return True
+
     def unwatch(self, w: Watcher) -> None:
+        w.direct = None  # what it has not written is the end's to drop
         watchers = self._watchers.get(bucket_of(w.prefix))
         if watchers is not None:
             watchers.discard(w)
 
     def _end(self, w: Watcher) -> None:
         w.dropped = True
-        self.unwatch(w)
+        self.unwatch(w)  # unwritten direct chunks too: the client resumes or re-lists
         while True:
             try:
                 w.queue.get_nowait()
