@@ -340,3 +340,18 @@ async def test_bookmarks_of_a_directly_written_watch_never_overtake_its_events(
     finally:
         resp.close()
 
+
+async def test_handshakes_issue_no_session_tickets(apiserver: APIServer) -> None:
+    """Nobody resumes them; making them was a good part of each handshake's cost."""
+    ctx = ssl_context_for(apiserver.kubeconfig_path)
+
+    def handshake() -> bool:
+        with socket.create_connection(("127.0.0.1", apiserver.port)) as sock, \
+                ctx.wrap_socket(sock, server_hostname="127.0.0.1") as tls:
+            tls.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            while tls.recv(65536):  # tickets come after the handshake, before the answer
+                pass
+            session = tls.session
+            return session is not None and session.has_ticket
+
+    assert not await asyncio.to_thread(handshake)
