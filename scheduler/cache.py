@@ -29,6 +29,9 @@ class Cache:
         # when the incoming pod has no terms, instead of at every node.
         self._with_affinity: dict[str, None] = {}
         self._with_anti_affinity: dict[str, None] = {}
+        # Nodes with a PreferNoSchedule taint: with none, TaintToleration has nothing to
+        # score, known without looking at the feasible nodes.
+        self._prefer_no_schedule: dict[str, None] = {}
 
     def _info(self, name: str) -> NodeInfo:
         info = self._infos.get(name)
@@ -43,12 +46,17 @@ class Cache:
         name = node["metadata"]["name"]
         info = self._info(name)
         info.set_node(node)
+        if any(t.get("effect") == "PreferNoSchedule" for t in info.taints):
+            self._prefer_no_schedule[name] = None
+        else:
+            self._prefer_no_schedule.pop(name, None)
         if name not in self._ready:
             self._ready[name] = info
             self._order.append(name)
             self._listed = None
 
     def remove_node(self, name: str) -> None:
+        self._prefer_no_schedule.pop(name, None)
         if self._ready.pop(name, None) is not None:
             self._order.remove(name)
             self._listed = None
@@ -61,6 +69,10 @@ class Cache:
         if self._listed is None:
             self._listed = [self._ready[n] for n in self._order]
         return self._listed
+
+    def has_prefer_no_schedule_taints(self) -> bool:
+        """Whether some node has a PreferNoSchedule taint."""
+        return bool(self._prefer_no_schedule)
 
     def nodes_with_affinity(self) -> list[NodeInfo]:
         return [self._ready[n] for n in self._with_affinity if n in self._ready]

@@ -171,10 +171,10 @@ class Framework:
         self._post_bind = at("post_bind", "postBind")
         self._weights = {p.name: (weights or {}).get(p.name) or getattr(p, "weight", 1)
                          for p in plugins}
-        # Kept answers. Filter: (spec, tokens) -> node -> the stamp it passed at, for
-        # pods of one spec (pods of a template, the same pod retried); Score: (spec,
-        # plugin) -> node -> (generation, score).
-        self._passed: dict[Hashable, dict[str, tuple[int, ...]]] = {}
+        # Kept answers. Filter: (spec, tokens) -> node -> its verdict and what it was
+        # for, for pods of one spec (pods of a template, the same pod retried); Score:
+        # (spec, plugin) -> node -> (generation, score).
+        self._verdicts: dict[Hashable, dict[str, tuple[Any, ...]]] = {}
         self._scores: dict[tuple[str, str], dict[str, tuple[int, int]]] = {}
 
     def events_by_plugin(self) -> dict[str, set[ClusterEvent]]:
@@ -230,10 +230,12 @@ class Framework:
         nodes were looked at. `run_filter` per node, inlined (the hottest loop).
 
         When every Filter plugin can say what its verdict depends on
-        (`filter_equivalence`), a node that passed for a pod of the same spec and tokens
-        and has not changed since passes again without running the plugins: the same
-        nodes pass, in the same order, as with every plugin run. Only passes are kept
-        (a rejection's status and the plugins' notes on it stay fresh for PostFilter)."""
+        (`filter_equivalence`), a node unchanged since it was filtered for a pod of the
+        same spec and tokens gets the same verdict: it passes again without running the
+        plugins, or only the plugin that rejected it runs again (for a fresh status and
+        its notes on the node, e.g. DynamicResources' explanation). The same nodes pass
+        and are rejected, in the same order, with the same statuses, as with every
+        plugin run."""
         equivalence = self._filter_equivalence(state, pod) if state.filters else None
         if equivalence is not None:
             return self._find_feasible_kept(state, pod, nodes, wanted, *equivalence)
@@ -258,10 +260,10 @@ class Framework:
         return feasible, statuses, None, processed
 
     def _filter_equivalence(self, state: CycleState, pod: dict
-                            ) -> tuple[dict[str, tuple[int, ...]],
+                            ) -> tuple[dict[str, tuple[Any, ...]],
                                        list[Mapping[str, int]]] | None:
-        """The kept passes for this pod's spec and the plugins' tokens, and the per-node
-        versions a pass also depends on; None if some Filter plugin cannot say."""
+        """The verdicts kept for this pod's spec and the Filter plugins' tokens, and the
+        per-node versions a verdict also depends on; None if some plugin cannot say."""
         tokens: list[Hashable] = []
         versions: list[Mapping[str, int]] = []
         for plugin in state.filters:
@@ -269,22 +271,24 @@ class Framework:
             answer = equivalence(state, pod) if equivalence is not None else None
             if answer is None:
                 return None
-            tokens.append(answer[0])
+            tokens.append((plugin.name, answer[0]))
             if answer[1] is not None:
                 versions.append(answer[1])
         key = (state.spec_key(pod), tuple(tokens))
-        passed = self._passed.get(key)
-        if passed is None:
-            if len(self._passed) >= MAX_KEPT_SPECS:
-                self._passed.clear()
-            passed = self._passed[key] = {}
-        return passed, versions
+        kept = self._verdicts.get(key)
+        if kept is None:
+            if len(self._verdicts) >= MAX_KEPT_SPECS:
+                self._verdicts.clear()
+            kept = self._verdicts[key] = {}
+        return kept, versions
 
     def _find_feasible_kept(self, state: CycleState, pod: dict, nodes: Iterable[NodeInfo],
-                            wanted: int, passed: dict[str, tuple[int, ...]],
+                            wanted: int, verdicts: dict[str, tuple[Any, ...]],
                             versions: list[Mapping[str, int]]
                             ) -> tuple[list[NodeInfo], dict[str, Status], Status | None,
                                        int]:
+        # verdicts: node -> (its generation, its versions, the index in state.filters of
+        # the plugin that rejected it or -1 if it passed), as last filtered.
         feasible: list[NodeInfo] = []
         statuses: dict[str, Status] = {}
         filters = state.filters
@@ -293,33 +297,48 @@ class Framework:
         for node in nodes:
             processed += 1
             name = node.name
-            # What the verdict depends on, taken before the plugins run.
-            stamp = (node.generation, one.get(name, 0)) if one is not None else \
-                (node.generation, *[v.get(name, 0) for v in versions])
-            if passed.get(name) == stamp:
-                state.reused_verdicts = True
-                feasible.append(node)
-                if len(feasible) >= wanted:
-                    break
-                continue
-            for plugin in filters:
+            version = one.get(name, 0) if one is not None else \
+                tuple(v.get(name, 0) for v in versions)
+            kept = verdicts.get(name)
+            # The generation is compared by identity: each one is a new int object, and
+            # the kept one is the object the node had.
+            if kept is not None and kept[0] is node.generation and kept[1] == version:
+                index = kept[2]
+                if index < 0:
+                    state.reused_verdicts = True
+                    feasible.append(node)
+                    if len(feasible) >= wanted:
+                        break
+                    continue
+                plugin = filters[index]
                 status = plugin.filter(state, pod, node)
                 if status is not SUCCESS and not status.ok:
                     status.plugin = plugin.name
                     if status.code == Code.ERROR:
                         return feasible, statuses, status, processed
                     statuses[name] = status
-                    passed.pop(name, None)
+                    continue
+                # (Not expected: the plugins are deterministic.) Filter the node afresh.
+            generation = node.generation  # what the verdict is for, before plugins run
+            for index, plugin in enumerate(filters):
+                status = plugin.filter(state, pod, node)
+                if status is not SUCCESS and not status.ok:
+                    status.plugin = plugin.name
+                    if status.code == Code.ERROR:
+                        verdicts.pop(name, None)
+                        return feasible, statuses, status, processed
+                    statuses[name] = status
+                    verdicts[name] = (generation, version, index)
                     break
             else:
-                passed[name] = stamp
+                verdicts[name] = (generation, version, -1)
                 feasible.append(node)
                 if len(feasible) >= wanted:
                     break
         return feasible, statuses, None, processed
 
     def forget_kept_answers(self) -> None:
-        self._passed.clear()
+        self._verdicts.clear()
         self._scores.clear()
 
     async def run_post_filter(self, state: CycleState, pod: dict,
@@ -385,7 +404,7 @@ class Framework:
         for node in nodes:
             name = node.name
             entry = kept.get(name)
-            if entry is not None and entry[0] == node.generation:
+            if entry is not None and entry[0] is node.generation:  # see _find_feasible_kept
                 scores[name] = entry[1]
             else:
                 score = scores[name] = plugin.score(state, pod, node)

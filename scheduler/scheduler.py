@@ -172,7 +172,8 @@ class Scheduler:
             self._pending_pods, self._record, self.dra)
         factories: dict[str, Any] = {
             "SchedulingGates": SchedulingGates, "NodeUnschedulable": NodeUnschedulable,
-            "NodeName": NodeName, "TaintToleration": TaintToleration,
+            "NodeName": NodeName,
+            "TaintToleration": lambda: TaintToleration(self.cache.has_prefer_no_schedule_taints),
             "NodeAffinity": NodeAffinity, "NodePorts": NodePorts,
             "NodeResourcesFit": lambda: NodeResourcesFit(
                 self.dra.backs_extended_resource, _scoring(fit.get("scoringStrategy"))),

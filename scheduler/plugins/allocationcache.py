@@ -25,6 +25,9 @@ from typing import Any
 
 MAX_ENTRIES = 200_000
 PoolID = tuple[str, str]
+# `AllocationCache.verdict`'s answer for an unsatisfiable answer kept for other claims of
+# the same specs (see `unsatisfiable`).
+UNSATISFIABLE = object()
 
 
 class NodeVersions:
@@ -139,6 +142,20 @@ class AllocationCache:
             self.misses += 1
             return None
         self.hits += 1
+        return entry.outcome
+
+    def verdict(self, table: dict[str, _Entry], node: str, claims: tuple[str, ...]) -> Any:
+        """`lookup` and `unsatisfiable` in one: the answer kept for these claims, else
+        UNSATISFIABLE if the one kept for other claims of the specs says so, else None."""
+        entry = table.get(node)
+        versions = self._versions
+        if entry is None or entry.global_version != versions.global_version or \
+                entry.node_version != versions._node.get(node, 0):
+            self.misses += 1
+            return None
+        self.hits += 1
+        if entry.outcome.results is None and entry.claims != claims:
+            return UNSATISFIABLE
         return entry.outcome
 
     def unsatisfiable(self, signature: str, node: str) -> bool:

@@ -53,7 +53,11 @@ from draemu.scheduler.framework import (
     Status,
 )
 from draemu.scheduler.nodeinfo import NodeInfo
-from draemu.scheduler.plugins.allocationcache import AllocationCache, NodeVersions
+from draemu.scheduler.plugins.allocationcache import (
+    UNSATISFIABLE,
+    AllocationCache,
+    NodeVersions,
+)
 from draemu.scheduler.plugins.extendedresources import (
     CLAIM_ANNOTATION,
     ResourceRequest,
@@ -400,11 +404,9 @@ class DynamicResources:
     def filter_equivalence(self, state: CycleState, pod: dict
                            ) -> tuple[tuple[str, int], dict[str, int]] | None:
         """On Filter's fast path (claims to allocate and nothing else to check), the
-        verdict is the allocation cache's: the claim specs at the node's versions. Not
-        when Score reads this cycle's results of every node (prioritized lists)."""
+        verdict is the allocation cache's: the claim specs at the node's versions."""
         st: _State | None = state.read(self.name)
-        if st is None or st.cache_table is None or self.simulating or \
-                not self.skip_score(state, pod):
+        if st is None or st.cache_table is None or self.simulating:
             return None
         return (st.signature, self._versions.global_version), self._versions.by_node
 
@@ -413,13 +415,27 @@ class DynamicResources:
         if st.cache_table is not None and not self.simulating:
             # The common case first: claims to allocate and nothing else to check, and the
             # answer for this node in the cache.
-            outcome = self.cache.lookup(st.cache_table, node.name, st.claim_ids)
+            outcome = self.cache.verdict(st.cache_table, node.name, st.claim_ids)
+            if outcome is UNSATISFIABLE:
+                return self._unsatisfiable(st, pod, node, st.to_allocate_claims)
             if outcome is not None and outcome.results is not None \
                     and not outcome.timed_out and not outcome.error:
                 st.results[node.name] = outcome.results
                 return SUCCESS
             return self._filter(st, pod, node, outcome, looked_up=True)
         return self._filter(st, pod, node, None, looked_up=False)
+
+    def _unsatisfiable(self, st: _State, pod: dict, node: NodeInfo, claims: list[dict]
+                       ) -> Status:
+        """The verdict kept for another pod's claims of the same specs: the same. The
+        explanation names this pod's claims, computed if the pod fits nowhere, within this
+        cycle (so on the state the verdict was checked against: no Reserve comes between,
+        so the claims in flight are those of now)."""
+        allocator, in_flight, pod_uid = st.allocator, self._in_flight, pod["metadata"]["uid"]
+        assert allocator is not None
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [CANNOT_ALLOCATE],
+                      detail=lambda: _summary(allocator.allocate(
+                          node.node, claims, in_flight=in_flight.for_node(node.name, pod_uid))))
 
     def _filter(self, st: _State, pod: dict, node: NodeInfo, outcome: Any, *,
                 looked_up: bool) -> Status:
@@ -442,15 +458,9 @@ class DynamicResources:
         if signature and not looked_up:
             outcome = self.cache.get(signature, node.name, st.claim_ids)
         if outcome is None:
+            if signature and not looked_up and self.cache.unsatisfiable(signature, node.name):
+                return self._unsatisfiable(st, pod, node, claims)
             in_flight = self._in_flight.for_node(node.name, pod["metadata"]["uid"])
-            if signature and self.cache.unsatisfiable(signature, node.name):
-                # Answered for another pod's claims of the same specs: the same verdict. The
-                # explanation names this pod's claims, computed if the pod fits nowhere,
-                # within this cycle (so on the state the verdict was checked against).
-                allocator = st.allocator
-                return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [CANNOT_ALLOCATE],
-                              detail=lambda: _summary(allocator.allocate(
-                                  node.node, claims, in_flight=in_flight)))
             outcome = st.allocator.allocate(node.node, claims, in_flight=in_flight,
                                             timeout=self._filter_timeout)
             if signature and not outcome.timed_out and \
@@ -554,6 +564,9 @@ class DynamicResources:
 
     def score(self, state: CycleState, pod: dict, node: NodeInfo) -> int:
         st: _State = state.read(self.name)
+        if node.name not in st.results:
+            # The node passed on a kept verdict: its allocation, from the cache.
+            self.filter(state, pod, node)
         results = st.results.get(node.name)
         if not results:
             return 0

@@ -3,7 +3,7 @@ PreferNoSchedule taints lower a node's score."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from operator import attrgetter
 
 from draemu.api.meta import toleration_matches
@@ -33,6 +33,10 @@ def _untolerated(taints: list[dict], tolerations: list[dict]) -> bool:
 class TaintToleration:
     name = "TaintToleration"
     weight = 3  # upstream's default profile weight
+
+    def __init__(self, has_prefer_no_schedule_taints: Callable[[], bool] | None = None) -> None:
+        # Whether any node has a PreferNoSchedule taint (None: unknown, look at the nodes).
+        self._has_prefer_no_schedule = has_prefer_no_schedule_taints
 
     def events(self) -> Iterable[ClusterEvent]:
         return [ClusterEvent("Node", "Add"), ClusterEvent("Node", "Update")]
@@ -64,6 +68,8 @@ class TaintToleration:
     def pre_score(self, state: CycleState, pod: dict, feasible: list[NodeInfo]) -> bool:
         """True (skip) when no feasible node has a PreferNoSchedule taint: every node
         would score the same (the maximum), which changes no node's rank."""
+        if self._has_prefer_no_schedule is not None and not self._has_prefer_no_schedule():
+            return True
         # Most nodes have no taints at all: those are passed over in C.
         return not any(taint.get("effect") == "PreferNoSchedule"
                        for taints in filter(None, map(_TAINTS, feasible)) for taint in taints)

@@ -109,6 +109,23 @@ def test_unchanged_nodes_pass_on_the_verdict_kept_for_the_same_spec():
     assert second != first  # fewer requests on the others: LeastAllocated prefers them
 
 
+def test_only_the_plugin_that_rejected_an_unchanged_node_runs_again():
+    s = scheduler(2)
+    s.cache.set_node(node("n001", cpu="1"))
+    first = s.scheduling_cycle(pod("a", cpu="2"))
+    unschedulable = count_filter_calls(s, "NodeUnschedulable")
+    fit = count_filter_calls(s, "NodeResourcesFit")
+    second = s.scheduling_cycle(pod("b", cpu="2"))
+    assert first.node_name == second.node_name == "n000"
+    # n000 changed (the first pod is assumed there): filtered afresh; n001 did not: only
+    # the plugin that rejected it runs again.
+    assert unschedulable == ["n000"]
+    assert fit == ["n000", "n001"]
+    s.cache.set_node(node("n000", cpu="1"))
+    third = s.scheduling_cycle(pod("c", cpu="2"))
+    assert third.message == "0/2 nodes are available: 2 Insufficient cpu."
+
+
 def test_another_spec_does_not_share_the_kept_verdicts():
     s = scheduler(3)
     s.scheduling_cycle(pod("a", cpu="1"))
@@ -247,3 +264,24 @@ def test_decisions_with_kept_answers_are_those_of_a_full_search(seed: int):
     assert kept == full
     assert any(name is None for name, _ in kept) and sum(
         name is not None for name, _ in kept) > 100
+
+
+def test_prefer_no_schedule_taints_are_tracked_for_taint_scoring():
+    """TaintToleration's PreScore skips at once when no node of the cluster has a
+    PreferNoSchedule taint, and looks at the feasible nodes when one has."""
+    s = scheduler(2)
+    plugin = next(p for p in s.framework.plugins if p.name == "TaintToleration")
+    prefer = [{"key": "k", "effect": "PreferNoSchedule"}]
+    assert not s.cache.has_prefer_no_schedule_taints()
+    s.cache.set_node(node("n001", taints=prefer))
+    assert s.cache.has_prefer_no_schedule_taints()
+    feasible = s.cache.nodes()
+    assert plugin.pre_score(None, pod("p"), feasible) is False
+    assert plugin.pre_score(None, pod("p"), feasible[:1]) is True  # not among the feasible
+    for _ in range(4):  # the untainted node wins while it has room
+        assert s.scheduling_cycle(pod("p", cpu="100m")).node_name == "n000"
+    s.cache.set_node(node("n001", taints=[{"key": "k", "effect": "NoSchedule"}]))
+    assert not s.cache.has_prefer_no_schedule_taints()
+    s.cache.set_node(node("n000", taints=prefer))
+    s.cache.remove_node("n000")
+    assert not s.cache.has_prefer_no_schedule_taints()
