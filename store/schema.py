@@ -122,7 +122,8 @@ _PG_SCHEMA_LOCK = 0x647261656D75
 
 class SchemaConnection(Protocol):
     """What creating and checking the schema needs of a backend's connection (SQLite's
-    goes straight to aiosqlite, so that opening it does not import SQLAlchemy)."""
+    goes straight to sqlite3 in a thread of its own, so that opening it does not import
+    SQLAlchemy)."""
 
     dialect: str
 

@@ -5,13 +5,15 @@ is its only writer: it numbers revisions itself, answers current reads from an i
 index, and publishes each write to its watchers right after the commit. Older revisions
 and watch history are read from the table.
 
-Statements go straight to one aiosqlite connection, without SQLAlchemy: each SQLAlchemy
-layer costs a thread hop or more per statement and writes are the store's hot path (one
-hop for the insert, one for the commit), and importing SQLAlchemy's asyncio extension
-alone costs a fifth of a second at start-up. The SQL and the schema are the ones the
-PostgreSQL backend runs through SQLAlchemy. Concurrent writes share a transaction (group
-commit): one commit, and with `fsync=True` one disk flush, for every write queued while
-the previous one committed.
+Statements go straight to one sqlite3 connection in a thread of its own (`_Connection`),
+without SQLAlchemy (each of its layers costs a thread hop or more per statement, and
+importing its asyncio extension alone costs a fifth of a second at start-up) nor
+aiosqlite (a hop per statement): a read is one hop to that thread and back, a whole
+transaction (the batch's insert and the commit) too. The SQL and the schema are the ones
+the PostgreSQL backend runs through SQLAlchemy. Concurrent writes share a transaction
+(group commit): one commit, and with `fsync=True` one disk flush, for every write queued
+while the previous one committed. sqlite3 lets go of the GIL while SQLite works, so the
+event loop goes on meanwhile.
 
 Durability: the database runs in WAL mode. By default `synchronous=NORMAL`: a commit has
 been written to the WAL file (the operating system's page cache) before a write returns,
@@ -23,13 +25,13 @@ on every commit and also survives power loss, at the cost of one disk flush per 
 from __future__ import annotations
 
 import asyncio
+import queue
 import sqlite3
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
-
-import aiosqlite
+from typing import Any, TypeVar
 
 from draemu.store import queries
 from draemu.store.base import Precondition, Store
@@ -43,7 +45,7 @@ from draemu.store.validation import prefix_end
 
 
 class SQLiteStore(Store):
-    def __init__(self, db: aiosqlite.Connection, lock: DirectoryLock | None,
+    def __init__(self, db: _Connection, lock: DirectoryLock | None,
                  index: CurrentIndex, revision: int, compacted: int, *,
                  max_value_bytes: int, compaction_interval: float,
                  watch_queue_limit: int) -> None:
@@ -164,23 +166,110 @@ class SQLiteStore(Store):
 
     async def _query(self, sql: str, params: dict[str, Any]) -> list[Any]:
         try:
-            return list(await self._db.execute_fetchall(sql, params))
+            return await self._db.fetchall(sql, params)
         except sqlite3.Error as error:
             raise StoreError(f"reading the store failed: {error}") from None
 
     async def _transaction(self, what: str,
                            statements: Iterable[tuple[str, dict[str, Any] | list[Any]]]) -> None:
-        """Run statements (a list of parameter sets: once per set) and commit."""
+        """Run statements (a list of parameter sets: once per set) and commit, in one
+        trip to the connection's thread."""
         try:
-            for sql, params in statements:
-                if isinstance(params, list):
-                    await self._db.executemany(sql, params)
-                else:
-                    await self._db.execute_fetchall(sql, params)
-            await self._db.commit()
+            await self._db.run(lambda conn: _commit(conn, statements))
         except sqlite3.Error as error:
-            await self._db.rollback()
             raise StoreError(f"{what} failed: {error}") from None
+
+
+def _commit(conn: sqlite3.Connection,
+            statements: Iterable[tuple[str, dict[str, Any] | list[Any]]]) -> None:
+    try:
+        for sql, params in statements:
+            if isinstance(params, list):
+                conn.executemany(sql, params)
+            else:
+                conn.execute(sql, params)
+        conn.commit()
+    except sqlite3.Error:
+        try:
+            conn.rollback()
+        except sqlite3.Error:
+            pass  # the first error is the one to report
+        raise
+
+
+T = TypeVar("T")
+_STOP = None
+
+
+class _Connection:
+    """A sqlite3 connection used by one thread of its own: `run(fn)` calls `fn(conn)`
+    there and returns (or raises) what it did. Calls run one at a time, in order."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._calls: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._serve, name="draemu-sqlite",
+                                        daemon=True)
+        self._thread.start()
+
+    @classmethod
+    async def open(cls, where: str) -> _Connection:
+        # Opened in a worker thread (it reads the file); used only by its own thread
+        # after that, one call at a time.
+        conn = await asyncio.to_thread(sqlite3.connect, where, check_same_thread=False)
+        return cls(conn)
+
+    async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[T] = loop.create_future()
+        self._calls.put((loop, done, fn))
+        return await done
+
+    async def fetchall(self, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
+        return await self.run(lambda conn: conn.execute(sql, params or {}).fetchall())
+
+    async def execute(self, sql: str) -> None:
+        await self.run(lambda conn: conn.execute(sql))
+
+    async def commit(self) -> None:
+        await self.run(lambda conn: conn.commit())
+
+    async def close(self) -> None:
+        try:
+            await self.run(lambda conn: conn.close())
+        finally:
+            self._calls.put(_STOP)
+            await asyncio.to_thread(self._thread.join)
+
+    def _serve(self) -> None:
+        while True:
+            call = self._calls.get()
+            if call is _STOP:
+                return
+            loop, done, fn = call
+            try:
+                result = fn(self._conn)
+            except BaseException as error:  # handed to the caller
+                _call_back(loop, _fail, done, error)
+            else:
+                _call_back(loop, _succeed, done, result)
+
+
+def _call_back(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: Any) -> None:
+    try:
+        loop.call_soon_threadsafe(fn, *args)
+    except RuntimeError:
+        pass  # the loop is closed: nobody waits any more
+
+
+def _succeed(done: asyncio.Future[Any], result: Any) -> None:
+    if not done.done():
+        done.set_result(result)
+
+
+def _fail(done: asyncio.Future[Any], error: BaseException) -> None:
+    if not done.done():
+        done.set_exception(error)
 
 
 async def open_sqlite(path: Path | None, *, fsync: bool, max_value_bytes: int,
@@ -195,17 +284,17 @@ async def open_sqlite(path: Path | None, *, fsync: bool, max_value_bytes: int,
                              f"{error.strerror}") from None
         lock = DirectoryLock(path.with_name(path.name + ".lock"), f"the store {path}")
     where = str(path) if path is not None else "in memory"
-    db: aiosqlite.Connection | None = None
+    db: _Connection | None = None
     try:
-        db = await aiosqlite.connect(str(path) if path is not None else ":memory:")
+        db = await _Connection.open(str(path) if path is not None else ":memory:")
         await db.execute("PRAGMA journal_mode=WAL")
         await db.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")
         await ensure_schema(_SchemaConnection(db), foreign_tables_allowed=False)
         await db.commit()
-        rows = list(await db.execute_fetchall(queries.LIVE))
+        rows = await db.fetchall(queries.LIVE)
         rows.sort(key=itemgetter(0))  # by key (str order is UTF-8 byte order, SQLite's)
-        last = (await db.execute_fetchall(queries.MAX_REVISION))[0][0]
-        meta = dict(await db.execute_fetchall("SELECT name, value FROM draemu_meta"))
+        last = (await db.fetchall(queries.MAX_REVISION))[0][0]
+        meta = dict(await db.fetchall("SELECT name, value FROM draemu_meta"))
         await db.commit()
     except BaseException as error:
         if db is not None:
@@ -223,18 +312,18 @@ async def open_sqlite(path: Path | None, *, fsync: bool, max_value_bytes: int,
 
 
 class _SchemaConnection:
-    """The schema module's view of the aiosqlite connection."""
+    """The schema module's view of the connection."""
 
     dialect = "sqlite"
 
-    def __init__(self, db: aiosqlite.Connection) -> None:
+    def __init__(self, db: _Connection) -> None:
         self._db = db
 
     async def table_names(self) -> set[str]:
-        rows = await self._db.execute_fetchall(
+        rows = await self._db.fetchall(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
         return {row[0] for row in rows}
 
     async def execute(self, sql: str, params: dict[str, Any] | None = None
                       ) -> Sequence[Sequence[Any]]:
-        return list(await self._db.execute_fetchall(sql, params or {}))
+        return await self._db.fetchall(sql, params)
