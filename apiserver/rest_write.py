@@ -301,9 +301,11 @@ Mutation = Callable[[Obj], Awaitable[Obj]]
 
 
 async def run_update(scope: Scope, storage: Storage, propose: Mutation, *, dry_run: bool,
-                     manager: str, pinned: bool, operation: str = "Update") -> Obj:
+                     manager: str, pinned: bool, operation: str = "Update",
+                     private: bool = True) -> Obj:
     """The read-modify-write loop: `propose(old_copy)` returns the proposed object in
-    storage version; `pinned` when the client fixed the resourceVersion (no retries)."""
+    storage version; `pinned` when the client fixed the resourceVersion (no retries).
+    `private=False`: `propose` only reads the stored object (it gets the shared one)."""
     # What the loop ended with when it did not write: "dry_run" holds the object that
     # would have been stored, "delete" one whose last finalizer just went.
     outcome: dict[str, Obj] = {}
@@ -324,7 +326,7 @@ async def run_update(scope: Scope, storage: Storage, propose: Mutation, *, dry_r
         return prepared
 
     new, old = await storage.update(scope.resource, scope.namespace, scope.name, fn,
-                                    retry=not pinned)
+                                    retry=not pinned, private=private)
     if "dry_run" in outcome:
         return outcome["dry_run"]
     if "delete" in outcome:
@@ -366,6 +368,7 @@ async def update(scope: Scope, storage: Storage) -> web.Response:
         # body itself can be changed; otherwise each retry starts from a fresh copy.
         return new_storage if pinned else clone(new_storage)
 
+    # The body replaces the stored object: `old` is only read (no private copy of it).
     result = await run_update(scope, storage, propose, dry_run=dry_run, manager=manager,
-                              pinned=pinned)
+                              pinned=pinned, private=False)
     return scope.respond(scope.out(result))

@@ -70,6 +70,8 @@ SHUTDOWN_TIMEOUT = 5.0
 # The identity of in-process components on the loopback socket, as kube-apiserver's
 # loopback client.
 LOOPBACK_USER = "system:apiserver"
+# Allocations between collections of the youngest generation (see start()).
+YOUNG_THRESHOLD = 20_000
 
 
 @dataclass
@@ -236,6 +238,12 @@ class APIServer:
             if opts.freeze_gc:
                 gc.enable()
         if opts.freeze_gc:
+            # Each request's decoded objects, copies and responses are young garbage by
+            # the thousand; collected every 700 allocations (CPython's default), much of
+            # a request under way was still alive, was walked, promoted and walked again
+            # one generation up: 8-9% of the apiserver's CPU in `draemu up` (perf,
+            # bench/realk8s.py --workload template --nodes 500), as in its child.
+            gc.set_threshold(YOUNG_THRESHOLD, *gc.get_threshold()[1:])
             self._gc = GCFreezer()
             self._gc.start()
             if self._cache is not None:

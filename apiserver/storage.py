@@ -80,11 +80,13 @@ class Storage:
         return self._stored(kv, obj)
 
     async def update(self, resource: Resource, namespace: str, name: str, fn: UpdateFn,
-                     *, retry: bool = True) -> tuple[Obj, Obj]:
+                     *, retry: bool = True, private: bool = True) -> tuple[Obj, Obj]:
         """Read, change with `fn` (see UpdateFn), compare-and-swap; retried on
         conflicts when `retry` (callers pass False when the client pinned a
         resourceVersion). Returns (new, old); new is old when `fn` raised Unchanged. Both
-        are shared with the watch cache.
+        are shared with the watch cache. `private=False`: `fn` makes its object
+        without changing the stored one (a PUT's body), and gets the shared object
+        twice instead of a copy it would not use.
 
         The first try starts from the watch cache's object, as upstream's GuaranteedUpdate
         starts from the cacher's: it spares a read of the store per write (a round trip
@@ -98,15 +100,15 @@ class Storage:
                 old, guess, current = guess, None, False
                 revision = int(old["metadata"]["resourceVersion"])
                 # Encoding and decoding is the cheapest private copy (orjson is C).
-                private = jsonfast.loads(jsonfast.dumps(old))
+                copy = jsonfast.loads(jsonfast.dumps(old)) if private else old
             else:
                 kv = await self.store.get(key)
                 if kv is None:
                     raise not_found_error(resource.name, resource.group, name)
                 old, revision, current = self.cache.stored(kv), kv.mod_revision, True
-                private = decode(kv.value, kv.mod_revision)
+                copy = decode(kv.value, kv.mod_revision) if private else old
             try:
-                new = await fn(private, old)
+                new = await fn(copy, old)
             except Exception as error:  # Unchanged and every refusal
                 if not current and not await self._is_current(key, revision):
                     continue
