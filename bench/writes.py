@@ -16,7 +16,10 @@ For each: requests per second and the apiserver's CPU milliseconds per pod / per
 renewal (utime + stime of its process, threads included). On a busy machine compare
 the CPU figures, and only of runs taken one after the other. `--profile DIR`: py-spy
 (beside the Python running this) records the apiserver during each phase, raw format,
-into DIR/pods.txt and DIR/leases.txt.
+into DIR/pods.txt and DIR/leases.txt; with PERF=1 in the environment, `perf record -g`
+instead (DIR/pods.perf, DIR/leases.perf: on-CPU samples only, where py-spy's wall-clock
+samples of a loaded machine gather at system calls, the points where the kernel
+preempts).
 """
 
 from __future__ import annotations
