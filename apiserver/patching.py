@@ -145,7 +145,11 @@ async def patch(scope: Scope, storage: Storage) -> web.Response:
         scope.check_type_meta(patched)
         return to_storage(scope, patched)
 
+    # JSON, merge and strategic merge patches start from a deep copy of what they patch,
+    # so `propose` needs no private copy of the stored object, when it is patched as
+    # stored (a conversion could share parts with its input).
     result = await run_update(scope, storage, propose, dry_run=dry_run, manager=manager,
                               pinned=_patch_pins_rv(body),
-                              operation="Apply" if is_apply else "Update")
+                              operation="Apply" if is_apply else "Update",
+                              private=is_apply or not scope.stored_as_served)
     return scope.respond(scope.out(result))
