@@ -80,6 +80,9 @@ class FeatureGates:
                 f"[{EMULATABLE_VERSIONS[0]}, {EMULATABLE_VERSIONS[-1]}]")
         self.emulated_version = emulated_version.removeprefix("v")
         self._overrides = dict(overrides or {})
+        # Answers of enabled(): a set of gates never changes, and the registry writes
+        # of DRA kinds ask a dozen gates per request (spec_at parses versions each time).
+        self._answers: dict[str, bool] = {}
         errors: list[str] = []
         for name, value in self._overrides.items():
             if name not in _SPECS:
@@ -119,11 +122,16 @@ class FeatureGates:
         return cls(overrides, emulated_version)
 
     def enabled(self, name: str) -> bool:
-        if name in self._overrides:
-            return self._overrides[name]
-        if name not in _SPECS:
-            raise KeyError(f"feature gate {name} is not registered")
-        return spec_at(name, self.emulated_version).default
+        answer = self._answers.get(name)
+        if answer is None:
+            if name in self._overrides:
+                answer = self._overrides[name]
+            elif name not in _SPECS:
+                raise KeyError(f"feature gate {name} is not registered")
+            else:
+                answer = spec_at(name, self.emulated_version).default
+            self._answers[name] = answer
+        return answer
 
     def overrides(self) -> dict[str, bool]:
         return dict(self._overrides)

@@ -4,6 +4,7 @@ conditions, tolerations."""
 from __future__ import annotations
 
 import re
+import time
 from datetime import UTC, datetime, timedelta, timezone
 
 from draemu.api.types import Obj
@@ -78,9 +79,17 @@ def format_micro_time(when: datetime) -> str:
     return f"{format_time(when)[:-1]}.{_utc(when).microsecond:06d}Z"
 
 
+# The last second time_now() wrote, and its text: writes ask for it a few times each.
+_second: tuple[int, str] = (-1, "")
+
+
 def time_now() -> str:
     """Now as a metav1.Time."""
-    return format_time(now())
+    global _second
+    second = int(time.time())
+    if second != _second[0]:
+        _second = (second, format_time(datetime.fromtimestamp(second, UTC)))
+    return _second[1]
 
 
 def micro_time_now() -> str:
