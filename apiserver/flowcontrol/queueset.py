@@ -117,6 +117,9 @@ class QueueSet:
         self.active_queues = 0
         self.current_r = 0.0
         self._hands: dict[tuple[str, str], tuple[int, ...]] = {}
+        # The queues with requests waiting, by index: dispatch looks at these only
+        # (a level has up to 128 queues, most of them empty).
+        self._occupied: dict[int, Queue] = {}
         self._turn_cpu = 0.0
         self._next_turn = False
 
@@ -152,6 +155,7 @@ class QueueSet:
         req = Request(seats, queue, self.current_r)
         self._activate(queue)
         queue.waiting.append(req)
+        self._occupied[queue.index] = queue
         self.waiting += 1
         self.seats_waiting += seats
         # Fair order decides at once (a request that wins runs now); requests that
@@ -193,6 +197,8 @@ class QueueSet:
             queue.waiting.remove(req)
         except ValueError:
             return
+        if not queue.waiting:
+            del self._occupied[queue.index]
         self.waiting -= 1
         self.seats_waiting -= req.seats
         self._maybe_idle(queue)
@@ -252,6 +258,8 @@ class QueueSet:
                 if best is None or not self._fits(best.waiting[0].seats):
                     return
             req = best.waiting.popleft()
+            if not best.waiting:
+                del self._occupied[best.index]
             self.waiting -= 1
             self.seats_waiting -= req.seats
             self._execute(req)
@@ -270,8 +278,11 @@ class QueueSet:
         """The queue whose head would finish first (only light ones when `paced`)."""
         best: Queue | None = None
         best_finish = 0.0
-        for queue in self.queues:
-            if queue.waiting and not (paced and queue.cpu >= LIGHT_CPU):
+        occupied = self._occupied
+        # In index order, as a scan of every queue: the first of equal finishes wins.
+        for index in sorted(occupied) if len(occupied) > 1 else occupied:
+            queue = occupied[index]
+            if not (paced and queue.cpu >= LIGHT_CPU):
                 finish = queue.next_dispatch_r + queue.cpu
                 if best is None or finish < best_finish:
                     best, best_finish = queue, finish

@@ -138,3 +138,58 @@ async def test_a_stopped_timer_counts_no_more_and_still_passes_results_and_error
     quick = Timed(answer())
     quick.stop()
     assert await quick == 42
+
+
+async def test_dispatch_looks_at_the_occupied_queues_as_a_scan_of_all_would() -> None:
+    """Random starts, finishes and leaving waiters on a level: the queues dispatch looks
+    at are those with waiters, and the order requests start in is the one a scan of
+    every queue (the first of equal finishes winning) gives."""
+    import random
+
+    from draemu.apiserver.flowcontrol import queueset
+
+    def scan_first(qs: QueueSet, paced: bool) -> queueset.Queue | None:
+        best, best_finish = None, 0.0
+        for queue in qs.queues:
+            if queue.waiting and not (paced and queue.cpu >= queueset.LIGHT_CPU):
+                finish = queue.next_dispatch_r + queue.cpu
+                if best is None or finish < best_finish:
+                    best, best_finish = queue, finish
+        return best
+
+    class Scanning(QueueSet):
+        def _first(self, paced: bool) -> queueset.Queue | None:
+            return scan_first(self, paced)
+
+    async def run(qs: QueueSet, seed: int) -> list[int]:
+        rng = random.Random(seed)
+        started: list[int] = []
+        running: list[tuple[int, object]] = []
+        waiting: list[tuple[int, object]] = []
+        for n in range(400):
+            move = rng.random()
+            if move < 0.5:
+                try:
+                    req = qs.start(rng.choice((1, 1, 2)), "fs", f"u{rng.randrange(12)}")
+                except Rejected:
+                    continue
+                (running if req.started else waiting).append((n, req))
+            elif move < 0.85 and running:
+                _, req = running.pop(rng.randrange(len(running)))
+                qs.finish(req, cpu=rng.choice((0.0001, 0.001, 0.003, 0.01)))
+            elif waiting:
+                _, req = waiting.pop(rng.randrange(len(waiting)))
+                qs._leave(req)
+            if isinstance(qs, QueueSet) and not isinstance(qs, Scanning):
+                assert qs._occupied == {q.index: q for q in qs.queues if q.waiting}
+            if rng.random() < 0.2:
+                await asyncio.sleep(0)  # a turn: paced requests go on
+            for item in [w for w in waiting if w[1].started]:
+                waiting.remove(item)
+                running.append(item)
+                started.append(item[0])
+        return started
+
+    for seed in range(5):
+        config = QueuingConfig(queues=16, hand_size=3, queue_length_limit=6)
+        assert await run(QueueSet(3, config), seed) == await run(Scanning(3, config), seed)
