@@ -10,7 +10,8 @@
   fresh marker; the figure is the time from sending the write until the last watcher has
   read the event (the first and the median watcher too). The watchers are asyncio
   protocols of this one Python process that only search the bytes for the marker: a small
-  client cost, the same in both sides' figures.
+  client cost, the same in both sides' figures. Also the control plane's CPU seconds
+  (all its processes) while the watches are opened, and per timed write.
 - startup: ConfigMaps are added until the store holds `objects` objects made here (the
   pods above count), then the apiserver is restarted on the same store (draemu: `draemu
   up` again on its data dir; real: kube-apiserver again on the same etcd, which keeps
@@ -243,8 +244,10 @@ class FanOut:
         await asyncio.sleep(0)
 
 
-async def measure_watch(client: Any, kubeconfig: Any, watchers: int,
-                        writes: int) -> dict[str, float]:
+async def measure_watch(client: Any, kubeconfig: Any, watchers: int, writes: int,
+                        cpu: Callable[[], float] | None = None) -> dict[str, float]:
+    """`cpu`: the control plane's CPU seconds so far, for what opening the watches and
+    each write's fan-out cost it (on a busy machine a steadier figure than the times)."""
     from draemu.client import config
 
     await client.create("v1", "namespaces", {"apiVersion": "v1", "kind": "Namespace",
@@ -256,10 +259,12 @@ async def measure_watch(client: Any, kubeconfig: Any, watchers: int,
     if conn.token:
         headers["Authorization"] = f"Bearer {conn.token}"
     fan = FanOut(conn.server, conn.ssl_context(), headers, watchers)
-    t = time.perf_counter()
+    clock = cpu or (lambda: 0.0)
+    t, c0 = time.perf_counter(), clock()
     try:
         await fan.start(cm["metadata"]["resourceVersion"])
         opened = time.perf_counter() - t
+        c1 = clock()
         rows = []
         for i in range(writes + 1):  # the first write warms up, not counted
             marker = f"mark-{i:06d}-x"
@@ -271,12 +276,15 @@ async def measure_watch(client: Any, kubeconfig: Any, watchers: int,
             row = await fan.deliver(write, marker.encode(), timeout=60)
             if i:
                 rows.append(row)
+        c2 = clock()
         if fan.errors:
             raise RuntimeError(f"{len(fan.errors)} watchers failed: {fan.errors[:3]}")
     finally:
         await fan.stop()
     last = [r[3] for r in rows]
-    return {"watch_open_s": opened, "watch_writes": writes,
+    out = {"watch_open_cpu_s": c1 - c0, "watch_write_cpu_ms": (c2 - c1) / (writes + 1) * 1000,
+           } if cpu is not None else {}
+    return out | {"watch_open_s": opened, "watch_writes": writes,
             "watch_write_p50": percentile([r[0] for r in rows], 50),
             "watch_first_p50": percentile([r[1] for r in rows], 50),
             "watch_median_p50": percentile([r[2] for r in rows], 50),

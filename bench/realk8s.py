@@ -844,7 +844,7 @@ async def measure_api(side: Side, steps: list[str], args: argparse.Namespace
             made += args.list_pods
         if "watch" in steps:
             out |= await apiload.measure_watch(client, side.kubeconfig, args.watchers,
-                                               args.watch_writes)
+                                               args.watch_writes, cpu=side.cpu)
         out["rss"] = side.rss_mib()[0]
         if "startup" in steps:
             n, rate = await apiload.fill(client, args.objects, made)
@@ -928,6 +928,9 @@ API_FIGURES = [
     ("list_paged_p99", "LIST {list_pods} pods, pages of 500, p99 s", False, "{:.3f}"),
     ("list_create_per_s", "pod creates/s (32 in flight)", True, "{:.0f}"),
     ("watch_open_s", "open {watchers} watches, s", False, "{:.2f}"),
+    ("watch_open_cpu_s", "open {watchers} watches, control-plane CPU s", False, "{:.2f}"),
+    ("watch_write_cpu_ms", "watched write and its fan-out, control-plane CPU ms", False,
+     "{:.1f}"),
     ("watch_write_p50", "watched write acknowledged, p50 s", False, "{:.4f}"),
     ("watch_first_p50", "write to first of {watchers} watchers, p50 s", False, "{:.4f}"),
     ("watch_median_p50", "write to median watcher, p50 s", False, "{:.4f}"),
