@@ -931,6 +931,7 @@ API_FIGURES = [
     ("watch_open_cpu_s", "open {watchers} watches, control-plane CPU s", False, "{:.2f}"),
     ("watch_write_cpu_ms", "watched write and its fan-out, control-plane CPU ms", False,
      "{:.1f}"),
+    ("watch_client_cpu_ms", "the same, the bench's watchers' CPU ms", False, "{:.1f}"),
     ("watch_write_p50", "watched write acknowledged, p50 s", False, "{:.4f}"),
     ("watch_first_p50", "write to first of {watchers} watchers, p50 s", False, "{:.4f}"),
     ("watch_median_p50", "write to median watcher, p50 s", False, "{:.4f}"),
