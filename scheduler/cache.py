@@ -64,6 +64,13 @@ class Cache:
         if info is not None and not info.pods:
             del self._infos[name]
 
+    def touch(self, name: str) -> None:
+        """Something the plugins see of the node changed outside its NodeInfo (its DRA
+        devices): its generation moves."""
+        info = self._infos.get(name)
+        if info is not None:
+            info.touch()
+
     def nodes(self) -> list[NodeInfo]:
         """Every node, in a stable order (the list is shared: do not modify it)."""
         if self._listed is None:

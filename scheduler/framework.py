@@ -294,11 +294,13 @@ class Framework:
         filters = state.filters
         processed = 0
         one = versions[0] if len(versions) == 1 else None
+        version: Any = 0  # the node's versions, when a plugin has any
         for node in nodes:
             processed += 1
             name = node.name
-            version = one.get(name, 0) if one is not None else \
-                tuple(v.get(name, 0) for v in versions)
+            if versions:
+                version = one.get(name, 0) if one is not None else \
+                    tuple(v.get(name, 0) for v in versions)
             kept = verdicts.get(name)
             # The generation is compared by identity: each one is a new int object, and
             # the kept one is the object the node had.

@@ -172,6 +172,9 @@ class NodeInfo:
         self.unschedulable: bool = bool(spec.get("unschedulable"))
         self.allocatable = Resource.from_list((node.get("status") or {}).get("allocatable"))
 
+    def touch(self) -> None:
+        self.generation = next(_generations)
+
     def add_pod(self, pod: dict) -> None:
         uid = pod["metadata"]["uid"]
         if uid in self.pods:

@@ -119,6 +119,7 @@ class Scheduler:
         # DRASchedulerFilterTimeout); 0 disables the limit, as kube-scheduler's filterTimeout.
         self.dra = DynamicResources(client, self.gates, self.inventory,
                                     filter_timeout=dra_filter_timeout)
+        self.dra.follow_node_versions(self.cache.touch)
         self.namespace_labels: dict[str, dict[str, str]] = {}
         self.config = config or SchedulerConfig.default()
         for profile in self.config.profiles:

@@ -20,6 +20,7 @@ which retires every answer kept for them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,9 @@ class NodeVersions:
     def __init__(self) -> None:
         self.global_version = 0
         self._node: dict[str, int] = {}
+        # Told the name of every node whose version moves (see DynamicResources.
+        # follow_node_versions).
+        self.listeners: list[Callable[[str], None]] = []
         self._pool_nodes: dict[PoolID, set[str]] = {}
         self._pool_unbound: dict[PoolID, int] = {}  # slices of the pool not bound to a node
         self._slice_pool: dict[str, tuple[PoolID, str | None]] = {}
@@ -52,6 +56,8 @@ class NodeVersions:
 
     def node_changed(self, node: str) -> None:
         self._node[node] = self._node.get(node, 0) + 1
+        for listener in self.listeners:
+            listener(node)
 
     def everything_changed(self) -> None:
         self.global_version += 1

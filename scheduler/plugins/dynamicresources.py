@@ -32,7 +32,7 @@ import copy
 import json
 import random
 import time
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,6 +133,7 @@ class DynamicResources:
         self._extended_mapping: dict[str, str] = {}  # extended resource -> DeviceClass
         self._in_flight = InFlight()  # keyed by claim uid
         self._versions = NodeVersions()
+        self._versions_followed = False  # see follow_node_versions
         self.cache = AllocationCache(self._versions)
         self.simulating = False  # set by DefaultPreemption around its dry runs
         self._claim_changed = asyncio.Condition()
@@ -408,7 +409,15 @@ class DynamicResources:
         st: _State | None = state.read(self.name)
         if st is None or st.cache_table is None or self.simulating:
             return None
-        return (st.signature, self._versions.global_version), self._versions.by_node
+        return (st.signature, self._versions.global_version), \
+            None if self._versions_followed else self._versions.by_node
+
+    def follow_node_versions(self, changed: Callable[[str], None]) -> None:
+        """`changed(node)` is called whenever a node's DRA version moves (its devices in
+        use, its slices, its labels). The scheduler moves the node's NodeInfo generation
+        with it, so that kept Filter verdicts need not look the version up per node."""
+        self._versions.listeners.append(changed)
+        self._versions_followed = True
 
     def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
         st: _State = state.read(self.name)

@@ -285,3 +285,35 @@ def test_prefer_no_schedule_taints_are_tracked_for_taint_scoring():
     s.cache.set_node(node("n000", taints=prefer))
     s.cache.remove_node("n000")
     assert not s.cache.has_prefer_no_schedule_taints()
+
+
+def test_a_dra_version_change_moves_the_node_generation():
+    """The scheduler follows the DRA node versions: a node's devices taken by someone else
+    move its NodeInfo generation, so kept verdicts need no version look-up per node. A
+    DynamicResources plugin nobody follows hands its versions to the framework instead."""
+    from draemu.features import FeatureGates
+    from draemu.scheduler.dra import Inventory
+    from draemu.scheduler.framework import CycleState
+    from draemu.scheduler.plugins.dynamicresources import DynamicResources
+
+    s = scheduler(2, gpus=1)
+    before = s.cache.node("n001").generation
+    s.dra.set_claim({"metadata": {"name": "elsewhere", "namespace": "default",
+                                  "uid": "elsewhere"}, "spec": GPU_CLAIM_SPEC,
+                     "status": {"allocation": {"devices": {"results": [
+                         {"request": "gpu", "driver": DRIVER, "pool": "n001",
+                          "device": "gpu-0"}]}}}})
+    assert s.cache.node("n001").generation is not before
+    p = gpu_pod(s, "p")
+    state = CycleState()
+    assert s.framework.run_pre_filter(state, p)[0].ok
+    assert s.dra.filter_equivalence(state, p)[1] is None
+
+    alone = DynamicResources(None, FeatureGates(), Inventory())  # type: ignore[arg-type]
+    alone.set_claim({"metadata": {"name": "p-gpu", "namespace": "default", "uid": "c"},
+                     "spec": GPU_CLAIM_SPEC})
+    alone.set_class({"metadata": {"name": "gpu"}, "spec": {}})
+    state = CycleState()
+    assert alone.pre_filter(state, pod("q", claims=[
+        {"name": "gpu", "resourceClaimName": "p-gpu"}]))[0].ok
+    assert alone.filter_equivalence(state, p)[1] is alone._versions.by_node
