@@ -293,6 +293,7 @@ class Framework:
         statuses: dict[str, Status] = {}
         filters = state.filters
         processed = 0
+        reused = False
         one = versions[0] if len(versions) == 1 else None
         version: Any = 0  # the node's versions, when a plugin has any
         for node in nodes:
@@ -305,18 +306,18 @@ class Framework:
             # The generation is compared by identity: each one is a new int object, and
             # the kept one is the object the node had.
             if kept is not None and kept[0] is node.generation and kept[1] == version:
-                index = kept[2]
-                if index < 0:
-                    state.reused_verdicts = True
+                if kept[2] < 0:
+                    reused = True
                     feasible.append(node)
                     if len(feasible) >= wanted:
                         break
                     continue
-                plugin = filters[index]
+                plugin = filters[kept[2]]
                 status = plugin.filter(state, pod, node)
                 if status is not SUCCESS and not status.ok:
                     status.plugin = plugin.name
                     if status.code == Code.ERROR:
+                        state.reused_verdicts = reused
                         return feasible, statuses, status, processed
                     statuses[name] = status
                     continue
@@ -328,6 +329,7 @@ class Framework:
                     status.plugin = plugin.name
                     if status.code == Code.ERROR:
                         verdicts.pop(name, None)
+                        state.reused_verdicts = reused
                         return feasible, statuses, status, processed
                     statuses[name] = status
                     verdicts[name] = (generation, version, index)
@@ -337,6 +339,7 @@ class Framework:
                 feasible.append(node)
                 if len(feasible) >= wanted:
                     break
+        state.reused_verdicts = reused
         return feasible, statuses, None, processed
 
     def forget_kept_answers(self) -> None:
