@@ -227,15 +227,17 @@ class Framework:
                                             int]:
         """Runs Filter on `nodes` in order until `wanted` nodes pass: the feasible nodes,
         the rejected ones' statuses, the first error (which ends the search) and how many
-        nodes were looked at. `run_filter` per node, inlined (the hottest loop).
+        nodes were looked at (the one that erred included). `run_filter` per node,
+        inlined (the hottest loop).
 
         When every Filter plugin can say what its verdict depends on
         (`filter_equivalence`), a node unchanged since it was filtered for a pod of the
         same spec and tokens gets the same verdict: it passes again without running the
         plugins, or only the plugin that rejected it runs again (for a fresh status and
-        its notes on the node, e.g. DynamicResources' explanation). The same nodes pass
-        and are rejected, in the same order, with the same statuses, as with every
-        plugin run."""
+        its notes on the node, e.g. DynamicResources' explanation) — and that only if no
+        node passes: otherwise nobody reads the statuses, and those of nodes rejected on a
+        kept verdict are left out. The same nodes pass and are rejected, in the same
+        order, with the same statuses, as with every plugin run."""
         equivalence = self._filter_equivalence(state, pod) if state.filters else None
         if equivalence is not None:
             return self._find_feasible_kept(state, pod, nodes, wanted, *equivalence)
@@ -290,12 +292,16 @@ class Framework:
         # verdicts: node -> (its generation, its versions, the index in state.filters of
         # the plugin that rejected it or -1 if it passed), as last filtered.
         feasible: list[NodeInfo] = []
-        statuses: dict[str, Status] = {}
+        # Nodes rejected on a kept verdict hold None here (their place in the order) until
+        # the end: their statuses are made only if no node passes (see `_kept_rejections`).
+        statuses: dict[str, Status | None] = {}
+        deferred: list[tuple[NodeInfo, int]] = []
         filters = state.filters
         processed = 0
         reused = False
         one = versions[0] if len(versions) == 1 else None
         version: Any = 0  # the node's versions, when a plugin has any
+        error: Status | None = None
         for node in nodes:
             processed += 1
             name = node.name
@@ -311,17 +317,10 @@ class Framework:
                     feasible.append(node)
                     if len(feasible) >= wanted:
                         break
-                    continue
-                plugin = filters[kept[2]]
-                status = plugin.filter(state, pod, node)
-                if status is not SUCCESS and not status.ok:
-                    status.plugin = plugin.name
-                    if status.code == Code.ERROR:
-                        state.reused_verdicts = reused
-                        return feasible, statuses, status, processed
-                    statuses[name] = status
-                    continue
-                # (Not expected: the plugins are deterministic.) Filter the node afresh.
+                else:
+                    statuses[name] = None
+                    deferred.append((node, kept[2]))
+                continue
             generation = node.generation  # what the verdict is for, before plugins run
             for index, plugin in enumerate(filters):
                 status = plugin.filter(state, pod, node)
@@ -329,8 +328,8 @@ class Framework:
                     status.plugin = plugin.name
                     if status.code == Code.ERROR:
                         verdicts.pop(name, None)
-                        state.reused_verdicts = reused
-                        return feasible, statuses, status, processed
+                        error = status
+                        break
                     statuses[name] = status
                     verdicts[name] = (generation, version, index)
                     break
@@ -339,8 +338,45 @@ class Framework:
                 feasible.append(node)
                 if len(feasible) >= wanted:
                     break
+            if error is not None:
+                break
         state.reused_verdicts = reused
-        return feasible, statuses, None, processed
+        if deferred and error is None and not feasible:
+            error = self._kept_rejections(state, pod, deferred, statuses, verdicts, feasible)
+        if deferred and (feasible or error is not None):
+            statuses = {name: status for name, status in statuses.items() if status is not None}
+        return feasible, statuses, error, processed  # type: ignore[return-value]
+
+    @staticmethod
+    def _kept_rejections(state: CycleState, pod: dict, deferred: list[tuple[NodeInfo, int]],
+                         statuses: dict[str, Status | None],
+                         verdicts: dict[str, tuple[Any, ...]],
+                         feasible: list[NodeInfo]) -> Status | None:
+        """No node passed: the nodes rejected on a kept verdict get their statuses, from
+        the plugin that rejected them run again (a fresh status, and its notes on the node,
+        e.g. DynamicResources' explanation), in their places. When some node passed, only
+        the number of rejected nodes matters (the next cycle's start), so their plugins
+        are not run at all. The first error ends it."""
+        filters = state.filters
+        for node, index in deferred:
+            plugin = filters[index]
+            status = plugin.filter(state, pod, node)
+            if status is SUCCESS or status.ok:
+                # (Not expected: the plugins are deterministic.) Filter the node afresh.
+                verdicts.pop(node.name, None)
+                for plugin in filters:
+                    status = plugin.filter(state, pod, node)
+                    if status is not SUCCESS and not status.ok:
+                        break
+                else:
+                    feasible.append(node)
+                    statuses.pop(node.name, None)
+                    continue
+            status.plugin = plugin.name
+            if status.code == Code.ERROR:
+                return status
+            statuses[node.name] = status
+        return None
 
     def forget_kept_answers(self) -> None:
         self._verdicts.clear()

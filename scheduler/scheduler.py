@@ -613,13 +613,14 @@ class Scheduler:
         wanted = num_feasible_nodes_to_find(total, fw.percentage_of_nodes_to_score)
         start = self._next_start_node % total if total else 0
         # The nodes in round-robin order from `start`, without an index computation each.
-        feasible, statuses, error, _processed = fw.find_feasible(
+        feasible, statuses, error, processed = fw.find_feasible(
             state, pod, itertools.chain(itertools.islice(nodes, start, None),
                                         itertools.islice(nodes, start)), wanted)
         all_nodes = len(self.cache)
         if all_nodes:
-            self._next_start_node = (self._next_start_node + len(feasible) + len(statuses)) \
-                % all_nodes
+            # Upstream counts the nodes that passed or got a status (not the one that erred).
+            looked_at = processed - 1 if error is not None else processed
+            self._next_start_node = (self._next_start_node + looked_at) % all_nodes
         if error is not None:
             return [], statuses, error
         return feasible, statuses, None

@@ -109,7 +109,10 @@ def test_unchanged_nodes_pass_on_the_verdict_kept_for_the_same_spec():
     assert second != first  # fewer requests on the others: LeastAllocated prefers them
 
 
-def test_only_the_plugin_that_rejected_an_unchanged_node_runs_again():
+def test_a_node_rejected_on_a_kept_verdict_runs_its_rejecting_plugin_only_if_needed():
+    """When the pod fits elsewhere, nobody reads the statuses of rejected nodes: an
+    unchanged node rejected before runs no plugin. When it fits nowhere, the plugin that
+    rejected the node runs again, for the status in the message."""
     s = scheduler(2)
     s.cache.set_node(node("n001", cpu="1"))
     first = s.scheduling_cycle(pod("a", cpu="2"))
@@ -117,13 +120,15 @@ def test_only_the_plugin_that_rejected_an_unchanged_node_runs_again():
     fit = count_filter_calls(s, "NodeResourcesFit")
     second = s.scheduling_cycle(pod("b", cpu="2"))
     assert first.node_name == second.node_name == "n000"
-    # n000 changed (the first pod is assumed there): filtered afresh; n001 did not: only
-    # the plugin that rejected it runs again.
-    assert unschedulable == ["n000"]
-    assert fit == ["n000", "n001"]
+    # n000 changed (the first pod is assumed there): filtered afresh; n001 did not.
+    assert unschedulable == ["n000"] and fit == ["n000"]
+    assert s._next_start_node == 0  # both nodes count as looked at
+    unschedulable.clear()
+    fit.clear()
     s.cache.set_node(node("n000", cpu="1"))
     third = s.scheduling_cycle(pod("c", cpu="2"))
     assert third.message == "0/2 nodes are available: 2 Insufficient cpu."
+    assert unschedulable == ["n000"] and fit == ["n000", "n001"]
 
 
 def test_another_spec_does_not_share_the_kept_verdicts():
