@@ -139,6 +139,8 @@ class Plugin(Protocol):
     #   without the method is never answered from kept verdicts.
     # node_local_score = True: Score depends only on the pod's spec and the node's
     #   NodeInfo (PreScore state derived from the spec is fine).
+    # score_equivalence(state, pod) -> token | None: Score depends only on the pod's
+    #   spec, the token and the node's NodeInfo this cycle; None when on more.
 
 
 class Framework:
@@ -173,9 +175,9 @@ class Framework:
                          for p in plugins}
         # Kept answers. Filter: (spec, tokens) -> node -> its verdict and what it was
         # for, for pods of one spec (pods of a template, the same pod retried); Score:
-        # (spec, plugin) -> node -> (generation, score).
+        # (spec, plugin, its token) -> node -> (generation, score).
         self._verdicts: dict[Hashable, dict[str, tuple[Any, ...]]] = {}
-        self._scores: dict[tuple[str, str], dict[str, tuple[int, int]]] = {}
+        self._scores: dict[tuple[str, str, Hashable], dict[str, tuple[int, int]]] = {}
 
     def events_by_plugin(self) -> dict[str, set[ClusterEvent]]:
         return {p.name: set(p.events()) for p in self.plugins}
@@ -417,8 +419,10 @@ class Framework:
             pre_score = getattr(plugin, "pre_score", None)
             if pre_score is not None and pre_score(state, pod, nodes):
                 continue
-            if getattr(plugin, "node_local_score", False):
-                scores = self._node_local_scores(state, pod, plugin, nodes)
+            equivalence = getattr(plugin, "score_equivalence", None)
+            token = equivalence(state, pod) if equivalence is not None else None
+            if token is not None or getattr(plugin, "node_local_score", False):
+                scores = self._node_local_scores(state, pod, plugin, nodes, token)
             else:
                 scores = {n.name: plugin.score(state, pod, n) for n in nodes}
             normalize = getattr(plugin, "normalize_scores", None)
@@ -434,8 +438,8 @@ class Framework:
         return totals if totals is not None else {n.name: 0 for n in nodes}
 
     def _node_local_scores(self, state: CycleState, pod: dict, plugin: Any,
-                           nodes: list[NodeInfo]) -> dict[str, int]:
-        key = (state.spec_key(pod), plugin.name)
+                           nodes: list[NodeInfo], token: Hashable = None) -> dict[str, int]:
+        key = (state.spec_key(pod), plugin.name, token)
         kept = self._scores.get(key)
         if kept is None:
             if len(self._scores) >= MAX_KEPT_SPECS:

@@ -571,6 +571,16 @@ class DynamicResources:
                        ((st.claims[i].get("spec") or {}).get("devices") or {}).get("requests")
                        or [])
 
+    def score_equivalence(self, state: CycleState, pod: dict) -> tuple[str, int] | None:
+        """A node's score comes from its allocation, which depends on the claim specs and
+        the node's DRA version: kept per node generation when the scheduler follows the
+        versions (see follow_node_versions), on Filter's fast path only."""
+        st: _State | None = state.read(self.name)
+        if st is None or st.cache_table is None or self.simulating or \
+                not self._versions_followed:
+            return None
+        return st.signature, self._versions.global_version
+
     def score(self, state: CycleState, pod: dict, node: NodeInfo) -> int:
         st: _State = state.read(self.name)
         if node.name not in st.results:

@@ -15,6 +15,10 @@ pytestmark = pytest.mark.unit
 
 DRIVER = "gpu.example.com"
 GPU_CLAIM_SPEC = {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}
+# A prioritized list: two GPUs if the node has them, else one (DynamicResources scores).
+TWO_OR_ONE_SPEC = {"devices": {"requests": [{"name": "gpu", "firstAvailable": [
+    {"name": "two", "deviceClassName": "gpu", "count": 2},
+    {"name": "one", "deviceClassName": "gpu"}]}]}}
 
 
 def scheduler(nodes: int, *, gpus: int = 0) -> Scheduler:
@@ -39,10 +43,12 @@ def gpu_slice(name: str, gpus: int) -> dict:
         "devices": [{"name": f"gpu-{k}"} for k in range(gpus)]}}
 
 
-def gpu_pod(s: Scheduler, name: str, **kwargs: Any) -> dict:
-    """A pod with its own claim (already in the scheduler's informer) for one GPU."""
+def gpu_pod(s: Scheduler, name: str, claim_spec: dict | None = None, **kwargs: Any) -> dict:
+    """A pod with its own claim (already in the scheduler's informer), for one GPU by
+    default."""
     s.dra.set_claim({"metadata": {"name": f"{name}-gpu", "namespace": "default",
-                                  "uid": f"claim-{name}"}, "spec": GPU_CLAIM_SPEC})
+                                  "uid": f"claim-{name}"},
+                     "spec": claim_spec or GPU_CLAIM_SPEC})
     return pod(name, claims=[{"name": "gpu", "resourceClaimName": f"{name}-gpu"}], **kwargs)
 
 
@@ -243,7 +249,10 @@ def _run(seed: int, full_search: bool) -> list[tuple[str | None, str]]:
             else:
                 s.dra.set_slice(gpu_slice(name, rng.choice([1, 2, 3])))
         kwargs = dict(rng.choice(specs))
-        p = gpu_pod(s, f"p{i}", **kwargs) if rng.random() < 0.6 else pod(f"p{i}", **kwargs)
+        draw = rng.random()
+        p = gpu_pod(s, f"p{i}", **kwargs) if draw < 0.45 else \
+            gpu_pod(s, f"p{i}", TWO_OR_ONE_SPEC, **kwargs) if draw < 0.6 else \
+            pod(f"p{i}", **kwargs)
         if full_search:
             s.framework.forget_kept_answers()
         result = s.scheduling_cycle(p)
