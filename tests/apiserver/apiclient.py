@@ -7,6 +7,8 @@ import base64
 import json
 import ssl
 import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,3 +117,21 @@ def pod(name: str, node: str = "", **spec: object) -> dict:
     if node:
         body["spec"]["nodeName"] = node
     return body
+
+
+@asynccontextmanager
+async def own_apiserver(tmp_path: Path, **options: Any) -> AsyncIterator[tuple[Client, Any]]:
+    """An apiserver of its own (e.g. with a small watch cache) and a client for it."""
+    from draemu.cmd.testing.apiserver import start_apiserver
+
+    server = await start_apiserver(tmp_path / "own", **options)
+    try:
+        async with aiohttp.ClientSession() as session:
+            yield Client(server.url, session, ssl_context_for(server.kubeconfig_path)), server
+    finally:
+        await server.stop()
+
+
+async def list_revision(client: Client, path: str = CM) -> str:
+    """The resourceVersion of a LIST of `path` now."""
+    return (await client.get(path)).json["metadata"]["resourceVersion"]

@@ -7,15 +7,20 @@ import socket
 import ssl
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
-from apiclient import CM, Client, configmap, next_event, ssl_context_for
+from apiclient import (
+    CM,
+    Client,
+    configmap,
+    list_revision,
+    next_event,
+    own_apiserver,
+    ssl_context_for,
+)
 
-from draemu.apiserver.server import APIServer
 from draemu.cmd.testing.apiserver import start_apiserver
 from draemu.store import WatchTooSlowError
 from draemu.store.factory import open_store
@@ -23,23 +28,8 @@ from draemu.store.factory import open_store
 pytestmark = pytest.mark.unit
 
 
-@asynccontextmanager
-async def _server(tmp_path: Path, **options: Any) -> AsyncIterator[tuple[Client, APIServer]]:
-    """An apiserver of its own (e.g. with a small watch cache) and a client for it."""
-    server = await start_apiserver(tmp_path / "own", **options)
-    try:
-        async with aiohttp.ClientSession() as session:
-            yield Client(server.url, session, ssl_context_for(server.kubeconfig_path)), server
-    finally:
-        await server.stop()
-
-
-async def _rv(client: Client) -> str:
-    return (await client.get(CM)).json["metadata"]["resourceVersion"]
-
-
 async def test_watch_streams_newline_terminated_events_from_a_revision(client: Client) -> None:
-    rv = await _rv(client)
+    rv = await list_revision(client)
     resp = await client.stream(f"{CM}?watch=true&resourceVersion={rv}")
     try:
         assert resp.headers["Content-Type"] == "application/json"
@@ -59,7 +49,7 @@ async def test_watch_streams_newline_terminated_events_from_a_revision(client: C
 
 
 async def test_watch_resumes_with_changes_after_the_given_revision(client: Client) -> None:
-    rv = await _rv(client)
+    rv = await list_revision(client)
     await client.post(CM, configmap("before"))
     resp = await client.stream(f"{CM}?watch=True&resourceVersion={rv}")  # Python-style bool
     try:
@@ -81,7 +71,7 @@ async def test_watch_without_revision_starts_with_synthetic_added_events(
 
 
 async def test_too_old_revision_is_an_error_event_410(tmp_path) -> None:
-    async with _server(tmp_path, watch_history=3) as (client, _):
+    async with own_apiserver(tmp_path, watch_history=3) as (client, _):
         for i in range(5):
             await client.post(CM, configmap(f"h{i}"))
         resp = await client.stream(f"{CM}?watch=true&resourceVersion=1")
@@ -118,7 +108,7 @@ async def test_send_initial_events_without_not_older_than_is_422(client: Client)
 
 
 async def test_timeout_seconds_ends_the_stream_cleanly(client: Client) -> None:
-    rv = await _rv(client)
+    rv = await list_revision(client)
     resp = await client.stream(f"{CM}?watch=true&resourceVersion={rv}&timeoutSeconds=1")
     try:
         line = await asyncio.wait_for(resp.content.readline(), 10)
@@ -129,7 +119,7 @@ async def test_timeout_seconds_ends_the_stream_cleanly(client: Client) -> None:
 
 async def test_objects_leaving_a_selector_arrive_as_deleted(client: Client) -> None:
     await client.post(CM, configmap("sel", {"app": "x"}))
-    rv = await _rv(client)
+    rv = await list_revision(client)
     resp = await client.stream(f"{CM}?watch=true&resourceVersion={rv}&labelSelector=app%3Dx")
     try:
         await client.put(f"{CM}/sel", configmap("sel", {"app": "y"}))
@@ -153,7 +143,7 @@ async def test_legacy_watch_path_of_one_object(client: Client) -> None:
 
 
 async def test_table_watch_sends_column_definitions_only_first(client: Client) -> None:
-    rv = await _rv(client)
+    rv = await list_revision(client)
     resp = await client.stream(f"{CM}?watch=true&resourceVersion={rv}", headers={
         "Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
     try:
@@ -168,8 +158,8 @@ async def test_table_watch_sends_column_definitions_only_first(client: Client) -
 
 
 async def test_slow_watcher_is_dropped_without_blocking_writes(tmp_path) -> None:
-    async with _server(tmp_path, watcher_queue=2) as (client, server):
-        rv = await _rv(client)
+    async with own_apiserver(tmp_path, watcher_queue=2) as (client, server):
+        rv = await list_revision(client)
         assert server.api is not None
         cache = server.api.storage.cache
         watcher = cache.watch("/registry/core/configmaps/", int(rv))
@@ -213,10 +203,10 @@ async def test_cache_that_falls_behind_the_store_reloads_and_ends_watches(tmp_pa
 
     store.watch = watch
     try:
-        async with _server(tmp_path, store=store) as (client, server):
+        async with own_apiserver(tmp_path, store=store) as (client, server):
             assert server.api is not None
             cache = server.api.storage.cache
-            watcher = cache.watch("/registry/core/configmaps/", int(await _rv(client)))
+            watcher = cache.watch("/registry/core/configmaps/", int(await list_revision(client)))
             behind = True
             await client.post(CM, configmap("lost"))
             assert (await asyncio.wait_for(watcher.queue.get(), 10)) is None  # re-list
@@ -230,7 +220,7 @@ async def test_stopping_the_server_ends_open_watches_promptly(tmp_path) -> None:
     server = await start_apiserver(tmp_path / "s")
     async with aiohttp.ClientSession() as session:
         c = Client(server.url, session, ssl_context_for(server.kubeconfig_path))
-        resp = await c.stream(f"{CM}?watch=true&resourceVersion={await _rv(c)}")
+        resp = await c.stream(f"{CM}?watch=true&resourceVersion={await list_revision(c)}")
         started = time.monotonic()
         await server.stop()
         assert time.monotonic() - started < 4.5  # not the 5 s shutdown timeout
@@ -243,7 +233,7 @@ async def test_idle_watch_with_bookmarks_gets_periodic_bookmarks(client: Client,
     from draemu.apiserver import watch
 
     monkeypatch.setattr(watch, "BOOKMARK_INTERVAL", 0.2)
-    rv = await _rv(client)
+    rv = await list_revision(client)
     resp = await client.stream(f"{CM}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true")
     try:
         event = await next_event(resp)
@@ -255,7 +245,7 @@ async def test_idle_watch_with_bookmarks_gets_periodic_bookmarks(client: Client,
 
 
 async def test_busy_watch_still_ends_at_its_timeout(client: Client) -> None:
-    rv = await _rv(client)
+    rv = await list_revision(client)
     resp = await client.stream(f"{CM}?watch=true&resourceVersion={rv}&timeoutSeconds=1")
     try:
         started = time.monotonic()
@@ -272,7 +262,7 @@ async def test_a_watcher_dropped_for_being_too_slow_gets_its_connection_closed(
         tmp_path) -> None:
     """Issue 15: a client that stops reading is dropped, and its connection ends (EOF),
     even though the stream was blocked writing to it."""
-    async with _server(tmp_path, watcher_queue=2) as (client, server):
+    async with own_apiserver(tmp_path, watcher_queue=2) as (client, server):
         ctx = ssl_context_for(server.kubeconfig_path)
 
         def open_watch() -> ssl.SSLSocket:

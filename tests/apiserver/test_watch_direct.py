@@ -18,12 +18,19 @@ from typing import Any
 
 import aiohttp
 import pytest
-from apiclient import CM, Client, configmap, next_event, ssl_context_for
+from apiclient import (
+    CM,
+    Client,
+    configmap,
+    list_revision,
+    next_event,
+    own_apiserver,
+    ssl_context_for,
+)
 
 from draemu.apiserver import watchcache
 from draemu.apiserver.server import APIServer
 from draemu.apiserver.watchcache import Change, WatchCache
-from draemu.cmd.testing.apiserver import start_apiserver
 from draemu.store.factory import open_store
 
 pytestmark = pytest.mark.unit
@@ -184,20 +191,6 @@ async def test_direct_watchers_with_a_selector_see_objects_enter_and_leave() -> 
 
 # Over HTTPS ---------------------------------------------------------------------------------
 
-@asynccontextmanager
-async def _server(tmp_path: Path, **options: Any) -> AsyncIterator[tuple[Client, APIServer]]:
-    server = await start_apiserver(tmp_path / "own", **options)
-    try:
-        async with aiohttp.ClientSession() as session:
-            yield Client(server.url, session, ssl_context_for(server.kubeconfig_path)), server
-    finally:
-        await server.stop()
-
-
-async def _rv(client: Client) -> str:
-    return (await client.get(CM)).json["metadata"]["resourceVersion"]
-
-
 async def _direct_watchers(server: APIServer, n: int) -> None:
     """Until `n` watchers of ConfigMaps are written directly by the cache."""
     assert server.api is not None
@@ -221,7 +214,7 @@ def _seq(events: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
 
 async def test_every_watcher_gets_every_event_of_a_burst_in_order(client: Client,
                                                                   apiserver: APIServer) -> None:
-    rv = await _rv(client)
+    rv = await list_revision(client)
     streams = [await client.stream(f"{CM}?watch=true&resourceVersion={rv}") for _ in range(6)]
     try:
         await _direct_watchers(apiserver, 6)
@@ -238,7 +231,7 @@ async def test_every_watcher_gets_every_event_of_a_burst_in_order(client: Client
 
 async def test_a_watcher_that_joins_during_a_burst_gets_no_gap_and_no_duplicate(
         client: Client, apiserver: APIServer) -> None:
-    rv = await _rv(client)
+    rv = await list_revision(client)
     early = await client.stream(f"{CM}?watch=true&resourceVersion={rv}")
     try:
         await _direct_watchers(apiserver, 1)
@@ -268,8 +261,8 @@ async def test_a_watcher_that_joins_during_a_burst_gets_no_gap_and_no_duplicate(
 
 async def test_a_stalled_client_never_holds_back_the_directly_written_watchers(
         tmp_path: Path) -> None:
-    async with _server(tmp_path, watcher_queue=4) as (client, server):
-        rv = await _rv(client)
+    async with own_apiserver(tmp_path, watcher_queue=4) as (client, server):
+        rv = await list_revision(client)
         ctx = ssl_context_for(server.kubeconfig_path)
 
         def open_stalled() -> ssl.SSLSocket:
@@ -317,7 +310,7 @@ async def test_bookmarks_of_a_directly_written_watch_never_overtake_its_events(
     from draemu.apiserver import watch
 
     monkeypatch.setattr(watch, "BOOKMARK_INTERVAL", 0.05)
-    rv = await _rv(client)
+    rv = await list_revision(client)
     resp = await client.stream(f"{CM}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true")
     try:
         await _direct_watchers(apiserver, 1)
