@@ -36,6 +36,25 @@ sys.path.insert(0, str(Path(__file__).parent))
 import draworkloads
 
 
+TOKEN_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def admitted(pod: dict[str, Any], names: random.Random) -> None:
+    """The pod as the apiserver's ServiceAccount admission leaves it, which is what the
+    scheduler sees: a projected `kube-api-access-<5>` volume of a random name, mounted in
+    every container."""
+    name = "kube-api-access-" + "".join(names.choice("bcdfghjklmnpqrstvwxz2456789")
+                                        for _ in range(5))
+    pod["spec"].setdefault("volumes", []).append({"name": name, "projected": {
+        "defaultMode": 420, "sources": [
+            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+            {"configMap": {"name": "kube-root-ca.crt",
+                           "items": [{"key": "ca.crt", "path": "ca.crt"}]}}]}})
+    for container in pod["spec"]["containers"]:
+        container.setdefault("volumeMounts", []).append(
+            {"name": name, "readOnly": True, "mountPath": TOKEN_MOUNT})
+
+
 def run(name: str, nodes: int, pods: int, inflight: int, profile: bool) -> dict[str, Any]:
     from draemu.scheduler import Scheduler
 
@@ -53,11 +72,13 @@ def run(name: str, nodes: int, pods: int, inflight: int, profile: bool) -> dict[
             sched.dra.set_claim({**claim, "metadata": {**claim["metadata"], "uid": f"fill-{k}"},
                                  "status": status})
     work = []
+    names = random.Random(2)  # the token volumes' names (the scheduler's draws stay as they were)
     for i in range(pods):
         pod = copy.deepcopy(draworkloads.pod(i))
         pod["metadata"]["uid"] = f"pod-uid-{i}"
         claim_name = f"{pod['metadata']['name']}-gpu"
         pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim_name}]
+        admitted(pod, names)
         claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
                  "metadata": {"name": claim_name, "namespace": draworkloads.NS,
                               "uid": f"claim-uid-{i}"},

@@ -74,6 +74,37 @@ class Status:
 SUCCESS = Status()
 
 
+# Volume sources that no scheduling plugin reads, upstream's included (its volume plugins
+# look at claims, persistent and in-tree disks): pods that differ only in these are one
+# spec. Every pod has one of them: the service account token's `kube-api-access-<5>`
+# volume, named at random by admission.
+_LOCAL_VOLUMES = frozenset({"projected", "configMap", "secret", "emptyDir", "downwardAPI"})
+# What Filter and Score plugins read of a container: its name (DRA-backed extended
+# resources name it), requests and limits, host ports, and a sidecar's restartPolicy.
+_CONTAINER_FIELDS = ("name", "resources", "ports", "restartPolicy")
+
+
+def scheduling_view(spec: dict) -> dict:
+    """The pod's spec without what no Filter or Score plugin reads: the claim names
+    (`resourceClaims`: only DynamicResources reads them, and its token stands for the
+    claims' specs), volumes of the sources above, and each container's image, command,
+    environment, mounts, probes and the rest. A plugin that comes to read more of the
+    spec must keep it here: kept verdicts and scores are shared by pods of one view."""
+    view = {k: v for k, v in spec.items()
+            if k not in ("resourceClaims", "volumes", "containers", "initContainers",
+                         "ephemeralContainers")}
+    volumes = [v for v in spec.get("volumes") or ()
+               if not isinstance(v, dict) or not _LOCAL_VOLUMES.intersection(v)]
+    if volumes:
+        view["volumes"] = volumes
+    for key in ("containers", "initContainers", "ephemeralContainers"):
+        containers = spec.get(key)
+        if containers:
+            view[key] = [{f: c[f] for f in _CONTAINER_FIELDS if f in c}
+                         if isinstance(c, dict) else c for c in containers]
+    return view
+
+
 class CycleState(dict):
     """Per-pod, per-attempt data; each plugin reads and writes its own key. A dict (its
     `read` and `write` are the dict's own get and set: Filter reads it for every node)."""
@@ -89,14 +120,12 @@ class CycleState(dict):
         self._spec_key: str | None = None
 
     def spec_key(self, pod: dict) -> str:
-        """The pod's spec, canonical: pods with the same one get the same answers from the
-        plugins that look at the pod's spec and one node only. Without the claim names
-        (`resourceClaims`): only DynamicResources reads them, and its token stands for
-        what they name (the claims' specs)."""
+        """What the plugins that look at the pod's spec and one node read of the spec,
+        canonical: pods with the same key get the same answers from them (`scheduling_view`).
+        """
         if self._spec_key is None:
-            spec = {k: v for k, v in (pod.get("spec") or {}).items() if k != "resourceClaims"}
-            self._spec_key = json.dumps(spec, sort_keys=True, separators=(",", ":"),
-                                        default=str)
+            self._spec_key = json.dumps(scheduling_view(pod.get("spec") or {}),
+                                        sort_keys=True, separators=(",", ":"), default=str)
         return self._spec_key
 
     write = dict.__setitem__

@@ -145,6 +145,45 @@ def test_another_spec_does_not_share_the_kept_verdicts():
     assert sorted(calls[:3]) == ["n000", "n001", "n002"]
 
 
+def with_token_volume(p: dict, suffix: str, image: str) -> dict:
+    """The pod as admission leaves it: a `kube-api-access-<5>` volume of its own, mounted
+    in its container; and another image and environment."""
+    name = f"kube-api-access-{suffix}"
+    p["spec"]["volumes"] = [{"name": name, "projected": {"sources": [
+        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}]}}]
+    container = p["spec"]["containers"][0]
+    container.update(image=image, env=[{"name": "ID", "value": suffix}], volumeMounts=[
+        {"name": name, "readOnly": True,
+         "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}])
+    return p
+
+
+def test_pods_differing_only_in_what_no_plugin_reads_share_the_kept_verdicts():
+    """Admission gives every pod a service account token volume of a random name: the
+    pods of one workload still share their answers. Image, environment and mounts are
+    read by no Filter or Score plugin either."""
+    s = scheduler(3)
+    first = s.scheduling_cycle(with_token_volume(pod("a", cpu="1"), "abcde", "one")).node_name
+    calls = count_filter_calls(s, "NodeResourcesFit")
+    second = s.scheduling_cycle(with_token_volume(pod("b", cpu="1"), "vwxyz", "two")).node_name
+    assert calls == [first, second]
+
+
+def test_a_claim_volume_or_host_port_is_part_of_the_spec():
+    """What a plugin reads, or a volume a volume plugin would, is kept apart."""
+    s = scheduler(3)
+    s.scheduling_cycle(pod("a", cpu="1"))
+    calls = count_filter_calls(s, "NodeResourcesFit")
+    volume = {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]}
+    s.scheduling_cycle(pod("b", cpu="1", spec=volume))
+    assert sorted(calls[:3]) == ["n000", "n001", "n002"]
+    calls.clear()
+    ported = pod("c", cpu="1")
+    ported["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 8080}]
+    s.scheduling_cycle(ported)
+    assert sorted(calls[:3]) == ["n000", "n001", "n002"]
+
+
 def test_a_node_update_retires_its_kept_verdict():
     s = scheduler(2)
     s.scheduling_cycle(pod("a"))
