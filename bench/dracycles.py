@@ -35,7 +35,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 import draworkloads
 
-
 TOKEN_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
