@@ -132,6 +132,40 @@ def _cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _label(pid: int) -> str:
+    """A process's part: `draemu up` (its forked child: `draemu up child`), `draemu
+    scheduler`, the name of a Go binary, `postgres`."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        parent_argv = Path(f"/proc/{parent}/cmdline").read_bytes().split(b"\0")
+    except (OSError, IndexError, ValueError):
+        return f"pid {pid}"
+    words = [w.decode(errors="replace") for w in argv if w]
+    if not words:
+        return f"pid {pid}"
+    if "draemu" in words[:3] and words.index("draemu") + 1 < len(words):
+        i = words.index("draemu")
+        label = " ".join(words[i:i + 2])
+        if label == "draemu apiserver" and "--port" in words:
+            label += " :" + words[words.index("--port") + 1]
+        return label + (" child" if parent_argv == argv else "")
+    name = Path(words[0]).name
+    return "postgres" if name.startswith("postgres") else name
+
+
+def cpu_by_process(before: dict[int, float]) -> str:
+    """CPU seconds since `before` (pid: CPU seconds then), summed per part (`_label`),
+    busiest first."""
+    parts: dict[str, list[float]] = {}
+    for pid, then in before.items():
+        part = parts.setdefault(_label(pid), [0.0, 0])
+        part[0] += _cpu(pid) - then
+        part[1] += 1
+    return ", ".join(f"{label}{f' ({n} processes)' if n > 1 else ''}: {cpu:.2f}"
+                     for label, (cpu, n) in sorted(parts.items(), key=lambda kv: -kv[1][0]))
+
+
 class Side:
     """A control plane: its processes, its admin kubeconfig."""
 
@@ -794,11 +828,9 @@ async def _measure_dra(side: Side, client: Any, watcher: Any, wl: Any, nodes: in
             w.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
     cpu = side.cpu() - cpu0
-    # Which process was busy: the apiserver, or the child with the scheduler and
-    # controllers (in the order of the process tree).
-    print("  CPU s per process (pid: s): " + ", ".join(
-        f"{pid}: {_cpu(pid) - before:.2f}" for pid, before in cpu0_by_pid.items()),
-        flush=True)
+    # Which process was busy: the apiserver, the child with the scheduler and
+    # controllers, PostgreSQL's backends, ...
+    print("  CPU s per process: " + cpu_by_process(cpu0_by_pid), flush=True)
     if spies:
         stop_profile(spies)
     rss, peak, pss = side.rss_mib()
