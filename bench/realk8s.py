@@ -132,6 +132,20 @@ def _cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _machine_ticks() -> tuple[int, int]:
+    """The machine's CPU time so far, in clock ticks: (busy, all); idle and waiting for
+    I/O are not busy."""
+    ticks = [int(t) for t in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)
+
+
+def _machine_busy(before: tuple[int, int], after: tuple[int, int]) -> str:
+    """How busy every core was between two `_machine_ticks`: a share near 100% means
+    the side could not have gone faster on this machine without using less CPU."""
+    busy, total = after[0] - before[0], after[1] - before[1]
+    return f"machine busy {100 * busy / max(total, 1):.0f}% of {os.cpu_count()} cores"
+
+
 def _label(pid: int) -> str:
     """A process's part: `draemu up` (its forked child: `draemu up child`), `draemu
     scheduler`, the name of a Go binary, `postgres`."""
@@ -770,6 +784,7 @@ async def _measure_dra(side: Side, client: Any, watcher: Any, wl: Any, nodes: in
     spies = start_profile(side, profile) if profile else []
     cpu0 = side.cpu()
     cpu0_by_pid = {pid: _cpu(pid) for pid in side.pids()}
+    own0, machine0 = time.process_time(), _machine_ticks()
     start = time.perf_counter()
     workers: list[asyncio.Task[None]] = []
     deleted = 0
@@ -830,7 +845,9 @@ async def _measure_dra(side: Side, client: Any, watcher: Any, wl: Any, nodes: in
     cpu = side.cpu() - cpu0
     # Which process was busy: the apiserver, the child with the scheduler and
     # controllers, PostgreSQL's backends, ...
-    print("  CPU s per process: " + cpu_by_process(cpu0_by_pid), flush=True)
+    print("  CPU s per process: " + cpu_by_process(cpu0_by_pid)
+          + f"; this benchmark: {time.process_time() - own0:.2f}; "
+          + _machine_busy(machine0, _machine_ticks()), flush=True)
     if spies:
         stop_profile(spies)
     rss, peak, pss = side.rss_mib()
