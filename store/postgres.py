@@ -376,6 +376,14 @@ class PostgresStore(Store):
             raise CompactedError(revision, compacted)
 
 
+async def _keep_session(_conn: asyncpg.Connection) -> None:
+    """What a reader connection needs before the pool lends it again: nothing. Its reads
+    are single statements outside transactions that leave no session state (no settings,
+    cursors, LISTENs or advisory locks), and asyncpg rolls back a transaction left open
+    anyway. The default reset is a statement of its own per read (`RESET ALL`, `UNLISTEN
+    *`, ...): a second round trip, and most of PostgreSQL's CPU with three apiservers."""
+
+
 def _kv(key: str, row: Any) -> KeyValue | None:
     """A KeyValue from a GET_AT row (or columns in its order), None for a missing or
     deleted key."""
@@ -455,7 +463,8 @@ async def open_postgres(url: str, *, max_value_bytes: int, compaction_interval: 
         async with engine.connect() as conn:
             revision = (await conn.execute(_META, {"name": "revision"})).scalar_one()
             compacted = (await conn.execute(_META, {"name": "compact_revision"})).scalar_one()
-        readers = await asyncpg.create_pool(plain, min_size=1, max_size=READERS)
+        readers = await asyncpg.create_pool(plain, min_size=1, max_size=READERS,
+                                            reset=_keep_session)
         store = PostgresStore(engine, readers, plain, revision, compacted,
                               max_value_bytes=max_value_bytes,
                               compaction_interval=compaction_interval,
