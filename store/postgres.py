@@ -76,6 +76,18 @@ _READ_META = _positional(queries.READ_META, "name")
 _META = text(queries.READ_META)
 _WRITE_META = text(queries.WRITE_META)
 _COMPACT = text(queries.COMPACT)
+# The poller's: every row after a revision in revision order, with its previous row, and
+# the compacted revision, in one statement (one snapshot: a compaction that removed rows
+# it needed shows in the revision it reads). By the primary key: with a key range (as
+# CHANGES has) PostgreSQL walked the (name, id) index over every key, a read that grew
+# with the table. Without new rows, one row of NULLs but the compacted revision.
+_POLL = (
+    "SELECT c.value, kv.id, kv.name, kv.deleted, kv.create_revision, kv.prev_revision, "
+    "kv.version, kv.value, p.create_revision, p.version, p.value "
+    "FROM draemu_meta c LEFT JOIN LATERAL ("
+    "  SELECT * FROM draemu_kv WHERE id > $1 ORDER BY id LIMIT $2"
+    ") kv ON true LEFT JOIN draemu_kv p ON p.id = kv.prev_revision "
+    "WHERE c.name = 'compact_revision' ORDER BY kv.id")
 # asyncpg's own placeholders: these two run on the writer connection.
 _WRITE = "SELECT * FROM draemu_write($1, $2, $3, $4)"
 _LATEST = (
@@ -311,9 +323,9 @@ class PostgresStore(Store):
 
     async def _poll_once(self) -> int:
         async with self._connect("reading new revisions") as conn:
-            rows = await conn.fetch(_CHANGES, self._hub.revision, _NEWEST, "/",
-                                    prefix_end("/"), POLL_PAGE)
-            compacted = await conn.fetchval(_READ_META, "compact_revision")
+            rows = await conn.fetch(_POLL, self._hub.revision, POLL_PAGE)
+        compacted = rows[0][0]
+        rows = [tuple(row)[1:] for row in rows if row[1] is not None]
         self._compacted = max(self._compacted, compacted)
         # This process's own commits may have been published meanwhile (_publish_own).
         published = self._hub.revision

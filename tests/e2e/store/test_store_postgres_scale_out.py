@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from draemu.store import ConflictError, Event, Store, Watch, open_store, postgres
+from draemu.store import (
+    CompactedError,
+    ConflictError,
+    Event,
+    Store,
+    Watch,
+    open_store,
+    postgres,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -90,3 +98,34 @@ async def test_notify_wakes_watchers_for_another_process_writes(
         assert event.kv.key == "/registry/child/k0"
     finally:
         await store.close()
+
+
+@pytest.mark.backends("postgresql")
+async def test_watchers_of_a_process_overtaken_by_compaction_end_with_compacted(
+        store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process compacts past what this one's poller published (its NOTIFYs lost):
+    the rows in between may be gone, so this process's watchers end with CompactedError
+    instead of skipping them; a watch from the compacted revision goes on."""
+    monkeypatch.setattr(postgres, "POLL_INTERVAL", 3600)
+    behind = await open_store(store_url, compaction_interval=0)
+    other = await open_store(store_url, compaction_interval=0)
+    try:
+        start = await behind.current_revision()
+        watch = behind.watch("/registry/", start)
+        listener = behind._listener  # type: ignore[attr-defined]
+        await listener.remove_listener(postgres.CHANNEL, behind._notified)  # type: ignore[attr-defined]
+        kv = await other.create("/registry/cm/ns/a", b"1")
+        for value in (b"2", b"3"):
+            kv, _ = await other.update(kv.key, value, kv.mod_revision)
+        await other.compact(kv.mod_revision)
+        behind._wake.set()  # type: ignore[attr-defined]  # the next poll
+        with pytest.raises(CompactedError):
+            await take(watch, 1)
+        later = behind.watch("/registry/", kv.mod_revision)
+        await other.create("/registry/cm/ns/b", b"1")
+        behind._wake.set()  # type: ignore[attr-defined]
+        [event] = await take(later, 1)
+        assert event.kv.key == "/registry/cm/ns/b"
+    finally:
+        await behind.close()
+        await other.close()
