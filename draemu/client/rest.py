@@ -17,7 +17,7 @@ import aiohttp
 
 from draemu.api import jsonfast
 from draemu.client import config
-from draemu.client.unixhttp import UnixHTTP
+from draemu.client.lighthttp import LightHTTP, over_tcp, over_unix
 
 PATCH_TYPES = {
     "json": "application/json-patch+json",
@@ -67,7 +67,8 @@ class Client:
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
         self._session: aiohttp.ClientSession | None = None
-        self._unix_http: UnixHTTP | None = None
+        # Every request but watches (aiohttp's, above) goes through it.
+        self._http: LightHTTP | None = None
 
     @classmethod
     def from_kubeconfig(cls, path: str | Path | None = None, context: str | None = None,
@@ -87,9 +88,9 @@ class Client:
         return self._session
 
     async def close(self) -> None:
-        if self._unix_http is not None:
-            await self._unix_http.close()
-            self._unix_http = None
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -108,17 +109,12 @@ class Client:
         if json is not None:
             data = jsonfast.dumps(json)  # orjson: the claim updates are large
             hdrs.setdefault("Content-Type", "application/json")
-        if self._unix_socket:
-            if self._unix_http is None:
-                self._unix_http = UnixHTTP(self._unix_socket, self._headers)
-            return await self._unix_http.request(
-                method, path, params, data.encode() if isinstance(data, str) else data,
-                hdrs, timeout)
-        async with self._get_session().request(
-                method, self.server + path, params=params, data=data, headers=hdrs,
-                timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
-            body = await resp.read()
-            return resp.status, dict(resp.headers), body
+        if self._http is None:
+            self._http = over_unix(self._unix_socket, self._headers) if self._unix_socket \
+                else over_tcp(self.server, self._ssl, self._headers)
+        return await self._http.request(
+            method, path, params, data.encode() if isinstance(data, str) else data,
+            hdrs, timeout)
 
     async def _call(self, method: str, path: str, *, params: dict[str, str] | None = None,
                     json_body: Any = None, data: bytes | str | None = None,
