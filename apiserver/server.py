@@ -24,7 +24,7 @@ from typing import Any
 
 from aiohttp import web
 
-from draemu import kubeconfig, pki
+from draemu import aio, kubeconfig, pki
 from draemu.apiserver import httperrors, reviews
 from draemu.apiserver.admission.policies import ValidatingAdmission
 from draemu.apiserver.admission.policystatus import PolicyStatus
@@ -70,8 +70,6 @@ SHUTDOWN_TIMEOUT = 5.0
 # The identity of in-process components on the loopback socket, as kube-apiserver's
 # loopback client.
 LOOPBACK_USER = "system:apiserver"
-# Allocations between collections of the youngest generation (see start()).
-YOUNG_THRESHOLD = 20_000
 
 
 @dataclass
@@ -239,11 +237,8 @@ class APIServer:
                 gc.enable()
         if opts.freeze_gc:
             # Each request's decoded objects, copies and responses are young garbage by
-            # the thousand; collected every 700 allocations (CPython's default), much of
-            # a request under way was still alive, was walked, promoted and walked again
-            # one generation up: 8-9% of the apiserver's CPU in `draemu up` (perf,
-            # bench/realk8s.py --workload template --nodes 500), as in its child.
-            gc.set_threshold(YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+            # the thousand.
+            aio.collect_young_less_often()
             self._gc = GCFreezer()
             self._gc.start()
             if self._cache is not None:

@@ -94,14 +94,6 @@ class _Config:
 
 # What both processes use, imported before `ControlPlaneProcess.fork`: its pages are then
 # shared by the two (copy-on-write) instead of being loaded twice.
-# Allocations between two collections of the youngest generation (CPython's default: 700).
-# Most of what the components allocate dies within a turn of the event loop (a decoded
-# event, a request's body); collected every 700 allocations, much of it was still alive,
-# was walked and promoted, and walked again one generation up. (The scheduler freezes
-# the informers' caches once synced; the apiserver's GCFreezer is not used here: its
-# once-a-second gc.get_freeze_count() walks every frozen object, this process's shared
-# modules included, which cost more than the few full collections it saves.)
-YOUNG_THRESHOLD = 20_000
 SHARED_MODULES = ("asyncio", "ssl", "aiohttp", "aiohttp.web", "yaml", "structlog",
                   "draemu.log", "draemu.client", "draemu.features", "draemu.cel",
                   "draemu.api.types", "draemu.api.errors", "draemu.api.meta",
@@ -507,7 +499,11 @@ async def _serve(config: _Config) -> None:
             if isinstance(result, BaseException):
                 raise result
         print(READY, flush=True)
-        gc.set_threshold(YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+        # (aio.collect_young_less_often. The scheduler freezes the informers' caches once
+        # synced; the apiserver's GCFreezer is not used here: its once-a-second
+        # gc.get_freeze_count() walks every frozen object, this process's shared modules
+        # included, which cost more than the few full collections it saves.)
+        aio.collect_young_less_often()
         reporter = asyncio.create_task(_report_metrics(child))
         await _until_told_to_stop()
     finally:

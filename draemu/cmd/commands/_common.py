@@ -23,9 +23,13 @@ async def wait_for_signal() -> None:
 
 
 async def serve(start: Callable[[], Awaitable[None]], stop: Callable[[], Awaitable[None]]) -> None:
-    """Start, run until a signal, stop — stopping also when start fails half-way."""
+    """Start, run until a signal, stop — stopping also when start fails half-way. Once
+    started, the youngest generation is collected less often (draemu.aio)."""
+    from draemu import aio
+
     try:
         await start()
+        aio.collect_young_less_often()
         await wait_for_signal()
     finally:
         await stop()

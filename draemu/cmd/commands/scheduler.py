@@ -57,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, stop.set)
         try:
             await scheduler.start()
+            aio.collect_young_less_often()
             await stop.wait()
         finally:
             await scheduler.stop()
