@@ -115,18 +115,18 @@ class Scheduler:
         self.gates = gates or FeatureGates()
         self.inventory = Inventory(self.gates)
         self.cache = Cache()
+        self.config = config or SchedulerConfig.default()
+        for profile in self.config.profiles:
+            timeout = (profile.args.get("DynamicResources") or {}).get("filterTimeout")
+            if timeout is not None:  # one DRA plugin (one device inventory) for all profiles
+                dra_filter_timeout = parse_duration(timeout)
+                break
         # dra_filter_timeout: seconds the allocator may spend on one node (gate
         # DRASchedulerFilterTimeout); 0 disables the limit, as kube-scheduler's filterTimeout.
         self.dra = DynamicResources(client, self.gates, self.inventory,
                                     filter_timeout=dra_filter_timeout)
         self.dra.follow_node_versions(self.cache.touch)
         self.namespace_labels: dict[str, dict[str, str]] = {}
-        self.config = config or SchedulerConfig.default()
-        for profile in self.config.profiles:
-            timeout = (profile.args.get("DynamicResources") or {}).get("filterTimeout")
-            if timeout is not None:  # one DRA plugin (one device inventory) for all profiles
-                self.dra._filter_timeout = parse_duration(timeout)
-                break
         # One Framework per profile, by schedulerName; the first is the default one.
         self.profiles = {p.scheduler_name: self._build_profile(p) for p in self.config.profiles}
         self.framework = next(iter(self.profiles.values()))

@@ -8,7 +8,9 @@ import sys
 
 import pytest
 from sched_helpers import node, pod
+from test_sched_e2e import claim, device_class, resource_slice
 
+from draemu.features import FeatureGates
 from draemu.scheduler.config import DEFAULT_PLUGINS, ConfigError, load, parse_duration
 from draemu.scheduler.scheduler import Scheduler, num_feasible_nodes_to_find
 
@@ -104,6 +106,39 @@ def test_dynamic_resources_filter_timeout():
             "    args: {filterTimeout: 1m30s}\n")
     assert scheduler(text).dra._filter_timeout == 90.0
     assert parse_duration("500ms") == 0.5 and parse_duration("0") == 0.0
+
+
+def dra_scheduler(text: str, gates: FeatureGates | None = None) -> Scheduler:
+    """A scheduler of the configuration with one node of one GPU, and a claim for it."""
+    s = Scheduler(None, gates, config=load(HEAD + text))  # type: ignore[arg-type]
+    s.cache.set_node(node("n1"))
+    s.dra.set_class(device_class())
+    s.dra.set_slice(resource_slice("n1", 1))
+    s.dra.set_claim({**claim("c1"), "metadata": {"name": "c1", "namespace": "default",
+                                                  "uid": "claim-c1"}})
+    return s
+
+
+def gpu_pod() -> dict:
+    return pod("p1", claims=[{"name": "gpu", "resourceClaimName": "c1"}])
+
+
+def dra_args(timeout: str) -> str:
+    return ("profiles:\n- pluginConfig:\n  - name: DynamicResources\n"
+            f"    args: {{filterTimeout: {timeout}}}\n")
+
+
+def test_a_filter_timeout_of_zero_disables_the_limit():
+    # As kube-scheduler: 0 means no timeout, not "time out at once".
+    assert dra_scheduler(dra_args("0s")).scheduling_cycle(gpu_pod()).node_name == "n1"
+
+
+def test_a_configured_filter_timeout_applies_only_with_its_gate():
+    result = dra_scheduler(dra_args("1ns")).scheduling_cycle(gpu_pod())
+    assert result.node_name is None
+    assert "timed out trying to allocate devices" in result.message
+    off = FeatureGates.parse("DRASchedulerFilterTimeout=false")
+    assert dra_scheduler(dra_args("1ns"), off).scheduling_cycle(gpu_pod()).node_name == "n1"
 
 
 def test_percentage_of_nodes_to_score():
