@@ -12,6 +12,17 @@ from __future__ import annotations
 KUBERNETES_VERSION = "v1.37.0"
 
 
+def check_import_name(name: str) -> None:
+    """Each top-level folder (`store/`, `apiserver/`, ...) is a package only as
+    `draemu.<folder>`. Imported by its bare name (`import store` from the repository root,
+    where the folder is on `sys.path`), every module under it would load a second time,
+    with classes that are not the draemu.* ones (`store.errors.ConflictError is not
+    draemu.store.errors.ConflictError`): so that import fails at once."""
+    if not name.startswith("draemu."):
+        raise ImportError(f"import draemu.{name}, not {name}: the top-level folders are "
+                          "packages of draemu only (ARCHITECTURE.md, 'The rule')")
+
+
 def __getattr__(name: str) -> str:
     # `__version__` on first use: importlib.metadata costs every command ~10 ms at start.
     if name != "__version__":

@@ -7,6 +7,7 @@
     openapi_v2_protobuf(strategies) -> bytes      # /openapi/v2, gnostic protobuf (kubectl <= 1.28)
 """
 
+from draemu import check_import_name
 from draemu.openapi.documents import (
     document_hash,
     document_key,
@@ -19,3 +20,5 @@ from draemu.openapi.swagger import openapi_v2_document
 
 __all__ = ["V2_PROTOBUF_CONTENT_TYPE", "document_hash", "document_key", "openapi_v2_document",
            "openapi_v2_protobuf", "openapi_v3_document", "openapi_v3_index"]
+
+check_import_name(__name__)

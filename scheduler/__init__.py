@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from draemu import check_import_name
+
 __all__ = ["Scheduler"]
 
 
@@ -18,3 +20,5 @@ def __getattr__(name: str) -> Any:
 
         return Scheduler
     raise AttributeError(name)
+
+check_import_name(__name__)

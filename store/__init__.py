@@ -9,6 +9,7 @@ Backends: SQLite (`draemu.store.sqlite`, the default, one process) and PostgreSQ
 docstrings for durability.
 """
 
+from draemu import check_import_name
 from draemu.store.base import Store
 from draemu.store.errors import (
     CompactedError,
@@ -33,3 +34,5 @@ __all__ = [
     "StoreClosedError", "StoreError", "StoreLockedError", "ValueTooLargeError", "Watch",
     "WatchTooSlowError", "open_store",
 ]
+
+check_import_name(__name__)

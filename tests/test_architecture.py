@@ -7,6 +7,11 @@ below. The rule is ARCHITECTURE.md's: only the apiserver touches the store; the
 scheduler, controllers, kubelets and drivers are API clients that share nothing but
 the library; the library depends on no component; only the composition root
 (`draemu/cmd/`) and the `kind` front end wire components together.
+
+Relative imports count as the absolute names they resolve to, and every file of the tree
+(tests, bench/ and examples/ too) is checked for bare top-level names: `import store` from
+the repository root would load a second copy of `draemu.store` (each top-level package
+refuses that at import time too, see `draemu.check_import_name`).
 """
 
 from __future__ import annotations
@@ -35,6 +40,11 @@ FOLDERS = {
     "draemu/cmd": "root",
     "draemu/__main__.py": "root",  # python -m draemu
     "draemu": "library",
+    # Users of draemu: they may import any part, but only by its draemu.* name.
+    "examples": "examples",
+    "tests": "users",
+    "bench": "users",
+    "setup.py": "users",
 }
 
 # Import name (the part after `draemu.`) -> part.
@@ -64,7 +74,15 @@ ALLOWED: dict[str, set[str]] = {
     "drivers": {"library"},
     "root": {"library", "examples", *COMPONENTS},
     "kind-compat": {"library", "root"},
+    "examples": {"library", "drivers"},
+    "users": {"library", "root", "examples", "kind-compat", *COMPONENTS},
 }
+
+# Import names that are top-level folders of the tree: from the repository root they
+# import, as a second copy of the draemu.* module (`store.errors.ConflictError is not
+# draemu.store.errors.ConflictError`).
+BARE_NAMES = {"store", "openapi", "apiserver", "scheduler", "controllers", "kubelet",
+              "drivers", "examples", "tests", "bench"}
 
 
 def part_of_file(path: Path) -> str | None:
@@ -82,43 +100,98 @@ def part_of_name(module: str) -> str:
     return NAMES.get(head, "library")
 
 
-def imported_modules(tree: ast.AST) -> list[tuple[int, str]]:
+def module_name(path: Path) -> str | None:
+    """The import name of a file in a package of the tree (None for tests/, bench/ and
+    other files that are not in a package)."""
+    rel = path.relative_to(ROOT)
+    top = rel.parts[0]
+    package = {"kind-compat": "kindcompat"}.get(top, top)
+    if top != "draemu" and package not in NAMES:
+        return None
+    parts = ["draemu", *([] if top == "draemu" else [package]), *rel.parts[1:]]
+    parts[-1] = parts[-1].removesuffix(".py")
+    return ".".join(parts)
+
+
+def resolve_relative(node: ast.ImportFrom, module: str | None, is_package: bool) -> str:
+    """The absolute name of `from .x import y` in `module` ("" if it cannot resolve)."""
+    if module is None:
+        return ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    if node.level - 1 >= len(base):
+        return ""
+    base = base[:len(base) - (node.level - 1)]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
+def imported_modules(tree: ast.AST, module: str | None = None,
+                     is_package: bool = False) -> list[tuple[int, str]]:
+    """Every module a file imports, relative imports resolved: (line, name)."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found += [(node.lineno, a.name) for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.append((node.lineno, node.module))
-            if node.module == "draemu":  # from draemu import cmd, store, ...
-                found += [(node.lineno, f"draemu.{a.name}") for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            name = node.module or "" if node.level == 0 else resolve_relative(
+                node, module, is_package)
+            if node.level and not name:
+                found.append((node.lineno, "." * node.level + (node.module or "")))
+                continue
+            found.append((node.lineno, name))
+            if name == "draemu" or (node.level and node.module is None):
+                # from draemu import cmd, store, ...; from . import sibling
+                found += [(node.lineno, f"{name}.{a.name}") for a in node.names]
+    return found
+
+
+def draemu_imports(found: list[tuple[int, str]]) -> list[tuple[int, str]]:
     return [(line, m) for line, m in found if m == "draemu" or m.startswith("draemu.")]
+
+
+def bare_imports(found: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """Imports by a top-level folder's bare name, and relative imports that leave the
+    tree's packages (both load modules under a name other than draemu.*)."""
+    return [(line, m) for line, m in found
+            if m.split(".")[0] in BARE_NAMES or m.startswith(".")]
 
 
 def source_files() -> list[Path]:
     files = set()
     for folder in FOLDERS:
-        for path in (ROOT / folder).rglob("*.py"):
+        paths = [ROOT / folder] if folder.endswith(".py") else (ROOT / folder).rglob("*.py")
+        for path in paths:
             # draemu/store -> ../store and the other links are checked as their folders
             if not any((ROOT / p).is_symlink() for p in path.relative_to(ROOT).parents):
                 files.add(path)
     return sorted(files)
 
 
+def product_files() -> list[Path]:
+    """The files of draemu itself (not its tests, benchmarks or examples)."""
+    return [path for path in source_files() if part_of_file(path) not in ("users", "examples")]
+
+
+def file_violations(path: Path, text: str) -> list[str]:
+    part = part_of_file(path)
+    if part is None:
+        return []
+    module = module_name(path)
+    tree = ast.parse(text, filename=str(path))
+    found = imported_modules(tree, module, path.name == "__init__.py")
+    rel = path.relative_to(ROOT)
+    bad = [f"{rel}:{line}: imports {m} by a name outside draemu.* (use draemu.{m.lstrip('.')}"
+           f" and absolute imports across parts)" for line, m in bare_imports(found)]
+    for line, name in draemu_imports(found):
+        target = part_of_name(name)
+        if target != part and target not in ALLOWED[part]:
+            bad.append(f"{rel}:{line}: {part} imports {name} ({target})")
+    return bad
+
+
 def violations() -> list[str]:
     bad = []
     for path in source_files():
-        part = part_of_file(path)
-        if part is None:
-            continue
-        text = path.read_text()
-        if "draemu" not in text:  # imports nothing of draemu's
-            continue
-        tree = ast.parse(text, filename=str(path))
-        for line, module in imported_modules(tree):
-            target = part_of_name(module)
-            if target != part and target not in ALLOWED[part]:
-                bad.append(f"{path.relative_to(ROOT)}:{line}: {part} imports {module} "
-                           f"({target})")
+        bad += file_violations(path, path.read_text())
     return bad
 
 
@@ -136,6 +209,46 @@ def test_the_check_catches_a_forbidden_import(tmp_path):
     [(line, module)] = imported_modules(tree)
     assert line == 2 and part_of_name(module) == "apiserver"
     assert "apiserver" not in ALLOWED["scheduler"]
+
+
+def test_the_check_catches_a_relative_import_across_parts():
+    planted = ROOT / "scheduler" / "planted.py"
+    bad = file_violations(planted, "from ..store import errors\n")
+    assert bad == ["scheduler/planted.py:1: scheduler imports draemu.store (store)"]
+    nested = ROOT / "scheduler" / "dra" / "planted.py"
+    assert file_violations(nested, "from ...apiserver.registry import discover\n") == [
+        "scheduler/dra/planted.py:1: scheduler imports draemu.apiserver.registry (apiserver)"]
+
+
+def test_relative_imports_inside_a_part_pass():
+    inside = ROOT / "apiserver" / "registry" / "resource" / "planted.py"
+    assert file_violations(inside, "from . import walk\nfrom .fields import obj\n") == []
+
+
+def test_the_check_catches_a_bare_top_level_import():
+    for planted in (ROOT / "scheduler" / "planted.py", ROOT / "tests" / "planted.py",
+                    ROOT / "draemu" / "planted.py"):
+        for source in ("import store\n", "from store.errors import ConflictError\n",
+                       "def f():\n    import apiserver.registry\n"):
+            assert len(file_violations(planted, source)) == 1, (planted, source)
+
+
+def test_a_relative_import_outside_a_package_is_caught():
+    assert len(file_violations(ROOT / "tests" / "planted.py", "from .conftest import x\n")) == 1
+
+
+def test_a_bare_top_level_import_fails_at_import_time():
+    """From the repository root `import store` would load a second copy of draemu.store;
+    each top-level package refuses it."""
+    import subprocess
+    import sys
+    # examples/ holds no code, and pytest itself imports examples/__init__.py as `examples`
+    # when it collects the example tests.
+    for name in sorted(BARE_NAMES - {"tests", "bench", "examples"}):
+        result = subprocess.run([sys.executable, "-c", f"import {name}"], cwd=ROOT,
+                                capture_output=True, text=True, check=False)
+        assert result.returncode == 1, name
+        assert f"import draemu.{name}, not {name}" in result.stderr, (name, result.stderr)
 
 
 def test_import_names_are_paths():
@@ -195,6 +308,6 @@ def test_timestamps_are_formatted_in_one_place():
     """metav1.Time and MicroTime are written by draemu.api.meta (format_time, time_now,
     format_micro_time, micro_time_now), not by strftime copies."""
     meta = ROOT / "draemu" / "api" / "meta.py"
-    copies = [str(path.relative_to(ROOT)) for path in source_files()
+    copies = [str(path.relative_to(ROOT)) for path in product_files()
               if path != meta and "%Y-%m-%dT%H" in path.read_text()]
     assert copies == []
