@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
     import yaml
 
-    from draemu.cmd import offline
+    from draemu.cmd.explain import offline
     from draemu.features import FeatureGateError, FeatureGates
 
     try:

@@ -20,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
 
     from draemu import aio
     from draemu.client import ApiError, Client, ConfigError
-    from draemu.cmd.inventory_view import V1, build, render
+    from draemu.cmd.explain.devices import V1, build, render
 
     async def main() -> int:
         try:

@@ -30,7 +30,7 @@ def _pod_name(text: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from draemu import aio
     from draemu.client import ApiError, Client, ConfigError
-    from draemu.cmd.why import why_report
+    from draemu.cmd.explain.why import why_report
     from draemu.features import FeatureGateError, FeatureGates
 
     try:

@@ -1,7 +1,7 @@
 """The DRA introduction's three scenarios, step by step, with real kubectl.
 
 Each step prints the kubectl command it runs and its output; the scheduling decision is
-shown as `draemu why` shows it (draemu/cmd/why.py) and the pods' logs show the devices the
+shown as `draemu why` shows it (draemu/cmd/explain/why.py) and the pods' logs show the devices the
 drivers injected. Everything the demo creates is deleted at the end of its scenario.
 """
 
@@ -15,8 +15,8 @@ from importlib import resources
 from pathlib import Path
 
 from draemu.client import Client
-from draemu.cmd.inventory_view import V1, build, render
-from draemu.cmd.why import why_report
+from draemu.cmd.explain.devices import V1, build, render
+from draemu.cmd.explain.why import why_report
 
 SEED_NODES = ("gpu-node-01", "gpu-node-02", "gpu-node-03")
 NUMA_ATTRIBUTE = "resource.kubernetes.io/numaNode"

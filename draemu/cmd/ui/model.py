@@ -20,8 +20,8 @@ import yaml
 from draemu.api.quantity import Quantity
 from draemu.api.types import Obj
 from draemu.client import Client, Informer, SharedInformers, key_of
-from draemu.cmd import offline, why
-from draemu.cmd.inventory_view import build as device_rows
+from draemu.cmd.explain import offline, snapshot, why
+from draemu.cmd.explain.devices import build as device_rows
 from draemu.features import FeatureGates
 from draemu.scheduler.dra.allocator import Allocator
 
@@ -101,9 +101,9 @@ class LiveModel:
             "events": _events(self.items("events")),
         }
 
-    def cluster_for(self, pod: Obj) -> why.Cluster:
+    def cluster_for(self, pod: Obj) -> snapshot.Cluster:
         by_key = {key_of(c): c for c in self.items("claims")}
-        return why.assemble(pod, why.claims_from(pod, by_key), self.items("classes"),
+        return snapshot.assemble(pod, snapshot.claims_from(pod, by_key), self.items("classes"),
                             self.items("slices"), self.items("rules"), self.items("claims"),
                             self.items("nodes"), self.gates)
 

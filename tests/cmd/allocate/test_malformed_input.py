@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from draemu.cmd import offline
+from draemu.cmd.explain import offline
 from draemu.features import FeatureGates
 
 pytestmark = pytest.mark.unit

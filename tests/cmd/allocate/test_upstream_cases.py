@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from draemu.cmd import offline
+from draemu.cmd.explain import offline
 from draemu.features import FeatureGates
 from draemu.scheduler.dra.features import Features
 

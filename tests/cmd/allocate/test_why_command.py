@@ -8,7 +8,7 @@ import pytest
 
 from draemu.client import Client
 from draemu.cmd.cli import main
-from draemu.cmd.why import explain_pod
+from draemu.cmd.explain.why import explain_pod
 
 pytestmark = pytest.mark.unit
 

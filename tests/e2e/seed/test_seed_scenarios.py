@@ -112,7 +112,7 @@ def test_scenario_2b_consumable_capacity_shares_one_gpu_with_distinct_share_ids(
         assert (ra["pool"], ra["device"]) == (rb["pool"], rb["device"])
         assert ra["shareID"] and rb["shareID"] and ra["shareID"] != rb["shareID"]
         assert ra["consumedCapacity"]["memory"] == rb["consumedCapacity"]["memory"] == "10Gi"
-        from draemu.cmd.inventory_view import build
+        from draemu.cmd.explain.devices import build
         rows = build(get(seed, "resourceslices")["items"], claims)
         [row] = [r for r in rows if (r.pool, r.device) == (ra["pool"], ra["device"])]
         assert row.free() == "memory=60Gi"

@@ -13,7 +13,7 @@ import copy
 from collections import OrderedDict
 from typing import Any
 
-from draemu.cmd.why import Cluster
+from draemu.cmd.explain.snapshot import Cluster
 from draemu.scheduler.dra.allocator import Allocator
 
 _MODEL_KEYS = ("model", "productName", "type")
@@ -40,7 +40,7 @@ def _short_reason(reason: str, seen: str) -> str:
 
 
 def decision_table(c: Cluster) -> str:
-    """The table for a loaded pod (`draemu.cmd.why.load`)."""
+    """The table for a loaded pod (`draemu.cmd.explain.snapshot.load`)."""
     attributes: dict[str, dict[str, Any]] = {}
     for obj in c.slices:
         spec = obj.get("spec") or {}
