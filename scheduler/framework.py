@@ -208,6 +208,13 @@ class Framework:
         self._verdicts: dict[Hashable, dict[str, tuple[Any, ...]]] = {}
         self._scores: dict[tuple[str, str, Hashable], dict[str, tuple[int, int]]] = {}
 
+    def plugin(self, name: str) -> Any:
+        """The profile's plugin of this name (KeyError if it has none)."""
+        for plugin in self.plugins:
+            if plugin.name == name:
+                return plugin
+        raise KeyError(name)
+
     def events_by_plugin(self) -> dict[str, set[ClusterEvent]]:
         return {p.name: set(p.events()) for p in self.plugins}
 

@@ -23,7 +23,7 @@ from draemu.features import FeatureGates
 from draemu.log import get_logger
 from draemu.scheduler.cache import Cache
 from draemu.scheduler.config import Profile, SchedulerConfig, parse_duration
-from draemu.scheduler.dra import Inventory
+from draemu.scheduler.dra.manager import DRAManager
 from draemu.scheduler.fiterror import NO_NODES, fit_error_message
 from draemu.scheduler.framework import (
     ClusterEvent,
@@ -113,7 +113,7 @@ class Scheduler:
         self.client = client
         self._shared = informers
         self.gates = gates or FeatureGates()
-        self.inventory = Inventory(self.gates)
+        self.dra = DRAManager(self.gates)
         self.cache = Cache()
         self.config = config or SchedulerConfig.default()
         for profile in self.config.profiles:
@@ -123,8 +123,7 @@ class Scheduler:
                 break
         # dra_filter_timeout: seconds the allocator may spend on one node (gate
         # DRASchedulerFilterTimeout); 0 disables the limit, as kube-scheduler's filterTimeout.
-        self.dra = DynamicResources(client, self.gates, self.inventory,
-                                    filter_timeout=dra_filter_timeout)
+        self._dra_plugin = DynamicResources(client, self.dra, filter_timeout=dra_filter_timeout)
         self.dra.follow_node_versions(self.cache.touch)
         self.namespace_labels: dict[str, dict[str, str]] = {}
         # One Framework per profile, by schedulerName; the first is the default one.
@@ -156,9 +155,6 @@ class Scheduler:
         self._gate_reported: dict[str, str] = {}
         self._gated_report_delay = gated_report_delay
         self._binding_slots = asyncio.Semaphore(MAX_CONCURRENT_BINDINGS)
-        # claim "namespace/name" -> pending pods naming it (spec or status), so that a claim
-        # event wakes only the pods it concerns.
-        self._claim_users: dict[str, set[str]] = {}
         self.scheduled = 0  # pods bound so far (for benchmarks and logs)
 
     def _build_profile(self, profile: Profile) -> Framework:
@@ -189,7 +185,7 @@ class Scheduler:
                     affinity.get("ignorePreferredTermsOfExistingPods")),
                 nodes_with_affinity=self.cache.nodes_with_affinity,
                 nodes_with_required_anti_affinity=self.cache.nodes_with_required_anti_affinity),
-            "DynamicResources": lambda: self.dra,
+            "DynamicResources": lambda: self._dra_plugin,
             "DefaultPreemption": lambda: preemption,
             "NodeResourcesBalancedAllocation": lambda: BalancedAllocation(
                 _resources(balanced.get("resources"))),
@@ -319,12 +315,12 @@ class Scheduler:
                 self.cache.add_pod(pod)
                 self._event("Pod", "Add", new=pod)  # spread and affinity count placed pods
         elif self._responsible(pod) and pod["metadata"]["uid"] not in self._bound_unseen:
-            self._index_claim_users(pod, add=True)
+            self.dra.track_pod(pod)
             self.queue.add(key_of(pod), pod, gated_by=self._gate(pod))
 
     def _on_pod_update(self, old: dict, pod: dict) -> None:
         key = key_of(pod)
-        self._index_claim_users(old, add=False)
+        self.dra.untrack_pod(old)
         if (pod.get("spec") or {}).get("nodeName"):
             self.queue.delete(key)
             self._bound_unseen.discard(pod["metadata"]["uid"])
@@ -340,7 +336,7 @@ class Scheduler:
                         (pod.get("metadata") or {}).get("labels"):
                     self._event("Pod", "Update", old=old, new=pod)
         elif self._responsible(pod) and pod["metadata"]["uid"] not in self._bound_unseen:
-            self._index_claim_users(pod, add=True)
+            self.dra.track_pod(pod)
             self.queue.update(key, pod, gated_by=self._gate(pod),
                               requeue=_without_volatile(old) != _without_volatile(pod))
         else:
@@ -348,7 +344,7 @@ class Scheduler:
             self._cancel_gate_report(key)
 
     def _on_pod_delete(self, pod: dict) -> None:
-        self._index_claim_users(pod, add=False)
+        self.dra.untrack_pod(pod)
         self.queue.delete(key_of(pod))
         self._cancel_gate_report(key_of(pod))
         self._bound_unseen.discard(pod["metadata"]["uid"])
@@ -417,21 +413,6 @@ class Scheduler:
             return None
         return {"matchLabels": match_labels, "matchExpressions": expressions}
 
-    def _index_claim_users(self, pod: dict, *, add: bool) -> None:
-        ns, key = pod["metadata"].get("namespace", ""), key_of(pod)
-        names = {e["resourceClaimName"] for e in (pod.get("spec") or {}).get("resourceClaims")
-                 or [] if e.get("resourceClaimName")}
-        names |= {s["resourceClaimName"] for s in (pod.get("status") or {}).get(
-            "resourceClaimStatuses") or [] if s.get("resourceClaimName")}
-        for name in names:
-            users = self._claim_users.setdefault(f"{ns}/{name}", set())
-            if add:
-                users.add(key)
-            else:
-                users.discard(key)
-                if not users:
-                    del self._claim_users[f"{ns}/{name}"]
-
     def _claim_event(self, old: dict | None, claim: dict | None, action: str) -> None:
         """Upstream's queueing hint for claims: freed devices may help any pod; otherwise
         only the pods that use the claim (named in their spec or status, or owning it)."""
@@ -444,7 +425,7 @@ class Scheduler:
         obj = claim or old or {}
         meta = obj.get("metadata") or {}
         ns = meta.get("namespace", "")
-        users = set(self._claim_users.get(f"{ns}/{meta.get('name')}", ()))
+        users = self.dra.pods_using(ns, meta.get("name", ""))
         users |= {f"{ns}/{o.get('name')}" for o in meta.get("ownerReferences") or []
                   if o.get("kind") == "Pod"}
         self.queue.on_event(event, only=users)

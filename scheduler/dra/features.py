@@ -1,4 +1,5 @@
-"""The allocator's feature switches, derived from Kubernetes feature gates."""
+"""The DRA feature switches of the allocator and the scheduler's DRA plugin, derived from
+Kubernetes feature gates once (gates that go in pairs are one switch here)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,10 @@ class Features:
     derived_attributes: bool = False
     compatibility_groups: bool = False
     optional_node_operations: bool = False
+    # The scheduler's DRA plugin (not the allocator):
+    extended_resource: bool = True  # DRAExtendedResource: DeviceClasses back resources
+    workload_claims: bool = False  # DRAWorkloadResourceClaims: claims of a PodGroup
+    filter_timeout: bool = True  # DRASchedulerFilterTimeout: Filter's time limit
 
     @classmethod
     def from_gates(cls, gates: FeatureGates | None) -> Features:
@@ -37,4 +42,7 @@ class Features:
             derived_attributes=g.enabled("DRADerivedAttributes"),
             compatibility_groups=g.enabled("DRADeviceCompatibilityGroups"),
             optional_node_operations=g.enabled("DRAOptionalNodeOperations"),
+            extended_resource=g.enabled("DRAExtendedResource"),
+            workload_claims=g.enabled("DRAWorkloadResourceClaims"),
+            filter_timeout=g.enabled("DRASchedulerFilterTimeout"),
         )

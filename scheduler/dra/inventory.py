@@ -4,6 +4,7 @@ devices that allocated claims hold."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from draemu.features import FeatureGates
@@ -32,7 +33,6 @@ class Inventory:
         self.unbound: dict[str, Slice] = {}  # slices without nodeName
         self.by_pool: dict[tuple[str, str], dict[str, Slice]] = {}
         self.taint_rules: dict[str, dict[str, Any]] = {}
-        self.claims: dict[str, dict[str, Any]] = {}
         self.state = AllocatedState()
         self._usage: dict[str, Usage] = {}
         # Device → the keys of the allocated claims in _usage that use it.
@@ -144,7 +144,6 @@ class Inventory:
         self.rejected.pop(f"ResourceClaim {key}", None)
         if usage is None:
             return
-        self.claims[key] = obj
         self._usage[key] = usage
         for device in {*usage.exclusive, *usage.shares}:
             self._holders.setdefault(device, set()).add(key)
@@ -152,7 +151,6 @@ class Inventory:
 
     def remove_claim(self, key: str) -> None:
         usage = self._usage.pop(key, None)
-        self.claims.pop(key, None)
         if usage is not None:
             for device in {*usage.exclusive, *usage.shares}:
                 keys = self._holders.get(device)
@@ -162,18 +160,15 @@ class Inventory:
                         del self._holders[device]
             self.state.remove(usage)
 
-    def hide_claims_of(self, pod_uids: set[str]) -> list[Usage]:
-        """Preemption's dry run: the devices of claims reserved only by these pods count as
-        free until `unhide` gets the returned usages back."""
+    def hide(self, keys: Iterable[str]) -> list[Usage]:
+        """Preemption's dry run: the devices of these allocated claims count as free until
+        `unhide` gets the returned usages back."""
         hidden = []
-        for key, claim in self.claims.items():
-            reserved = (claim.get("status") or {}).get("reservedFor") or []
-            if reserved and all(r.get("resource") == "pods" and not r.get("apiGroup")
-                                and r.get("uid") in pod_uids for r in reserved):
-                usage = self._usage.get(key)
-                if usage is not None:
-                    self.state.remove(usage)
-                    hidden.append(usage)
+        for key in keys:
+            usage = self._usage.get(key)
+            if usage is not None:
+                self.state.remove(usage)
+                hidden.append(usage)
         return hidden
 
     def unhide(self, hidden: list[Usage]) -> None:

@@ -22,6 +22,7 @@ that makes the pod fit (after upstream's DefaultPreemption and its Evaluator, v1
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from contextlib import nullcontext
 from typing import Any
 
 from draemu.api import labels as labelsel
@@ -131,10 +132,7 @@ class DefaultPreemption:
         return candidates, node_statuses
 
     def _fits(self, pod: dict, info: NodeInfo, removed: set[str]) -> Status:
-        hidden = self._dra._inventory.hide_claims_of(removed) if self._dra else []
-        if self._dra is not None:
-            self._dra.simulating = True
-        try:
+        with self._dra.simulate_without(removed) if self._dra is not None else nullcontext():
             state = CycleState()
             status, restriction = self.framework.run_pre_filter(state, pod)
             if not status.ok:
@@ -143,10 +141,6 @@ class DefaultPreemption:
                 return Status.unschedulable("node(s) didn't satisfy plugin(s)",
                                             resolvable=False)
             return self.framework.run_filter(state, pod, info)
-        finally:
-            if self._dra is not None:
-                self._dra.simulating = False
-                self._dra._inventory.unhide(hidden)
 
     def _select_victims(self, pod: dict, info: NodeInfo, pdbs: list[dict]
                         ) -> tuple[list[dict], int, Status]:

@@ -9,7 +9,7 @@
 - Filter: per node, allocated claims must be usable there and the allocator must find
   devices for the others, within the filter timeout (results are kept per node for
   Reserve, and reused across pods with the same claim specs while the node is unchanged:
-  see `allocationcache`).
+  see `dra/allocationcache.py`).
 - PostFilter (no node fits): deallocates one allocated claim that is unavailable (wrong
   node, binding failed or timed out) and reserved by nobody else, or else deletes a
   leftover extended-resource claim, so that the next attempt can allocate afresh.
@@ -32,7 +32,7 @@ import copy
 import json
 import random
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,10 +40,16 @@ from draemu.api.meta import now, parse_time, time_now
 from draemu.api.nodeselector import selector_matches
 from draemu.api.workloadclaims import owned_by_pod_group, reserved_for_pod
 from draemu.client import ApiError, Client
-from draemu.features import FeatureGates
 from draemu.log import get_logger
-from draemu.scheduler.dra import Allocator, Inventory
-from draemu.scheduler.dra import claim_key as inventory_key
+from draemu.scheduler.dra import Allocator
+from draemu.scheduler.dra.allocationcache import UNSATISFIABLE
+from draemu.scheduler.dra.extendedresources import (
+    CLAIM_ANNOTATION,
+    ResourceRequest,
+    claim_for_node,
+    pod_extended_requests,
+)
+from draemu.scheduler.dra.manager import DRAManager
 from draemu.scheduler.framework import (
     SUCCESS,
     ClusterEvent,
@@ -53,19 +59,6 @@ from draemu.scheduler.framework import (
     Status,
 )
 from draemu.scheduler.nodeinfo import NodeInfo
-from draemu.scheduler.plugins.allocationcache import (
-    UNSATISFIABLE,
-    AllocationCache,
-    NodeVersions,
-)
-from draemu.scheduler.plugins.extendedresources import (
-    CLAIM_ANNOTATION,
-    ResourceRequest,
-    claim_for_node,
-    class_mapping,
-    pod_extended_requests,
-)
-from draemu.scheduler.plugins.inflight import InFlight
 
 log = get_logger("scheduler")
 
@@ -118,131 +111,28 @@ class DynamicResources:
     name = "DynamicResources"
     weight = 1
 
-    def __init__(self, client: Client, gates: FeatureGates, inventory: Inventory,
+    def __init__(self, client: Client, dra: DRAManager,
                  binding_timeout: float = BINDING_TIMEOUT,
                  filter_timeout: float = FILTER_TIMEOUT) -> None:
         self._client = client
-        self._gates = gates
-        self._inventory = inventory
+        self._dra = dra
+        self._features = dra.features
+        self._cache = dra.cache  # Filter's fast path, looked up once
         self._binding_timeout = binding_timeout
         # None: allocate without a time limit (gate off, or a timeout of zero).
-        self._filter_timeout = filter_timeout if filter_timeout > 0 and gates.enabled(
-            "DRASchedulerFilterTimeout") else None
-        self._claims: dict[str, dict] = {}
-        self._classes: dict[str, dict] = {}
-        self._extended_mapping: dict[str, str] = {}  # extended resource -> DeviceClass
-        self._in_flight = InFlight()  # keyed by claim uid
-        self._versions = NodeVersions()
-        self._versions_followed = False  # see follow_node_versions
-        self.cache = AllocationCache(self._versions)
-        self.simulating = False  # set by DefaultPreemption around its dry runs
-        self._claim_changed = asyncio.Condition()
-        self._waiting = 0  # PreBinds waiting for binding conditions
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._filter_timeout = filter_timeout if filter_timeout > 0 and \
+            self._features.filter_timeout else None
+
+    @property
+    def filter_timeout(self) -> float | None:
+        """Seconds the allocator may spend on one node (None: no limit)."""
+        return self._filter_timeout
 
     def events(self) -> Iterable[ClusterEvent]:
         actions = ("Add", "Update", "Delete")
         return [ClusterEvent(r, a) for r in ("ResourceClaim", "ResourceSlice", "DeviceClass",
                                              "DeviceTaintRule") for a in actions] + [
             ClusterEvent("Node", "Add"), ClusterEvent("Node", "Update")]
-
-    # --- informer feed -----------------------------------------------------------------
-
-    def set_claim(self, claim: dict) -> None:
-        meta = claim["metadata"]
-        key = claim_key(meta["namespace"], meta["name"])
-        old = self._claims.get(key)
-        self._claims[key] = claim
-        self._inventory.set_claim(claim)
-        allocation = (claim.get("status") or {}).get("allocation")
-        old_allocation = ((old or {}).get("status") or {}).get("allocation")
-        uid = meta.get("uid", "")
-        flying = self._in_flight.get(uid) if allocation and not old_allocation else None
-        if flying is not None and flying.claim["status"]["allocation"] == allocation:
-            # Our own allocation landed as Reserve chose it: the devices in use are the
-            # same (allocated now instead of in flight), so the allocator's answers for
-            # the nodes of its pools stay valid in the cache.
-            self._in_flight.pop(uid)
-        else:
-            if allocation != old_allocation:
-                self._versions.allocation_changed(old_allocation)
-                self._versions.allocation_changed(allocation)
-            if allocation:
-                self._land(uid)
-        self._notify_claim_changed()
-
-    def remove_claim(self, claim: dict) -> None:
-        meta = claim["metadata"]
-        key = claim_key(meta["namespace"], meta["name"])
-        old = self._claims.pop(key, None)
-        self._inventory.remove_claim(inventory_key(claim))
-        self._versions.allocation_changed(((old or {}).get("status") or {}).get("allocation"))
-        self._land(meta.get("uid", ""))
-        self._notify_claim_changed()
-
-    def _land(self, key: str) -> None:
-        """An in-flight allocation is over (written and seen, or abandoned)."""
-        flying = self._in_flight.pop(key)
-        if flying is not None:
-            self._versions.allocation_changed(flying.claim["status"]["allocation"])
-
-    def assumed_claim(self, uid: str) -> dict | None:
-        """The claim with the allocation Reserve chose for it, while that is in flight."""
-        flying = self._in_flight.get(uid)
-        return flying.claim if flying is not None else None
-
-    def set_class(self, cls: dict) -> None:
-        self._classes[cls["metadata"]["name"]] = cls
-        self._inventory.set_class(cls)
-        self._versions.everything_changed()
-        self._remap()
-
-    def remove_class(self, name: str) -> None:
-        self._classes.pop(name, None)
-        self._inventory.remove_class(name)
-        self._versions.everything_changed()
-        self._remap()
-
-    def set_slice(self, obj: dict) -> None:
-        self._inventory.set_slice(obj)
-        self._versions.slice_set(obj)
-
-    def remove_slice(self, name: str) -> None:
-        self._inventory.remove_slice(name)
-        self._versions.slice_removed(name)
-
-    def set_taint_rule(self, obj: dict) -> None:
-        self._inventory.set_taint_rule(obj)
-        self._versions.everything_changed()
-
-    def remove_taint_rule(self, name: str) -> None:
-        self._inventory.remove_taint_rule(name)
-        self._versions.everything_changed()
-
-    def node_changed(self, name: str) -> None:
-        """A node's labels (node selectors) or allocatable (extended resources) may differ."""
-        self._versions.node_changed(name)
-
-    def _remap(self) -> None:
-        if self._gates.enabled("DRAExtendedResource"):
-            self._extended_mapping = class_mapping(list(self._classes.values()))
-
-    def backs_extended_resource(self, name: str) -> bool:
-        """For NodeResourcesFit: is this extended resource served by a DeviceClass?"""
-        return name in self._extended_mapping
-
-    def _notify_claim_changed(self) -> None:
-        async def notify() -> None:
-            async with self._claim_changed:
-                self._claim_changed.notify_all()
-
-        if self._waiting:  # only pay for a task when a PreBind waits
-            self._spawn(notify())
-
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     # --- PreFilter ---------------------------------------------------------------------
 
@@ -265,7 +155,7 @@ class DynamicResources:
                     continue  # the controller decided no claim is needed
             else:
                 name = entry.get("resourceClaimName") or ""
-            claim = self._claims.get(claim_key(meta["namespace"], name))
+            claim = self._dra.claim(meta["namespace"], name)
             if claim is None:
                 return [], Status.unschedulable(f"resourceclaim \"{name}\" not found",
                                                 resolvable=False)
@@ -275,7 +165,7 @@ class DynamicResources:
                                                 resolvable=False)
             if generated and not any(o.get("uid") == meta["uid"] and o.get("controller")
                                      for o in cmeta.get("ownerReferences") or []) and not (
-                    self._pod_group_claims() and owned_by_pod_group(claim, pod)):
+                    self._features.workload_claims and owned_by_pod_group(claim, pod)):
                 return [], Status.unschedulable(
                     f"ResourceClaim {meta['namespace']}/{name} was not created for pod "
                     f"{meta['namespace']}/{meta['name']} (pod is not owner)", resolvable=False)
@@ -284,7 +174,7 @@ class DynamicResources:
 
     def _check_unallocated(self, claim: dict, pod_uid: str) -> Status:
         uid = claim["metadata"].get("uid", "")
-        flying = self._in_flight.get(uid)
+        flying = self._dra.in_flight(uid)
         if flying is not None and flying.pod_uid != pod_uid:
             meta = claim["metadata"]
             return Status.unschedulable(
@@ -292,7 +182,7 @@ class DynamicResources:
                 "process of being allocated", resolvable=False)
         for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
             subrequests = request.get("firstAvailable")
-            if subrequests and not self._gates.enabled("DRAPrioritizedList"):
+            if subrequests and not self._features.prioritized_list:
                 return Status.unschedulable(
                     f"resource claim {claim['metadata']['name']}, request {request['name']}: "
                     "has subrequests, but the DRAPrioritizedList feature is disabled",
@@ -301,7 +191,7 @@ class DynamicResources:
                 cls = exact.get("deviceClassName")
                 if not cls:
                     return Status.error(f"request {request['name']}: unsupported request type")
-                if cls not in self._classes:
+                if not self._dra.has_class(cls):
                     return Status.unschedulable(
                         f"request {request['name']}: device class {cls} does not exist",
                         resolvable=False)
@@ -312,7 +202,7 @@ class DynamicResources:
         meta = pod["metadata"]
         name = ((pod.get("status") or {}).get("extendedResourceClaimStatus") or {}).get(
             "resourceClaimName")
-        claim = self._claims.get(claim_key(meta["namespace"], name)) if name else None
+        claim = self._dra.claim(meta["namespace"], name) if name else None
         if claim is None:
             return None
         cmeta = claim["metadata"]
@@ -343,8 +233,9 @@ class DynamicResources:
         return self._pod_claims(pod)[1]
 
     def pre_filter(self, state: CycleState, pod: dict) -> tuple[Status, PreFilterResult | None]:
-        extended = [r for r in pod_extended_requests(pod) if r.resource in
-                    self._extended_mapping] if self._extended_mapping else []
+        mapping = self._dra.extended_mapping
+        extended = [r for r in pod_extended_requests(pod) if r.resource in mapping] \
+            if mapping else []
         if not (pod.get("spec") or {}).get("resourceClaims") and not extended:
             return Status(Code.SKIP), None
         claims, status = self._pod_claims(pod)
@@ -359,14 +250,14 @@ class DynamicResources:
             st.extended_claim = len(claims)
             claims.append(leftover)
             st.extended = []
-        binding_gates = self._binding_conditions_enabled()
+        binding_gates = self._features.binding_conditions
         for i, claim in enumerate(claims):
             claim_status = claim.get("status") or {}
             allocation = claim_status.get("allocation")
             if allocation:
                 reserved = claim_status.get("reservedFor") or []
                 if len(reserved) >= RESERVED_FOR_MAX and \
-                        not reserved_for_pod(claim, pod, self._pod_group_claims()):
+                        not reserved_for_pod(claim, pod, self._features.workload_claims):
                     return Status.unschedulable(
                         f"resourceclaim {claim['metadata']['name']} is already reserved for "
                         f"{RESERVED_FOR_MAX} consumers, the maximum", resolvable=False), None
@@ -381,12 +272,13 @@ class DynamicResources:
             st.to_allocate.append(i)
         st.to_allocate_claims = [claims[i] for i in st.to_allocate]
         if st.to_allocate or st.extended:
-            st.allocator = Allocator(self._inventory)
+            st.allocator = self._dra.allocator()
             own_in_flight = any(
-                (f := self._in_flight.get(c["metadata"].get("uid", ""))) is not None
+                (f := self._dra.in_flight(c["metadata"].get("uid", ""))) is not None
                 and f.pod_uid == pod_uid for c in claims) or \
-                self._in_flight.get(_extended_key(pod_uid)) is not None
-            if not own_in_flight:
+                self._dra.in_flight(_extended_key(pod_uid)) is not None
+            # Preemption's dry runs see devices freed that are not: never cached.
+            if not own_in_flight and not self._dra.simulating:
                 st.signature = json.dumps(
                     [claims[i].get("spec") for i in st.to_allocate] +
                     [[r.request_name, r.resource, r.count] for r in st.extended],
@@ -396,7 +288,7 @@ class DynamicResources:
                                      for i in st.to_allocate) + (pod["metadata"]["name"],)
         if st.signature and st.to_allocate_claims and not (
                 st.selectors or st.not_ready or st.extended):
-            st.cache_table = self.cache.table(st.signature)  # Filter's fast path
+            st.cache_table = self._cache.table(st.signature)  # Filter's fast path
         state.write(self.name, st)
         return SUCCESS, None
 
@@ -407,24 +299,18 @@ class DynamicResources:
         """On Filter's fast path (claims to allocate and nothing else to check), the
         verdict is the allocation cache's: the claim specs at the node's versions."""
         st: _State | None = state.read(self.name)
-        if st is None or st.cache_table is None or self.simulating:
+        if st is None or st.cache_table is None:
             return None
-        return (st.signature, self._versions.global_version), \
-            None if self._versions_followed else self._versions.by_node
-
-    def follow_node_versions(self, changed: Callable[[str], None]) -> None:
-        """`changed(node)` is called whenever a node's DRA version moves (its devices in
-        use, its slices, its labels). The scheduler moves the node's NodeInfo generation
-        with it, so that kept Filter verdicts need not look the version up per node."""
-        self._versions.listeners.append(changed)
-        self._versions_followed = True
+        versions = self._dra.versions
+        return (st.signature, versions.global_version), \
+            None if self._dra.versions_followed else versions.by_node
 
     def filter(self, state: CycleState, pod: dict, node: NodeInfo) -> Status:
         st: _State = state.read(self.name)
-        if st.cache_table is not None and not self.simulating:
+        if st.cache_table is not None:
             # The common case first: claims to allocate and nothing else to check, and the
             # answer for this node in the cache.
-            outcome = self.cache.verdict(st.cache_table, node.name, st.claim_ids)
+            outcome = self._cache.verdict(st.cache_table, node.name, st.claim_ids)
             if outcome is UNSATISFIABLE:
                 return self._unsatisfiable(st, pod, node, st.to_allocate_claims)
             if outcome is not None and outcome.results is not None \
@@ -440,11 +326,12 @@ class DynamicResources:
         explanation names this pod's claims, computed if the pod fits nowhere, within this
         cycle (so on the state the verdict was checked against: no Reserve comes between,
         so the claims in flight are those of now)."""
-        allocator, in_flight, pod_uid = st.allocator, self._in_flight, pod["metadata"]["uid"]
+        allocator, dra, pod_uid = st.allocator, self._dra, pod["metadata"]["uid"]
         assert allocator is not None
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [CANNOT_ALLOCATE],
                       detail=lambda: _summary(allocator.allocate(
-                          node.node, claims, in_flight=in_flight.for_node(node.name, pod_uid))))
+                          node.node, claims, in_flight=dra.in_flight_for_node(node.name,
+                                                                              pod_uid))))
 
     def _filter(self, st: _State, pod: dict, node: NodeInfo, outcome: Any, *,
                 looked_up: bool) -> Status:
@@ -455,26 +342,25 @@ class DynamicResources:
             st.not_ready if st.selectors or st.not_ready else None
         claims = st.to_allocate_claims
         if st.extended:
-            special, served = claim_for_node(pod, st.extended, self._extended_mapping,
+            special, served = claim_for_node(pod, st.extended, self._dra.extended_mapping,
                                              node.allocatable.scalars)
             if special is not None:
                 st.extended_claims[node.name] = (special, served)
                 claims = [*claims, special]
         if not claims or st.allocator is None:
             return self._unavailable(st, unavailable) if unavailable else SUCCESS
-        # Preemption's dry runs see devices freed that are not: never cached either way.
-        signature = st.signature if not self.simulating else ""
+        signature = st.signature
         if signature and not looked_up:
-            outcome = self.cache.get(signature, node.name, st.claim_ids)
+            outcome = self._cache.get(signature, node.name, st.claim_ids)
         if outcome is None:
-            if signature and not looked_up and self.cache.unsatisfiable(signature, node.name):
+            if signature and not looked_up and self._cache.unsatisfiable(signature, node.name):
                 return self._unsatisfiable(st, pod, node, claims)
-            in_flight = self._in_flight.for_node(node.name, pod["metadata"]["uid"])
+            in_flight = self._dra.in_flight_for_node(node.name, pod["metadata"]["uid"])
             outcome = st.allocator.allocate(node.node, claims, in_flight=in_flight,
                                             timeout=self._filter_timeout)
             if signature and not outcome.timed_out and \
                     not (outcome.error and not outcome.unsatisfiable):
-                self.cache.put(st.signature, node.name, st.claim_ids, outcome)
+                self._cache.put(st.signature, node.name, st.claim_ids, outcome)
         if outcome.timed_out:
             return Status.unschedulable(TIMED_OUT, resolvable=False)
         if outcome.error and not outcome.unsatisfiable:
@@ -574,12 +460,11 @@ class DynamicResources:
     def score_equivalence(self, state: CycleState, pod: dict) -> tuple[str, int] | None:
         """A node's score comes from its allocation, which depends on the claim specs and
         the node's DRA version: kept per node generation when the scheduler follows the
-        versions (see follow_node_versions), on Filter's fast path only."""
+        versions (see DRAManager.follow_node_versions), on Filter's fast path only."""
         st: _State | None = state.read(self.name)
-        if st is None or st.cache_table is None or self.simulating or \
-                not self._versions_followed:
+        if st is None or st.cache_table is None or not self._dra.versions_followed:
             return None
-        return st.signature, self._versions.global_version
+        return st.signature, self._dra.versions.global_version
 
     def score(self, state: CycleState, pod: dict, node: NodeInfo) -> int:
         st: _State = state.read(self.name)
@@ -624,22 +509,18 @@ class DynamicResources:
                 else Status.error(f"no allocation computed for node {node_name}")
         for i in st.to_allocate:
             uid = st.claims[i]["metadata"].get("uid", "")
-            flying = self._in_flight.get(uid)
+            flying = self._dra.in_flight(uid)
             if flying is not None and flying.pod_uid != pod_uid:
                 return Status.unschedulable(
                     f"resource claim {st.claims[i]['metadata']['name']} is in the process of "
                     "being allocated")
         for i, allocation in zip(st.to_allocate, results, strict=False):
-            self._fly(st.claims[i], allocation, st.claims[i]["metadata"].get("uid", ""), pod_uid)
+            self._dra.assume(st.claims[i]["metadata"].get("uid", ""), st.claims[i], allocation,
+                             pod_uid)
         if node_name in st.extended_claims:
-            self._fly(st.extended_claims[node_name][0], results[-1], _extended_key(pod_uid),
-                      pod_uid)
+            self._dra.assume(_extended_key(pod_uid), st.extended_claims[node_name][0],
+                             results[-1], pod_uid)
         return SUCCESS
-
-    def _fly(self, claim: dict, allocation: dict, key: str, pod_uid: str) -> None:
-        claim = {**claim, "status": {**(claim.get("status") or {}), "allocation": allocation}}
-        self._in_flight.add(key, claim, pod_uid)
-        self._versions.allocation_changed(allocation)
 
     def unreserve(self, state: CycleState, pod: dict, node_name: str
                   ) -> Awaitable[None] | None:
@@ -654,9 +535,9 @@ class DynamicResources:
         if st.created_extended is not None:
             keys.append(st.created_extended["metadata"].get("uid", ""))
         for key in keys:
-            flying = self._in_flight.get(key)
+            flying = self._dra.in_flight(key)
             if flying is not None and flying.pod_uid == pod_uid:
-                self._land(key)
+                self._dra.land(key)
         reserved = [c for i, c in enumerate(st.claims) if i != st.extended_claim and
                     (c.get("status") or {}).get("allocation") and
                     any(r.get("uid") == pod_uid for r in c["status"].get("reservedFor") or [])]
@@ -698,7 +579,7 @@ class DynamicResources:
         written: list[dict] = []
         try:
             for i, claim in enumerate(st.claims):
-                flying = self._in_flight.get(claim["metadata"].get("uid", ""))
+                flying = self._dra.in_flight(claim["metadata"].get("uid", ""))
                 allocation = flying.claim["status"]["allocation"] \
                     if flying and flying.pod_uid == pod_meta["uid"] else None
                 # Kept in the state, so that Unreserve sees what was written.
@@ -718,7 +599,7 @@ class DynamicResources:
         """Creates the claim for DRA-backed extended resources, allocated and reserved, and
         records it in the pod status."""
         pod_meta = pod["metadata"]
-        flying = self._in_flight.get(_extended_key(pod_meta["uid"]))
+        flying = self._dra.in_flight(_extended_key(pod_meta["uid"]))
         if flying is None:
             raise _PreBindError("extended resource allocation is no longer reserved")
         claim = copy.deepcopy(flying.claim)
@@ -731,7 +612,7 @@ class DynamicResources:
             raise _PreBindError(f"create extended resource claim: {e.message}") from e
         st.created_extended = created
         # From here on the informer's copy of the claim keeps its devices taken.
-        self._in_flight.rekey(_extended_key(pod_meta["uid"]), created["metadata"]["uid"])
+        self._dra.rekey(_extended_key(pod_meta["uid"]), created["metadata"]["uid"])
         written = await self._reserve_claim(created, pod_meta, allocation)
         mapping = {"requestMappings": [
             {"containerName": r.container, "resourceName": r.resource,
@@ -745,13 +626,10 @@ class DynamicResources:
             raise _PreBindError(f"record extended resource claim: {e.message}") from e
         return written
 
-    def _pod_group_claims(self) -> bool:
-        return self._gates.enabled("DRAWorkloadResourceClaims")
-
     def _consumer(self, claim: dict, pod: dict) -> dict:
         """Whom the claim is reserved for: the pod, or (DRAWorkloadResourceClaims) the
         pod's PodGroup when the claim was made for the group."""
-        if self._pod_group_claims() and owned_by_pod_group(claim, pod):
+        if self._features.workload_claims and owned_by_pod_group(claim, pod):
             owner = next(r for r in claim["metadata"].get("ownerReferences") or []
                          if r.get("controller") and r.get("kind") == "PodGroup")
             return {"apiGroup": "scheduling.k8s.io", "resource": "podgroups",
@@ -793,7 +671,7 @@ class DynamicResources:
                     fresh = await self._client.update(RESOURCE_V1, "resourceclaims", updated)
                 new_status = dict(fresh.get("status") or {})
                 if allocation is not None and not new_status.get("allocation"):
-                    if self._binding_conditions_enabled() and _has_binding_conditions(
+                    if self._features.binding_conditions and _has_binding_conditions(
                             allocation) and not allocation.get("allocationTimestamp"):
                         allocation = {**allocation, "allocationTimestamp": time_now()}
                     new_status["allocation"] = allocation
@@ -815,56 +693,43 @@ class DynamicResources:
                         f"resourceclaim {ns}/{name}: {get_error.message}") from get_error
         raise _PreBindError(f"resourceclaim {ns}/{name}: too many conflicts")
 
-    def _binding_conditions_enabled(self) -> bool:
-        return self._gates.enabled("DRADeviceBindingConditions") and \
-            self._gates.enabled("DRAResourceClaimDeviceStatus")
-
     async def _wait_for_binding_conditions(self, claims: list[dict]) -> None:
-        if not self._binding_conditions_enabled():
+        if not self._features.binding_conditions:
             return
         pending = [c for c in claims
                    if _has_binding_conditions((c.get("status") or {}).get("allocation"))]
         if not pending:
             return
-        deadline = time.monotonic() + self._binding_timeout
-        self._waiting += 1
-        try:
-            await self._wait_until_bound(pending, deadline)
-        finally:
-            self._waiting -= 1
+        await self._wait_until_bound(pending, time.monotonic() + self._binding_timeout)
 
     async def _wait_until_bound(self, written: list[dict], deadline: float) -> None:
         """Waits on the claim informer. The results (what must be bound) come from the
         claims as written; the device conditions from the informer's copies, which are
         newer once they have any (the informer may still show the claim unallocated)."""
-        async with self._claim_changed:
-            while True:
-                done = True
-                for claim in written:
-                    meta = claim["metadata"]
-                    key = claim_key(meta["namespace"], meta["name"])
-                    # Not seen yet (a claim we just created) is not deleted: a reserved
-                    # claim cannot go away, its finalizer holds it until it is released.
-                    latest = self._claims.get(key) or claim
-                    if latest["metadata"].get("uid") != meta.get("uid") or \
-                            latest["metadata"].get("deletionTimestamp"):
-                        raise _PreBindError(f"resourceclaim {key} is being deleted")
-                    if (latest.get("status") or {}).get("devices"):
-                        claim = {**claim, "status": {**claim["status"],
-                                                     "devices": latest["status"]["devices"]}}
-                    verdict = _binding_verdict(claim)
-                    if verdict is not None:
-                        raise _PreBindError(verdict)
-                    done = done and _binding_done(claim)
-                if done:
-                    return
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise _PreBindError("device binding timeout")
-                try:
-                    await asyncio.wait_for(self._claim_changed.wait(), remaining)
-                except TimeoutError:
-                    pass
+        while not all([self._bound(claim) for claim in written]):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _PreBindError("device binding timeout")
+            await self._dra.next_claim_event(remaining)
+
+    def _bound(self, claim: dict) -> bool:
+        """Whether the claim's devices are bound; _PreBindError if binding failed or the
+        claim is going away."""
+        meta = claim["metadata"]
+        key = claim_key(meta["namespace"], meta["name"])
+        # Not seen yet (a claim we just created) is not deleted: a reserved claim cannot go
+        # away, its finalizer holds it until it is released.
+        latest = self._dra.claim(meta["namespace"], meta["name"]) or claim
+        if latest["metadata"].get("uid") != meta.get("uid") or \
+                latest["metadata"].get("deletionTimestamp"):
+            raise _PreBindError(f"resourceclaim {key} is being deleted")
+        if (latest.get("status") or {}).get("devices"):
+            claim = {**claim, "status": {**claim["status"],
+                                         "devices": latest["status"]["devices"]}}
+        verdict = _binding_verdict(claim)
+        if verdict is not None:
+            raise _PreBindError(verdict)
+        return _binding_done(claim)
 
 
 class _PreBindError(Exception):

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from draemu.scheduler.plugins.allocationcache import AllocationCache, NodeVersions
-from draemu.scheduler.plugins.inflight import InFlight, pinned_nodes
+from draemu.scheduler.dra.allocationcache import AllocationCache, NodeVersions
+from draemu.scheduler.dra.inflight import InFlight, pinned_nodes
 
 pytestmark = pytest.mark.unit
 
@@ -148,10 +148,10 @@ def test_an_allocation_landing_as_reserved_keeps_the_cached_answers():
     first, c0 = claimed(0)
     assert s.scheduling_cycle(first).node_name == "n1"
     assumed = s.dra.assumed_claim("claim-0")
-    version = s.dra.cache._versions.version("n1")
+    version = s.dra.versions.version("n1")
     s.dra.set_claim(assumed)  # landed as reserved
     assert s.dra.assumed_claim("claim-0") is None
-    assert s.dra.cache._versions.version("n1") == version
+    assert s.dra.versions.version("n1") == version
     second, _ = claimed(1)
     assert s.scheduling_cycle(second).node_name == "n1"
 
@@ -164,9 +164,9 @@ def test_an_allocation_landing_as_reserved_keeps_the_cached_answers():
         {"request": "gpu", "driver": driver, "pool": "n1", "device": "gpu-3"}]}}}}
     s.dra.set_claim(s.dra.assumed_claim("claim-1"))
     s.dra.set_claim({**c0, "status": {}})  # deallocated ...
-    version = s.dra.cache._versions.version("n1")
+    version = s.dra.versions.version("n1")
     s.dra.set_claim(other)  # ... and allocated otherwise, by someone else
-    assert s.dra.cache._versions.version("n1") != version
+    assert s.dra.versions.version("n1") != version
 
 
 def test_an_unsatisfiable_verdict_holds_for_other_claims_until_the_node_changes():

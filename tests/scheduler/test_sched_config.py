@@ -104,7 +104,7 @@ def test_profiles_by_scheduler_name():
 def test_dynamic_resources_filter_timeout():
     text = ("profiles:\n- pluginConfig:\n  - name: DynamicResources\n"
             "    args: {filterTimeout: 1m30s}\n")
-    assert scheduler(text).dra._filter_timeout == 90.0
+    assert scheduler(text).framework.plugin("DynamicResources").filter_timeout == 90.0
     assert parse_duration("500ms") == 0.5 and parse_duration("0") == 0.0
 
 

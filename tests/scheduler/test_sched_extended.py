@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sched_helpers import pod
 
-from draemu.scheduler.plugins.extendedresources import (
+from draemu.scheduler.dra.extendedresources import (
     claim_for_node,
     class_mapping,
     is_extended,

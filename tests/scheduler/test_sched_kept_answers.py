@@ -344,8 +344,7 @@ def test_a_dra_version_change_moves_the_node_generation():
     """The scheduler follows the DRA node versions: a node's devices taken by someone else
     move its NodeInfo generation, so kept verdicts need no version look-up per node. A
     DynamicResources plugin nobody follows hands its versions to the framework instead."""
-    from draemu.features import FeatureGates
-    from draemu.scheduler.dra import Inventory
+    from draemu.scheduler.dra.manager import DRAManager
     from draemu.scheduler.framework import CycleState
     from draemu.scheduler.plugins.dynamicresources import DynamicResources
 
@@ -360,13 +359,14 @@ def test_a_dra_version_change_moves_the_node_generation():
     p = gpu_pod(s, "p")
     state = CycleState()
     assert s.framework.run_pre_filter(state, p)[0].ok
-    assert s.dra.filter_equivalence(state, p)[1] is None
+    assert s.framework.plugin("DynamicResources").filter_equivalence(state, p)[1] is None
 
-    alone = DynamicResources(None, FeatureGates(), Inventory())  # type: ignore[arg-type]
-    alone.set_claim({"metadata": {"name": "p-gpu", "namespace": "default", "uid": "c"},
-                     "spec": GPU_CLAIM_SPEC})
-    alone.set_class({"metadata": {"name": "gpu"}, "spec": {}})
+    dra = DRAManager()
+    alone = DynamicResources(None, dra)  # type: ignore[arg-type]
+    dra.set_claim({"metadata": {"name": "p-gpu", "namespace": "default", "uid": "c"},
+                   "spec": GPU_CLAIM_SPEC})
+    dra.set_class({"metadata": {"name": "gpu"}, "spec": {}})
     state = CycleState()
     assert alone.pre_filter(state, pod("q", claims=[
         {"name": "gpu", "resourceClaimName": "p-gpu"}]))[0].ok
-    assert alone.filter_equivalence(state, p)[1] is alone._versions.by_node
+    assert alone.filter_equivalence(state, p)[1] is dra.versions.by_node

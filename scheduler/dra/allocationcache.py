@@ -14,7 +14,7 @@ only for the same claims; for other claims of the same specs only the verdict is
 (`unsatisfiable`), and Filter has the allocator explain it for them if asked. Answers
 with share IDs (consumable capacity) are reused like any other: a share needs an ID no
 other allocation of the device has, and an answer is reserved at most once, because
-Reserve moves the version of the nodes of its devices' pools (DynamicResources._fly),
+Reserve moves the version of the nodes of its devices' pools (DRAManager.assume),
 which retires every answer kept for them.
 """
 
@@ -35,7 +35,7 @@ class NodeVersions:
     def __init__(self) -> None:
         self.global_version = 0
         self._node: dict[str, int] = {}
-        # Told the name of every node whose version moves (see DynamicResources.
+        # Told the name of every node whose version moves (see DRAManager.
         # follow_node_versions).
         self.listeners: list[Callable[[str], None]] = []
         self._pool_nodes: dict[PoolID, set[str]] = {}
@@ -119,6 +119,8 @@ class _Entry:
 class AllocationCache:
     def __init__(self, versions: NodeVersions) -> None:
         self._versions = versions
+        # Each node's version, live (read for every (pod, node) pair: looked up once).
+        self._node_versions = versions.by_node
         # claim specs (signature) -> node -> answer: Filter looks up the table of its
         # pod's specs once, then each node in it.
         self._tables: dict[str, dict[str, _Entry]] = {}
@@ -141,9 +143,8 @@ class AllocationCache:
                claims: tuple[str, ...]) -> Any | None:
         # Called for every (pod, node) pair: the version check is inlined.
         entry = table.get(node) if table is not None else None
-        versions = self._versions
-        if entry is None or entry.global_version != versions.global_version or \
-                entry.node_version != versions._node.get(node, 0) or (
+        if entry is None or entry.global_version != self._versions.global_version or \
+                entry.node_version != self._node_versions.get(node, 0) or (
                 entry.outcome.results is None and entry.claims != claims):
             self.misses += 1
             return None
@@ -154,9 +155,8 @@ class AllocationCache:
         """`lookup` and `unsatisfiable` in one: the answer kept for these claims, else
         UNSATISFIABLE if the one kept for other claims of the specs says so, else None."""
         entry = table.get(node)
-        versions = self._versions
-        if entry is None or entry.global_version != versions.global_version or \
-                entry.node_version != versions._node.get(node, 0):
+        if entry is None or entry.global_version != self._versions.global_version or \
+                entry.node_version != self._node_versions.get(node, 0):
             self.misses += 1
             return None
         self.hits += 1
@@ -170,10 +170,9 @@ class AllocationCache:
         only the explanation, which names them, does)."""
         table = self._tables.get(signature)
         entry = table.get(node) if table is not None else None
-        versions = self._versions
         if entry is None or entry.outcome.results is not None or \
-                entry.global_version != versions.global_version or \
-                entry.node_version != versions._node.get(node, 0):
+                entry.global_version != self._versions.global_version or \
+                entry.node_version != self._node_versions.get(node, 0):
             return False
         self.hits += 1
         return True
