@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from draemu.cmd.commands.controllers import CONTROLLERS_HELP
 
 if TYPE_CHECKING:  # imported when used: `draemu up --help` stays quick
     from draemu.client import Client
+    from draemu.cmd.cluster import Cluster, ClusterOptions
     from draemu.cmd.ui.model import LiveModel
     from draemu.cmd.ui.server import UIServer
     from draemu.features import FeatureGates
@@ -96,62 +97,96 @@ def _self_command() -> str:
     return os.path.relpath(sys.argv[0]) if os.path.basename(here) == "draemu" else "draemu"
 
 
+class UsageError(Exception):
+    """A flag's value cannot be used: printed as `error: ...`, exit status 2."""
+
+
 def run(args: argparse.Namespace) -> int:
-    import ipaddress
     import sys
-    from pathlib import Path
 
     from draemu import aio
-    from draemu.client.config import ConfigError, default_paths, merge_into
-    from draemu.cmd import datadir
-    from draemu.cmd.cluster import Cluster, ClusterOptions, default_data_dir, has_nodes
-    from draemu.cmd.commands._common import runtime_image_map, wait_for_signal
+
+    try:
+        options = cluster_options(args)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if options.control_plane_process and (options.scheduler or options.controllers
+                                          or _has_nodes(options)):
+        from draemu.cmd.controlplane import ControlPlaneProcess
+
+        # Forked before the event loop starts: the child shares this process's pages of
+        # the modules both use, and imports its own while the apiserver starts here.
+        options.forked_control_plane = ControlPlaneProcess.fork(
+            scheduler=options.scheduler, controllers=options.controllers,
+            nodes=_has_nodes(options))
+    return aio.run(_serve(args, options))
+
+
+def _has_nodes(options: ClusterOptions) -> bool:
+    from draemu.cmd.cluster import has_nodes
+
+    return has_nodes(options)
+
+
+def _check_usage(args: argparse.Namespace) -> tuple[FeatureGates, Any, str | None, Any]:
+    """Every flag checked before anything starts: (feature gates, image map, scheduler
+    configuration text, enabled controllers)."""
+    import ipaddress
+
+    from draemu.controllers.names import select
     from draemu.drivers.presets import PresetError, load_preset
     from draemu.features import FeatureGateError, FeatureGates
 
     try:
         gates = FeatureGates.parse(args.feature_gates, args.emulated_version)
     except FeatureGateError as e:
-        print(f"error: --feature-gates: {e}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--feature-gates: {e}") from None
     try:
         # Read the preset before anything starts: a mistake in it is a usage error.
         load_preset(args.preset, args.nodes)
     except PresetError as e:
-        print(f"error: --preset: {e}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--preset: {e}") from None
     if args.insecure_http:
         try:
             loopback = ipaddress.ip_address(args.address).is_loopback
         except ValueError:
             loopback = args.address == "localhost"
         if not loopback:
-            print("error: --insecure-http is only allowed on a loopback address",
-                  file=sys.stderr)
-            return 2
+            raise UsageError("--insecure-http is only allowed on a loopback address")
+    from draemu.cmd.commands._common import runtime_image_map
+
     try:
         image_map = runtime_image_map(args)
     except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    scheduler_config = None
-    if args.scheduler_config:
-        from draemu.scheduler.config import ConfigError, load
-
-        try:
-            with open(args.scheduler_config, encoding="utf-8") as f:
-                scheduler_config = f.read()
-            load(scheduler_config)
-        except (OSError, ConfigError) as e:
-            print(f"error: --scheduler-config: {e}", file=sys.stderr)
-            return 2
-    from draemu.controllers.names import select
-
+        raise UsageError(str(e)) from None
     try:
         enabled_controllers = select(args.controllers)
     except ValueError as e:
-        print(f"error: --controllers: {e}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--controllers: {e}") from None
+    return gates, image_map, _scheduler_config(args), enabled_controllers
+
+
+def _scheduler_config(args: argparse.Namespace) -> str | None:
+    if not args.scheduler_config:
+        return None
+    from draemu.scheduler.config import ConfigError, load
+
+    try:
+        with open(args.scheduler_config, encoding="utf-8") as f:
+            text = f.read()
+        load(text)
+    except (OSError, ConfigError) as e:
+        raise UsageError(f"--scheduler-config: {e}") from None
+    return text
+
+
+def cluster_options(args: argparse.Namespace) -> ClusterOptions:
+    """`draemu up`'s flags as the cluster's options; UsageError says what is wrong."""
+    from draemu.cmd import datadir
+    from draemu.cmd.cluster import ClusterOptions, default_data_dir
+
+    gates, image_map, scheduler_config, enabled_controllers = _check_usage(args)
     data_dir = None if args.in_memory else Path(args.data_dir or default_data_dir())
     if data_dir is not None:
         try:
@@ -159,9 +194,8 @@ def run(args: argparse.Namespace) -> int:
                 datadir.reset(data_dir)
             datadir.check_preset(data_dir, args.preset, args.nodes)
         except datadir.DataDirError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
-    options = ClusterOptions(
+            raise UsageError(str(e)) from None
+    return ClusterOptions(
         data_dir=data_dir, in_memory=args.in_memory, address=args.address, port=args.port,
         kubeconfig=Path(args.kubeconfig) if args.kubeconfig else None, store_url=args.store,
         feature_gates=gates, insecure_http=args.insecure_http,
@@ -173,74 +207,82 @@ def run(args: argparse.Namespace) -> int:
         image_map=image_map, control_plane_process=not args.one_process,
         scheduler_config=scheduler_config, enabled_controllers=enabled_controllers)
 
-    if options.control_plane_process and (options.scheduler or options.controllers
-                                          or has_nodes(options)):
-        from draemu.cmd.controlplane import ControlPlaneProcess
 
-        # Forked before the event loop starts: the child shares this process's pages of
-        # the modules both use, and imports its own while the apiserver starts here.
-        options.forked_control_plane = ControlPlaneProcess.fork(
-            scheduler=options.scheduler, controllers=options.controllers,
-            nodes=has_nodes(options))
+async def _serve(args: argparse.Namespace, options: ClusterOptions) -> int:
+    """Start the cluster and the web view, print the banner, run until a signal."""
+    import sys
 
-    async def main() -> int:
-        cluster = Cluster(options)
-        ui = WebView(gates, demo=args.preset == "seed") if not args.no_ui else None
+    from draemu.cmd.cluster import Cluster
+    from draemu.cmd.commands._common import wait_for_signal
+
+    cluster = Cluster(options)
+    ui = WebView(options.feature_gates, demo=args.preset == "seed") if not args.no_ui else None
+    try:
         try:
-            try:
-                await cluster.start()
-            except OSError as e:
-                print(f"error: cannot start: {e}", file=sys.stderr)
-                if "address already in use" in str(e).lower():
-                    print(f"hint: port {args.port} is taken; pass --port 0 for a free one",
-                          file=sys.stderr)
-                return 1
-            kubeconfig = args.kubeconfig or str(cluster.kubeconfig_path)
-            if args.merge_kubeconfig:
-                target = default_paths()[0]
-                try:
-                    merge_into(target, cluster.kubeconfig_path, "draemu")
-                except ConfigError as e:
-                    print(f"error: --merge-kubeconfig: {e}", file=sys.stderr)
-                    return 1
-            if ui is not None:
-                try:
-                    await ui.start(cluster.kubeconfig_path, args.address, args.ui_port)
-                except OSError as e:
-                    print(f"error: cannot serve the web view: {e}", file=sys.stderr)
-                    return 1
-            nodes = cluster.node_names
-            print(f"draemu is ready in {cluster.timings['nodes']:.2f} s "
-                  f"(API in {cluster.timings['apiserver']:.2f} s)")
-            print(f"  API server:  {cluster.url}")
-            print(f"  kubeconfig:  {kubeconfig}")
-            print(f"  data dir:    {cluster.data_dir}"
-                  + ("  (temporary, removed at exit)" if args.in_memory else ""))
-            print(f"  preset:      {args.preset} ({len(nodes)} nodes"
-                  + (f": {', '.join(nodes)})" if len(nodes) <= 8 else ")"))
-            if ui is not None:
-                print(f"  web view:    {ui.url}")
-            print()
-            if args.merge_kubeconfig:
-                print("The 'draemu' context is now current in your kubeconfig. Try:")
-            else:
-                print(f"  export KUBECONFIG={kubeconfig}")
-                print()
-                print("Then try:")
-            print("  kubectl get nodes")
-            print("  kubectl get deviceclasses,resourceslices")
-            if args.preset == "seed":
-                print(f"  {_self_command()} demo seed")
-            print("Press Ctrl-C to stop.", flush=True)
-            await wait_for_signal()
-            print("stopping...", file=sys.stderr, flush=True)
-            return 0
-        finally:
-            if ui is not None:
-                await ui.stop()
-            await cluster.stop()
+            await cluster.start()
+        except OSError as e:
+            print(f"error: cannot start: {e}", file=sys.stderr)
+            if "address already in use" in str(e).lower():
+                print(f"hint: port {args.port} is taken; pass --port 0 for a free one",
+                      file=sys.stderr)
+            return 1
+        failed = await _after_start(args, cluster, ui)
+        if failed:
+            print(f"error: {failed}", file=sys.stderr)
+            return 1
+        _print_banner(args, cluster, ui)
+        await wait_for_signal()
+        print("stopping...", file=sys.stderr, flush=True)
+        return 0
+    finally:
+        if ui is not None:
+            await ui.stop()
+        await cluster.stop()
 
-    return aio.run(main())
+
+async def _after_start(args: argparse.Namespace, cluster: Cluster,
+                       ui: WebView | None) -> str | None:
+    """The kubeconfig merge and the web view, once the API serves; an error's text."""
+    from draemu.client.config import ConfigError, default_paths, merge_into
+
+    if args.merge_kubeconfig:
+        try:
+            merge_into(default_paths()[0], cluster.kubeconfig_path, "draemu")
+        except ConfigError as e:
+            return f"--merge-kubeconfig: {e}"
+    if ui is not None:
+        try:
+            await ui.start(cluster.kubeconfig_path, args.address, args.ui_port)
+        except OSError as e:
+            return f"cannot serve the web view: {e}"
+    return None
+
+
+def _print_banner(args: argparse.Namespace, cluster: Cluster, ui: WebView | None) -> None:
+    kubeconfig = args.kubeconfig or str(cluster.kubeconfig_path)
+    nodes = cluster.node_names
+    print(f"draemu is ready in {cluster.timings['nodes']:.2f} s "
+          f"(API in {cluster.timings['apiserver']:.2f} s)")
+    print(f"  API server:  {cluster.url}")
+    print(f"  kubeconfig:  {kubeconfig}")
+    print(f"  data dir:    {cluster.data_dir}"
+          + ("  (temporary, removed at exit)" if args.in_memory else ""))
+    print(f"  preset:      {args.preset} ({len(nodes)} nodes"
+          + (f": {', '.join(nodes)})" if len(nodes) <= 8 else ")"))
+    if ui is not None:
+        print(f"  web view:    {ui.url}")
+    print()
+    if args.merge_kubeconfig:
+        print("The 'draemu' context is now current in your kubeconfig. Try:")
+    else:
+        print(f"  export KUBECONFIG={kubeconfig}")
+        print()
+        print("Then try:")
+    print("  kubectl get nodes")
+    print("  kubectl get deviceclasses,resourceslices")
+    if args.preset == "seed":
+        print(f"  {_self_command()} demo seed")
+    print("Press Ctrl-C to stop.", flush=True)
 
 
 class WebView:
