@@ -60,6 +60,42 @@ def context_name(name: str) -> str:
 # Commands -------------------------------------------------------------------------------
 
 def create_cluster(args: argparse.Namespace) -> int:
+    cluster = _read_config(args)
+    name = cluster.name
+    existing = state.load(name)
+    if existing is not None and existing.alive():
+        raise KindError(f'failed to create cluster: node(s) already exist for a cluster with '
+                        f'the name "{name}"')
+    wait = parse_duration(args.wait)
+    err(f'Creating cluster "{name}" ...')
+    image = args.image or kconfig.DEFAULT_IMAGE
+    err(f" ✓ Ensuring node image ({image}) 🖼  (draemu: images are not used)")
+    record = state.ClusterRecord(name=name, pid=0)
+    document = _write_preset(cluster, record)
+    gates = _warn_unsupported(cluster)
+    err(" ✓ Writing configuration 📜")
+    _start_control_plane(cluster, record, gates)
+    drivers = {n["name"]: [d["name"] for d in n.get("drivers") or []]
+               for n in document["nodes"] if n.get("drivers")}
+    missing = knodes.wait_registered(record.kubeconfig, record.nodes, drivers, 60)
+    if missing is not None:
+        record.stop()
+        raise KindError(f"failed to create cluster: not there after 60s: {missing}")
+    err(" ✓ Starting control-plane 🕹️")
+    if drivers and not record.workers:
+        err("WARNING: the cluster has no worker nodes: DRAEMU_KIND_DRIVERS are on "
+            f"{', '.join(drivers)}")
+    if drivers:
+        err(" ✓ Publishing DRA devices (draemu: " + ", ".join(
+            sorted({d for ds in drivers.values() for d in ds})) + ") 🎛")
+    if wait > 0 and not _wait_ready(record, wait):
+        return 1
+    _set_context(args, record, name)
+    return 0
+
+
+def _read_config(args: argparse.Namespace) -> kconfig.KindCluster:
+    """The cluster of --config (a file, or - for standard input), or kind's default."""
     raw = ""
     if args.config:
         try:
@@ -77,38 +113,43 @@ def create_cluster(args: argparse.Namespace) -> int:
             kconfig.validate(cluster)
     except kconfig.ConfigError as e:
         raise KindError(f"failed to create cluster: {e}") from None
-    name = cluster.name
-    existing = state.load(name)
-    if existing is not None and existing.alive():
-        raise KindError(f'failed to create cluster: node(s) already exist for a cluster with '
-                        f'the name "{name}"')
-    wait = parse_duration(args.wait)
-    err(f'Creating cluster "{name}" ...')
-    image = args.image or kconfig.DEFAULT_IMAGE
-    err(f" ✓ Ensuring node image ({image}) 🖼  (draemu: images are not used)")
-    record = state.ClusterRecord(name=name, pid=0)
+    return cluster
+
+
+def _write_preset(cluster: kconfig.KindCluster, record: state.ClusterRecord) -> dict:
+    """The cluster's folder, afresh, with the draemu preset its nodes become."""
     folder = record.folder
     if folder.exists():
         _remove_tree(folder)
     folder.mkdir(parents=True)
-    preset = folder / "preset.yaml"
-    nodes = cluster.nodes()
     try:
         document = knodes.preset(cluster, os.environ.get("DRAEMU_KIND_DRIVERS", ""))
     except ValueError as e:
         raise KindError(f"failed to create cluster: {e}") from None
-    preset.write_text(yaml.safe_dump(document, sort_keys=False))
-    err(" ✓ Preparing nodes 📦 " + " ".join("📦" for _ in nodes[1:]))
+    (folder / "preset.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    err(" ✓ Preparing nodes 📦 " + " ".join("📦" for _ in cluster.nodes()[1:]))
+    return document
+
+
+def _warn_unsupported(cluster: kconfig.KindCluster) -> str:
+    """Warnings for what draemu ignores; the feature gates it passes on."""
     for what in cluster.ignored:
         err(f"WARNING: draemu ignores {what}: there are no node containers to configure")
     gates, unknown = knodes.supported_gates(cluster.feature_gates)
     for gate in unknown:
         err(f"WARNING: draemu does not implement feature gate {gate}; ignored")
-    err(" ✓ Writing configuration 📜")
+    return gates
+
+
+def _start_control_plane(cluster: kconfig.KindCluster, record: state.ClusterRecord,
+                         gates: str) -> None:
+    """A background `draemu up` for the cluster, recorded once its kubeconfig exists."""
+    folder = record.folder
+    nodes = cluster.nodes()
     cmd = [sys.executable, "-m", "draemu", "up", "--data-dir", str(record.data_dir),
            "--port", str(cluster.api_server_port or 0), "--address",
            cluster.api_server_address, "--kubeconfig", str(record.kubeconfig),
-           "--preset", str(preset), "--log-format", "json"]
+           "--preset", str(folder / "preset.yaml"), "--log-format", "json"]
     if gates:
         cmd += ["--feature-gates", gates]
     log = open(folder / "draemu.log", "wb")  # handed to the child
@@ -129,30 +170,22 @@ def create_cluster(args: argparse.Namespace) -> int:
         time.sleep(0.05)
     record.server = knodes.server_of(record.kubeconfig)
     record.save()
-    drivers = {n["name"]: [d["name"] for d in n.get("drivers") or []]
-               for n in document["nodes"] if n.get("drivers")}
-    missing = knodes.wait_registered(record.kubeconfig, record.nodes, drivers, 60)
-    if missing is not None:
-        record.stop()
-        raise KindError(f"failed to create cluster: not there after 60s: {missing}")
-    err(" ✓ Starting control-plane 🕹️")
-    if drivers and not record.workers:
-        err("WARNING: the cluster has no worker nodes: DRAEMU_KIND_DRIVERS are on "
-            f"{', '.join(drivers)}")
-    if drivers:
-        err(" ✓ Publishing DRA devices (draemu: " + ", ".join(
-            sorted({d for ds in drivers.values() for d in ds})) + ") 🎛")
-    if wait > 0:
-        err(f" • Waiting ≤ {_go_duration(wait)} for control-plane = Ready ⏳")
-        started = time.monotonic()
-        if not knodes.wait_nodes_ready(record.kubeconfig, record.nodes, wait):
-            err(f" ✗ Waiting ≤ {_go_duration(wait)} for control-plane = Ready ⏳")
-            err("ERROR: failed to create cluster: timed out waiting for nodes to be ready")
-            return 1
-        err(f" • Ready after {_go_duration(time.monotonic() - started)} 💚")
-    target = kubeconfig_target(args.kubeconfig)
+
+
+def _wait_ready(record: state.ClusterRecord, wait: float) -> bool:
+    err(f" • Waiting ≤ {_go_duration(wait)} for control-plane = Ready ⏳")
+    started = time.monotonic()
+    if not knodes.wait_nodes_ready(record.kubeconfig, record.nodes, wait):
+        err(f" ✗ Waiting ≤ {_go_duration(wait)} for control-plane = Ready ⏳")
+        err("ERROR: failed to create cluster: timed out waiting for nodes to be ready")
+        return False
+    err(f" • Ready after {_go_duration(time.monotonic() - started)} 💚")
+    return True
+
+
+def _set_context(args: argparse.Namespace, record: state.ClusterRecord, name: str) -> None:
     try:
-        merge_into(target, record.kubeconfig, context_name(name))
+        merge_into(kubeconfig_target(args.kubeconfig), record.kubeconfig, context_name(name))
     except KubeconfigError as e:
         raise KindError(f"failed to create cluster: {e}") from None
     err(f'Set kubectl context to "{context_name(name)}"')
@@ -160,7 +193,6 @@ def create_cluster(args: argparse.Namespace) -> int:
     err(f"kubectl cluster-info --context {context_name(name)}"
         + (f" --kubeconfig {args.kubeconfig}" if args.kubeconfig else ""))
     err("\nHave a nice day! 👋")
-    return 0
 
 
 def _go_duration(seconds: float) -> str:
