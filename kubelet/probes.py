@@ -228,16 +228,21 @@ class ContainerProber:
                 successes, failures = 0, failures + 1
                 with contextlib.suppress(Exception):
                     await self.on_event("Unhealthy", f"{label} probe failed: {verdict.message}")
-                if failures >= failures_needed:
-                    if kind == "readinessProbe":
-                        if self.ready:
-                            self.ready = False
-                            self.on_change()
-                    else:
-                        await self.on_failure(f"Container {self.container['name']} failed "
-                                              f"{label.lower()} probe, will be restarted")
-                        return
+                if failures >= failures_needed and not await self._failed(kind, label):
+                    return
             await asyncio.sleep(period)
+
+    async def _failed(self, kind: str, label: str) -> bool:
+        """A probe past its failure threshold: readiness turns the container unready (and
+        keeps probing: True); startup and liveness restart it (the loop ends: False)."""
+        if kind == "readinessProbe":
+            if self.ready:
+                self.ready = False
+                self.on_change()
+            return True
+        await self.on_failure(f"Container {self.container['name']} failed "
+                              f"{label.lower()} probe, will be restarted")
+        return False
 
     def _passed(self, kind: str) -> None:
         if kind == "startupProbe" and not self.started:

@@ -69,10 +69,13 @@ class GroupCommit:
                 try:
                     await self._commit(batch)
                 except Exception as error:  # a failed batch fails its writers
-                    failure = error if isinstance(error, StoreError) else StoreError(
-                        f"write failed: {error!r}")
-                    for write in batch:
-                        if not write.done.done():
-                            write.done.set_exception(failure)
-                    if self._after_failure is not None:
-                        self._after_failure()
+                    self._fail(batch, error)
+
+    def _fail(self, batch: list[QueuedWrite], error: Exception) -> None:
+        failure = error if isinstance(error, StoreError) else StoreError(
+            f"write failed: {error!r}")
+        for write in batch:
+            if not write.done.done():
+                write.done.set_exception(failure)
+        if self._after_failure is not None:
+            self._after_failure()

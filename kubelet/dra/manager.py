@@ -78,66 +78,17 @@ class DRAManager:
         self.lock = asyncio.Lock()
 
     async def prepare_resources(self, pod: Obj) -> None:
-        meta = pod["metadata"]
-        pod_uid = meta["uid"]
         checked: list[tuple[Obj, set[str], dict[str, list[str]]]] = []
         for _pod_claim, name, from_template in pod_claims(pod):
-            if name is None:
-                continue
-            try:
-                claim = await self.client.get("resource.k8s.io/v1", "resourceclaims", name,
-                                              meta["namespace"])
-            except ApiError as err:
-                raise DRAError(f"failed to fetch ResourceClaim {name} referenced by pod "
-                               f"{meta['namespace']}/{meta['name']}: {err.message}") from err
-            if from_template and not _controlled_by(claim, pod):
-                group = pod_group_name(pod) if self.pod_group_claims else None
-                if group is None:
-                    raise DRAError(f"ResourceClaim {name} was not created for pod "
-                                   f"{meta['namespace']}/{meta['name']} (pod is not owner)")
-                if not owned_by_pod_group(claim, pod):
-                    raise DRAError(f"ResourceClaim {meta['namespace']}/{name} was not created "
-                                   f"for Pod {meta['namespace']}/{meta['name']} (neither Pod "
-                                   f"nor PodGroup {group} is the owner)")
-            status = claim.get("status") or {}
-            if not reserved_for_pod(claim, pod, self.pod_group_claims):
-                raise DRAError(f"pod {meta['name']}({pod_uid}) is not allowed to use "
-                               f"ResourceClaim {name}({claim['metadata']['uid']})")
-            allocation = status.get("allocation")
-            if not allocation:
-                raise DRAError(f"claim {name}: not allocated")
-            results = (allocation.get("devices") or {}).get("results") or []
-            drivers = {r["driver"] for r in results}
-            skip = skipped_operations(results)
-            if skip and not self.optional_node_operations:
-                raise DRAError(f"ResourceClaim {name}: DRAOptionalNodeOperations feature gate "
-                               "is disabled on kubelet")
-            for driver in sorted(drivers):
-                if any(op in ("*", PREPARE) for op in skip.get(driver, ())):
-                    continue  # a driver that prepares nothing need not be running
-                if not self.plugins.registered(driver):
-                    raise DRAError(f"prepare dynamic resources: DRA driver {driver} is not "
-                                   "registered")
-            checked.append((claim, drivers, skip))
-
+            if name is not None:
+                checked.append(await self._checked_claim(pod, name, from_template))
         async with self.lock:
             batches: dict[str, list[ClaimInfo]] = {}
             for claim, drivers, skip in checked:
-                cm = claim["metadata"]
-                key = f"{cm['namespace']}/{cm['name']}"
-                info = self.cache.claims.get(key)
-                if info is not None and info.claim_uid != cm["uid"]:
-                    raise DRAError(f"old ResourceClaim with same name {cm['name']} and "
-                                   f"different UID {info.claim_uid} still exists")
-                if info is None:
-                    info = ClaimInfo(cm["uid"], cm["name"], cm["namespace"],
-                                     driver_state={d: [] for d in drivers}, skip=skip)
-                    self.cache.claims[key] = info
-                info.pod_uids.add(pod_uid)
-                if not info.prepared:
-                    for driver in drivers:
-                        if not info.skips(driver, PREPARE):
-                            batches.setdefault(driver, []).append(info)
+                info = self._claim_info(claim, drivers, skip)
+                info.pod_uids.add(pod["metadata"]["uid"])
+                for driver in _to_prepare(info, drivers):
+                    batches.setdefault(driver, []).append(info)
             self.cache.save()
             for driver, infos in sorted(batches.items()):
                 await self._prepare_with(driver, infos)
@@ -145,6 +96,68 @@ class DRAManager:
                 for info in infos:
                     info.prepared = True
             self.cache.save()
+
+    async def _checked_claim(self, pod: Obj, name: str, from_template: bool
+                             ) -> tuple[Obj, set[str], dict[str, list[str]]]:
+        """The pod's claim `name` as the kubelet checks it before preparing: owned by the
+        pod (or its pod group), reserved for it, allocated, its drivers registered unless
+        they prepare nothing. (claim, drivers, operations skipped per driver)."""
+        meta = pod["metadata"]
+        try:
+            claim = await self.client.get("resource.k8s.io/v1", "resourceclaims", name,
+                                          meta["namespace"])
+        except ApiError as err:
+            raise DRAError(f"failed to fetch ResourceClaim {name} referenced by pod "
+                           f"{meta['namespace']}/{meta['name']}: {err.message}") from err
+        if from_template and not _controlled_by(claim, pod):
+            self._check_pod_group_owner(pod, claim, name)
+        if not reserved_for_pod(claim, pod, self.pod_group_claims):
+            raise DRAError(f"pod {meta['name']}({meta['uid']}) is not allowed to use "
+                           f"ResourceClaim {name}({claim['metadata']['uid']})")
+        allocation = (claim.get("status") or {}).get("allocation")
+        if not allocation:
+            raise DRAError(f"claim {name}: not allocated")
+        results = (allocation.get("devices") or {}).get("results") or []
+        drivers = {r["driver"] for r in results}
+        skip = skipped_operations(results)
+        if skip and not self.optional_node_operations:
+            raise DRAError(f"ResourceClaim {name}: DRAOptionalNodeOperations feature gate "
+                           "is disabled on kubelet")
+        for driver in sorted(drivers):
+            if any(op in ("*", PREPARE) for op in skip.get(driver, ())):
+                continue  # a driver that prepares nothing need not be running
+            if not self.plugins.registered(driver):
+                raise DRAError(f"prepare dynamic resources: DRA driver {driver} is not "
+                               "registered")
+        return claim, drivers, skip
+
+    def _check_pod_group_owner(self, pod: Obj, claim: Obj, name: str) -> None:
+        """A claim from a template that the pod does not control: only its pod group's
+        (DRAWorkloadResourceClaims) may be used."""
+        meta = pod["metadata"]
+        group = pod_group_name(pod) if self.pod_group_claims else None
+        if group is None:
+            raise DRAError(f"ResourceClaim {name} was not created for pod "
+                           f"{meta['namespace']}/{meta['name']} (pod is not owner)")
+        if not owned_by_pod_group(claim, pod):
+            raise DRAError(f"ResourceClaim {meta['namespace']}/{name} was not created "
+                           f"for Pod {meta['namespace']}/{meta['name']} (neither Pod "
+                           f"nor PodGroup {group} is the owner)")
+
+    def _claim_info(self, claim: Obj, drivers: set[str],
+                    skip: dict[str, list[str]]) -> ClaimInfo:
+        """The checkpointed entry of a claim, created on its first pod."""
+        cm = claim["metadata"]
+        key = f"{cm['namespace']}/{cm['name']}"
+        info = self.cache.claims.get(key)
+        if info is not None and info.claim_uid != cm["uid"]:
+            raise DRAError(f"old ResourceClaim with same name {cm['name']} and "
+                           f"different UID {info.claim_uid} still exists")
+        if info is None:
+            info = ClaimInfo(cm["uid"], cm["name"], cm["namespace"],
+                             driver_state={d: [] for d in drivers}, skip=skip)
+            self.cache.claims[key] = info
+        return info
 
     async def _call(self, driver: str, method: str, infos: list[ClaimInfo]) -> tuple[Any, Any]:
         """Call NodePrepareResources or NodeUnprepareResources ("Prepare"/"Unprepare") for
@@ -268,3 +281,10 @@ def _rpc_error(err: grpc.aio.AioRpcError) -> str:
 
 def _code_name(code: grpc.StatusCode) -> str:
     return "".join(part.capitalize() for part in code.name.split("_"))
+
+
+def _to_prepare(info: ClaimInfo, drivers: set[str]) -> list[str]:
+    """The drivers that still have to prepare a claim (none once it is prepared)."""
+    if info.prepared:
+        return []
+    return [driver for driver in drivers if not info.skips(driver, PREPARE)]
