@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import aiohttp
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
@@ -106,3 +107,63 @@ async def test_what_if_refuses_bad_input_with_a_reason(ui, body, status, message
 async def test_the_demo_steps_only_where_enabled(ui):
     response = await ui.post("/api/demo/step", headers={"Authorization": "Bearer secret-token"})
     assert response.status == 403
+
+
+async def cookie_of(ui) -> dict[str, str]:
+    response = await ui.get("/?token=secret-token", allow_redirects=False)
+    assert response.status == 302
+    return {"Cookie": f"draemu-ui={response.cookies['draemu-ui'].value}"}
+
+
+async def csrf_of(ui, cookie: dict[str, str]) -> str:
+    page = await (await ui.get("/", headers=cookie)).text()
+    return page.split('name="csrf-token" content="')[1].split('"')[0]
+
+
+async def test_a_foreign_page_cannot_write_with_the_cookie(ui):
+    """A text/plain POST from a page on another loopback port, with the cookie the browser
+    adds: refused before it reaches the demo or the what-if (issue 35, defect 7)."""
+    cookie = await cookie_of(ui)
+    here = f"http://{ui.server.host}:{ui.server.port}"
+    for headers in ({"Origin": "http://127.0.0.1:9999", "Content-Type": "text/plain"},
+                    {"Sec-Fetch-Site": "cross-site", "Content-Type": "text/plain"},
+                    {"Origin": here, "Content-Type": "text/plain"}):  # no CSRF token
+        for path in ("/api/demo/step", "/api/whatif"):
+            response = await ui.post(path, data='{"manifest": "x"}',
+                                     headers={**cookie, **headers})
+            assert response.status == 403, (path, headers)
+            assert (await response.json())["error"].startswith("forbidden: ")
+
+
+async def test_the_page_writes_with_its_csrf_token(ui):
+    cookie = await cookie_of(ui)
+    token = await csrf_of(ui, cookie)
+    here = f"http://{ui.server.host}:{ui.server.port}"
+    response = await ui.post("/api/whatif", json={"manifest": CLAIM},
+                             headers={**cookie, "Origin": here, "X-CSRF-Token": token,
+                                      "Sec-Fetch-Site": "same-origin"})
+    assert response.status == 200
+    wrong = await ui.post("/api/whatif", json={"manifest": CLAIM},
+                          headers={**cookie, "X-CSRF-Token": token[:-1] + "0"})
+    assert wrong.status == 403
+
+
+async def test_requests_naming_another_host_are_refused(tmp_path):
+    """DNS rebinding: a page of evil.example resolved to 127.0.0.1 sends Host: evil.example."""
+    server = await start_apiserver(tmp_path / "apiserver")
+    model = LiveModel(Client.from_kubeconfig(server.kubeconfig_path))
+    view = UIServer(model.client, model, token="secret-token")
+    try:
+        url = await view.start("127.0.0.1", 0)
+        port = int(url.split(":")[2].split("/")[0])
+        async with aiohttp.ClientSession() as session:
+            for host, status in ((f"evil.example:{port}", 403), (f"localhost:{port}", 200),
+                                 (f"127.0.0.1:{port}", 200)):
+                async with session.get(f"http://127.0.0.1:{port}/api/demo",
+                                       headers={"Host": host,
+                                                "Authorization": "Bearer secret-token"}) as r:
+                    assert r.status == status, host
+    finally:
+        await view.stop()
+        await model.client.close()
+        await server.stop()

@@ -3,6 +3,11 @@
 - `GET /?token=T` checks the one-time token printed by `draemu up` / `draemu ui`, sets
   it as an HTTP-only cookie and redirects to `/`; every other path needs that cookie
   (or `Authorization: Bearer T`). It listens on loopback unless told otherwise.
+- Another site's page cannot act with the cookie: every request's `Host` must name this
+  server (no DNS rebinding), and a write (POST) must come from this origin (`Origin`,
+  `Sec-Fetch-Site`) and carry the page's CSRF token in `X-CSRF-Token` (a header a
+  cross-site form or `text/plain` fetch cannot set). Bearer-token clients need no CSRF
+  token: a browser never adds that header by itself.
 - `GET /api/state`: the snapshot (model.py); `GET /api/stream`: the same as
   Server-Sent Events, one per change (coalesced over 100 ms), so the page is live.
 - `GET /api/why?namespace=NS&name=POD`: `draemu why` for one pod.
@@ -32,6 +37,8 @@ from draemu.client import ApiError, Client
 from draemu.cmd.ui.model import LiveModel, wait_for_change
 
 COOKIE = "draemu-ui"
+CSRF_HEADER = "X-CSRF-Token"
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 STATIC = {"app.js": "text/javascript", "app.css": "text/css"}
 COALESCE = 0.1  # seconds: changes closer than this reach the page as one update
 
@@ -46,8 +53,11 @@ class UIServer:
         self.client = client
         self.model = model
         self.token = token or secrets.token_urlsafe(18)
+        # Derived from the token: the page carries it, a foreign page cannot read it.
+        self.csrf = hmac.new(self.token.encode(), b"draemu-ui csrf", "sha256").hexdigest()
         self.demo = SeedSteps(client) if demo else None
-        self.app = web.Application(middlewares=[self._auth])
+        self.hosts: set[str] = set()  # Host headers naming this server, once it listens
+        self.app = web.Application(middlewares=[self._same_site, self._auth])
         self.app.add_routes([
             web.get("/", self.page), web.get("/static/{name}", self.static),
             web.get("/api/state", self.state), web.get("/api/stream", self.stream),
@@ -66,12 +76,39 @@ class UIServer:
         sockets = site._server.sockets if site._server else []  # type: ignore[union-attr]
         bound = sockets[0].getsockname()[1] if sockets else port
         host = f"[{address}]" if ":" in address else address
+        self.hosts = _host_names(address, bound)
         self.url = f"http://{host}:{bound}/?token={self.token}"
         return self.url
 
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+
+    # Same site -------------------------------------------------------------------------
+    @web.middleware
+    async def _same_site(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        refused = self._foreign(request)
+        if refused is not None:
+            return web.json_response({"error": f"forbidden: {refused}"}, status=403)
+        return await handler(request)
+
+    def _foreign(self, request: web.Request) -> str | None:
+        """Why a request may come from another site's page (None when it cannot)."""
+        if self.hosts and request.host.lower() not in self.hosts:
+            return f"Host {request.host!r} does not name this server"
+        if request.method in SAFE_METHODS:
+            return None
+        origin = request.headers.get("Origin")
+        if origin is not None and origin.lower() != f"{request.scheme}://{request.host}".lower():
+            return f"a write from origin {origin!r}"
+        if request.headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none"):
+            return "a cross-site write"
+        if request.headers.get("Authorization", "").startswith("Bearer "):
+            return None
+        if not hmac.compare_digest(request.headers.get(CSRF_HEADER, "").encode(),
+                                   self.csrf.encode()):
+            return f"a write without the page's {CSRF_HEADER} header"
+        return None
 
     # Authentication --------------------------------------------------------------------
     def _valid(self, value: str | None) -> bool:
@@ -96,7 +133,8 @@ class UIServer:
 
     # Page ------------------------------------------------------------------------------
     async def page(self, request: web.Request) -> web.Response:
-        return web.Response(text=_static("index.html"), content_type="text/html",
+        text = _static("index.html").replace("{{csrf}}", self.csrf)
+        return web.Response(text=text, content_type="text/html",
                             headers={"Cache-Control": "no-store"})
 
     async def static(self, request: web.Request) -> web.Response:
@@ -165,6 +203,16 @@ class UIServer:
         except ApiError as e:
             return _json({"error": str(e)}, 409)
         return _json(self.demo.describe())
+
+
+def _host_names(address: str, port: int) -> set[str]:
+    """The Host headers a browser sends to this server: its address and port, and the
+    loopback names when it listens on loopback (or everywhere)."""
+    host = f"[{address}]" if ":" in address else address
+    names = {f"{host}:{port}".lower()}
+    if address in ("127.0.0.1", "::1", "localhost", "0.0.0.0", "::"):
+        names |= {f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}"}
+    return names
 
 
 def _json(obj: Any, status: int = 200) -> web.Response:

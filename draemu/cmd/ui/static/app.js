@@ -3,6 +3,8 @@
 "use strict";
 
 const $ = (sel) => document.querySelector(sel);
+// Every write sends the page's CSRF token (the server refuses writes without it).
+const CSRF = document.querySelector('meta[name="csrf-token"]').content;
 let state = null;
 let selected = null; // {kind, id}
 
@@ -145,7 +147,7 @@ function render() {
 }
 
 async function whatIf() {
-  const res = await fetch("/api/whatif", { method: "POST", headers: { "Content-Type": "application/json" },
+  const res = await fetch("/api/whatif", { method: "POST", headers: { "Content-Type": "application/json", "X-CSRF-Token": CSRF },
                                            body: JSON.stringify({ manifest: $("#whatif-text").value }) });
   const body = await res.json();
   const box = $("#whatif-result");
@@ -164,5 +166,5 @@ function connect() {
 
 $("#whatif-run").addEventListener("click", whatIf);
 $("#detail-close").addEventListener("click", () => { $("#detail").hidden = true; });
-$("#demo-step").addEventListener("click", async () => { await fetch("/api/demo/step", { method: "POST" }); });
+$("#demo-step").addEventListener("click", async () => { await fetch("/api/demo/step", { method: "POST", headers: { "X-CSRF-Token": CSRF } }); });
 connect();
