@@ -73,8 +73,7 @@ class UIServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, address, port)
         await site.start()
-        sockets = site._server.sockets if site._server else []  # type: ignore[union-attr]
-        bound = sockets[0].getsockname()[1] if sockets else port
+        bound = self._runner.addresses[0][1] if self._runner.addresses else port
         host = f"[{address}]" if ":" in address else address
         self.hosts = _host_names(address, bound)
         self.url = f"http://{host}:{bound}/?token={self.token}"
