@@ -50,6 +50,11 @@ class _LimitedComposer(Composer):
         self._sizes: dict[int, int] = {}  # anchored node -> its expanded size
         self.duplicates: list[tuple[MappingNode, str]] = []
 
+    def new_document(self) -> None:
+        """The limits count each document of a stream on its own."""
+        self.expanded = self.alias_nodes = 0
+        self._sizes.clear()
+
     def compose_node(self, parent: Node | None, index: Any) -> Node:
         if self.check_event(AliasEvent):
             anchor = self.peek_event().anchor
@@ -150,6 +155,22 @@ def load(raw: bytes) -> tuple[Any, list[str]]:
             value = _unshared(value)  # as JSON would have it: each place its own copy
         duplicates = _paths(node, loader.duplicates) if loader.duplicates else []
         return value, duplicates
+    finally:
+        loader.dispose()
+
+
+def load_all(raw: bytes) -> list[Any]:
+    """Every document of a YAML stream, each under the limits of `load` (duplicate keys
+    are kept as the last value, as a manifest reader keeps them)."""
+    loader = LimitedLoader(raw)
+    docs = []
+    try:
+        while loader.check_node():
+            loader.new_document()
+            node = loader.get_node()
+            value = loader.construct_document(node)
+            docs.append(_unshared(value) if loader.alias_nodes else value)
+        return docs
     finally:
         loader.dispose()
 

@@ -3,6 +3,7 @@ the what-if panel's answers and refusals (the browser test drives the page itsel
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import aiohttp
@@ -167,3 +168,43 @@ async def test_requests_naming_another_host_are_refused(tmp_path):
         await view.stop()
         await model.client.close()
         await server.stop()
+
+
+def alias_bomb(levels: int = 8) -> str:
+    """~500 bytes of YAML that expand to 10**levels nodes when walked."""
+    lines = ["apiVersion: resource.k8s.io/v1", "kind: ResourceClaim",
+             "metadata: {name: bomb}", "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, levels + 1):
+        lines.append(f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 10) + "]")
+    lines.append(f"spec: {{devices: {{requests: *a{levels}}}}}")
+    return "\n".join(lines) + "\n"
+
+
+async def test_what_if_refuses_an_alias_bomb_at_once(ui):
+    """518 bytes expanding to 10^8 nodes took 39 s and stalled the apiserver (issue 35,
+    defect 4): decoded under the API's YAML limits, in the worker, it is refused at once."""
+    bomb = alias_bomb()
+    assert len(bomb) < 600
+    started = time.monotonic()
+    response = await ui.post("/api/whatif", json={"manifest": bomb},
+                             headers={"Authorization": "Bearer secret-token"})
+    assert response.status == 400
+    assert "excessive aliasing" in (await response.json())["error"]
+    assert time.monotonic() - started < 5
+
+
+async def test_a_what_if_past_its_deadline_is_stopped_and_the_next_one_runs():
+    from draemu.cmd.ui.whatif import WhatIfWorker
+
+    cluster = {"classes": [CLASS], "slices": [SLICE], "rules": [], "claims": [],
+               "nodes": [NODE]}
+    gates = {"overrides": {}, "version": "1.37"}
+    worker = WhatIfWorker(deadline=0.001)  # shorter than the worker's start-up
+    try:
+        answer = await worker.run(CLAIM, cluster, gates)
+        assert "took longer than 0.001 s and was stopped" in answer["error"]
+        worker.deadline = 30
+        answer = await worker.run(CLAIM, cluster, gates)
+        assert [n["outcome"] for n in answer["nodes"]] == ["Allocated"]
+    finally:
+        await worker.stop()

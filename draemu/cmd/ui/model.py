@@ -15,15 +15,12 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
-import yaml
-
 from draemu.api.quantity import Quantity
 from draemu.api.types import Obj
 from draemu.client import Client, Informer, SharedInformers, key_of
-from draemu.cmd.explain import offline, snapshot, why
+from draemu.cmd.explain import snapshot, why
 from draemu.cmd.explain.devices import build as device_rows
 from draemu.features import FeatureGates
-from draemu.scheduler.dra.allocator import Allocator
 
 V1 = "resource.k8s.io/v1"
 RESOURCES = {
@@ -118,44 +115,13 @@ class LiveModel:
         return self.inf["pods"].get(f"{namespace}/{name}")
 
     # What if --------------------------------------------------------------------------
-    def what_if(self, manifest: str) -> dict[str, Any]:
-        """Where a claim (or a template's claim) would land on each node, and why not
-        elsewhere: the offline allocator over the cluster's current devices."""
-        try:
-            docs = [d for d in yaml.safe_load_all(manifest) if d is not None]
-        except yaml.YAMLError as e:
-            return {"error": f"not YAML: {e}"}
-        if len(docs) != 1 or not isinstance(docs[0], dict):
-            return {"error": "paste one ResourceClaim or ResourceClaimTemplate"}
-        claim = docs[0]
-        if claim.get("kind") == "ResourceClaimTemplate":
-            spec = (claim.get("spec") or {}).get("spec") or {}
-            claim = {"apiVersion": claim.get("apiVersion", V1), "kind": "ResourceClaim",
-                     "metadata": {"name": (claim.get("metadata") or {}).get("name", "what-if"),
-                                  "namespace": "default"}, "spec": spec}
-        if claim.get("kind") != "ResourceClaim":
-            return {"error": "paste one ResourceClaim or ResourceClaimTemplate, "
-                             f"not {claim.get('kind')!r}"}
-        claim.setdefault("metadata", {}).setdefault("namespace", "default")
-        claim["metadata"].setdefault("name", "what-if")
-        claim.pop("status", None)
-        objects = [*self.items("classes"), *self.items("slices"), *self.items("rules"),
-                   *self.items("claims"), claim]
-        try:
-            inputs = offline.classify(objects, self.gates, True)
-            inventory, pending = offline.build_inventory(inputs, self.gates)
-        except offline.InputError as e:
-            return {"error": str(e)}
-        pending = [c for c in pending if key_of(c) == key_of(claim)]
-        results = []
-        allocator = Allocator(inventory)
-        for node in sorted(self.items("nodes"), key=lambda n: n["metadata"]["name"]):
-            outcome = allocator.allocate(node, pending)
-            results.append({"node": node["metadata"]["name"], "outcome": outcome.status,
-                            "devices": [f"{r['driver']}/{r['pool']}/{r['device']}"
-                                        for r in _results(outcome)],
-                            "text": outcome.explanation.text()})
-        return {"claim": key_of(claim), "nodes": results}
+    def cluster(self) -> dict[str, list[Obj]]:
+        """What a what-if reads (whatif.KINDS), as the informers hold it now."""
+        return {name: self.items(name) for name in ("classes", "slices", "rules", "claims",
+                                                    "nodes")}
+
+    def gates_spec(self) -> dict[str, Any]:
+        return {"overrides": self.gates.overrides(), "version": self.gates.emulated_version}
 
 
 async def _served(client: Client) -> set[tuple[str, str]]:

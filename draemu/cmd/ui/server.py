@@ -12,7 +12,8 @@
   Server-Sent Events, one per change (coalesced over 100 ms), so the page is live.
 - `GET /api/why?namespace=NS&name=POD`: `draemu why` for one pod.
 - `POST /api/whatif` `{"manifest": "<YAML>"}`: where a claim would land, and why not
-  elsewhere. Reads only: nothing is written to the cluster.
+  elsewhere. Reads only: nothing is written to the cluster. It runs in a worker process
+  with a deadline and a memory limit (whatif.py), never in this one.
 - `GET /api/demo`, `POST /api/demo/step`: the seed demo's scenarios one at a time
   (only when started with the demo enabled: it applies and deletes the examples).
 
@@ -35,6 +36,7 @@ from aiohttp import web
 from draemu.api import jsonfast
 from draemu.client import ApiError, Client
 from draemu.cmd.ui.model import LiveModel, wait_for_change
+from draemu.cmd.ui.whatif import WhatIfWorker
 
 COOKIE = "draemu-ui"
 CSRF_HEADER = "X-CSRF-Token"
@@ -56,6 +58,7 @@ class UIServer:
         # Derived from the token: the page carries it, a foreign page cannot read it.
         self.csrf = hmac.new(self.token.encode(), b"draemu-ui csrf", "sha256").hexdigest()
         self.demo = SeedSteps(client) if demo else None
+        self.what_ifs = WhatIfWorker()
         self.hosts: set[str] = set()  # Host headers naming this server, once it listens
         self.app = web.Application(middlewares=[self._same_site, self._auth])
         self.app.add_routes([
@@ -82,6 +85,7 @@ class UIServer:
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+        await self.what_ifs.stop()
 
     # Same site -------------------------------------------------------------------------
     @web.middleware
@@ -186,8 +190,7 @@ class UIServer:
             return _json({"error": 'send {"manifest": "<YAML of a ResourceClaim>"}'}, 400)
         if len(manifest) > 256 * 1024:
             return _json({"error": "the manifest is larger than 256 KiB"}, 413)
-        result = await asyncio.get_running_loop().run_in_executor(
-            None, self.model.what_if, manifest)
+        result = await self.what_ifs.run(manifest, self.model.cluster(), self.model.gates_spec())
         return _json(result, 400 if "error" in result else 200)
 
     async def demo_state(self, request: web.Request) -> web.Response:
