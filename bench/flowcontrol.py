@@ -24,7 +24,7 @@ from pathlib import Path
 
 import aiohttp
 
-from draemu.apiserver.server import APIServer, APIServerOptions
+from draemu.apiserver.server.lifecycle import APIServer, APIServerOptions
 
 CM = "/api/v1/namespaces/default/configmaps"
 FLOOD = """

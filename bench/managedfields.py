@@ -11,8 +11,8 @@ and the binding. Each is replayed on fresh copies of its object; a figure is the
 5 runs of process CPU time (garbage collector off) divided by the iterations.
 
 `--baseline REV` measures, on the same recorded writes, the implementation at git
-revision REV too (apiserver/patch/{fieldpath,typed,managed}.py loaded over the current
-modules).
+revision REV too (apiserver/wire/patch/{fieldpath,typed,managed}.py, before the
+apiserver's regrouping apiserver/patch/, loaded over the current modules).
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ def record() -> list[Write]:
     """The first write of each kind of a scheduled pod, with the arguments the
     apiserver passed."""
     from draemu import log
-    from draemu.apiserver import managedfields
-    from draemu.apiserver.server import APIServer, APIServerOptions
+    from draemu.apiserver.endpoints import managedfields
+    from draemu.apiserver.server.lifecycle import APIServer, APIServerOptions
     from draemu.client import Client
     from draemu.controllers.manager import ControllerManager
 
@@ -109,14 +109,27 @@ def cpu_per_write(update: Callable[..., Any], args: tuple[Any, ...], iterations:
     return best / iterations * 1e6
 
 
+def _source_at(revision: str, name: str) -> tuple[str, str]:
+    """The patch library's module `name` at `revision`, its imports named as today (the
+    library was apiserver/patch/ and imported draemu.apiserver.jsoncopy before the
+    apiserver's modules were grouped by role)."""
+    for path in (f"apiserver/wire/patch/{name}.py", f"apiserver/patch/{name}.py"):
+        found = subprocess.run(["git", "show", f"{revision}:{path}"], cwd=ROOT,
+                               capture_output=True, text=True)
+        if found.returncode == 0:
+            source = found.stdout
+            for old, new in (("patch", "wire.patch"), ("jsoncopy", "wire.jsoncopy")):
+                source = source.replace(f"draemu.apiserver.{old}", f"draemu.apiserver.{new}")
+            return path, source
+    raise SystemExit(f"{revision}: no patch library module {name}")
+
+
 def load_revision(revision: str) -> Callable[..., Any]:
     """`update_managed_fields` as it was at `revision`."""
-    from draemu.apiserver.patch import fieldpath, managed, typed
+    from draemu.apiserver.wire.patch import fieldpath, managed, typed
 
     for name, module in zip(MODULES, (fieldpath, typed, managed), strict=True):
-        path = f"apiserver/patch/{name}.py"
-        source = subprocess.run(["git", "show", f"{revision}:{path}"], cwd=ROOT, check=True,
-                                capture_output=True, text=True).stdout
+        path, source = _source_at(revision, name)
         exec(compile(source, path, "exec"), module.__dict__)  # our own history
     return managed.update_managed_fields
 
@@ -127,7 +140,7 @@ def main() -> int:
     parser.add_argument("--baseline", metavar="REV",
                         help="also measure the implementation at this git revision")
     args = parser.parse_args()
-    from draemu.apiserver.patch import update_managed_fields
+    from draemu.apiserver.wire.patch import update_managed_fields
 
     writes = record()
     current = {label: cpu_per_write(update_managed_fields, w, args.iterations)

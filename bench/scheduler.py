@@ -39,7 +39,7 @@ def _serve(data_dir: str, pipe: Any, profile: bool) -> None:
     """Child process: apiserver on a free port plus the resource-claim controller. Runs
     until told to stop on the pipe; then prints its profile, if asked to profile."""
     from draemu import aio, log
-    from draemu.apiserver.server import APIServer, APIServerOptions
+    from draemu.apiserver.server.lifecycle import APIServer, APIServerOptions
     from draemu.controllers.manager import ControllerManager
 
     log.configure("console", "warning")

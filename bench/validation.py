@@ -21,12 +21,13 @@ from collections.abc import Callable
 from typing import Any
 
 from draemu.api.types import Obj
-from draemu.apiserver import fieldvalidation, timestamps
-from draemu.apiserver.codec import Accept
+from draemu.apiserver.endpoints import fieldvalidation
+from draemu.apiserver.endpoints.requestinfo import RequestInfo
+from draemu.apiserver.endpoints.scope import Scope
 from draemu.apiserver.registry import discover
-from draemu.apiserver.requestinfo import RequestInfo
-from draemu.apiserver.resources import ResourceTable
-from draemu.apiserver.scope import Scope
+from draemu.apiserver.registry.resources import ResourceTable
+from draemu.apiserver.wire import timestamps
+from draemu.apiserver.wire.codec import Accept
 from draemu.features import FeatureGates
 from draemu.identity import UserInfo
 from draemu.openapi import schemas

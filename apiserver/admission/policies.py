@@ -22,7 +22,7 @@ from draemu.api import labels
 from draemu.api.errors import StatusError
 from draemu.api.types import Obj
 from draemu.apiserver.admission.matching import Request, resources_match
-from draemu.apiserver.resources import ResourceTable
+from draemu.apiserver.registry.resources import ResourceTable
 from draemu.cel.errors import CELCompileError, CELRuntimeError
 from draemu.cel.kubernetes import compile_kubernetes
 from draemu.cel.library.authz import Authorizer, ResourceCheck
@@ -89,7 +89,7 @@ class ValidatingAdmission:
                    namespace: str, name: str, path: str) -> tuple[bool, str]:
         if self.authorizer is None:
             return False, "no authorizer"
-        from draemu.apiserver.auth import Attributes
+        from draemu.apiserver.auth.authorization import Attributes
 
         decision = self.authorizer.authorize(Attributes(
             user, verb, group, "*", resource, subresource, namespace, name,

@@ -15,9 +15,9 @@ import contextlib
 from draemu.api.errors import StatusError
 from draemu.api.types import Obj
 from draemu.apiserver.admission.policies import GROUP, POLICIES
-from draemu.apiserver.resources import ResourceTable
-from draemu.apiserver.storage import Storage, Unchanged
-from draemu.apiserver.watchcache import Change
+from draemu.apiserver.registry.resources import ResourceTable
+from draemu.apiserver.storage.storeadapter import Storage, Unchanged
+from draemu.apiserver.storage.watchcache import Change
 from draemu.log import get_logger
 
 log = get_logger("apiserver.policystatus")

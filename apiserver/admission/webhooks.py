@@ -33,7 +33,7 @@ from draemu.api.errors import StatusError
 from draemu.api.types import Obj
 from draemu.apiserver.admission.matching import Request, resources_match
 from draemu.apiserver.admission.policies import EXEMPT, GROUP, request_variable, user_info
-from draemu.apiserver.resources import ResourceTable
+from draemu.apiserver.registry.resources import ResourceTable
 from draemu.cel.errors import CELCompileError, CELRuntimeError
 from draemu.cel.kubernetes import compile_kubernetes
 from draemu.log import get_logger
@@ -295,7 +295,7 @@ def _rejection(name: str, status: Obj) -> StatusError:
 
 
 def _apply_patch(hook: Obj, obj: Obj, patch: str, patch_type: Any) -> Obj:
-    from draemu.apiserver import patch as patch_library
+    from draemu.apiserver.wire import patch as patch_library
 
     name = hook.get("name") or ""
     if patch_type != "JSONPatch":

@@ -22,7 +22,7 @@ from draemu.api.errors import (
 from draemu.api.names import is_dns1035_label, is_dns1123_subdomain
 from draemu.api.types import Obj
 from draemu.apiserver.apiextensions import celrules, jsonpath
-from draemu.apiserver.apiextensions.schema import compile_pattern, pattern_error
+from draemu.apiserver.apiextensions.structural import compile_pattern, pattern_error
 
 SCOPES = ["Cluster", "Namespaced"]
 COLUMN_TYPES = ["boolean", "date", "integer", "number", "string"]

@@ -25,20 +25,20 @@ from aiohttp import web
 from draemu.api.errors import StatusError, go_quote
 from draemu.api.meta import time_now
 from draemu.api.types import Obj
-from draemu.apiserver.flowcontrol.bootstrap import (
+from draemu.apiserver.endpoints.requestinfo import RequestInfo
+from draemu.apiserver.flowcontrol.classifier import Classifier, Schema, compile_schema
+from draemu.apiserver.flowcontrol.cpu import Timed
+from draemu.apiserver.flowcontrol.queueset import QueueSet, QueuingConfig, Rejected
+from draemu.apiserver.flowcontrol.workestimate import list_seats
+from draemu.apiserver.registry.flowcontrol.bootstrapconfig import (
     CATCH_ALL,
     EXEMPT,
     MANDATORY_LEVELS,
     MANDATORY_SCHEMAS,
 )
-from draemu.apiserver.flowcontrol.cpu import Timed
-from draemu.apiserver.flowcontrol.matching import Classifier, Schema, compile_schema
-from draemu.apiserver.flowcontrol.queueset import QueueSet, QueuingConfig, Rejected
-from draemu.apiserver.flowcontrol.workestimate import list_seats
-from draemu.apiserver.requestinfo import RequestInfo
-from draemu.apiserver.resources import ResourceTable
-from draemu.apiserver.storage import Storage, Unchanged
-from draemu.apiserver.watchcache import Change
+from draemu.apiserver.registry.resources import ResourceTable
+from draemu.apiserver.storage.storeadapter import Storage, Unchanged
+from draemu.apiserver.storage.watchcache import Change
 from draemu.identity import UserInfo
 from draemu.log import get_logger
 

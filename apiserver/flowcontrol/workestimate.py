@@ -15,8 +15,8 @@ import math
 
 from aiohttp import web
 
-from draemu.apiserver.requestinfo import RequestInfo
-from draemu.apiserver.watchcache import WatchCache
+from draemu.apiserver.endpoints.requestinfo import RequestInfo
+from draemu.apiserver.storage.watchcache import WatchCache
 
 OBJECTS_PER_SEAT = 100.0
 

@@ -27,8 +27,8 @@ from typing import Any, ClassVar
 from draemu.api import jsonfast
 from draemu.api.errors import FieldError
 from draemu.api.types import Obj
-from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.meta import name_is_dns_subdomain
+from draemu.apiserver.wire.jsoncopy import clone
 from draemu.features import FeatureGates
 
 
@@ -93,6 +93,21 @@ AGE_COLUMN = Column("Age", description="CreationTimestamp is a timestamp represe
                     "server time when this object was created.")
 # The second column of upstream's default Table (kinds without a printer).
 CREATED_AT_COLUMN = Column("Created At", type="date", description=AGE_COLUMN.description)
+# ObjectMeta's whole descriptions of name and creationTimestamp: custom resources' Tables
+# carry them (upstream's CRD table convertor reads them from ObjectMeta's schema).
+CREATION_TIMESTAMP_DESCRIPTION = (
+    "CreationTimestamp is a timestamp representing the server time when this object was "
+    "created. It is not guaranteed to be set in happens-before order across separate "
+    "operations. Clients may not set this value. It is represented in RFC3339 form and is "
+    "in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: "
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md"
+    "#metadata")
+OBJECT_NAME_DESCRIPTION = (
+    "Name must be unique within a namespace. Is required when creating resources, although "
+    "some resources may allow a client to request the generation of an appropriate name "
+    "automatically. Name is primarily intended for creation idempotence and configuration "
+    "definition. Cannot be updated. More info: "
+    "https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names")
 
 
 class Strategy:

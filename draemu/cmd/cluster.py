@@ -124,7 +124,7 @@ class Cluster:
         return client
 
     async def start(self) -> None:
-        from draemu.apiserver.server import APIServer, APIServerOptions
+        from draemu.apiserver.server.lifecycle import APIServer, APIServerOptions
 
         o = self.options
         t0 = time.perf_counter()

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from draemu.apiserver.server import APIServer
+    from draemu.apiserver.server.lifecycle import APIServer
     from draemu.client import Client
     from draemu.kubelet.servingcert import ServingTLS
 

@@ -33,7 +33,7 @@ from draemu.kubelet.runtime import ImageMap
 from draemu.log import get_logger
 
 if TYPE_CHECKING:
-    from draemu.apiserver.server import APIServer
+    from draemu.apiserver.server.lifecycle import APIServer
 
 log = get_logger("nodes")
 

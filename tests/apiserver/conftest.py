@@ -9,7 +9,7 @@ import aiohttp
 import pytest_asyncio
 from apiclient import Client, ssl_context_for
 
-from draemu.apiserver.server import APIServer
+from draemu.apiserver.server.lifecycle import APIServer
 
 
 @pytest_asyncio.fixture

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from draemu.apiserver.auth import TokenFileError, load_token_file
+from draemu.apiserver.auth.authentication import TokenFileError, load_token_file
 from draemu.identity import UserInfo, user_from_peercert
 
 pytestmark = pytest.mark.unit

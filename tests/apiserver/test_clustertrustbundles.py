@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from apiclient import Client
 
-from draemu.apiserver.server import APIServer
+from draemu.apiserver.server.lifecycle import APIServer
 
 BUNDLES = "/apis/certificates.k8s.io/v1/clustertrustbundles"
 

@@ -6,7 +6,7 @@ import pytest
 
 from draemu.api.errors import StatusError
 from draemu.api.meta import human_duration
-from draemu.apiserver.codec import negotiate, parse_bool
+from draemu.apiserver.wire.codec import negotiate, parse_bool
 
 pytestmark = pytest.mark.unit
 

@@ -10,7 +10,7 @@ import pytest
 import pytest_asyncio
 from apiclient import CM, Client, configmap, ssl_context_for
 
-from draemu.apiserver.server import APIServer
+from draemu.apiserver.server.lifecycle import APIServer
 from draemu.cmd.testing.apiserver import start_apiserver
 
 pytestmark = pytest.mark.unit
@@ -159,7 +159,7 @@ async def test_insecure_http_serves_loopback_plain_http_as_admin(tmp_path: Path)
 
 
 def test_insecure_http_is_refused_off_loopback(tmp_path: Path) -> None:
-    from draemu.apiserver.server import APIServerOptions
+    from draemu.apiserver.server.lifecycle import APIServerOptions
 
     with pytest.raises(ValueError, match="loopback"):
         APIServer(APIServerOptions(data_dir=tmp_path, address="0.0.0.0", insecure_http=True))
@@ -194,7 +194,7 @@ async def test_max_in_flight_is_429_with_retry_after(tmp_path: Path) -> None:
 
 
 async def test_objects_survive_a_restart_on_the_same_data_directory(tmp_path: Path) -> None:
-    from draemu.apiserver.server import APIServerOptions
+    from draemu.apiserver.server.lifecycle import APIServerOptions
 
     opts = APIServerOptions(data_dir=tmp_path / "s")  # SQLite file in the data directory
     first = APIServer(opts)

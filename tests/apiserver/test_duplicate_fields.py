@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from draemu.apiserver import codec
+from draemu.apiserver.wire import codec
 
 pytestmark = pytest.mark.unit
 

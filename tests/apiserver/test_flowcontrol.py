@@ -17,7 +17,7 @@ import pytest
 import pytest_asyncio
 from apiclient import CM, Client, configmap, ssl_context_for
 
-from draemu.apiserver.server import APIServer
+from draemu.apiserver.server.lifecycle import APIServer
 from draemu.cmd.testing.apiserver import start_apiserver
 
 pytestmark = pytest.mark.unit

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from draemu.apiserver import gcfreeze
-from draemu.apiserver.gcfreeze import GCFreezer
+from draemu.apiserver.server import gcfreeze
+from draemu.apiserver.server.gcfreeze import GCFreezer
 
 pytestmark = pytest.mark.unit
 

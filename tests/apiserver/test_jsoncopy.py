@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from draemu.apiserver.jsoncopy import clone
+from draemu.apiserver.wire.jsoncopy import clone
 
 pytestmark = pytest.mark.unit
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from draemu.apiserver.server import APIServer
+from draemu.apiserver.server.lifecycle import APIServer
 from draemu.client import ApiError, Client
 
 pytestmark = pytest.mark.unit
@@ -59,7 +59,7 @@ async def test_loopback_client_watches_what_others_write(apiserver: APIServer) -
 
 
 def test_loopback_client_needs_a_started_server(tmp_path: Path) -> None:
-    from draemu.apiserver.server import APIServerOptions
+    from draemu.apiserver.server.lifecycle import APIServerOptions
 
     with pytest.raises(RuntimeError, match="not started"):
         APIServer(APIServerOptions(data_dir=tmp_path)).loopback_client("test")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from draemu.apiserver.auth import Authenticator
+from draemu.apiserver.auth.authentication import Authenticator
 from draemu.identity import UserInfo
 
 pytestmark = pytest.mark.unit

@@ -7,7 +7,7 @@ import pytest
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
-from draemu.apiserver.server import APIServer
+from draemu.apiserver.server.lifecycle import APIServer
 
 pytestmark = pytest.mark.unit
 

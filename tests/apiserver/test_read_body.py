@@ -12,7 +12,7 @@ from aiohttp import ClientSession, web
 from aiohttp.test_utils import TestServer
 
 from draemu.api.errors import StatusError
-from draemu.apiserver.codec import MAX_BODY, read_body
+from draemu.apiserver.wire.codec import MAX_BODY, read_body
 
 pytestmark = pytest.mark.unit
 

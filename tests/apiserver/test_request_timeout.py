@@ -8,7 +8,7 @@ import time
 import pytest
 from apiclient import CM, Client
 
-from draemu.apiserver.server import APIServer
+from draemu.apiserver.server.lifecycle import APIServer
 
 pytestmark = pytest.mark.unit
 

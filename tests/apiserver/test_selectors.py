@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from draemu.api.errors import StatusError
-from draemu.apiserver.selectors import parse_field_selector, parse_label_selector
+from draemu.apiserver.wire.queryselectors import parse_field_selector, parse_label_selector
 
 pytestmark = pytest.mark.unit
 

@@ -12,9 +12,9 @@ import pytest
 import pytest_asyncio
 
 from draemu.api.errors import StatusError
-from draemu.apiserver.resources import Resource
-from draemu.apiserver.storage import Storage, Unchanged, encode
-from draemu.apiserver.watchcache import WatchCache, decode
+from draemu.apiserver.registry.resources import Resource
+from draemu.apiserver.storage.storeadapter import Storage, Unchanged, encode
+from draemu.apiserver.storage.watchcache import WatchCache, decode
 from draemu.store.factory import open_store
 from draemu.store.model import KeyValue
 

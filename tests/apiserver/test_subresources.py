@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 import pytest
 from apiclient import PODS, Client, pod
 
-from draemu.apiserver.server import APIServer
-from draemu.apiserver.subresources import LogOptions
+from draemu.apiserver.endpoints.subresources import LogOptions
+from draemu.apiserver.server.lifecycle import APIServer
 
 pytestmark = pytest.mark.unit
 

@@ -230,7 +230,7 @@ async def test_stopping_the_server_ends_open_watches_promptly(tmp_path) -> None:
 
 async def test_idle_watch_with_bookmarks_gets_periodic_bookmarks(client: Client,
                                                                  monkeypatch) -> None:
-    from draemu.apiserver import watch
+    from draemu.apiserver.endpoints import watch
 
     monkeypatch.setattr(watch, "BOOKMARK_INTERVAL", 0.2)
     rv = await list_revision(client)

@@ -28,9 +28,9 @@ from apiclient import (
     ssl_context_for,
 )
 
-from draemu.apiserver import watchcache
-from draemu.apiserver.server import APIServer
-from draemu.apiserver.watchcache import Change, WatchCache
+from draemu.apiserver.server.lifecycle import APIServer
+from draemu.apiserver.storage import watchcache
+from draemu.apiserver.storage.watchcache import Change, WatchCache
 from draemu.store.factory import open_store
 
 pytestmark = pytest.mark.unit
@@ -307,7 +307,7 @@ async def test_a_stalled_client_never_holds_back_the_directly_written_watchers(
 
 async def test_bookmarks_of_a_directly_written_watch_never_overtake_its_events(
         client: Client, apiserver: APIServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    from draemu.apiserver import watch
+    from draemu.apiserver.endpoints import watch
 
     monkeypatch.setattr(watch, "BOOKMARK_INTERVAL", 0.05)
     rv = await list_revision(client)

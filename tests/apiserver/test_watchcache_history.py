@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from draemu.apiserver import watchcache
-from draemu.apiserver.storage import encode
-from draemu.apiserver.watchcache import WatchCache
+from draemu.apiserver.storage import watchcache
+from draemu.apiserver.storage.storeadapter import encode
+from draemu.apiserver.storage.watchcache import WatchCache
 from draemu.store.factory import open_store
 
 pytestmark = pytest.mark.unit

@@ -17,8 +17,8 @@ import pytest
 import pytest_asyncio
 from apiclient import CM, Client, configmap, next_event, ssl_context_for
 
-from draemu.apiserver.storage import encode
-from draemu.apiserver.watchcache import WatchCache
+from draemu.apiserver.storage.storeadapter import encode
+from draemu.apiserver.storage.watchcache import WatchCache
 from draemu.cmd.testing.apiserver import start_apiserver
 from draemu.store.factory import open_store
 from draemu.store.model import KeyValue
@@ -179,7 +179,7 @@ async def test_an_apiserver_joining_a_postgresql_store_serves_it_at_once(
 
 async def test_reads_that_decode_many_objects_pause_the_collector_and_say_so(
         filled: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from draemu.apiserver import watchcache
+    from draemu.apiserver.storage import watchcache
 
     monkeypatch.setattr(watchcache, "BULK_DECODE", 2)
     collecting: list[bool] = []

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from draemu.apiserver.server import APIServer
+from draemu.apiserver.server.lifecycle import APIServer
 
 pytestmark = pytest.mark.unit
 pytest_plugins = ["draemu.cmd.testing.apiserver"]

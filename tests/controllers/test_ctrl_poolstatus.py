@@ -3,7 +3,7 @@ import asyncio
 
 import pytest
 
-from draemu.apiserver.server import APIServer, APIServerOptions
+from draemu.apiserver.server.lifecycle import APIServer, APIServerOptions
 from draemu.client import Client
 from draemu.controllers.manager import ControllerManager
 from draemu.controllers.resourcepoolstatus import pool_statuses

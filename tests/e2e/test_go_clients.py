@@ -80,7 +80,7 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningD
 
 
 def protobuf_decoder_missing() -> bool:
-    return importlib.util.find_spec("draemu.apiserver.protobuf") is None
+    return importlib.util.find_spec("draemu.apiserver.wire.protobuf") is None
 
 
 @pytest.mark.parametrize("watch_list", [True, False], ids=["watchlist", "list-watch"])
@@ -89,7 +89,7 @@ def test_client_go_conformance_passes(go_bin: Path, control_plane: RunningDraemu
                                       content_type: str) -> None:
     if content_type == PROTOBUF and protobuf_decoder_missing():
         pytest.skip("draemu does not decode protobuf request bodies yet "
-                    "(apiserver/protobuf/ is not there)")
+                    "(apiserver/wire/protobuf/ is not there)")
     env = {**os.environ, "KUBE_FEATURE_WatchListClient": str(watch_list).lower()}
     result = subprocess.run(
         [str(go_bin / "conformance"), "--kubeconfig", str(control_plane.kubeconfig),

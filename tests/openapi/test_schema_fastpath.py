@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from draemu.api.errors import StatusError
 from draemu.api.types import Obj
-from draemu.apiserver import timestamps
+from draemu.apiserver.wire import timestamps
 from draemu.openapi import schemas
 from draemu.openapi.schemas.node import LIST, MAP, STRUCT, SchemaNode
 

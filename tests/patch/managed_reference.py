@@ -10,8 +10,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from draemu.apiserver.patch.fieldpath import from_fields_v1
-from draemu.apiserver.patch.typed import Changes, child, ignored, shape
+from draemu.apiserver.wire.patch.fieldpath import from_fields_v1
+from draemu.apiserver.wire.patch.typed import Changes, child, ignored, shape
 from draemu.openapi.schemas.node import SchemaNode
 
 Path = tuple[str, ...]

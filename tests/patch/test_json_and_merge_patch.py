@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from draemu.api.errors import StatusError
-from draemu.apiserver.patch import apply_json_patch, apply_merge_patch
+from draemu.apiserver.wire.patch import apply_json_patch, apply_merge_patch
 
 pytestmark = pytest.mark.unit
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from draemu.apiserver.patch import fieldpath, update_managed_fields
-from draemu.apiserver.patch.managed import schema_of
+from draemu.apiserver.wire.patch import fieldpath, update_managed_fields
+from draemu.apiserver.wire.patch.managed import schema_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.unit]
 

@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from draemu.apiserver.patch import (
+from draemu.apiserver.wire.patch import (
     manager_from_user_agent,
     server_side_apply,
     update_managed_fields,

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from draemu.api.errors import StatusError
-from draemu.apiserver.patch import conflict_error, server_side_apply, update_managed_fields
+from draemu.apiserver.wire.patch import conflict_error, server_side_apply, update_managed_fields
 
 pytestmark = pytest.mark.unit
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from draemu.api.errors import StatusError
-from draemu.apiserver.patch import apply_strategic_merge_patch
+from draemu.apiserver.wire.patch import apply_strategic_merge_patch
 from draemu.openapi import schemas
 
 pytestmark = pytest.mark.unit

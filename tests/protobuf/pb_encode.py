@@ -8,7 +8,7 @@ import datetime
 import json
 from typing import Any
 
-from draemu.apiserver.protobuf.schema import MESSAGES, WRAPPERS
+from draemu.apiserver.wire.protobuf.messages import MESSAGES, WRAPPERS
 
 MAGIC = b"k8s\x00"
 

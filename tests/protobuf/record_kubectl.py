@@ -21,7 +21,7 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
-from draemu.apiserver.server import APIServer, APIServerOptions
+from draemu.apiserver.server.lifecycle import APIServer, APIServerOptions
 from draemu.features import FeatureGates
 
 FIXTURES = Path(__file__).with_name("fixtures")

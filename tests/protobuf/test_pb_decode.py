@@ -18,7 +18,7 @@ from pb_encode import (
     varint,
 )
 
-from draemu.apiserver.protobuf import ProtobufError, decode, message_name
+from draemu.apiserver.wire.protobuf import ProtobufError, decode, message_name
 
 pytestmark = pytest.mark.unit
 

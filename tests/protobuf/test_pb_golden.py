@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from draemu.apiserver.protobuf import decode, message_name
-from draemu.apiserver.protobuf.schema import KINDS
+from draemu.apiserver.wire.protobuf import decode, message_name
+from draemu.apiserver.wire.protobuf.messages import KINDS
 
 pytestmark = pytest.mark.unit
 

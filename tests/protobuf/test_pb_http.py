@@ -12,7 +12,7 @@ import pytest_asyncio
 from pb_client import Client
 from pb_encode import encode_message, encode_object, envelope
 
-from draemu.apiserver.server import APIServer
+from draemu.apiserver.server.lifecycle import APIServer
 
 pytestmark = pytest.mark.unit
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from draemu.apiserver.protobuf import decode
+from draemu.apiserver.wire.protobuf import decode
 
 pytestmark = pytest.mark.unit
 

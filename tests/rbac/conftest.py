@@ -9,7 +9,7 @@ import aiohttp
 import pytest_asyncio
 from rbac_client import TOKENS, As
 
-from draemu.apiserver.server import APIServer
+from draemu.apiserver.server.lifecycle import APIServer
 from draemu.cmd.testing.apiserver import start_apiserver
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import aiohttp
 
-from draemu.apiserver.server import APIServer
+from draemu.apiserver.server.lifecycle import APIServer
 
 TOKENS = {"alice-token": ("alice", ["developers"]), "bob-token": ("bob", []),
           "carol-token": ("carol", [])}

@@ -223,7 +223,7 @@ async def test_validation_of_rules_and_bindings(as_user) -> None:
 
 
 async def test_service_account_subjects_match_service_account_users(server, as_user) -> None:
-    from draemu.apiserver.rbac.authorizer import applies_to
+    from draemu.apiserver.auth.rbac.authorizer import applies_to
     from draemu.identity import UserInfo
 
     sa = UserInfo("system:serviceaccount:ns1:driver")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from draemu.apiserver.rbac.rules import allows, compact, compact_string, covers
+from draemu.apiserver.auth.rbac.rules import allows, compact, compact_string, covers
 
 pytestmark = pytest.mark.unit
 

@@ -11,7 +11,7 @@ import time
 import pytest
 from test_rbac_api import RBAC, rule
 
-from draemu.apiserver.serviceaccount.tokenrequest import claims
+from draemu.apiserver.endpoints.tokenrequest import claims
 
 pytestmark = pytest.mark.unit
 NS = "/api/v1/namespaces/default"

@@ -15,7 +15,7 @@ from draemu.api.errors import (
 from draemu.api.names import is_dns1123_subdomain
 from draemu.api.types import Obj
 from draemu.apiserver.registry.core.common import qualified_name
-from draemu.apiserver.registry.core.selector import validate_label_selector
+from draemu.apiserver.registry.core.labelselector import validate_label_selector
 from draemu.cel.errors import CELCompileError
 from draemu.cel.kubernetes import compile_kubernetes
 

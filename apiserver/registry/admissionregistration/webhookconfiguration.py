@@ -18,7 +18,7 @@ from draemu.apiserver.registry.admissionregistration.common import (
     validate_match_conditions,
     validate_rule,
 )
-from draemu.apiserver.registry.core.selector import validate_label_selector
+from draemu.apiserver.registry.core.labelselector import validate_label_selector
 from draemu.apiserver.registry.strategy import (
     AGE,
     AGE_COLUMN,

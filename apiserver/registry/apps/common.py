@@ -10,13 +10,13 @@ from draemu.api.errors import FieldError, Path, invalid, not_supported, required
 from draemu.api.names import regex_error
 from draemu.api.types import Obj
 from draemu.apiserver.registry.core.common import nonnegative
-from draemu.apiserver.registry.core.podtemplate import validate_pod_template
-from draemu.apiserver.registry.core.selector import (
+from draemu.apiserver.registry.core.labelselector import (
     convertible,
     is_empty,
     matches,
     validate_label_selector,
 )
+from draemu.apiserver.registry.core.podtemplate import validate_pod_template
 
 STATUS_EXCEEDS_REPLICAS = "cannot be greater than status.replicas"
 _PERCENT = re.compile(r"^[0-9]+%$")

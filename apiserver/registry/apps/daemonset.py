@@ -8,16 +8,16 @@ from draemu.api.errors import FieldError, Path, forbidden, invalid, not_supporte
 from draemu.apiserver.registry.apps.common import int_or_percent_value, validate_int_or_percent
 from draemu.apiserver.registry.apps.replicaset import template_cells
 from draemu.apiserver.registry.core.common import immutable, nonnegative
-from draemu.apiserver.registry.core.podspec_defaults import default_pod_template
-from draemu.apiserver.registry.core.podtemplate import (
-    obsolete_template_field_errors,
-    validate_pod_template,
-)
-from draemu.apiserver.registry.core.selector import (
+from draemu.apiserver.registry.core.labelselector import (
     convertible,
     is_empty,
     matches,
     validate_label_selector,
+)
+from draemu.apiserver.registry.core.podspec_defaults import default_pod_template
+from draemu.apiserver.registry.core.podtemplate import (
+    obsolete_template_field_errors,
+    validate_pod_template,
 )
 from draemu.apiserver.registry.core.service import format_labels
 from draemu.apiserver.registry.generic import AGE_COLUMN, NAME, GenericStrategy, Printed, get_path

@@ -10,17 +10,17 @@ from typing import Any
 from draemu.api.errors import FieldError, Path, forbidden, invalid, not_supported, required
 from draemu.apiserver.registry.apps.common import int_or_percent_value, validate_int_or_percent
 from draemu.apiserver.registry.core.common import container_cells, dns_label, nonnegative
+from draemu.apiserver.registry.core.labelselector import (
+    convertible,
+    is_empty,
+    matches,
+    validate_label_selector,
+)
 from draemu.apiserver.registry.core.persistentvolume import validate_claim_spec
 from draemu.apiserver.registry.core.podspec_defaults import default_pod_template
 from draemu.apiserver.registry.core.podtemplate import (
     obsolete_template_field_errors,
     validate_pod_template,
-)
-from draemu.apiserver.registry.core.selector import (
-    convertible,
-    is_empty,
-    matches,
-    validate_label_selector,
 )
 from draemu.apiserver.registry.generic import AGE_COLUMN, NAME, GenericStrategy, Printed, get_path
 from draemu.apiserver.registry.meta import name_is_dns_label, name_is_dns_subdomain

@@ -13,9 +13,9 @@ import json
 from typing import Any
 
 from draemu.api.errors import FieldError, Path, invalid, not_supported, required
-from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.generic import AGE_COLUMN, NAME, GenericStrategy, Printed, get_path
 from draemu.apiserver.registry.strategy import Column, Context, Obj
+from draemu.apiserver.wire.jsoncopy import clone
 
 METRIC_TYPES = ["ContainerResource", "External", "Object", "Pods", "Resource"]
 _SOURCE_FIELD = {"ContainerResource": "containerResource", "External": "external",

@@ -16,15 +16,15 @@ from draemu.apiserver.registry.core.common import (
     nonnegative,
     parse_time,
 )
+from draemu.apiserver.registry.core.labelselector import (
+    convertible,
+    matches,
+    validate_label_selector,
+)
 from draemu.apiserver.registry.core.podspec_defaults import default_pod_template
 from draemu.apiserver.registry.core.podtemplate import (
     obsolete_template_field_errors,
     validate_pod_template,
-)
-from draemu.apiserver.registry.core.selector import (
-    convertible,
-    matches,
-    validate_label_selector,
 )
 from draemu.apiserver.registry.strategy import (
     AGE,

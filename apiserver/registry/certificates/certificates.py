@@ -23,7 +23,6 @@ from draemu.api.errors import (
     required,
 )
 from draemu.api.meta import time_now
-from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.core.common import human_duration, qualified_name
 from draemu.apiserver.registry.generic import (
     AGE_COLUMN,
@@ -33,6 +32,7 @@ from draemu.apiserver.registry.generic import (
     get_path,
 )
 from draemu.apiserver.registry.strategy import Column, Context, Obj
+from draemu.apiserver.wire.jsoncopy import clone
 
 GROUP = "certificates.k8s.io"
 KEY_USAGES = ["any", "cert sign", "client auth", "code signing", "content commitment",

@@ -23,7 +23,7 @@ from draemu.api.names import (
 )
 from draemu.api.quantity import QUANTITY_ERROR, Quantity, QuantityError
 from draemu.api.types import Obj
-from draemu.apiserver.jsoncopy import clone
+from draemu.apiserver.wire.jsoncopy import clone
 
 FIELD_IMMUTABLE = "field is immutable"
 IS_NEGATIVE = "must be greater than or equal to 0"

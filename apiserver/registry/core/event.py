@@ -9,10 +9,10 @@ from typing import Any
 
 from draemu.api.errors import FieldError, Path, invalid, required
 from draemu.api.types import Obj
-from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.core.common import dns_subdomain, immutable, qualified_name, since
 from draemu.apiserver.registry.meta import name_is_anything
 from draemu.apiserver.registry.strategy import NAME_COLUMN, Column, Context, Strategy
+from draemu.apiserver.wire.jsoncopy import clone
 
 REPORTING_INSTANCE_LIMIT = 128
 ACTION_LIMIT = 128

@@ -8,7 +8,6 @@ from typing import Any
 
 from draemu.api.errors import FieldError, Path, invalid
 from draemu.api.types import Obj
-from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.core.common import copy_or_drop
 from draemu.apiserver.registry.meta import name_is_dns_label, validate_finalizer_name
 from draemu.apiserver.registry.strategy import (
@@ -19,6 +18,7 @@ from draemu.apiserver.registry.strategy import (
     Context,
     Strategy,
 )
+from draemu.apiserver.wire.jsoncopy import clone
 
 FINALIZER_KUBERNETES = "kubernetes"
 # Every namespace carries its own name as a label, so selectors can pick namespaces by name.

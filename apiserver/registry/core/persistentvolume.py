@@ -15,9 +15,9 @@ from draemu.apiserver.registry.core.common import (
     dns_subdomain,
     parse_quantity,
 )
-from draemu.apiserver.registry.core.selector import validate_label_selector
+from draemu.apiserver.registry.core.labelselector import validate_label_selector
 from draemu.apiserver.registry.generic import AGE_COLUMN, NAME, GenericStrategy, Printed, get_path
-from draemu.apiserver.registry.storage.storage import csi_driver_name_errors
+from draemu.apiserver.registry.storage.volumes import csi_driver_name_errors
 from draemu.apiserver.registry.strategy import Column, Context, Obj
 
 ACCESS_MODES = ["ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"]

@@ -20,7 +20,6 @@ from draemu.api.errors import (
 )
 from draemu.api.meta import time_now
 from draemu.api.types import Obj
-from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.core import limitranger
 from draemu.apiserver.registry.core.common import (
     MAX_INT32,
@@ -31,7 +30,7 @@ from draemu.apiserver.registry.core.common import (
     inclusive_range,
     qualified_name,
 )
-from draemu.apiserver.registry.core.nodeselector import has_invalid_label_values
+from draemu.apiserver.registry.core.nodeselector_validation import has_invalid_label_values
 from draemu.apiserver.registry.core.pod_status import pod_row_cells, qos_class, readiness_gates_cell
 from draemu.apiserver.registry.core.podspec_defaults import default_pod_spec, quantities
 from draemu.apiserver.registry.core.podspec_validation import (
@@ -48,6 +47,7 @@ from draemu.apiserver.registry.strategy import (
     Context,
     Strategy,
 )
+from draemu.apiserver.wire.jsoncopy import clone
 
 # The DefaultTolerationSeconds admission plugin's tolerations.
 DEFAULT_TOLERATION_SECONDS = 300

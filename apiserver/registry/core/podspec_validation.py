@@ -34,7 +34,7 @@ from draemu.apiserver.registry.core.common import (
     parse_quantity,
     qualified_name,
 )
-from draemu.apiserver.registry.core.nodeselector import (
+from draemu.apiserver.registry.core.nodeselector_validation import (
     validate_node_selector,
     validate_node_selector_term,
 )

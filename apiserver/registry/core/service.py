@@ -22,7 +22,6 @@ from draemu.api.errors import (
     not_supported,
     required,
 )
-from draemu.apiserver.jsoncopy import clone
 from draemu.apiserver.registry.core import serviceallocation as alloc
 from draemu.apiserver.registry.core.common import (
     dns_label,
@@ -34,6 +33,7 @@ from draemu.apiserver.registry.core.podspec_validation import validate_port_num_
 from draemu.apiserver.registry.generic import AGE_COLUMN, NAME, GenericStrategy, Printed, get_path
 from draemu.apiserver.registry.meta import name_is_dns_label, validate_labels
 from draemu.apiserver.registry.strategy import Column, Context, Obj
+from draemu.apiserver.wire.jsoncopy import clone
 
 TYPES = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]
 AFFINITIES = ["ClientIP", "None"]

@@ -17,7 +17,7 @@ class ServiceAccountStrategy(Strategy):
     versions = ("v1",)
     storage_version = "v1"
     has_generation = False
-    # TokenRequest (apiserver/serviceaccount/tokenrequest.py).
+    # TokenRequest (apiserver/endpoints/tokenrequest.py).
     subresources = frozenset({"token"})
 
     def table_columns(self) -> list[Column]:

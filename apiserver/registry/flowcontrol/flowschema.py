@@ -19,7 +19,10 @@ from draemu.api.errors import (
 )
 from draemu.api.names import is_dns1123_label, is_dns1123_subdomain
 from draemu.api.types import Obj
-from draemu.apiserver.flowcontrol.bootstrap import MANDATORY_SCHEMA_SPECS, spec_equalish
+from draemu.apiserver.registry.flowcontrol.bootstrapconfig import (
+    MANDATORY_SCHEMA_SPECS,
+    spec_equalish,
+)
 from draemu.apiserver.registry.generic import AGE_COLUMN, NAME, GenericStrategy, Printed
 from draemu.apiserver.registry.strategy import Column, Context
 

@@ -10,7 +10,11 @@ from typing import Any
 
 from draemu.api.errors import FieldError, Path, forbidden, invalid, not_supported, required
 from draemu.api.types import Obj
-from draemu.apiserver.flowcontrol.bootstrap import EXEMPT, MANDATORY_LEVEL_SPECS, spec_equalish
+from draemu.apiserver.registry.flowcontrol.bootstrapconfig import (
+    EXEMPT,
+    MANDATORY_LEVEL_SPECS,
+    spec_equalish,
+)
 from draemu.apiserver.registry.flowcontrol.flowschema import validate_status
 from draemu.apiserver.registry.generic import AGE_COLUMN, NAME, GenericStrategy, Printed
 from draemu.apiserver.registry.strategy import Column, Context

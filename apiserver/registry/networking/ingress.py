@@ -11,7 +11,7 @@ from draemu.apiserver.registry.core.common import (
     inclusive_range,
     label_selector_string,
 )
-from draemu.apiserver.registry.core.selector import validate_label_selector
+from draemu.apiserver.registry.core.labelselector import validate_label_selector
 from draemu.apiserver.registry.generic import (
     AGE_COLUMN,
     NAME,

@@ -8,7 +8,7 @@ from typing import Any
 from draemu.api.errors import FieldError, Path, invalid, not_supported
 from draemu.apiserver.registry.apps.common import int_or_percent_value, validate_int_or_percent
 from draemu.apiserver.registry.core.common import nonnegative
-from draemu.apiserver.registry.core.selector import validate_label_selector
+from draemu.apiserver.registry.core.labelselector import validate_label_selector
 from draemu.apiserver.registry.generic import AGE_COLUMN, NAME, GenericStrategy, Printed
 from draemu.apiserver.registry.strategy import Column, Context, Obj
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from draemu.api.errors import FieldError, Path, go_quote, invalid_no_value
 from draemu.api.types import Obj
-from draemu.apiserver.rbac.authorizer import role_rules
-from draemu.apiserver.rbac.escalation import check_binding_write, only_gc_fields_changed
+from draemu.apiserver.auth.rbac.authorizer import role_rules
+from draemu.apiserver.auth.rbac.escalation import check_binding_write, only_gc_fields_changed
 from draemu.apiserver.registry.rbac.common import (
     BindingTable,
     RBACStrategy,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from draemu.api.errors import FieldError, Path, invalid, required
 from draemu.api.types import Obj
-from draemu.apiserver.rbac.escalation import check_role_write, only_gc_fields_changed
-from draemu.apiserver.registry.core.selector import convertible, validate_label_selector
+from draemu.apiserver.auth.rbac.escalation import check_role_write, only_gc_fields_changed
+from draemu.apiserver.registry.core.labelselector import convertible, validate_label_selector
 from draemu.apiserver.registry.rbac.common import (
     RBACStrategy,
     RoleTable,

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from draemu.api.errors import Path, forbidden, invalid, not_supported, required, too_many
-from draemu.apiserver.registry.core.nodeselector import validate_node_selector
+from draemu.apiserver.registry.core.nodeselector_validation import validate_node_selector
 from draemu.features import FeatureGates
 
 from . import fields as f
+from .deviceselectors import derived_expression, selector_list
 from .fields import Errors, lst, obj
-from .selectors import derived_expression, selector_list
 from .taints import toleration
 
 REQUESTS_MAX = 32

@@ -9,8 +9,8 @@ from draemu.features import FeatureGates
 
 from . import fields as f
 from .claims import CONFIG_MAX, device_configuration
+from .deviceselectors import selector_list
 from .fields import Errors, lst, obj
-from .selectors import selector_list
 
 
 def class_spec(spec: dict[str, Any], old: dict[str, Any] | None, gates: FeatureGates) -> Errors:

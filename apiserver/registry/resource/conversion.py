@@ -19,7 +19,7 @@ from typing import Any
 
 from draemu.api.errors import StatusError, forbidden, internal_error, invalid_object
 from draemu.api.types import Obj
-from draemu.apiserver.jsoncopy import clone
+from draemu.apiserver.wire.jsoncopy import clone
 
 from . import walk
 from .fields import lst, obj

@@ -9,7 +9,7 @@ from typing import Any
 
 from draemu.api.errors import Path, forbidden, invalid, required, too_long
 from draemu.api.quantity import Quantity, QuantityError
-from draemu.apiserver.registry.core.nodeselector import validate_node_selector
+from draemu.apiserver.registry.core.nodeselector_validation import validate_node_selector
 from draemu.features import FeatureGates
 
 from . import fields as f

@@ -21,8 +21,8 @@ from typing import Any
 
 from draemu.api.errors import FieldError, Path, forbidden
 from draemu.api.types import Obj
-from draemu.apiserver.auth import Attributes
-from draemu.apiserver.auth import forbidden as forbidden_status
+from draemu.apiserver.auth.authorization import Attributes
+from draemu.apiserver.auth.authorization import forbidden as forbidden_status
 from draemu.apiserver.registry.strategy import Context
 from draemu.identity import UserInfo, split_service_account
 

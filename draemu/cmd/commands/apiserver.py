@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
 
     from draemu import aio
     from draemu import kubeconfig as kubeconfig_file
-    from draemu.apiserver.server import APIServer, APIServerOptions
+    from draemu.apiserver.server.lifecycle import APIServer, APIServerOptions
     from draemu.features import FeatureGateError, FeatureGates
 
     try:

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from draemu.apiserver.server import APIServer, APIServerOptions
+from draemu.apiserver.server.lifecycle import APIServer, APIServerOptions
 
 DEFAULT_KUBECTL = "/usr/bin/kubectl"
 

@@ -9,8 +9,8 @@ import json
 import pytest
 from apiclient import Client
 
-from draemu.apiserver.bootstrap import advertise_address
-from draemu.apiserver.server import APIServer
+from draemu.apiserver.controlplane.systemobjects import advertise_address
+from draemu.apiserver.server.lifecycle import APIServer
 
 pytestmark = pytest.mark.unit
 

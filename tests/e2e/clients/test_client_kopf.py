@@ -17,7 +17,7 @@ pytest.importorskip("kopf", reason="kopf is not installed (test extra)")
 from client_claims import allocation, claim
 from kubernetes import client, config, watch
 
-from draemu.apiserver.server import APIServer
+from draemu.apiserver.server.lifecycle import APIServer
 
 pytestmark = pytest.mark.e2e
 

@@ -16,7 +16,7 @@ import pytest_asyncio
 from client_claims import allocation, claim
 from kr8s.asyncio.objects import new_class
 
-from draemu.apiserver.server import APIServer
+from draemu.apiserver.server.lifecycle import APIServer
 
 NS = "default"
 # kr8s 0.20 warns that it was only tested up to Kubernetes 1.35; draemu reports 1.37.

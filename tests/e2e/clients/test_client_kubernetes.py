@@ -12,7 +12,7 @@ from client_claims import CONFLICT_MESSAGE, allocation, claim
 from kubernetes import client, config, dynamic, watch
 from kubernetes.client.rest import ApiException
 
-from draemu.apiserver.server import APIServer
+from draemu.apiserver.server.lifecycle import APIServer
 
 pytestmark = pytest.mark.e2e
 

@@ -12,7 +12,7 @@ from client_claims import CONFLICT_MESSAGE, claim
 from kubernetes_asyncio import client, config, watch
 from kubernetes_asyncio.client.rest import ApiException
 
-from draemu.apiserver.server import APIServer
+from draemu.apiserver.server.lifecycle import APIServer
 
 pytestmark = pytest.mark.e2e
 

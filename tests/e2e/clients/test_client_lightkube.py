@@ -23,7 +23,7 @@ from lightkube.resources.resource_v1 import (
 )
 from lightkube.types import PatchType
 
-from draemu.apiserver.server import APIServer
+from draemu.apiserver.server.lifecycle import APIServer
 
 pytestmark = pytest.mark.e2e
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 from kubectl_helpers import BINARIES, NEWEST
 
-from draemu.apiserver.server import APIServer
+from draemu.apiserver.server.lifecycle import APIServer
 from draemu.cmd.testing.apiserver import Kubectl
 
 

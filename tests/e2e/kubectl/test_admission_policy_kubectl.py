@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from draemu.apiserver.server import APIServer
+from draemu.apiserver.server.lifecycle import APIServer
 from draemu.cmd.testing.apiserver import Kubectl
 
 pytestmark = pytest.mark.e2e

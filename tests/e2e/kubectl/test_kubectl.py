@@ -14,8 +14,8 @@ import pytest
 import yaml
 from kubectl_helpers import write
 
-from draemu.apiserver.server import APIServer
-from draemu.apiserver.subresources import LogOptions
+from draemu.apiserver.endpoints.subresources import LogOptions
+from draemu.apiserver.server.lifecycle import APIServer
 from draemu.cmd.testing.apiserver import Kubectl
 
 pytestmark = pytest.mark.e2e

@@ -12,7 +12,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from draemu import kubeconfig
-from draemu.apiserver.server import APIServer
+from draemu.apiserver.server.lifecycle import APIServer
 from draemu.cmd.testing.apiserver import Kubectl
 
 pytestmark = pytest.mark.e2e

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from draemu.apiserver.server import APIServer
+from draemu.apiserver.server.lifecycle import APIServer
 
 KUBECTL_DIR = Path(os.path.realpath(shutil.which("kubectl") or "/usr/bin/kubectl")).parent
 KUBECTLS = [p for p in (KUBECTL_DIR / "kubectl.1.27", KUBECTL_DIR / "kubectl.1.28")

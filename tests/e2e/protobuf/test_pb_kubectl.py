@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from draemu.apiserver.server import APIServer
+from draemu.apiserver.server.lifecycle import APIServer
 from draemu.cmd.testing.apiserver import DEFAULT_KUBECTL, Kubectl, kubectl_binaries
 
 pytestmark = pytest.mark.e2e

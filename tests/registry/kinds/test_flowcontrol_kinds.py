@@ -8,7 +8,7 @@ import copy
 import pytest
 from kind_helpers import created, ctx, messages
 
-from draemu.apiserver.flowcontrol.bootstrap import (
+from draemu.apiserver.registry.flowcontrol.bootstrapconfig import (
     MANDATORY_LEVELS,
     MANDATORY_SCHEMAS,
     SUGGESTED_LEVELS,

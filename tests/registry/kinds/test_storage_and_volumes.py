@@ -13,7 +13,7 @@ from draemu.apiserver.registry.core.persistentvolume import (
     PersistentVolumeClaimStrategy,
     PersistentVolumeStrategy,
 )
-from draemu.apiserver.registry.storage.storage import (
+from draemu.apiserver.registry.storage.volumes import (
     CSIDriverStrategy,
     CSINodeStrategy,
     StorageClassStrategy,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from draemu.apiserver.registry import discover
-from draemu.apiserver.resources import ResourceTable
+from draemu.apiserver.registry.resources import ResourceTable
 from draemu.drivers.presets import load_preset
 from draemu.features import FeatureGates
 
@@ -63,7 +63,7 @@ def test_the_seed_preset_asks_for_the_legacy_version() -> None:
 
 
 def test_version_reports_the_emulated_release() -> None:
-    from draemu.apiserver.app import version_info
+    from draemu.apiserver.server.app import version_info
 
     info = version_info("1.35")
     assert (info["major"], info["minor"]) == ("1", "37")

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from draemu.apiserver.registry import discover
+from draemu.apiserver.registry.resources import ResourceTable
 from draemu.apiserver.registry.scheduling.podgroup import PodGroupStrategy
 from draemu.apiserver.registry.scheduling.workload import WorkloadStrategy
 from draemu.apiserver.registry.strategy import Context
-from draemu.apiserver.resources import ResourceTable
 from draemu.client import ApiError
 from draemu.cmd.testing.apiserver import start_apiserver
 from draemu.features import FeatureGates

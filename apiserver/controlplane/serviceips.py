@@ -1,0 +1,160 @@
+"""IPAddress objects for Services' cluster IPs, as kube-apiserver keeps them since the
+MultiCIDRServiceAllocator (GA in 1.33): one `networking.k8s.io/v1` IPAddress named by
+each address, with the Service as its parentRef, made and removed as Services come and
+go (upstream's allocator writes them with the Service; here a watch-cache listener does
+it right after, and the allocator also counts them as taken).
+
+It is also upstream's repair loop (ipallocator-repair-controller): missing IPAddresses
+are made, ones whose Service no longer holds the address are deleted, and a Service
+whose address another Service already holds gets a `ClusterIPAlreadyAllocated` Warning
+Event. Several apiservers on one store may do this at once: creates and deletes that
+lose the race are ignored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from draemu.api.errors import StatusError
+from draemu.api.meta import time_now
+from draemu.api.types import Obj
+from draemu.apiserver.controlplane.systemobjects import Bootstrap
+from draemu.apiserver.registry.resources import ResourceTable
+from draemu.apiserver.storage.storeadapter import Storage
+from draemu.apiserver.storage.watchcache import Change
+from draemu.features import FeatureGates
+from draemu.log import get_logger
+
+log = get_logger("apiserver.serviceips")
+GROUP = "networking.k8s.io"
+MANAGED_BY = "ipaddress.kubernetes.io/managed-by"
+ALLOCATOR = "ipallocator.k8s.io"
+FAMILY = "ipaddress.kubernetes.io/ip-family"
+REPAIR = "ipallocator-repair-controller"
+# Changes arriving together are handled in one pass.
+_SETTLE = 0.05
+
+
+def wanted_addresses(services: list[Obj]) -> dict[str, Obj]:
+    """address -> the Service that holds it first (by creation, then name)."""
+    out: dict[str, Obj] = {}
+    ordered = sorted(services, key=lambda s: ((s.get("metadata") or {}).get(
+        "creationTimestamp", ""), (s.get("metadata") or {}).get("namespace", ""),
+        (s.get("metadata") or {}).get("name", "")))
+    for svc in ordered:
+        for ip in (svc.get("spec") or {}).get("clusterIPs") or []:
+            if ip and ip != "None":
+                out.setdefault(ip, svc)
+    return out
+
+
+def _parent(svc: Obj) -> Obj:
+    meta = svc["metadata"]
+    return {"group": "", "resource": "services", "namespace": meta.get("namespace", ""),
+            "name": meta["name"]}
+
+
+class ServiceIPAddresses:
+    def __init__(self, table: ResourceTable, storage: Storage, gates: FeatureGates,
+                 listing: Callable[..., list[Any]], state: dict[str, Any]) -> None:
+        self.table, self.storage, self.listing = table, storage, listing
+        self.boot = Bootstrap(table, storage, gates, listing, state)
+        self.services = table.by_group_resource("", "services")
+        self.addresses = table.by_group_resource(GROUP, "ipaddresses")
+        self._dirty = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._reported: set[tuple[str, str]] = set()
+
+    def start(self) -> None:
+        if self.services is None or self.addresses is None:
+            return
+        self.storage.cache.listen(self.services.prefix, self._on_change)
+        self.storage.cache.listen(self.addresses.prefix, self._on_change)
+        self._dirty.set()
+        self._task = asyncio.create_task(self._work(), name="service-ip-addresses")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    def _on_change(self, change: Change | None) -> None:
+        self._dirty.set()
+
+    async def _work(self) -> None:
+        while True:
+            await self._dirty.wait()
+            await asyncio.sleep(_SETTLE)
+            self._dirty.clear()
+            try:
+                await self.reconcile()
+            except StatusError as e:
+                log.warning("service IP repair failed; retrying", error=e.message)
+                await asyncio.sleep(1)
+                self._dirty.set()
+
+    async def reconcile(self) -> None:
+        services = self.listing("services", "", "")
+        wanted = wanted_addresses(services)
+        existing = {a["metadata"]["name"]: a for a in self.listing("ipaddresses", GROUP, "")}
+        for ip, svc in wanted.items():
+            if ip not in existing:
+                await self._create(ip, svc)
+        for svc in services:
+            for ip in (svc.get("spec") or {}).get("clusterIPs") or []:
+                holder = wanted.get(ip)
+                if holder is not None and holder is not svc:
+                    await self._report_duplicate(ip, svc)
+        for ip, address in existing.items():
+            labels = (address.get("metadata") or {}).get("labels") or {}
+            holder = wanted.get(ip)
+            parent = (address.get("spec") or {}).get("parentRef") or {}
+            if labels.get(MANAGED_BY) != ALLOCATOR:
+                continue  # made by someone else: theirs to remove
+            if holder is None or _parent(holder) != {k: parent.get(k, "") for k in (
+                    "group", "resource", "namespace", "name")}:
+                await self._delete(address)
+
+    async def _create(self, ip: str, svc: Obj) -> None:
+        with contextlib.suppress(StatusError):
+            await self.boot.ensure(GROUP, "ipaddresses", {
+                "metadata": {"name": ip, "labels": {FAMILY: "IPv6" if ":" in ip else "IPv4",
+                                                    MANAGED_BY: ALLOCATOR}},
+                "spec": {"parentRef": _parent(svc)}})
+
+    async def _delete(self, address: Obj) -> None:
+        assert self.addresses is not None
+        meta = address["metadata"]
+        try:
+            await self.storage.delete(self.addresses, "", meta["name"],
+                                      int(meta["resourceVersion"]))
+        except StatusError as e:
+            if e.reason not in ("NotFound", "Conflict"):
+                raise
+
+    async def _report_duplicate(self, ip: str, svc: Obj) -> None:
+        meta = svc["metadata"]
+        key = (meta.get("uid", ""), ip)
+        if key in self._reported:
+            return
+        self._reported.add(key)
+        log.warning("cluster IP assigned to several services", ip=ip,
+                    service=f"{meta.get('namespace')}/{meta.get('name')}")
+        stamp = time_now()
+        await self.boot.ensure("", "events", {
+            "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}",
+                         "namespace": meta.get("namespace", "default")},
+            "involvedObject": {"kind": "Service", "apiVersion": "v1",
+                               "namespace": meta.get("namespace"), "name": meta["name"],
+                               "uid": meta.get("uid")},
+            "reason": "ClusterIPAlreadyAllocated", "type": "Warning",
+            "message": f"Cluster IP [{'IPv6' if ':' in ip else 'IPv4'}]:{ip} was assigned to "
+                       "multiple services. Please recreate service",
+            "source": {"component": REPAIR}, "reportingComponent": REPAIR,
+            "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1})

@@ -1,0 +1,97 @@
+"""/openapi/v3 (index with hashes, per-group-version documents) and /openapi/v2, built
+by `draemu.openapi` from the served kinds' schemas and cached until the served kinds
+change (a CustomResourceDefinition comes, changes or goes).
+
+A document URL with the current `?hash=` is immutable (kubectl caches it); a stale
+hash redirects to the current URL, as upstream does.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from aiohttp import web
+
+from draemu.api.errors import StatusError
+from draemu.apiserver.registry.resources import ResourceTable
+from draemu.apiserver.wire.codec import dumps
+
+_IMMUTABLE = {"Cache-Control": "public, immutable", "Expires": "Thu, 31 Dec 2099 00:00:00 GMT"}
+
+
+def _not_found() -> StatusError:
+    return StatusError(404, "NotFound", "the server could not find the requested resource", {})
+
+
+@lru_cache(maxsize=8)
+def _documents(table: ResourceTable, generation: int) -> dict[str, tuple[bytes, str]]:
+    """'api/v1' / 'apis/<g>/<v>' -> (JSON document, hash as the index advertises it)."""
+    from draemu import openapi
+
+    strategies = [r.strategy for r in table.resources]
+    out: dict[str, tuple[bytes, str]] = {}
+    for group, versions in table.groups().items():
+        for version in versions:
+            doc = openapi.openapi_v3_document(group, version, strategies)
+            out[openapi.document_key(group, version)] = (
+                dumps(doc), openapi.document_hash(group, version, strategies))
+    return out
+
+
+@lru_cache(maxsize=8)
+def _index(table: ResourceTable, generation: int) -> bytes:
+    from draemu import openapi
+
+    return dumps(openapi.openapi_v3_index([r.strategy for r in table.resources]))
+
+
+@lru_cache(maxsize=8)
+def _v2(table: ResourceTable, generation: int) -> bytes:
+    from draemu import openapi
+
+    return dumps(openapi.openapi_v2_document([r.strategy for r in table.resources]))
+
+
+@lru_cache(maxsize=8)
+def _v2_protobuf(table: ResourceTable, generation: int) -> bytes:
+    from draemu import openapi
+
+    return openapi.openapi_v2_protobuf([r.strategy for r in table.resources])
+
+
+def _v2_protobuf_type() -> str:
+    from draemu import openapi
+
+    return openapi.V2_PROTOBUF_CONTENT_TYPE
+
+
+def _json(body: bytes, headers: dict[str, str] | None = None) -> web.Response:
+    resp = web.Response(body=body, headers=headers)
+    resp.headers["Content-Type"] = "application/json"
+    return resp
+
+
+def respond(request: web.Request, path: str, table: ResourceTable) -> web.Response:
+    if path == "/openapi/v3":
+        return _json(_index(table, table.generation))
+    if path.startswith("/openapi/v3/"):
+        key = path[len("/openapi/v3/"):]
+        found = _documents(table, table.generation).get(key)
+        if found is None:
+            raise _not_found()
+        body, digest = found
+        asked = request.query.get("hash")
+        if asked and asked != digest:
+            return web.Response(status=301,
+                                headers={"Location": f"/openapi/v3/{key}?hash={digest}"})
+        return _json(body, {**_IMMUTABLE, "ETag": f'"{digest}"'} if asked else
+                     {"ETag": f'"{digest}"'})
+    if path == "/openapi/v2":
+        first = request.headers.get("Accept", "").split(",")[0]
+        if "protobuf" in first:
+            # kubectl <= 1.28 validates and explains with the gnostic protobuf form only.
+            resp = web.Response(body=_v2_protobuf(table, table.generation))
+            resp.headers["Content-Type"] = _v2_protobuf_type()
+            return resp
+        return _json(_v2(table, table.generation))
+    raise _not_found()

@@ -1,0 +1,427 @@
+"""`APIServer`: the apiserver's lifecycle — store, watch cache, certificates, HTTP(S)
+listener, admin kubeconfig, the namespaces that always exist, graceful shutdown.
+
+    server = APIServer(APIServerOptions(data_dir=Path("/tmp/d"), port=0))
+    await server.start(); server.url; server.kubeconfig_path
+    await server.stop()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import ipaddress
+import os
+import secrets
+import shutil
+import ssl
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from draemu import aio, kubeconfig, pki
+from draemu.apiserver.admission.policies import ValidatingAdmission
+from draemu.apiserver.admission.policystatus import PolicyStatus
+from draemu.apiserver.admission.webhooks import Webhooks
+from draemu.apiserver.auth.authentication import Authenticator, load_token_file
+from draemu.apiserver.auth.authorization import PrivilegedGroupAuthorizer, UnionAuthorizer
+from draemu.apiserver.auth.nodeauthorizer import NodeAuthorizer
+from draemu.apiserver.auth.rbac.authorizer import RBACAuthorizer
+from draemu.apiserver.auth.serviceaccounttokens import ServiceAccountAuthenticator
+from draemu.apiserver.controlplane.bootstraproles import ensure_bootstrap_policy
+from draemu.apiserver.controlplane.crdserving import CRDServing
+from draemu.apiserver.controlplane.serviceips import ServiceIPAddresses
+from draemu.apiserver.controlplane.systemobjects import (
+    Bootstrap,
+    ensure_flowcontrol_configuration,
+    ensure_system_namespaces,
+    ensure_system_objects,
+)
+from draemu.apiserver.endpoints import reviews
+from draemu.apiserver.endpoints.kubeletclient import KubeletClient
+from draemu.apiserver.endpoints.subresources import LogProvider, LogProviders
+from draemu.apiserver.flowcontrol.controller import FlowControl
+from draemu.apiserver.registry import discover
+from draemu.apiserver.registry.resources import ResourceTable
+from draemu.apiserver.server import httperrors
+from draemu.apiserver.server.app import API
+from draemu.apiserver.server.audit import AuditLog
+from draemu.apiserver.server.gcfreeze import GCFreezer
+from draemu.apiserver.server.metrics import Labels
+from draemu.apiserver.storage.storeadapter import Storage
+from draemu.apiserver.storage.watchcache import HISTORY, WATCHER_QUEUE, WatchCache
+from draemu.client import Client
+from draemu.features import FeatureGates
+from draemu.identity import AUTHENTICATED, MASTERS, UserInfo
+from draemu.log import get_logger
+from draemu.satokens import Signer
+
+log = get_logger("apiserver")
+
+SHUTDOWN_TIMEOUT = 5.0
+# The identity of in-process components on the loopback socket, as kube-apiserver's
+# loopback client.
+LOOPBACK_USER = "system:apiserver"
+
+
+@dataclass
+class APIServerOptions:
+    data_dir: Path
+    # None: a SQLite file in data_dir; "sqlite://:memory:" for tests; "postgresql://...".
+    store_url: str | None = None
+    address: str = "127.0.0.1"
+    port: int = 0
+    insecure_http: bool = False
+    feature_gates: FeatureGates = field(default_factory=FeatureGates)
+    # Also serve the versions draemu keeps for old manifests (resource.k8s.io/v1alpha3 of
+    # Kubernetes 1.31), which no release it emulates serves.
+    legacy_versions: bool = False
+    token_file: Path | None = None
+    # Audit events (audit.k8s.io/v1, Metadata level) appended to this file, as JSON lines.
+    audit_log: Path | None = None
+    max_requests_inflight: int = 400
+    max_mutating_requests_inflight: int = 200
+    # API Priority and Fairness (their sum is its server concurrency); off: the two
+    # max-in-flight limits above, as kube-apiserver's --enable-priority-and-fairness.
+    enable_priority_and_fairness: bool = True
+    # Seconds between passes of the APF config producer (upstream: a minute).
+    apf_ensure_interval: float = 60.0
+    request_timeout: float = 60.0  # kube-apiserver's --request-timeout, in seconds
+    # The watch cache's sizes (see WatchCache).
+    watch_history: int = HISTORY
+    watcher_queue: int = WATCHER_QUEUE
+    # An already opened store to serve instead of opening `store_url` (it is then
+    # not closed by stop()).
+    store: Any = None
+    # Where the CA, serving and client certificates and the service-account keys live
+    # (None: data_dir/pki). Several apiservers on one PostgreSQL store share one folder,
+    # so one kubeconfig and one token signer serve for all of them.
+    pki_dir: Path | None = None
+    # Keep the cyclic garbage collector off the watch cache (see gcfreeze.py): for a
+    # process that is this apiserver's alone (the commands), not for servers in tests.
+    freeze_gc: bool = False
+
+
+def _loopback(address: str) -> bool:
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+class APIServer:
+    def __init__(self, options: APIServerOptions) -> None:
+        if options.insecure_http and not _loopback(options.address):
+            raise ValueError(f"--insecure-http serves without authentication and is only "
+                             f"allowed on a loopback address, not {options.address}")
+        self.options = options
+        self.data_dir = Path(options.data_dir).absolute()
+        self.log_providers = LogProviders()
+        self.pki: pki.PKI | None = None
+        self.store: Any = None
+        self.port = 0
+        self.ready_seconds = 0.0
+        self._owns_store = options.store is None
+        self._runner: web.AppRunner | None = None
+        self._cache: WatchCache | None = None
+        self.api: API | None = None
+        self.crds: CRDServing | None = None
+        self.policy_status: PolicyStatus | None = None
+        self.service_ips: ServiceIPAddresses | None = None
+        # A unix socket for components in this process: plain HTTP with a per-identity
+        # random token, so they skip TLS on both ends.
+        self.loopback_path = ""
+        self._loopback_dir: str | None = None
+        self._loopback_tokens: dict[tuple[str, tuple[str, ...]], str] = {}
+        self._gc: GCFreezer | None = None
+
+    # Addresses and credentials ---------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        host = self.options.address
+        if host in ("0.0.0.0", "::"):
+            host = "127.0.0.1"
+        if ":" in host:
+            host = f"[{host}]"
+        scheme = "http" if self.options.insecure_http else "https"
+        return f"{scheme}://{host}:{self.port}"
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        return self.data_dir / "kubeconfig"
+
+    def issue_client_certificate(self, user: str, groups: list[str] | tuple[str, ...] = ()
+                                 ) -> pki.KeyPair:
+        """A client certificate (CN=user, O=groups) signed by this server's CA."""
+        if self.pki is None:
+            raise RuntimeError("the server has no PKI (not started, or --insecure-http)")
+        return pki.make_client_cert(self.pki.ca, user, list(groups))
+
+    def write_kubeconfig(self, path: Path, user: str = "kubernetes-admin",
+                         groups: list[str] | tuple[str, ...] = ("system:masters",),
+                         namespace: str = "default") -> Path:
+        if self.options.insecure_http:
+            config = kubeconfig.build(self.url, namespace=namespace)
+        else:
+            assert self.pki is not None
+            pair = self.pki.admin if user == "kubernetes-admin" and \
+                tuple(groups) == ("system:masters",) else \
+                self.issue_client_certificate(user, groups)
+            config = kubeconfig.build(self.url, user=user, ca_pem=self.pki.ca.cert_pem,
+                                      client_cert_pem=pair.cert_pem,
+                                      client_key_pem=pair.key_pem, namespace=namespace)
+        return kubeconfig.write(path, config)
+
+    def loopback_client(self, user_agent: str, user: str = LOOPBACK_USER,
+                        groups: list[str] | tuple[str, ...] = (MASTERS,)) -> Client:
+        """A client for a component in this process, as `user` in `groups`, over the
+        loopback socket (no TLS, no network). Its token exists only in this process's
+        memory and dies with it."""
+        token = self.loopback_token(user, groups)
+        return Client("http://localhost", token=token, user_agent=user_agent,
+                      unix_socket=self.loopback_path,
+                      ca_pem=self.pki.ca.cert_pem if self.pki is not None else None)
+
+    def loopback_token(self, user: str = LOOPBACK_USER,
+                       groups: list[str] | tuple[str, ...] = (MASTERS,)) -> str:
+        """The loopback socket's token of `user` in `groups` (made on first use), for a
+        component in this process or in a child it hands the token to privately."""
+        if self.api is None or not self.loopback_path:
+            raise RuntimeError("the apiserver is not started")
+        identity = (user, tuple(groups))
+        token = self._loopback_tokens.get(identity)
+        if token is None:
+            token = self._loopback_tokens[identity] = secrets.token_urlsafe(32)
+            all_groups = tuple(groups) if AUTHENTICATED in groups else (*groups, AUTHENTICATED)
+            self.api.authenticator.tokens[token] = UserInfo(user, groups=all_groups)
+        return token
+
+    # Components in this process -----------------------------------------------------------------
+    def register_log_provider(self, node: str, provider: LogProvider) -> None:
+        """Serve `pods/log` of the pods on `node` from `provider` (a kubelet in this
+        process) instead of calling the node's kubelet over the network."""
+        self.log_providers.register(node, provider)
+
+    def unregister_log_provider(self, node: str) -> None:
+        self.log_providers.unregister(node)
+
+    def add_gauge(self, name: str, collect: Callable[[], dict[Labels, float]]) -> None:
+        """Serve one more gauge on /metrics: `collect()` gives its value per label set
+        (a component in this process shows its own figures there)."""
+        if self.api is None:
+            raise RuntimeError("the apiserver is not started")
+        self.api.metrics.gauges[name] = collect
+
+    # Lifecycle ---------------------------------------------------------------------------------
+    async def start(self) -> None:
+        started = time.perf_counter()
+        opts = self.options
+        if opts.freeze_gc:
+            # What start-up makes lives as long as the server: the collector would only
+            # walk it again and again. The freezer collects once, after start-up.
+            gc.disable()
+        try:
+            await self._start(started)
+        finally:
+            if opts.freeze_gc:
+                gc.enable()
+        if opts.freeze_gc:
+            # Each request's decoded objects, copies and responses are young garbage by
+            # the thousand.
+            aio.collect_young_less_often()
+            self._gc = GCFreezer()
+            self._gc.start()
+            if self._cache is not None:
+                self._cache.decoded_in_bulk = self._gc.absorb
+
+    async def _start(self, started: float) -> None:
+        opts = self.options
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        tokens = load_token_file(opts.token_file) if opts.token_file else {}
+        if opts.store is not None:
+            self.store = opts.store
+        else:
+            from draemu.store import open_store
+
+            url = opts.store_url or f"sqlite:///{self.data_dir / 'state.db'}"
+            self.store = await open_store(url, data_dir=self.data_dir)
+        try:
+            await self._serve(tokens)
+        except BaseException:
+            await self.stop()
+            raise
+        self.ready_seconds = time.perf_counter() - started
+        log.info("apiserver ready", url=self.url, seconds=round(self.ready_seconds, 3))
+
+    async def _serve(self, tokens: dict[str, Any]) -> None:
+        opts = self.options
+        self._cache = WatchCache(self.store, history=opts.watch_history,
+                                 watcher_queue=opts.watcher_queue)
+        await self._cache.start()
+        storage = Storage(self.store, self._cache)
+        strategies = discover()
+        served = {(s.group, s.resource) for s in strategies}
+        strategies += [s for s in reviews.STRATEGIES if (s.group, s.resource) not in served]
+        table = ResourceTable(strategies, opts.feature_gates, opts.legacy_versions)
+        ssl_context = None
+        kubelet_client = None
+        pki_dir = Path(opts.pki_dir).absolute() if opts.pki_dir else self.data_dir / "pki"
+
+        def credentials() -> tuple[pki.PKI | None, Signer, bytes | None]:
+            # Under the folder's lock: apiservers sharing it may be starting together.
+            with pki.locked(pki_dir):
+                made = None if opts.insecure_http else pki.ensure_pki(pki_dir, opts.address)
+                # The ServiceAccount token signer: its key lives beside the CA.
+                signer = Signer.ensure(pki_dir)
+                front = pki.ensure_front_proxy(pki_dir)[0].cert_pem if made else None
+            return made, signer, front
+
+        self.pki, self.signer, front_proxy_ca = await asyncio.to_thread(credentials)
+        if self.pki is not None:
+            ssl_context = _ssl_context(self.pki)
+        # Plain HTTP to kubelets when this server has no certificates (--insecure-http).
+        kubelet_client = KubeletClient(self.pki)
+        self.api = API(table, storage, opts.feature_gates, Authenticator(tokens),
+                       PrivilegedGroupAuthorizer(),
+                       opts.insecure_http, f"{opts.address}:{opts.port}",
+                       log_providers=self.log_providers, kubelet_client=kubelet_client,
+                       max_readonly=opts.max_requests_inflight,
+                       max_mutating=opts.max_mutating_requests_inflight,
+                       request_timeout=opts.request_timeout)
+        # --authorization-mode=Node,RBAC behind system:masters, as kubeadm sets it up. The
+        # node and RBAC authorizers read related objects and bindings from the watch cache.
+        self.api.authorizer = UnionAuthorizer(
+            PrivilegedGroupAuthorizer(),
+            NodeAuthorizer(self.api.lookup, self.api.lookup_namespace),
+            RBACAuthorizer(self.api.lookup, self.api.lookup_namespace, self._rbac_version))
+        self.api.signer = self.signer
+        if opts.audit_log is not None:
+            self.api.audit = AuditLog(opts.audit_log)
+        self.api.authenticator.service_accounts = ServiceAccountAuthenticator(
+            self.signer, self.api.lookup)
+        await ensure_system_namespaces(table, storage, opts.feature_gates)
+        await ensure_bootstrap_policy(table, storage, opts.feature_gates)
+        self.api.admission = ValidatingAdmission(table, self._cache, self.api.authorizer)
+        self.api.webhooks = Webhooks(table, self._cache)
+        self.crds = CRDServing(table, storage)
+        self.crds.start()
+        self.policy_status = PolicyStatus(table, storage)
+        self.policy_status.start()
+        if opts.enable_priority_and_fairness:
+            api = self.api
+            self.api.flowcontrol = FlowControl(
+                table, storage,
+                opts.max_requests_inflight + opts.max_mutating_requests_inflight,
+                lambda: ensure_flowcontrol_configuration(Bootstrap(
+                    table, storage, opts.feature_gates, api.list_objects,
+                    api.registry_state)),
+                opts.apf_ensure_interval, in_flight=self.api.metrics.in_flight)
+        self._runner = web.AppRunner(self.api.build(), access_log=None,
+                                     shutdown_timeout=SHUTDOWN_TIMEOUT)
+        await self._runner.setup()
+        httperrors.answer_with_status(self._runner)
+        site = web.TCPSite(self._runner, opts.address, opts.port, ssl_context=ssl_context,
+                           backlog=1024, reuse_address=True)
+        await site.start()
+        server = site._server  # aiohttp exposes the bound port only here
+        assert server is not None and server.sockets
+        self.port = server.sockets[0].getsockname()[1]
+        self.api.server_address = f"{opts.address}:{self.port}"
+        self.loopback_path = self._loopback_socket_path()
+        await web.UnixSite(self._runner, self.loopback_path).start()
+        os.chmod(self.loopback_path, 0o600)
+        await ensure_system_objects(table, storage, opts.feature_gates, self.api.list_objects,
+                                    self.api.registry_state, opts.address, self.port,
+                                    self.pki.ca.cert_pem if self.pki is not None else None,
+                                    front_proxy_ca)
+        self.service_ips = ServiceIPAddresses(table, storage, opts.feature_gates,
+                                              self.api.list_objects, self.api.registry_state)
+        self.service_ips.start()
+        if self.api.flowcontrol is not None:
+            self.api.flowcontrol.start()
+        self.write_kubeconfig(self.kubeconfig_path)
+        self.api.ready.set()
+
+    def _rbac_version(self) -> tuple[int, ...]:
+        """Moves whenever a Role, ClusterRole or binding changes in the watch cache."""
+        cache = self._cache
+        assert cache is not None
+        return tuple(cache.bucket_version(f"/registry/rbac.authorization.k8s.io/{r}/")
+                     for r in ("roles", "clusterroles", "rolebindings", "clusterrolebindings"))
+
+    def _loopback_socket_path(self) -> str:
+        """The loopback socket's file: in the data directory (the data-dir lock keeps
+        it ours), or a private temporary directory when that path is too long for a
+        unix socket address (108 bytes on Linux)."""
+        path = self.data_dir / "apiserver.sock"
+        if len(os.fsencode(path)) < 100:
+            return str(path)
+        self._loopback_dir = tempfile.mkdtemp(prefix="draemu-")
+        return os.path.join(self._loopback_dir, "apiserver.sock")
+
+    async def stop(self) -> None:
+        """Graceful: stop accepting, end watches, let in-flight requests finish, close
+        the store."""
+        if self.api is not None:
+            self.api.ready.clear()
+        if self._cache is not None:
+            self._cache.end_watches()  # watch streams would hold the shutdown up
+        if self._runner is not None:
+            # Stops listening and lets in-flight requests finish (the cache still follows
+            # the store, so their reads and writes complete).
+            await self._runner.cleanup()
+            self._runner = None
+        if self.crds is not None:
+            await self.crds.stop()
+            self.crds = None
+        if self.policy_status is not None:
+            await self.policy_status.stop()
+            self.policy_status = None
+        if self.api is not None and self.api.flowcontrol is not None:
+            await self.api.flowcontrol.stop()
+        if self.service_ips is not None:
+            await self.service_ips.stop()
+            self.service_ips = None
+        if self.api is not None and self.api.webhooks is not None:
+            await self.api.webhooks.close()
+        if self._cache is not None:
+            await self._cache.stop()
+        if self._gc is not None:
+            await self._gc.stop()
+            self._gc = None
+        if self.api is not None and self.api.kubelet_client is not None:
+            await self.api.kubelet_client.close()
+        if self.api is not None and self.api.audit is not None:
+            self.api.audit.close()
+            self.api.audit = None
+        if self.store is not None and self._owns_store:
+            await self.store.close()
+        self.store = None
+        if self.loopback_path:
+            Path(self.loopback_path).unlink(missing_ok=True)
+            self.loopback_path = ""
+        if self._loopback_dir is not None:
+            shutil.rmtree(self._loopback_dir, ignore_errors=True)
+            self._loopback_dir = None
+
+
+def _ssl_context(p: pki.PKI) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(p.serving_cert_path, p.serving_key_path)
+    ctx.load_verify_locations(cadata=p.ca.cert_pem.decode())
+    # Client certificates are optional: tokens and public paths work without one.
+    ctx.verify_mode = ssl.CERT_OPTIONAL
+    ctx.set_alpn_protocols(["http/1.1"])
+    # No TLS 1.3 session tickets: the clients of an apiserver do not resume sessions
+    # (client-go, kubectl, aiohttp, urllib3 keep no session cache), and making the two
+    # tickets OpenSSL sends after each handshake was a quarter to a third of the server's
+    # cost of one (issue 22: 1,000 watches opened at once).
+    ctx.num_tickets = 0
+    return ctx
