@@ -8,7 +8,7 @@ that consumes capacity; anything else uses the device exclusively.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,6 +72,11 @@ class AllocatedState:
     def exclusive(self, d: DeviceID) -> bool:
         return d in self._exclusive
 
+    @property
+    def exclusive_devices(self) -> Mapping[DeviceID, int]:
+        """The devices in exclusive use (live, read only): with how many claims."""
+        return self._exclusive
+
     def all_exclusive(self, devices: Iterable[DeviceID]) -> bool:
         """Whether every one of the devices is in exclusive use."""
         exclusive = self._exclusive
@@ -100,7 +105,7 @@ class StateView:
         if extra is None:
             # The common case (nothing in flight on the node), asked for every device
             # the search looks at: the base's own lookup, without two calls around it.
-            self.exclusive = base._exclusive.__contains__  # type: ignore[method-assign]
+            self.exclusive = base.exclusive_devices.__contains__  # type: ignore[method-assign]
 
     def exclusive(self, d: DeviceID) -> bool:
         return self.base.exclusive(d) or (self.extra is not None and self.extra.exclusive(d))
@@ -109,7 +114,7 @@ class StateView:
         """Whether every one of the devices is in exclusive use."""
         if self.extra is None:
             return self.base.all_exclusive(devices)
-        base, extra = self.base._exclusive, self.extra._exclusive
+        base, extra = self.base.exclusive_devices, self.extra.exclusive_devices
         return all(d in base or d in extra for d in devices)
 
     def shared(self, d: DeviceID) -> bool:
