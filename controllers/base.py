@@ -21,7 +21,7 @@ from draemu.client import (
     WorkQueue,
     key_of,
 )
-from draemu.controllers.credentials import SERVICE_ACCOUNTS
+from draemu.controllers.registry import service_account
 from draemu.features import FeatureGates
 from draemu.log import get_logger
 
@@ -33,7 +33,7 @@ class ControllerContext:
     gates: FeatureGates = field(default_factory=FeatureGates)
     # Tunables (seconds), shortened in tests.
     settings: dict[str, float] = field(default_factory=dict)
-    # A controller's own client, by its ServiceAccount name (controllers/credentials.py);
+    # A controller's own client, by its ServiceAccount name (controllers/registry.py);
     # None: every controller writes with `client`.
     client_for: Callable[[str], Client] | None = None
     # Signs legacy ServiceAccount token Secrets (draemu.satokens.Signer); None: not done.
@@ -50,13 +50,22 @@ class Controller:
 
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
-        account = SERVICE_ACCOUNTS.get(self.name)
+        account = service_account(self.name)
         self.client = ctx.client_for(account) if ctx.client_for and account else ctx.client
         self.queue = WorkQueue()
         self.recorder = EventRecorder(self.client, self.component())
         self.log = get_logger(f"controller.{self.name}")
         self._tasks: list[asyncio.Task[None]] = []
         self.setup()
+
+    @classmethod
+    async def create(cls, ctx: ControllerContext) -> Controller:
+        """The controller, built (one that must ask the API first overrides this)."""
+        return cls(ctx)
+
+    def metrics(self) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
+        """Its metrics, by kube-controller-manager's names: labels -> value."""
+        return {}
 
     def component(self) -> str:
         return f"{self.name}-controller"

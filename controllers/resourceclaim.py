@@ -68,6 +68,10 @@ class ResourceClaimController(Controller):
     # queueing behind two sequential writes per pod.
     workers = 8
 
+    def metrics(self) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
+        return {"resourceclaim_controller_creates_total": {
+            (("status", status),): float(n) for status, n in self.creates.items()}}
+
     def setup(self) -> None:
         # resourceclaim_controller_creates_total{status="success"|"failure"}
         self.creates: dict[str, int] = {"success": 0, "failure": 0}

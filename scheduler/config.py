@@ -26,36 +26,26 @@ and ignored. Errors are upstream's field paths and texts where draemu has the sa
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
+from draemu.scheduler.pluginargs import parse_duration
+from draemu.scheduler.plugins.registry import IN_TREE, Registry
+
+__all__ = ["DEFAULT_PLUGINS", "ConfigError", "Profile", "SchedulerConfig", "load",
+           "load_file", "parse", "parse_duration"]
+
 GROUP_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
 DEFAULT_SCHEDULER = "default-scheduler"
 
-# Upstream's default profile (v1.37, DynamicResources before DefaultPreemption), with
-# weights. Names draemu does not implement are accepted and have no effect.
-DEFAULT_PLUGINS: list[tuple[str, int]] = [
-    ("SchedulingGates", 0), ("PrioritySort", 0), ("NodeUnschedulable", 0), ("NodeName", 0),
-    ("TaintToleration", 3), ("NodeAffinity", 2), ("NodePorts", 0), ("NodeResourcesFit", 1),
-    ("VolumeRestrictions", 0), ("NodeVolumeLimits", 0), ("VolumeBinding", 0),
-    ("VolumeZone", 0), ("PodTopologySpread", 2), ("InterPodAffinity", 2),
-    ("DynamicResources", 0), ("DefaultPreemption", 0), ("NodeResourcesBalancedAllocation", 1),
-    ("ImageLocality", 1), ("DefaultBinder", 0),
-]
-IMPLEMENTED = {"SchedulingGates", "NodeUnschedulable", "NodeName", "TaintToleration",
-               "NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread",
-               "InterPodAffinity", "DynamicResources", "DefaultPreemption",
-               "NodeResourcesBalancedAllocation", "DefaultBinder"}
-NOT_IMPLEMENTED = {"PrioritySort", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding",
-                   "VolumeZone", "ImageLocality"}
-KNOWN = IMPLEMENTED | NOT_IMPLEMENTED
 POINTS = ("preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "score",
           "reserve", "permit", "preBind", "bind", "postBind")
-STRATEGIES = ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio")
+# Upstream's default profile (v1.37, DynamicResources before DefaultPreemption), with
+# weights, from the registry. Names draemu does not implement are accepted, to no effect.
+DEFAULT_PLUGINS: list[tuple[str, int]] = IN_TREE.default_plugins()
 
 
 class ConfigError(ValueError):
@@ -68,7 +58,8 @@ class Profile:
     plugins: list[tuple[str, int]]  # enabled, in order, with weights (0 = default)
     disabled: dict[str, set[str]] = field(default_factory=dict)  # point -> plugin names
     enabled: dict[str, set[str]] = field(default_factory=dict)  # point -> explicitly on
-    args: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Plugin name -> its args (its registry entry's args type), as pluginConfig sets them.
+    args: dict[str, Any] = field(default_factory=dict)
     percentage_of_nodes_to_score: int | None = None
 
 
@@ -78,29 +69,31 @@ class SchedulerConfig:
     percentage_of_nodes_to_score: int = 0
 
     @classmethod
-    def default(cls) -> SchedulerConfig:
-        return cls([Profile(DEFAULT_SCHEDULER, list(DEFAULT_PLUGINS))])
+    def default(cls, registry: Registry = IN_TREE) -> SchedulerConfig:
+        return cls([Profile(DEFAULT_SCHEDULER, registry.default_plugins())])
 
 
-def load(text: str) -> SchedulerConfig:
+def load(text: str, registry: Registry = IN_TREE) -> SchedulerConfig:
+    """The configuration in YAML or JSON; plugin names and args are checked against
+    `registry`."""
     try:
         obj = yaml.safe_load(text)
     except yaml.YAMLError as e:
         raise ConfigError(f"couldn't decode as KubeSchedulerConfiguration: {e}") from e
     if not isinstance(obj, dict):
         raise ConfigError("couldn't decode as KubeSchedulerConfiguration: not an object")
-    return parse(obj)
+    return parse(obj, registry)
 
 
-def load_file(path: str) -> SchedulerConfig:
+def load_file(path: str, registry: Registry = IN_TREE) -> SchedulerConfig:
     try:
         with open(path, encoding="utf-8") as f:
-            return load(f.read())
+            return load(f.read(), registry)
     except OSError as e:
         raise ConfigError(f"failed to read config file {path!r}: {e.strerror}") from e
 
 
-def parse(obj: dict[str, Any]) -> SchedulerConfig:
+def parse(obj: dict[str, Any], registry: Registry = IN_TREE) -> SchedulerConfig:
     if obj.get("apiVersion") != GROUP_VERSION or obj.get("kind") != KIND:
         raise ConfigError(f'no kind "{obj.get("kind")}" is registered for version '
                           f'"{obj.get("apiVersion")}" (want {GROUP_VERSION} {KIND})')
@@ -128,8 +121,9 @@ def parse(obj: dict[str, Any]) -> SchedulerConfig:
         names.add(name)
         profile = Profile(name, [], percentage_of_nodes_to_score=_percentage(
             raw.get("percentageOfNodesToScore"), f"{path}.percentageOfNodesToScore", errors))
-        _plugins(profile, raw.get("plugins") or {}, f"{path}.plugins", errors)
-        _plugin_config(profile, raw.get("pluginConfig") or [], f"{path}.pluginConfig", errors)
+        _plugins(profile, raw.get("plugins") or {}, f"{path}.plugins", errors, registry)
+        _plugin_config(profile, raw.get("pluginConfig") or [], f"{path}.pluginConfig", errors,
+                       registry)
         profiles.append(profile)
     if errors:
         raise ConfigError("invalid KubeSchedulerConfiguration: " + "; ".join(errors))
@@ -145,15 +139,15 @@ def _percentage(value: Any, path: str, errors: list[str]) -> int | None:
     return value
 
 
-def _names(entries: Any, path: str, errors: list[str], *, weights: bool = False
-           ) -> list[tuple[str, int]]:
+def _names(entries: Any, path: str, errors: list[str], registry: Registry, *,
+           weights: bool = False) -> list[tuple[str, int]]:
     out: list[tuple[str, int]] = []
     for j, entry in enumerate(entries or []):
         name = entry.get("name") if isinstance(entry, dict) else None
         if not name:
             errors.append(f"{path}[{j}].name: Required value")
             continue
-        if name != "*" and name not in KNOWN:
+        if name != "*" and name not in registry:
             errors.append(f'{path}[{j}].name: Invalid value: "{name}": "{name}" does not '
                           "exist")
             continue
@@ -166,15 +160,17 @@ def _names(entries: Any, path: str, errors: list[str], *, weights: bool = False
     return out
 
 
-def _plugins(profile: Profile, plugins: dict[str, Any], path: str, errors: list[str]) -> None:
+def _plugins(profile: Profile, plugins: dict[str, Any], path: str, errors: list[str],
+             registry: Registry) -> None:
     multi = plugins.get("multiPoint") or {}
     disabled = {n for n, _ in _names(multi.get("disabled"), f"{path}.multiPoint.disabled",
-                                     errors)}
-    enabled = _names(multi.get("enabled"), f"{path}.multiPoint.enabled", errors, weights=True)
+                                     errors, registry)}
+    enabled = _names(multi.get("enabled"), f"{path}.multiPoint.enabled", errors, registry,
+                     weights=True)
     custom = {n: w for n, w in enabled}
     merged: list[tuple[str, int]] = []
     if "*" not in disabled:
-        for name, weight in DEFAULT_PLUGINS:
+        for name, weight in registry.default_plugins():
             if name in disabled:
                 continue
             merged.append((name, custom.pop(name, weight) or weight))
@@ -183,9 +179,9 @@ def _plugins(profile: Profile, plugins: dict[str, Any], path: str, errors: list[
     for point in POINTS:
         spec = plugins.get(point) or {}
         point_disabled = {n for n, _ in _names(spec.get("disabled"),
-                                               f"{path}.{point}.disabled", errors)}
+                                               f"{path}.{point}.disabled", errors, registry)}
         point_enabled = _names(spec.get("enabled"), f"{path}.{point}.enabled", errors,
-                               weights=point == "score")
+                               registry, weights=point == "score")
         if point_disabled:
             profile.disabled[point] = point_disabled
         for name, weight in point_enabled:
@@ -197,7 +193,8 @@ def _plugins(profile: Profile, plugins: dict[str, Any], path: str, errors: list[
     profile.plugins = [(n, score_weights.get(n, w)) for n, w in merged]
 
 
-def _plugin_config(profile: Profile, entries: Any, path: str, errors: list[str]) -> None:
+def _plugin_config(profile: Profile, entries: Any, path: str, errors: list[str],
+                   registry: Registry) -> None:
     if not isinstance(entries, list):
         errors.append(f"{path}: Invalid value: must be a list")
         return
@@ -215,106 +212,6 @@ def _plugin_config(profile: Profile, entries: Any, path: str, errors: list[str])
         if not isinstance(args, dict):
             errors.append(f"{p}.args: Invalid value: must be an object")
             continue
-        check = _ARG_CHECKS.get(name)
-        if check is not None:
-            check(args, f"{p}.args", errors)
-        profile.args[name] = args
-
-
-def _check_fit(args: dict, path: str, errors: list[str]) -> None:
-    strategy = args.get("scoringStrategy") or {}
-    kind = strategy.get("type", "LeastAllocated")
-    if kind not in STRATEGIES:
-        errors.append(f'{path}.scoringStrategy.type: Unsupported value: "{kind}": supported '
-                      'values: "LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"')
-    for k, r in enumerate(strategy.get("resources") or []):
-        r = r if isinstance(r, dict) else {}
-        weight = r.get("weight", 1)
-        if not isinstance(weight, int) or not 1 <= weight <= 100:
-            errors.append(f"{path}.scoringStrategy.resources[{k}].weight: Invalid value: "
-                          f"{json.dumps(weight)}: resource weight of {r.get('name')} "
-                          "should be in the range [1, 100]")
-    if kind == "RequestedToCapacityRatio":
-        shape = ((strategy.get("requestedToCapacityRatio") or {}).get("shape")) or []
-        if not shape:
-            errors.append(f"{path}.scoringStrategy.requestedToCapacityRatio.shape: Required "
-                          "value: at least one point must be specified")
-        last = -1
-        for k, point in enumerate(shape):
-            u, s = point.get("utilization", 0), point.get("score", 0)
-            if not 0 <= u <= 100:
-                errors.append(f"{path}.scoringStrategy.requestedToCapacityRatio.shape[{k}]."
-                              f"utilization: Invalid value: {u}: not in valid range [0-100]")
-            elif u <= last:
-                errors.append(f"{path}.scoringStrategy.requestedToCapacityRatio.shape[{k}]."
-                              f"utilization: Invalid value: {u}: should be increasing")
-            last = u
-            if not 0 <= s <= 10:
-                errors.append(f"{path}.scoringStrategy.requestedToCapacityRatio.shape[{k}]."
-                              f"score: Invalid value: {s}: not in valid range [0-10]")
-
-
-def _check_dra(args: dict, path: str, errors: list[str]) -> None:
-    value = args.get("filterTimeout")
-    if value is None:
-        return
-    try:
-        seconds = parse_duration(value)
-    except ValueError:
-        errors.append(f'{path}.filterTimeout: Invalid value: "{value}": time: invalid '
-                      f'duration "{value}"')
-        return
-    if seconds < 0:
-        errors.append(f'{path}.filterTimeout: Invalid value: "{value}": must be zero or '
-                      "positive duration")
-
-
-def _check_affinity(args: dict, path: str, errors: list[str]) -> None:
-    weight = args.get("hardPodAffinityWeight", 1)
-    if not isinstance(weight, int) or not 0 <= weight <= 100:
-        errors.append(f"{path}.hardPodAffinityWeight: Invalid value: {json.dumps(weight)}: "
-                      "not in valid range [0-100]")
-
-
-def _check_spread(args: dict, path: str, errors: list[str]) -> None:
-    kind = args.get("defaultingType", "System")
-    if kind not in ("System", "List"):
-        errors.append(f'{path}.defaultingType: Unsupported value: "{kind}": supported values: '
-                      '"System", "List"')
-    if kind == "System" and args.get("defaultConstraints"):
-        errors.append(f"{path}.defaultingType: Invalid value: \"System\": when providing "
-                      "defaultConstraints, defaultingType should be List")
-    for k, c in enumerate(args.get("defaultConstraints") or []):
-        if c.get("labelSelector") is not None:
-            errors.append(f"{path}.defaultConstraints[{k}].labelSelector: Forbidden: "
-                          "constraint must not define a selector, as they deduced for each pod")
-        if not isinstance(c.get("maxSkew"), int) or c.get("maxSkew") <= 0:
-            errors.append(f"{path}.defaultConstraints[{k}].maxSkew: Invalid value: "
-                          f"{json.dumps(c.get('maxSkew'))}: not in valid range (0, inf)")
-
-
-_ARG_CHECKS = {"NodeResourcesFit": _check_fit, "DynamicResources": _check_dra,
-               "InterPodAffinity": _check_affinity, "PodTopologySpread": _check_spread}
-
-_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_duration(value: Any) -> float:
-    """A Go duration ("10s", "1m30s", "500ms", "0") in seconds."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value) / 1e9  # a number is nanoseconds, as metav1.Duration's JSON
-    text = str(value).strip()
-    sign = -1.0 if text.startswith("-") else 1.0
-    text = text.lstrip("+-")
-    if text == "0":
-        return 0.0
-    pos, total = 0, 0.0
-    for m in _DURATION.finditer(text):
-        if m.start() != pos:
-            raise ValueError(value)
-        total += float(m.group(1)) * _UNITS[m.group(2)]
-        pos = m.end()
-    if pos != len(text) or not text:
-        raise ValueError(value)
-    return sign * total
+        entry = registry.get(name)
+        if entry is not None and entry.args is not None:
+            profile.args[name] = entry.args.parse(args, f"{p}.args", errors)

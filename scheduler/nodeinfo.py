@@ -134,7 +134,7 @@ _generations = itertools.count(1)
 class NodeInfo:
     """A node plus the pods bound (or assumed) to it, with their summed requests.
     `generation` moves on every change (node object, pods): what Filter and Score
-    answered for a node at one generation holds while it stays (see framework.py)."""
+    answered for a node at one generation holds while it stays (see framework/runtime.py)."""
 
     __slots__ = (
         "affinity_pods",

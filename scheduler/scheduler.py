@@ -18,11 +18,11 @@ from typing import Any
 
 from draemu.api.meta import time_now
 from draemu.cel import compile_expression
-from draemu.client import ApiError, Client, EventRecorder, Informer, SharedInformers, key_of
+from draemu.client import ApiError, Client, EventRecorder, SharedInformers, key_of
 from draemu.features import FeatureGates
 from draemu.log import get_logger
 from draemu.scheduler.cache import Cache
-from draemu.scheduler.config import Profile, SchedulerConfig, parse_duration
+from draemu.scheduler.config import SchedulerConfig
 from draemu.scheduler.dra.manager import DRAManager
 from draemu.scheduler.fiterror import NO_NODES, fit_error_message
 from draemu.scheduler.framework import (
@@ -32,27 +32,14 @@ from draemu.scheduler.framework import (
     Framework,
     Status,
 )
+from draemu.scheduler.framework.handle import Handle
+from draemu.scheduler.informers import SchedulerInformers
 from draemu.scheduler.nodeinfo import NodeInfo
-from draemu.scheduler.plugins.defaultbinder import DefaultBinder
-from draemu.scheduler.plugins.defaultpreemption import DefaultPreemption
-from draemu.scheduler.plugins.dynamicresources import (
-    FILTER_TIMEOUT,
-    RESOURCE_V1,
-    DynamicResources,
-)
-from draemu.scheduler.plugins.interpodaffinity import InterPodAffinity
-from draemu.scheduler.plugins.nodeaffinity import NodeAffinity
-from draemu.scheduler.plugins.nodename import NodeName
-from draemu.scheduler.plugins.nodeports import NodePorts
-from draemu.scheduler.plugins.noderesources import (
-    BalancedAllocation,
-    NodeResourcesFit,
-    ScoringStrategy,
-)
-from draemu.scheduler.plugins.nodeunschedulable import NodeUnschedulable
-from draemu.scheduler.plugins.podtopologyspread import PodTopologySpread
+from draemu.scheduler.pluginargs import FILTER_TIMEOUT, DynamicResourcesArgs
+from draemu.scheduler.plugins.dynamicresources import RESOURCE_V1
+from draemu.scheduler.plugins.registry import IN_TREE, Registry
 from draemu.scheduler.plugins.schedulinggates import SchedulingGates
-from draemu.scheduler.plugins.tainttoleration import TaintToleration
+from draemu.scheduler.profiles import build_framework
 from draemu.scheduler.queue import QueuedPod, SchedulingQueue
 
 log = get_logger("scheduler")
@@ -106,31 +93,32 @@ class Scheduler:
                  gated_report_delay: float = GATED_REPORT_DELAY,
                  dra_filter_timeout: float = FILTER_TIMEOUT,
                  config: SchedulerConfig | None = None,
-                 informers: SharedInformers | None = None) -> None:
+                 informers: SharedInformers | None = None,
+                 registry: Registry = IN_TREE) -> None:
         """`informers`: list+watch through these shared informers (those of controllers
         in the same process, say: each watch event is then read and decoded once for
-        both) instead of informers of our own; their owner starts and stops them too."""
+        both) instead of informers of our own; their owner starts and stops them too.
+        `dra_filter_timeout`: DynamicResources' filterTimeout (seconds the allocator may
+        spend on one node, 0 = no limit) in profiles whose configuration sets none.
+        `registry`: the plugins the configuration may name (default: the in-tree ones).
+        PluginError for a plugin whose methods do not match its extension points."""
         self.client = client
-        self._shared = informers
         self.gates = gates or FeatureGates()
         self.dra = DRAManager(self.gates)
         self.cache = Cache()
-        self.config = config or SchedulerConfig.default()
-        for profile in self.config.profiles:
-            timeout = (profile.args.get("DynamicResources") or {}).get("filterTimeout")
-            if timeout is not None:  # one DRA plugin (one device inventory) for all profiles
-                dra_filter_timeout = parse_duration(timeout)
-                break
-        # dra_filter_timeout: seconds the allocator may spend on one node (gate
-        # DRASchedulerFilterTimeout); 0 disables the limit, as kube-scheduler's filterTimeout.
-        self._dra_plugin = DynamicResources(client, self.dra, filter_timeout=dra_filter_timeout)
         self.dra.follow_node_versions(self.cache.touch)
-        self.namespace_labels: dict[str, dict[str, str]] = {}
+        self.informers = SchedulerInformers(client, informers)
+        self.recorder = EventRecorder(client, SCHEDULER_NAME, socket.gethostname(),
+                                      api="events.k8s.io/v1")
+        self.config = config or SchedulerConfig.default(registry)
         # One Framework per profile, by schedulerName; the first is the default one.
-        self.profiles = {p.scheduler_name: self._build_profile(p) for p in self.config.profiles}
+        self.profiles: dict[str, Framework] = {}
+        defaults = {"DynamicResources": DynamicResourcesArgs(dra_filter_timeout)}
+        for profile in self.config.profiles:
+            self.profiles[profile.scheduler_name] = build_framework(
+                profile, registry, self._handle(profile.scheduler_name), default_args=defaults,
+                percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score)
         self.framework = next(iter(self.profiles.values()))
-        self.preemption = next((pl for pl in self.framework.plugins
-                                if isinstance(pl, DefaultPreemption)), None)
         events: dict[str, set[ClusterEvent]] = {}
         hints: dict[str, Any] = {}
         for fw in self.profiles.values():
@@ -140,9 +128,7 @@ class Scheduler:
                 hints.setdefault(name, hint)
         self.queue = SchedulingQueue(events, hints=hints,
                                      initial_backoff=initial_backoff, max_backoff=max_backoff)
-        self.recorder = EventRecorder(client, SCHEDULER_NAME, socket.gethostname(),
-                                      api="events.k8s.io/v1")
-        self._informers: dict[str, Informer] = {}
+        self._pods = self.informers.informer("v1", "pods")
         self._loop_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._next_start_node = 0
@@ -157,49 +143,10 @@ class Scheduler:
         self._binding_slots = asyncio.Semaphore(MAX_CONCURRENT_BINDINGS)
         self.scheduled = 0  # pods bound so far (for benchmarks and logs)
 
-    def _build_profile(self, profile: Profile) -> Framework:
-        """The profile's plugins in its order, configured by its pluginConfig args."""
-        args = profile.args
-        fit = args.get("NodeResourcesFit") or {}
-        spread = args.get("PodTopologySpread") or {}
-        affinity = args.get("InterPodAffinity") or {}
-        balanced = args.get("NodeResourcesBalancedAllocation") or {}
-        preemption = DefaultPreemption(
-            self.client, self.cache.node, lambda: len(self.cache), self._pdbs,
-            self._pending_pods, self._record, self.dra)
-        factories: dict[str, Any] = {
-            "SchedulingGates": SchedulingGates, "NodeUnschedulable": NodeUnschedulable,
-            "NodeName": NodeName,
-            "TaintToleration": lambda: TaintToleration(self.cache.has_prefer_no_schedule_taints),
-            "NodeAffinity": NodeAffinity, "NodePorts": NodePorts,
-            "NodeResourcesFit": lambda: NodeResourcesFit(
-                self.dra.backs_extended_resource, _scoring(fit.get("scoringStrategy"))),
-            "PodTopologySpread": lambda: PodTopologySpread(
-                self.cache.nodes, self._spread_selector,
-                default_constraints=spread.get("defaultConstraints") or []
-                if spread.get("defaultingType") == "List" else None),
-            "InterPodAffinity": lambda: InterPodAffinity(
-                self.cache.nodes, self.namespace_labels.get,
-                hard_pod_affinity_weight=int(affinity.get("hardPodAffinityWeight", 1)),
-                ignore_preferred_terms_of_existing_pods=bool(
-                    affinity.get("ignorePreferredTermsOfExistingPods")),
-                nodes_with_affinity=self.cache.nodes_with_affinity,
-                nodes_with_required_anti_affinity=self.cache.nodes_with_required_anti_affinity),
-            "DynamicResources": lambda: self._dra_plugin,
-            "DefaultPreemption": lambda: preemption,
-            "NodeResourcesBalancedAllocation": lambda: BalancedAllocation(
-                _resources(balanced.get("resources"))),
-            "DefaultBinder": lambda: DefaultBinder(self.client),
-        }
-        plugins = [factories[name]() for name, _w in profile.plugins if name in factories]
-        framework = Framework(
-            plugins, disabled=profile.disabled, enabled=profile.enabled,
-            weights={name: w for name, w in profile.plugins if w},
-            percentage_of_nodes_to_score=profile.percentage_of_nodes_to_score
-            if profile.percentage_of_nodes_to_score is not None
-            else self.config.percentage_of_nodes_to_score)
-        preemption.framework = framework
-        return framework
+    def _handle(self, profile: str) -> Handle:
+        return Handle(client=self.client, gates=self.gates, snapshot=self.cache,
+                      informers=self.informers, recorder=self._record, dra=self.dra,
+                      frameworks=self.profiles, profile=profile)
 
     def _fw(self, pod: dict) -> Framework:
         return self.profiles.get((pod.get("spec") or {}).get("schedulerName")
@@ -208,21 +155,14 @@ class Scheduler:
     # --- lifecycle ---------------------------------------------------------------------
 
     async def start(self, timeout: float = 60.0) -> None:
-        pods = self._informer("v1", "pods")
-        pods.add_handler(self._on_pod_add, self._on_pod_update, self._on_pod_delete)
-        nodes = self._informer("v1", "nodes")
+        self._pods.add_handler(self._on_pod_add, self._on_pod_update, self._on_pod_delete)
+        nodes = self.informers.informer("v1", "nodes")
         nodes.add_handler(self._on_node, lambda old, new: self._on_node(new, "Update", old),
                           self._on_node_delete)
-        namespaces = self._informer("v1", "namespaces")
-        namespaces.add_handler(lambda ns: self._on_namespace(ns, "Add"),
-                               lambda _old, ns: self._on_namespace(ns, "Update"),
-                               self._on_namespace_delete)
-        # What the default topology spread constraints select (upstream's DefaultSelector).
-        for api_version, resource in (("v1", "services"), ("v1", "replicationcontrollers"),
-                                      ("apps/v1", "replicasets"), ("apps/v1", "statefulsets")):
-            self._informer(api_version, resource)
-        self._informer("policy/v1", "poddisruptionbudgets")  # preemption respects them
-        claims = self._informer(RESOURCE_V1, "resourceclaims")
+        namespaces = self.informers.informer("v1", "namespaces")
+        namespaces.add_handler(lambda _ns: self._event("Namespace", "Add"),
+                               lambda _old, _ns: self._event("Namespace", "Update"))
+        claims = self.informers.informer(RESOURCE_V1, "resourceclaims")
         claims.add_handler(lambda c: self._on_claim(None, c), self._on_claim,
                            self._on_claim_delete)
         self._watch_cluster_scoped("deviceclasses", "DeviceClass",
@@ -235,9 +175,10 @@ class Scheduler:
         # Building the CEL parser takes seconds the first time: pay it now, in a thread,
         # rather than in the first pod's scheduling cycle.
         await asyncio.to_thread(compile_expression, "true")
-        for inf in self._informers.values():
+        informers = self.informers.all()
+        for inf in informers:
             await inf.start()
-        await asyncio.gather(*(inf.wait_synced(timeout) for inf in self._informers.values()))
+        await asyncio.gather(*(inf.wait_synced(timeout) for inf in informers))
         # The informers' caches (nodes, slices, claims, pods) live as long as the scheduler;
         # the cyclic GC scanning them again and again cost a quarter of the scheduler's CPU
         # at 500 nodes. Frozen objects are left out of collections until stop().
@@ -254,15 +195,9 @@ class Scheduler:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        if self._shared is None:
-            await asyncio.gather(*(inf.stop() for inf in self._informers.values()))
+        if self.informers.owned:
+            await asyncio.gather(*(inf.stop() for inf in self.informers.all()))
         gc.unfreeze()  # what was frozen may become garbage now
-
-    def _informer(self, api_version: str, resource: str) -> Informer:
-        inf = self._shared.informer(api_version, resource) if self._shared is not None \
-            else Informer(self.client, api_version, resource)
-        self._informers[resource] = inf
-        return inf
 
     async def _served(self, resource: str) -> bool:
         try:
@@ -287,7 +222,8 @@ class Scheduler:
             remover(obj["metadata"]["name"])
             self._event(kind, "Delete")
 
-        self._informer(RESOURCE_V1, resource).add_handler(on_add, on_update, on_delete)
+        self.informers.informer(RESOURCE_V1, resource).add_handler(on_add, on_update,
+                                                                   on_delete)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)
@@ -363,56 +299,6 @@ class Scheduler:
         self.cache.remove_node(node["metadata"]["name"])
         self._event("Node", "Delete", old=node)
 
-    def _on_namespace(self, ns: dict, action: str) -> None:
-        self.namespace_labels[ns["metadata"]["name"]] = ns["metadata"].get("labels") or {}
-        self._event("Namespace", action)
-
-    def _on_namespace_delete(self, ns: dict) -> None:
-        self.namespace_labels.pop(ns["metadata"]["name"], None)
-
-    def _pdbs(self) -> list[dict]:
-        informer = self._informers.get("poddisruptionbudgets")
-        return informer.list() if informer is not None else []
-
-    def _pending_pods(self) -> list[dict]:
-        informer = self._informers.get("pods")
-        return [p for p in informer.list() if not (p.get("spec") or {}).get("nodeName")] \
-            if informer is not None else []
-
-    def _spread_selector(self, pod: dict) -> dict | None:
-        """Upstream's DefaultSelector: the selectors of the Services that select the pod,
-        and of its controlling ReplicationController, ReplicaSet or StatefulSet, merged."""
-        meta = pod.get("metadata") or {}
-        ns, pod_labels = meta.get("namespace", ""), meta.get("labels") or {}
-        match_labels: dict[str, str] = {}
-        services = self._informers.get("services")
-        for svc in services.list() if services is not None else ():
-            selector = (svc.get("spec") or {}).get("selector")
-            if svc["metadata"].get("namespace") != ns or selector is None:
-                continue
-            if all(pod_labels.get(k) == v for k, v in selector.items()):
-                match_labels.update(selector)
-        expressions: list[dict] = []
-        owner = next((o for o in meta.get("ownerReferences") or [] if o.get("controller")),
-                     None)
-        if owner is not None:
-            resource = {("v1", "ReplicationController"): "replicationcontrollers",
-                        ("apps/v1", "ReplicaSet"): "replicasets",
-                        ("apps/v1", "StatefulSet"): "statefulsets"}.get(
-                (owner.get("apiVersion"), owner.get("kind")))
-            informer = self._informers.get(resource) if resource else None
-            obj = informer.get(f"{ns}/{owner.get('name')}") if informer else None
-            selector = (obj or {}).get("spec", {}).get("selector") if obj else None
-            if resource == "replicationcontrollers" and selector:
-                match_labels.update(selector)
-            elif isinstance(selector, dict):
-                expressions.extend({"key": k, "operator": "In", "values": [v]}
-                                   for k, v in (selector.get("matchLabels") or {}).items())
-                expressions.extend(selector.get("matchExpressions") or [])
-        if not match_labels and not expressions:
-            return None
-        return {"matchLabels": match_labels, "matchExpressions": expressions}
-
     def _claim_event(self, old: dict | None, claim: dict | None, action: str) -> None:
         """Upstream's queueing hint for claims: freed devices may help any pod; otherwise
         only the pods that use the claim (named in their spec or status, or owning it)."""
@@ -465,7 +351,7 @@ class Scheduler:
 
     def _report_gated(self, key: str) -> None:
         self._gate_reports.pop(key, None)
-        pod = self._informers["pods"].get(key)
+        pod = self._pods.get(key)
         if pod is None or (pod.get("spec") or {}).get("nodeName"):
             return
         status = self._fw(pod).run_pre_enqueue(pod)
@@ -489,7 +375,7 @@ class Scheduler:
             await asyncio.sleep(0)
 
     def _schedule_one(self, qp: QueuedPod) -> None:
-        pod = self._informers["pods"].get(qp.key)
+        pod = self._pods.get(qp.key)
         if pod is None or (pod.get("spec") or {}).get("nodeName") or not self._responsible(pod):
             self.queue.done(qp.key)
             return
@@ -634,7 +520,7 @@ class Scheduler:
             return
         self.queue.done(qp.key)
         self._cancel_gate_report(qp.key)
-        if not (self._informers["pods"].get(qp.key) or {}).get("spec", {}).get("nodeName"):
+        if not (self._pods.get(qp.key) or {}).get("spec", {}).get("nodeName"):
             self._bound_unseen.add(pod["metadata"]["uid"])
         self.scheduled += 1
         meta = pod["metadata"]
@@ -703,21 +589,3 @@ def _scheduling_properties_changed(old: dict, new: dict) -> bool:
 
 def _condition_states(status: dict) -> dict[str, str]:
     return {c.get("type", ""): c.get("status", "") for c in status.get("conditions") or []}
-
-
-def _resources(entries: list[dict] | None) -> list[tuple[str, int]] | None:
-    if not entries:
-        return None
-    return [(e["name"], int(e.get("weight") or 1)) for e in entries]
-
-
-def _scoring(strategy: dict | None) -> ScoringStrategy:
-    strategy = strategy or {}
-    result = ScoringStrategy(strategy.get("type") or "LeastAllocated")
-    resources = _resources(strategy.get("resources"))
-    if resources:
-        result.resources = resources
-    shape = (strategy.get("requestedToCapacityRatio") or {}).get("shape")
-    if shape:
-        result.shape = [(int(p.get("utilization", 0)), int(p.get("score", 0))) for p in shape]
-    return result

@@ -100,7 +100,7 @@ SHARED_MODULES = ("asyncio", "ssl", "aiohttp", "aiohttp.web", "yaml", "structlog
                   "draemu.api.jsonfast", "draemu.api.quantity", "draemu.api.quota",
                   "draemu.api.labels", "draemu.api.nodelabels", "draemu.pki",
                   "draemu.satokens", "draemu.identity", "draemu.remotecommand",
-                  "draemu.drivers.presets", "draemu.controllers.credentials",
+                  "draemu.drivers.presets", "draemu.controllers.registry",
                   "draemu.cmd.nodecredentials")
 
 
@@ -237,11 +237,11 @@ class ControlPlaneProcess:
         log_format, log_level = log.settings()
         accounts: dict[str, str] = {}
         if controllers:
-            from draemu.controllers.credentials import NAMESPACE, SERVICE_ACCOUNTS
+            from draemu.controllers.registry import NAMESPACE, service_accounts
 
             accounts = {account: server.loopback_token(
                 service_account_user(NAMESPACE, account), service_account_groups(NAMESPACE))
-                for account in sorted(set(SERVICE_ACCOUNTS.values()))}
+                for account in service_accounts()}
         key_file = Path(server.data_dir) / "pki" / "sa.key"
         config = _Config(
             socket=server.loopback_path, url=server.url,

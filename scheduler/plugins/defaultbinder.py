@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from draemu.client import ApiError, Client
-from draemu.scheduler.framework import SUCCESS, ClusterEvent, CycleState, Status
+from draemu.scheduler.framework import SUCCESS, BindPlugin, ClusterEvent, CycleState, Status
+from draemu.scheduler.framework.handle import Handle
 
 
-class DefaultBinder:
+class DefaultBinder(BindPlugin):
     name = "DefaultBinder"
 
     def __init__(self, client: Client) -> None:
@@ -31,3 +32,7 @@ class DefaultBinder:
         except ApiError as e:
             return Status.error(f"binding rejected: {e.message}")
         return SUCCESS
+
+
+def new(_args: None, handle: Handle) -> DefaultBinder:
+    return DefaultBinder(handle.client)

@@ -22,15 +22,22 @@ that makes the pod fit (after upstream's DefaultPreemption and its Evaluator, v1
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from contextlib import nullcontext
 from typing import Any
 
 from draemu.api import labels as labelsel
 from draemu.api.meta import time_now
-from draemu.client import ApiError, Client
+from draemu.client import ApiError
 from draemu.log import get_logger
 from draemu.scheduler.fiterror import fit_error_message
-from draemu.scheduler.framework import SUCCESS, ClusterEvent, Code, CycleState, Status
+from draemu.scheduler.framework import (
+    SUCCESS,
+    ClusterEvent,
+    Code,
+    CycleState,
+    PostFilterPlugin,
+    Status,
+)
+from draemu.scheduler.framework.handle import Handle
 from draemu.scheduler.nodeinfo import NodeInfo
 
 log = get_logger("scheduler.preemption")
@@ -59,21 +66,15 @@ def _importance(pod: dict) -> tuple[int, str]:
     return -priority(pod), _start(pod)
 
 
-class DefaultPreemption:
+class DefaultPreemption(PostFilterPlugin):
     name = "DefaultPreemption"
 
-    def __init__(self, client: Client, nodes: Callable[[str], NodeInfo | None],
-                 num_nodes: Callable[[], int], pdbs: Callable[[], list[dict]],
-                 pending: Callable[[], list[dict]],
-                 record: Callable[..., Any] | None = None, dra: Any = None) -> None:
-        self._client = client
-        self._node = nodes
-        self._num_nodes = num_nodes
-        self._pdbs = pdbs
-        self._pending = pending
-        self._record = record
-        self._dra = dra
-        self.framework: Any = None  # the profile's Framework, set once it is built
+    def __init__(self, handle: Handle) -> None:
+        self._handle = handle
+        self._client = handle.client
+        self._snapshot = handle.snapshot
+        handle.watch("policy/v1", "poddisruptionbudgets")  # victims' budgets are respected
+        handle.watch("v1", "pods")  # pending pods nominated to the node lose it
 
     def events(self) -> Iterable[ClusterEvent]:
         return []
@@ -85,7 +86,7 @@ class DefaultPreemption:
             return Status.unschedulable("preemption: " + NEVER)
         nominated = status.get("nominatedNodeName")
         if nominated:
-            info = self._node(nominated)
+            info = self._snapshot.node(nominated)
             node_status = statuses.get(nominated)
             if info is not None and not (node_status is not None and
                                          node_status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
@@ -95,7 +96,7 @@ class DefaultPreemption:
                     return Status.unschedulable("preemption: " + TERMINATING)
         candidates, node_statuses = self._find_candidates(pod, statuses)
         if not candidates:
-            message = fit_error_message(self._num_nodes(), node_statuses=node_statuses,
+            message = fit_error_message(len(self._snapshot), node_statuses=node_statuses,
                                         absent=Status.unschedulable(NOT_HELPFUL,
                                                                     resolvable=False))
             return Status.unschedulable("preemption: " + message)
@@ -117,11 +118,13 @@ class DefaultPreemption:
                          ) -> tuple[dict[str, tuple[list[dict], int]], dict[str, Status]]:
         candidates: dict[str, tuple[list[dict], int]] = {}
         node_statuses: dict[str, Status] = {}
-        pdbs = [p for p in self._pdbs() if (p.get("metadata") or {}).get("namespace")]
+        budgets = self._handle.lister("poddisruptionbudgets")
+        pdbs = [p for p in (budgets.list() if budgets is not None else ())
+                if (p.get("metadata") or {}).get("namespace")]
         for name, status in statuses.items():
             if not self._helpful(status):
                 continue
-            info = self._node(name)
+            info = self._snapshot.node(name)
             if info is None:
                 continue
             victims, violations, verdict = self._select_victims(pod, info, pdbs)
@@ -132,15 +135,16 @@ class DefaultPreemption:
         return candidates, node_statuses
 
     def _fits(self, pod: dict, info: NodeInfo, removed: set[str]) -> Status:
-        with self._dra.simulate_without(removed) if self._dra is not None else nullcontext():
+        framework = self._handle.framework
+        with self._handle.dra.simulate_without(removed):
             state = CycleState()
-            status, restriction = self.framework.run_pre_filter(state, pod)
+            status, restriction = framework.run_pre_filter(state, pod)
             if not status.ok:
                 return status
             if restriction.node_names is not None and info.name not in restriction.node_names:
                 return Status.unschedulable("node(s) didn't satisfy plugin(s)",
                                             resolvable=False)
-            return self.framework.run_filter(state, pod, info)
+            return framework.run_filter(state, pod, info)
 
     def _select_victims(self, pod: dict, info: NodeInfo, pdbs: list[dict]
                         ) -> tuple[list[dict], int, Status]:
@@ -205,12 +209,14 @@ class DefaultPreemption:
             except ApiError as e:
                 if e.code != 404:
                     raise
-            if self._record is not None:
-                await self._record(victim, "Normal", "Preempted",
-                                   f"Preempted by pod {meta.get('uid')} on node {node_name}",
-                                   "Preempting")
+            await self._handle.record(victim, "Normal", "Preempted",
+                                      f"Preempted by pod {meta.get('uid')} on node {node_name}",
+                                      "Preempting")
         mine = priority(pod)
-        for other in self._pending():
+        pods = self._handle.lister("pods")
+        pending = [p for p in pods.list() if not (p.get("spec") or {}).get("nodeName")] \
+            if pods is not None else []
+        for other in pending:
             ostatus = other.get("status") or {}
             if ostatus.get("nominatedNodeName") == node_name and priority(other) < mine \
                     and other["metadata"].get("uid") != meta.get("uid"):
@@ -226,6 +232,10 @@ class DefaultPreemption:
         except ApiError as e:
             if e.code != 404:
                 raise
+
+
+def new(_args: None, handle: Handle) -> DefaultPreemption:
+    return DefaultPreemption(handle)
 
 
 def _split_by_pdb(pods: list[dict], pdbs: list[dict]) -> tuple[list[dict], list[dict]]:

@@ -55,10 +55,21 @@ from draemu.scheduler.framework import (
     ClusterEvent,
     Code,
     CycleState,
+    FilterEquivalence,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
     PreFilterResult,
+    PreScorePlugin,
+    ReservePlugin,
+    ScoreEquivalence,
+    ScoreExtensions,
     Status,
 )
+from draemu.scheduler.framework.handle import Handle
 from draemu.scheduler.nodeinfo import NodeInfo
+from draemu.scheduler.pluginargs import FILTER_TIMEOUT, DynamicResourcesArgs
 
 log = get_logger("scheduler")
 
@@ -66,7 +77,6 @@ RESOURCE_V1 = "resource.k8s.io/v1"
 FINALIZER = "resource.kubernetes.io/delete-protection"
 RESERVED_FOR_MAX = 256
 BINDING_TIMEOUT = 600.0
-FILTER_TIMEOUT = 10.0  # kube-scheduler's default DRA filterTimeout
 CONFLICT_RETRIES = 8
 CONFLICT_BACKOFF = 0.01  # seconds, doubled per retry
 PRIORITIZED_LIST_MAX = 8  # the longest firstAvailable list; score = 8 - chosen index
@@ -107,7 +117,9 @@ class _State:
         default_factory=dict)
 
 
-class DynamicResources:
+class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterEquivalence, PostFilterPlugin,
+                       PreScorePlugin, ScoreExtensions, ScoreEquivalence, ReservePlugin,
+                       PreBindPlugin):
     name = "DynamicResources"
     weight = 1
 
@@ -450,7 +462,7 @@ class DynamicResources:
             if e.code != 404:
                 raise
 
-    def skip_score(self, state: CycleState, pod: dict) -> bool:
+    def pre_score(self, state: CycleState, pod: dict, feasible: list[NodeInfo]) -> bool:
         """Only prioritized lists (firstAvailable) make nodes differ."""
         st: _State | None = state.read(self.name)
         return st is None or not any(r.get("firstAvailable") for i in st.to_allocate for r in
@@ -730,6 +742,10 @@ class DynamicResources:
         if verdict is not None:
             raise _PreBindError(verdict)
         return _binding_done(claim)
+
+
+def new(args: DynamicResourcesArgs, handle: Handle) -> DynamicResources:
+    return DynamicResources(handle.client, handle.dra, filter_timeout=args.filter_timeout)
 
 
 class _PreBindError(Exception):

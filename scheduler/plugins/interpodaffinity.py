@@ -19,8 +19,22 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from draemu.api import labels as labelsel
-from draemu.scheduler.framework import SUCCESS, ClusterEvent, Code, CycleState, Status
+from draemu.scheduler.framework import (
+    SUCCESS,
+    ClusterEvent,
+    Code,
+    CycleState,
+    FilterPlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    QueueingHintPlugin,
+    ScoreExtensions,
+    Status,
+)
+from draemu.scheduler.framework.handle import Handle
 from draemu.scheduler.nodeinfo import NodeInfo
+from draemu.scheduler.pluginargs import InterPodAffinityArgs
 
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
@@ -86,7 +100,8 @@ class _FilterState:
     self_match: bool  # the pod matches all its own affinity terms
 
 
-class InterPodAffinity:
+class InterPodAffinity(QueueingHintPlugin, PreFilterPlugin, FilterPlugin, PreScorePlugin,
+                       ScoreExtensions):
     name = "InterPodAffinity"
     score_key = name + "/score"  # its PreScore state (Score reads it per node)
     weight = 2  # upstream's default profile weight
@@ -157,7 +172,7 @@ class InterPodAffinity:
 
     # --- Filter --------------------------------------------------------------------------
 
-    def pre_filter(self, state: CycleState, pod: dict):
+    def pre_filter(self, state: CycleState, pod: dict) -> tuple[Status, PreFilterResult | None]:
         affinity = required_terms(pod, "podAffinity")
         anti = required_terms(pod, "podAntiAffinity")
         with_anti = self._nodes_with_anti()
@@ -291,3 +306,20 @@ def _satisfies_affinity(s: _FilterState, node: NodeInfo) -> bool:
         # The first pod of a series with affinity to itself: allowed when no pod matches.
         return not s.affinity_counts and s.self_match
     return True
+
+
+def new(args: InterPodAffinityArgs, handle: Handle) -> InterPodAffinity:
+    handle.watch("v1", "namespaces")  # namespaceSelector terms match namespaces' labels
+
+    def namespace_labels(name: str) -> dict[str, str] | None:
+        namespaces = handle.lister("namespaces")
+        namespace = namespaces.get(name) if namespaces is not None else None
+        return (namespace["metadata"].get("labels") or {}) if namespace is not None else None
+
+    snapshot = handle.snapshot
+    return InterPodAffinity(
+        snapshot.nodes, namespace_labels,
+        hard_pod_affinity_weight=args.hard_pod_affinity_weight,
+        ignore_preferred_terms_of_existing_pods=args.ignore_preferred_terms_of_existing_pods,
+        nodes_with_affinity=snapshot.nodes_with_affinity,
+        nodes_with_required_anti_affinity=snapshot.nodes_with_required_anti_affinity)

@@ -11,9 +11,15 @@ from draemu.scheduler.framework import (
     ClusterEvent,
     Code,
     CycleState,
+    FilterEquivalence,
+    PreFilterPlugin,
     PreFilterResult,
+    PreScorePlugin,
+    QueueingHintPlugin,
+    ScoreExtensions,
     Status,
 )
+from draemu.scheduler.framework.handle import Handle
 from draemu.scheduler.nodeinfo import NodeInfo
 
 REASON = "node(s) didn't match Pod's node affinity/selector"
@@ -54,7 +60,8 @@ def _names_from_fields(required: dict) -> set[str] | None:
     return names
 
 
-class NodeAffinity:
+class NodeAffinity(PreFilterPlugin, QueueingHintPlugin, FilterEquivalence, PreScorePlugin,
+                   ScoreExtensions):
     name = "NodeAffinity"
     weight = 2  # upstream's default profile weight
 
@@ -95,7 +102,7 @@ class NodeAffinity:
             return Status.unschedulable(REASON, resolvable=False)
         return SUCCESS
 
-    def skip_score(self, state: CycleState, pod: dict) -> bool:
+    def pre_score(self, state: CycleState, pod: dict, feasible: list[NodeInfo]) -> bool:
         return not _node_affinity(pod).get("preferredDuringSchedulingIgnoredDuringExecution")
 
     def score(self, state: CycleState, pod: dict, node: NodeInfo) -> int:
@@ -108,3 +115,7 @@ class NodeAffinity:
         if best > 0:
             for name, value in scores.items():
                 scores[name] = value * MAX_SCORE // best
+
+
+def new(_args: None, _handle: Handle) -> NodeAffinity:
+    return NodeAffinity()

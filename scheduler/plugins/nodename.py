@@ -9,15 +9,18 @@ from draemu.scheduler.framework import (
     ClusterEvent,
     Code,
     CycleState,
+    FilterEquivalence,
+    PreFilterPlugin,
     PreFilterResult,
     Status,
 )
+from draemu.scheduler.framework.handle import Handle
 from draemu.scheduler.nodeinfo import NodeInfo
 
 REASON = "node(s) didn't match the requested node name"
 
 
-class NodeName:
+class NodeName(PreFilterPlugin, FilterEquivalence):
     name = "NodeName"
 
     def events(self) -> Iterable[ClusterEvent]:
@@ -37,3 +40,7 @@ class NodeName:
         if wanted and wanted != node.name:
             return Status.unschedulable(REASON, resolvable=False)
         return SUCCESS
+
+
+def new(_args: None, _handle: Handle) -> NodeName:
+    return NodeName()

@@ -6,7 +6,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from draemu.scheduler.framework import SUCCESS, ClusterEvent, Code, CycleState, Status
+from draemu.scheduler.framework import (
+    SUCCESS,
+    ClusterEvent,
+    Code,
+    CycleState,
+    FilterEquivalence,
+    PreFilterPlugin,
+    PreFilterResult,
+    QueueingHintPlugin,
+    Status,
+)
+from draemu.scheduler.framework.handle import Handle
 from draemu.scheduler.nodeinfo import NodeInfo
 
 REASON = "node(s) didn't have free ports for the requested pod ports"
@@ -32,7 +43,7 @@ def _conflict(a: tuple[str, str, int], b: tuple[str, str, int]) -> bool:
     return a[1:] == b[1:] and (a[0] == b[0] or ANY_IP in (a[0], b[0]))
 
 
-class NodePorts:
+class NodePorts(QueueingHintPlugin, PreFilterPlugin, FilterEquivalence):
     name = "NodePorts"
 
     def events(self) -> Iterable[ClusterEvent]:
@@ -49,7 +60,7 @@ class NodePorts:
         wanted, freed = host_ports(pod), host_ports(old)
         return any(_conflict(w, f) for w in wanted for f in freed)
 
-    def pre_filter(self, state: CycleState, pod: dict):
+    def pre_filter(self, state: CycleState, pod: dict) -> tuple[Status, PreFilterResult | None]:
         wanted = host_ports(pod)
         if not wanted:
             return Status(Code.SKIP), None
@@ -70,3 +81,7 @@ class NodePorts:
             if any(_conflict(w, u) for w in wanted for u in used):
                 return Status.unschedulable(REASON)
         return SUCCESS
+
+
+def new(_args: None, _handle: Handle) -> NodePorts:
+    return NodePorts()

@@ -14,13 +14,25 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from draemu.scheduler.framework import SUCCESS, ClusterEvent, CycleState, PreFilterResult, Status
+from draemu.scheduler.framework import (
+    SUCCESS,
+    ClusterEvent,
+    CycleState,
+    FilterEquivalence,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    QueueingHintPlugin,
+    Status,
+)
+from draemu.scheduler.framework.handle import Handle
 from draemu.scheduler.nodeinfo import CPU, EPHEMERAL, MEMORY, NodeInfo, Resource, pod_requests
+from draemu.scheduler.pluginargs import NodeResourcesBalancedAllocationArgs, NodeResourcesFitArgs
 
 MAX_SCORE = 100
 
 
-class NodeResourcesFit:
+class NodeResourcesFit(QueueingHintPlugin, PreFilterPlugin, FilterEquivalence, PreScorePlugin):
     name = "NodeResourcesFit"
     score_key = name + "/score"  # its PreScore state (Score reads it per node)
     requests_nothing_key = name + "/nothing"
@@ -250,7 +262,7 @@ def _node_lists(node: NodeInfo, resources: list[tuple[str, int]], pod_req: list[
     return requested, allocatable
 
 
-class BalancedAllocation:
+class BalancedAllocation(PreScorePlugin):
     """NodeResourcesBalancedAllocation: favours nodes whose cpu and memory (by default)
     the pod makes more evenly used. Balance = (1 - standard deviation of the used
     fractions) * 100; as v1.37, the score is 50 + (50 + balance with the pod - balance
@@ -284,6 +296,20 @@ class BalancedAllocation:
         with_pod = _balance(requested, allocatable)
         without_pod = _balance(allocated, allocatable)
         return MAX_SCORE // 2 + _trunc_div(MAX_SCORE // 2 + with_pod - without_pod, 2)
+
+
+def new_fit(args: NodeResourcesFitArgs, handle: Handle) -> NodeResourcesFit:
+    scoring = ScoringStrategy(args.scoring_type)
+    if args.resources:
+        scoring.resources = args.resources
+    if args.shape:
+        scoring.shape = args.shape
+    return NodeResourcesFit(handle.dra.backs_extended_resource, scoring)
+
+
+def new_balanced_allocation(args: NodeResourcesBalancedAllocationArgs, _handle: Handle
+                            ) -> BalancedAllocation:
+    return BalancedAllocation(args.resources)
 
 
 def _balance(requested: list[int], allocatable: list[int]) -> int:

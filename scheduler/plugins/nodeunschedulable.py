@@ -6,14 +6,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from draemu.api.meta import toleration_matches
-from draemu.scheduler.framework import SUCCESS, ClusterEvent, CycleState, Status
+from draemu.scheduler.framework import (
+    SUCCESS,
+    ClusterEvent,
+    CycleState,
+    FilterEquivalence,
+    QueueingHintPlugin,
+    Status,
+)
+from draemu.scheduler.framework.handle import Handle
 from draemu.scheduler.nodeinfo import NodeInfo
 
 REASON = "node(s) were unschedulable"
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 
 
-class NodeUnschedulable:
+class NodeUnschedulable(QueueingHintPlugin, FilterEquivalence):
     name = "NodeUnschedulable"
 
     def events(self) -> Iterable[ClusterEvent]:
@@ -41,6 +49,10 @@ class NodeUnschedulable:
         if any(toleration_matches(t, UNSCHEDULABLE_TAINT) for t in tolerations):
             return SUCCESS
         return Status.unschedulable(REASON, resolvable=False)
+
+
+def new(_args: None, _handle: Handle) -> NodeUnschedulable:
+    return NodeUnschedulable()
 
 
 def _cordoned(node: dict) -> bool:

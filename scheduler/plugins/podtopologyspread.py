@@ -25,8 +25,22 @@ from dataclasses import dataclass
 from draemu.api import labels as labelsel
 from draemu.api.meta import toleration_matches
 from draemu.api.nodeselector import pod_fits_node
-from draemu.scheduler.framework import SUCCESS, ClusterEvent, Code, CycleState, Status
+from draemu.scheduler.framework import (
+    SUCCESS,
+    ClusterEvent,
+    Code,
+    CycleState,
+    FilterPlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    QueueingHintPlugin,
+    ScoreExtensions,
+    Status,
+)
+from draemu.scheduler.framework.handle import Handle
 from draemu.scheduler.nodeinfo import NodeInfo
+from draemu.scheduler.pluginargs import PodTopologySpreadArgs
 
 REASON = "node(s) didn't match pod topology spread constraints"
 REASON_MISSING_LABEL = REASON + " (missing required label)"
@@ -106,7 +120,8 @@ class _FilterState:
     self_match: list[bool]
 
 
-class PodTopologySpread:
+class PodTopologySpread(QueueingHintPlugin, PreFilterPlugin, FilterPlugin, PreScorePlugin,
+                        ScoreExtensions):
     name = "PodTopologySpread"
     score_key = name + "/score"  # its PreScore state (Score reads it per node)
     weight = 2  # upstream's default profile weight
@@ -194,7 +209,7 @@ class PodTopologySpread:
 
     # --- Filter --------------------------------------------------------------------------
 
-    def pre_filter(self, state: CycleState, pod: dict):
+    def pre_filter(self, state: CycleState, pod: dict) -> tuple[Status, PreFilterResult | None]:
         constraints = self._constraints(pod, "DoNotSchedule")
         if not constraints:
             return Status(Code.SKIP), None
@@ -288,3 +303,48 @@ class PodTopologySpread:
                 scores[name] = MAX_SCORE
             else:
                 scores[name] = MAX_SCORE * (high + low - value) // high
+
+
+# The owners whose selectors the default constraints use (upstream's DefaultSelector).
+_OWNERS = {("v1", "ReplicationController"): "replicationcontrollers",
+           ("apps/v1", "ReplicaSet"): "replicasets",
+           ("apps/v1", "StatefulSet"): "statefulsets"}
+
+
+def new(args: PodTopologySpreadArgs, handle: Handle) -> PodTopologySpread:
+    handle.watch("v1", "services")
+    for (api_version, _kind), resource in _OWNERS.items():
+        handle.watch(api_version, resource)
+    return PodTopologySpread(handle.snapshot.nodes, lambda pod: default_selector(handle, pod),
+                             default_constraints=args.default_constraints)
+
+
+def default_selector(handle: Handle, pod: dict) -> dict | None:
+    """Upstream's DefaultSelector: the selectors of the Services that select the pod, and
+    of its controlling ReplicationController, ReplicaSet or StatefulSet, merged."""
+    meta = pod.get("metadata") or {}
+    ns, pod_labels = meta.get("namespace", ""), meta.get("labels") or {}
+    match_labels: dict[str, str] = {}
+    services = handle.lister("services")
+    for svc in services.list() if services is not None else ():
+        selector = (svc.get("spec") or {}).get("selector")
+        if svc["metadata"].get("namespace") != ns or selector is None:
+            continue
+        if all(pod_labels.get(k) == v for k, v in selector.items()):
+            match_labels.update(selector)
+    expressions: list[dict] = []
+    owner = next((o for o in meta.get("ownerReferences") or [] if o.get("controller")), None)
+    if owner is not None:
+        resource = _OWNERS.get((owner.get("apiVersion"), owner.get("kind")))
+        lister = handle.lister(resource) if resource else None
+        obj = lister.get(f"{ns}/{owner.get('name')}") if lister is not None else None
+        selector = (obj or {}).get("spec", {}).get("selector") if obj else None
+        if resource == "replicationcontrollers" and selector:
+            match_labels.update(selector)
+        elif isinstance(selector, dict):
+            expressions.extend({"key": k, "operator": "In", "values": [v]}
+                               for k, v in (selector.get("matchLabels") or {}).items())
+            expressions.extend(selector.get("matchExpressions") or [])
+    if not match_labels and not expressions:
+        return None
+    return {"matchLabels": match_labels, "matchExpressions": expressions}

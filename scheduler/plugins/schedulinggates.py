@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from draemu.scheduler.framework import SUCCESS, ClusterEvent, Status
+from draemu.scheduler.framework import SUCCESS, ClusterEvent, PreEnqueuePlugin, Status
+from draemu.scheduler.framework.handle import Handle
 
 NAME = "SchedulingGates"
 
 
-class SchedulingGates:
+class SchedulingGates(PreEnqueuePlugin):
     name = NAME
 
     def events(self) -> Iterable[ClusterEvent]:
@@ -27,3 +28,7 @@ class SchedulingGates:
         names = " ".join(g.get("name", "") for g in gates)
         return Status.unschedulable(f"waiting for scheduling gates: [{names}]",
                                     resolvable=False)
+
+
+def new(_args: None, _handle: Handle) -> SchedulingGates:
+    return SchedulingGates()

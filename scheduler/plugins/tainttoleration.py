@@ -7,7 +7,17 @@ from collections.abc import Callable, Iterable
 from operator import attrgetter
 
 from draemu.api.meta import toleration_matches
-from draemu.scheduler.framework import SUCCESS, ClusterEvent, CycleState, Status
+from draemu.scheduler.framework import (
+    SUCCESS,
+    ClusterEvent,
+    CycleState,
+    FilterEquivalence,
+    PreScorePlugin,
+    QueueingHintPlugin,
+    ScoreExtensions,
+    Status,
+)
+from draemu.scheduler.framework.handle import Handle
 from draemu.scheduler.nodeinfo import NodeInfo
 
 REASON = "node(s) had untolerated taint(s)"
@@ -30,7 +40,7 @@ def _untolerated(taints: list[dict], tolerations: list[dict]) -> bool:
                for taint in taints)
 
 
-class TaintToleration:
+class TaintToleration(QueueingHintPlugin, FilterEquivalence, PreScorePlugin, ScoreExtensions):
     name = "TaintToleration"
     weight = 3  # upstream's default profile weight
 
@@ -86,3 +96,7 @@ class TaintToleration:
         worst = max(scores.values(), default=0)
         for name, count in scores.items():
             scores[name] = MAX_SCORE if worst == 0 else MAX_SCORE - count * MAX_SCORE // worst
+
+
+def new(_args: None, handle: Handle) -> TaintToleration:
+    return TaintToleration(handle.snapshot.has_prefer_no_schedule_taints)

@@ -311,7 +311,7 @@ async def test_controllers_left_out_do_not_run(tmp_path: Path, child: bool) -> N
     """`draemu up --controllers '*,-serviceaccount'`: the others run (the root CA
     publisher fills a new namespace's kube-root-ca.crt), the serviceaccount controller
     does not (no `default` ServiceAccount appears in it)."""
-    from draemu.controllers.names import select
+    from draemu.controllers.registry import select
 
     cluster = Cluster(ClusterOptions(
         data_dir=tmp_path / "d", port=0, store_url="sqlite://:memory:", preset="empty",

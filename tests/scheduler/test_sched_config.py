@@ -74,7 +74,7 @@ def test_weights_are_reconfigured_in_place():
             "[{name: NodeAffinity, weight: 7}]\n")
     s = scheduler(text)
     assert names(s) == names(scheduler(""))  # same order
-    assert s.profiles["default-scheduler"]._weights["NodeAffinity"] == 7
+    assert s.profiles["default-scheduler"].weights["NodeAffinity"] == 7
 
 
 def test_profiles_by_scheduler_name():

@@ -5,13 +5,24 @@ from __future__ import annotations
 import pytest
 from sched_helpers import node, pod
 
-from draemu.scheduler.framework import Code, CycleState, Framework, PreFilterResult, Status
+from draemu.scheduler.framework import (
+    BindPlugin,
+    Code,
+    CycleState,
+    FilterPlugin,
+    Framework,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    Status,
+)
 from draemu.scheduler.nodeinfo import NodeInfo
 
 pytestmark = pytest.mark.unit
 
 
-class Narrowing:
+class Narrowing(PreFilterPlugin):
     name = "Narrowing"
 
     def events(self):
@@ -21,7 +32,7 @@ class Narrowing:
         return Status(), PreFilterResult({"a", "b"})
 
 
-class Skipping:
+class Skipping(PreFilterPlugin, FilterPlugin):
     name = "Skipping"
 
     def events(self):
@@ -34,7 +45,7 @@ class Skipping:
         raise AssertionError("filter of a skipped plugin must not run")
 
 
-class TimingOut:
+class TimingOut(PreBindPlugin):
     name = "TimingOut"
 
     def events(self):
@@ -71,7 +82,7 @@ async def test_exception_in_prebind_becomes_an_error_status_of_the_plugin():
     assert status.message == "TimeoutError: apiserver too slow"
 
 
-class Verdict:
+class Verdict(PostFilterPlugin):
     """A PostFilter plugin answering a fixed status."""
 
     def __init__(self, name: str, status: Status) -> None:
@@ -116,7 +127,7 @@ def test_deferred_reason_is_computed_once_and_only_when_asked_for():
 async def test_successful_bind_leaves_the_shared_success_status_untouched():
     from draemu.scheduler.framework import SUCCESS
 
-    class Binder:
+    class Binder(BindPlugin):
         name = "Binder"
 
         def events(self):

@@ -9,6 +9,7 @@ import pytest
 from sched_helpers import node, pod
 
 from draemu.scheduler.framework import Code
+from draemu.scheduler.informers import ObjectLister
 from draemu.scheduler.scheduler import Scheduler
 
 pytestmark = pytest.mark.unit
@@ -47,8 +48,6 @@ def prio(name: str, priority: int, cpu: str = "1", labels: dict | None = None,
 def cluster(*names: str, cpu: str = "4") -> tuple[Scheduler, Recorder]:
     client = Recorder()
     s = Scheduler(client)  # type: ignore[arg-type]
-    s._record = None  # no events in these tests
-    s.preemption._record = None
     for name in names:
         s.cache.set_node(node(name, cpu=cpu))
     return s, client
@@ -86,10 +85,10 @@ def test_pod_disruption_budgets_are_respected_when_possible():
     s, client = cluster("a", "b")
     s.cache.assume(prio("guarded", 1, cpu="4", labels={"app": "db"}), "a")
     s.cache.assume(prio("free", 5, cpu="4", labels={"app": "web"}), "b")
-    s._informers["poddisruptionbudgets"] = type("Fake", (), {"list": lambda self: [{
+    s.informers.serve_from("poddisruptionbudgets", ObjectLister([{
         "metadata": {"name": "db", "namespace": "default"},
         "spec": {"selector": {"matchLabels": {"app": "db"}}},
-        "status": {"disruptionsAllowed": 0}}]})()
+        "status": {"disruptionsAllowed": 0}}]))
     _, status = preempt(s, prio("new", 10, cpu="1"))
     # Fewest PDB violations comes before the lowest victim priority.
     assert status.ok and client.deleted() == ["free"]

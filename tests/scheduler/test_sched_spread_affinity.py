@@ -9,6 +9,7 @@ import pytest
 from sched_helpers import node, pod
 
 from draemu.scheduler.framework import CycleState
+from draemu.scheduler.informers import ObjectLister
 from draemu.scheduler.nodeinfo import NodeInfo
 from draemu.scheduler.plugins.podtopologyspread import PodTopologySpread
 from draemu.scheduler.scheduler import Scheduler
@@ -183,7 +184,9 @@ def test_required_affinity_follows_the_matching_pod_and_lets_the_first_one_in():
 
 def test_terms_select_pods_in_namespaces_by_name_or_selector():
     s = cluster({"a": 1, "b": 1})
-    s.namespace_labels.update({"default": {}, "team": {"tier": "gold"}})
+    s.informers.serve_from("namespaces", ObjectLister([
+        {"metadata": {"name": "default"}},
+        {"metadata": {"name": "team", "labels": {"tier": "gold"}}}]))
     s.cache.assume(labelled("gold", {"app": "db"}, namespace="team"), "a-0")
     # Same namespace only (default): the pod in "team" does not count.
     assert place(s, labelled("p0", {}, spec={"affinity": anti(ZONE)})) in ("a-0", "b-0")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from draemu.controllers.registry import NAMES
+
 HELP = "run the controllers (resource claims, GC, namespaces, nodes, workloads, ...) alone"
 
 # Also `draemu up --controllers`.
@@ -12,11 +14,7 @@ CONTROLLERS_HELP = (
     "controllers to run, as kube-controller-manager's --controllers: a comma-separated "
     "list where * is all of them, NAME adds one and -NAME leaves one out (upstream's "
     "NAME-controller names are taken too), e.g. '*,-node-lifecycle' (default: all): "
-    "resourceclaim, device-taint-eviction, node-lifecycle, job, replicaset, deployment, "
-    "replicationcontroller, daemonset, statefulset, cronjob, endpoints, endpointslice, "
-    "resourcequota, disruption, ttl-after-finished, garbagecollector, namespace, "
-    "resourcepoolstatus, serviceaccount, root-ca-cert-publisher, clusterrole-aggregation, "
-    "serviceaccount-token")
+    + ", ".join(NAMES))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from draemu.client import Client, ConfigError
     from draemu.cmd.commands._common import serve
     from draemu.controllers.manager import ControllerManager
-    from draemu.controllers.names import select
+    from draemu.controllers.registry import select
     from draemu.features import FeatureGateError, FeatureGates
 
     try:

@@ -134,7 +134,7 @@ def _check_usage(args: argparse.Namespace) -> tuple[FeatureGates, Any, str | Non
     configuration text, enabled controllers)."""
     import ipaddress
 
-    from draemu.controllers.names import select
+    from draemu.controllers.registry import select
     from draemu.drivers.presets import PresetError, load_preset
     from draemu.features import FeatureGateError, FeatureGates
 

@@ -217,15 +217,15 @@ async def delete_pod(client: Client, name: str) -> None:
 def best_nodes(nodes: list[dict], bound: list[dict], incoming: dict) -> set[str] | None:
     """The nodes draemu's own scoring ranks first (None: the pod fits nowhere)."""
     from draemu.scheduler.framework import CycleState
+    from draemu.scheduler.informers import ObjectLister
     from draemu.scheduler.scheduler import Scheduler
 
     s = Scheduler(None)  # type: ignore[arg-type]
-    s.namespace_labels[NS] = {"kubernetes.io/metadata.name": NS, "team": "x"}
+    s.informers.serve_from("namespaces", ObjectLister([{"metadata": {
+        "name": NS, "labels": {"kubernetes.io/metadata.name": NS, "team": "x"}}}]))
     rs = {"metadata": {"name": "web", "namespace": NS},
           "spec": {"selector": {"matchLabels": {"app": "a"}}}}
-    s._informers["replicasets"] = type("Lister", (), {  # type: ignore[assignment]
-        "get": lambda self, key: rs if key == f"{NS}/web" else None,
-        "list": lambda self: [rs]})()
+    s.informers.serve_from("replicasets", ObjectLister([rs]))
     for n in nodes:
         s.cache.set_node(n)
     for i, b in enumerate(bound):

@@ -1,20 +1,36 @@
-"""The scheduling framework: statuses, cycle state, the plugin protocol and the runner.
-
-Shaped after kube-scheduler's framework: a plugin implements only the extension points
-it needs (`pre_filter`, `filter`, `post_filter`, `score`, `reserve`, `unreserve`,
-`pre_bind`, `bind`, `post_bind`); the framework finds them by attribute. The scheduling
-cycle (PreFilter to Reserve) is synchronous and CPU-bound; PostFilter (when no node fits)
-and the binding cycle (PreBind to PostBind) talk to the apiserver and are asynchronous.
+"""The framework runner: the plugins of one profile, extension point by extension point
+(upstream's frameworkImpl). The points and their Protocols are in `interface`; each
+plugin's points are checked once, when its profile's Framework is built.
 """
 
 from __future__ import annotations
 
-import enum
-import json
-from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
+from draemu.scheduler.framework.cyclestate import CycleState
+from draemu.scheduler.framework.interface import (
+    BindPlugin,
+    ClusterEvent,
+    FilterEquivalence,
+    FilterPlugin,
+    Plugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    QueueingHintPlugin,
+    ReservePlugin,
+    ScoreEquivalence,
+    ScoreExtensions,
+    ScorePlugin,
+    extension_points,
+)
+from draemu.scheduler.framework.status import SUCCESS, Code, Status
 from draemu.scheduler.nodeinfo import NodeInfo
 
 # Pod specs whose answers are kept at once (see Framework.find_feasible); past that the
@@ -22,191 +38,68 @@ from draemu.scheduler.nodeinfo import NodeInfo
 MAX_KEPT_SPECS = 256
 
 
-class Code(enum.IntEnum):
-    SUCCESS = 0
-    ERROR = 1
-    # The pod does not fit now; preemption or a cluster change may help.
-    UNSCHEDULABLE = 2
-    # The pod does not fit and preemption cannot help (only a cluster change can).
-    UNSCHEDULABLE_AND_UNRESOLVABLE = 3
-    # The plugin has nothing to do for this pod (PreFilter): skip its later points.
-    SKIP = 4
-
-
-@dataclass
-class Status:
-    code: Code = Code.SUCCESS
-    reasons: list[str] = field(default_factory=list)
-    plugin: str = ""
-    # A reason too costly to compute for every rejected node (the allocator's explanation):
-    # it replaces `reasons` when first asked for, i.e. only if the pod fits no node.
-    detail: Callable[[], str] | None = field(default=None, repr=False, compare=False)
-
-    @classmethod
-    def unschedulable(cls, *reasons: str, resolvable: bool = True) -> Status:
-        code = Code.UNSCHEDULABLE if resolvable else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-        return cls(code, list(reasons))
-
-    @classmethod
-    def error(cls, message: str) -> Status:
-        return cls(Code.ERROR, [message])
-
-    @property
-    def ok(self) -> bool:
-        return self.code == Code.SUCCESS
-
-    @property
-    def rejected(self) -> bool:
-        return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
-
-    def resolved(self) -> list[str]:
-        """The reasons, with the deferred one computed (once)."""
-        if self.detail is not None:
-            self.reasons = [self.detail()]
-            self.detail = None
-        return self.reasons
-
-    @property
-    def message(self) -> str:
-        return ", ".join(self.resolved())
-
-
-SUCCESS = Status()
-
-
-# Volume sources that no scheduling plugin reads, upstream's included (its volume plugins
-# look at claims, persistent and in-tree disks): pods that differ only in these are one
-# spec. Every pod has one of them: the service account token's `kube-api-access-<5>`
-# volume, named at random by admission.
-_LOCAL_VOLUMES = frozenset({"projected", "configMap", "secret", "emptyDir", "downwardAPI"})
-# What Filter and Score plugins read of a container: its name (DRA-backed extended
-# resources name it), requests and limits, host ports, and a sidecar's restartPolicy.
-_CONTAINER_FIELDS = ("name", "resources", "ports", "restartPolicy")
-
-
-def scheduling_view(spec: dict) -> dict:
-    """The pod's spec without what no Filter or Score plugin reads: the claim names
-    (`resourceClaims`: only DynamicResources reads them, and its token stands for the
-    claims' specs), volumes of the sources above, and each container's image, command,
-    environment, mounts, probes and the rest. A plugin that comes to read more of the
-    spec must keep it here: kept verdicts and scores are shared by pods of one view."""
-    view = {k: v for k, v in spec.items()
-            if k not in ("resourceClaims", "volumes", "containers", "initContainers",
-                         "ephemeralContainers")}
-    volumes = [v for v in spec.get("volumes") or ()
-               if not isinstance(v, dict) or not _LOCAL_VOLUMES.intersection(v)]
-    if volumes:
-        view["volumes"] = volumes
-    for key in ("containers", "initContainers", "ephemeralContainers"):
-        containers = spec.get(key)
-        if containers:
-            view[key] = [{f: c[f] for f in _CONTAINER_FIELDS if f in c}
-                         if isinstance(c, dict) else c for c in containers]
-    return view
-
-
-class CycleState(dict):
-    """Per-pod, per-attempt data; each plugin reads and writes its own key. A dict (its
-    `read` and `write` are the dict's own get and set: Filter reads it for every node)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.skip_filter: set[str] = set()  # plugins that have nothing to check (PreFilter)
-        self.filters: list[Any] = []  # the Filter plugins to run, set by run_pre_filter
-        self.restricted_by: set[str] = set()  # PreFilter plugins that narrowed the nodes
-        # Some nodes passed Filter on an answer kept from an earlier cycle, without this
-        # cycle's Filter state for them: the chosen node is filtered again before Reserve.
-        self.reused_verdicts = False
-        self._spec_key: str | None = None
-
-    def spec_key(self, pod: dict) -> str:
-        """What the plugins that look at the pod's spec and one node read of the spec,
-        canonical: pods with the same key get the same answers from them (`scheduling_view`).
-        """
-        if self._spec_key is None:
-            self._spec_key = json.dumps(scheduling_view(pod.get("spec") or {}),
-                                        sort_keys=True, separators=(",", ":"), default=str)
-        return self._spec_key
-
-    write = dict.__setitem__
-    read = dict.get
-
-
 @dataclass(frozen=True)
-class ClusterEvent:
-    """A change in the cluster that may make an unschedulable pod schedulable."""
+class _Scorer:
+    """A Score plugin with its optional parts, looked up once."""
 
-    resource: str  # "Node", "Pod", "ResourceClaim", "ResourceSlice", "DeviceClass", ...
-    action: str  # "Add", "Update", "Delete"
-
-    def __str__(self) -> str:
-        return f"{self.resource}{self.action}"
-
-
-@dataclass
-class PreFilterResult:
-    """Restricts the nodes Filter has to look at (None = all nodes)."""
-
-    node_names: set[str] | None = None
-
-
-class Plugin(Protocol):
-    name: str
-
-    def events(self) -> Iterable[ClusterEvent]:
-        """The cluster events that may make a pod this plugin rejected schedulable. A
-        plugin may also have `queueing_hint(event, pod, old, new) -> bool` to say, for
-        one event and one waiting pod, whether it may (upstream's QueueingHintFn)."""
-        ...
-
-    # Optional, for answers kept across cycles (Framework.find_feasible / run_score):
-    #
-    # filter_equivalence(state, pod) -> (token, node_versions) | None: the plugin's
-    #   Filter verdict depends only on the pod's spec, the token, the node's NodeInfo
-    #   (its generation) and the node's entry in the node_versions mapping (None: no
-    #   such entry); None for this cycle when it depends on more. A Filter plugin
-    #   without the method is never answered from kept verdicts.
-    # node_local_score = True: Score depends only on the pod's spec and the node's
-    #   NodeInfo (PreScore state derived from the spec is fine).
-    # score_equivalence(state, pod) -> token | None: Score depends only on the pod's
-    #   spec, the token and the node's NodeInfo this cycle; None when on more.
+    plugin: ScorePlugin
+    weight: int
+    pre_score: Callable[[CycleState, dict, list[NodeInfo]], bool] | None
+    equivalence: Callable[[CycleState, dict], Hashable | None] | None
+    normalize: Callable[[dict[str, int]], None] | None
 
 
 class Framework:
     """Runs the plugins of one profile, extension point by extension point."""
 
-    def __init__(self, plugins: list[Any], *, disabled: dict[str, set[str]] | None = None,
+    def __init__(self, plugins: Sequence[Plugin], *,
+                 disabled: dict[str, set[str]] | None = None,
                  enabled: dict[str, set[str]] | None = None,
                  weights: dict[str, int] | None = None,
                  percentage_of_nodes_to_score: int | None = None) -> None:
         """disabled / enabled: plugin names per extension point of the configuration file
         ("filter", "score", ...; "*" disables all but the enabled); weights: Score
-        weights (default: the plugin's own)."""
-        self.plugins = plugins
+        weights (default: the plugin's own). PluginError for a plugin whose methods do
+        not match the extension points it declares."""
+        self.plugins = list(plugins)
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        points = {id(p): extension_points(p) for p in self.plugins}
         off, on = disabled or {}, enabled or {}
 
-        def at(attr: str, point: str) -> list[Any]:
+        def at(protocol: type, point: str) -> list[Any]:
             gone = off.get(point, set())
-            return [p for p in plugins if hasattr(p, attr) and (
+            return [p for p in self.plugins if protocol in points[id(p)] and (
                 p.name in on.get(point, ()) or (p.name not in gone and "*" not in gone))]
 
-        self._pre_enqueue = at("pre_enqueue", "preEnqueue")
-        self._pre_filter = at("pre_filter", "preFilter")
-        self._filter = at("filter", "filter")
-        self._post_filter = at("post_filter", "postFilter")
-        self._score = at("score", "score")
-        self._reserve = at("reserve", "reserve")
-        self._pre_bind = at("pre_bind", "preBind")
-        self._bind = at("bind", "bind")
-        self._post_bind = at("post_bind", "postBind")
-        self._weights = {p.name: (weights or {}).get(p.name) or getattr(p, "weight", 1)
-                         for p in plugins}
+        self._pre_enqueue: list[PreEnqueuePlugin] = at(PreEnqueuePlugin, "preEnqueue")
+        self._pre_filter: list[PreFilterPlugin] = at(PreFilterPlugin, "preFilter")
+        self._filter: list[FilterPlugin] = at(FilterPlugin, "filter")
+        self._post_filter: list[PostFilterPlugin] = at(PostFilterPlugin, "postFilter")
+        self._reserve: list[ReservePlugin] = at(ReservePlugin, "reserve")
+        self._pre_bind: list[PreBindPlugin] = at(PreBindPlugin, "preBind")
+        self._bind: list[BindPlugin] = at(BindPlugin, "bind")
+        self._post_bind: list[PostBindPlugin] = at(PostBindPlugin, "postBind")
+        self._score = [_Scorer(
+            p, (weights or {}).get(p.name) or p.weight,
+            p.pre_score if PreScorePlugin in points[id(p)] else None,
+            p.score_equivalence if ScoreEquivalence in points[id(p)] else None,
+            p.normalize_scores if ScoreExtensions in points[id(p)] else None)
+            for p in at(ScorePlugin, "score")]
+        self._filter_equivalence_of = {
+            p.name: p.filter_equivalence for p in self._filter
+            if FilterEquivalence in points[id(p)]}
+        self._hints = {p.name: p.queueing_hint for p in self.plugins
+                       if QueueingHintPlugin in points[id(p)]}
         # Kept answers. Filter: (spec, tokens) -> node -> its verdict and what it was
         # for, for pods of one spec (pods of a template, the same pod retried); Score:
         # (spec, plugin, its token) -> node -> (generation, score).
         self._verdicts: dict[Hashable, dict[str, tuple[Any, ...]]] = {}
         self._scores: dict[tuple[str, str, Hashable], dict[str, tuple[int, int]]] = {}
+
+    @property
+    def weights(self) -> dict[str, int]:
+        """The Score plugins' weights, by name."""
+        return {s.plugin.name: s.weight for s in self._score}
 
     def plugin(self, name: str) -> Any:
         """The profile's plugin of this name (KeyError if it has none)."""
@@ -221,7 +114,7 @@ class Framework:
     def hints_by_plugin(self) -> dict[str, Callable[[ClusterEvent, dict, Any, Any], bool]]:
         """The plugins' queueing hints (`queueing_hint(event, pod, old, new)`: may the
         event make the pod that plugin rejected schedulable?), by plugin name."""
-        return {p.name: p.queueing_hint for p in self.plugins if hasattr(p, "queueing_hint")}
+        return dict(self._hints)
 
     def run_pre_enqueue(self, pod: dict) -> Status:
         """Whether the pod may be tried at all; a rejected pod waits for a cluster event."""
@@ -307,7 +200,7 @@ class Framework:
         tokens: list[Hashable] = []
         versions: list[Mapping[str, int]] = []
         for plugin in state.filters:
-            equivalence = getattr(plugin, "filter_equivalence", None)
+            equivalence = self._filter_equivalence_of.get(plugin.name)
             answer = equivalence(state, pod) if equivalence is not None else None
             if answer is None:
                 return None
@@ -445,26 +338,20 @@ class Framework:
         A `node_local_score` plugin's score of a node unchanged since it was scored for a
         pod of the same spec is the one kept."""
         totals: dict[str, int] | None = None
-        for plugin in self._score:
-            # Upstream's PreScore may answer Skip: nothing to score for this pod.
-            skip = getattr(plugin, "skip_score", None)
-            if skip is not None and skip(state, pod):
+        for scorer in self._score:
+            plugin = scorer.plugin
+            # PreScore (with the feasible nodes: spread, inter-pod affinity): True means
+            # Skip, nothing to score for this pod.
+            if scorer.pre_score is not None and scorer.pre_score(state, pod, nodes):
                 continue
-            # PreScore that needs the feasible nodes (spread, inter-pod affinity): True
-            # means Skip.
-            pre_score = getattr(plugin, "pre_score", None)
-            if pre_score is not None and pre_score(state, pod, nodes):
-                continue
-            equivalence = getattr(plugin, "score_equivalence", None)
-            token = equivalence(state, pod) if equivalence is not None else None
-            if token is not None or getattr(plugin, "node_local_score", False):
+            token = scorer.equivalence(state, pod) if scorer.equivalence is not None else None
+            if token is not None or plugin.node_local_score:
                 scores = self._node_local_scores(state, pod, plugin, nodes, token)
             else:
                 scores = {n.name: plugin.score(state, pod, n) for n in nodes}
-            normalize = getattr(plugin, "normalize_scores", None)
-            if normalize is not None:
-                normalize(scores)
-            weight = self._weights[plugin.name]
+            if scorer.normalize is not None:
+                scorer.normalize(scores)
+            weight = scorer.weight
             if totals is None:
                 totals = {name: value * weight for name, value in scores.items()} \
                     if weight != 1 else scores
@@ -473,7 +360,7 @@ class Framework:
                     totals[name] += value * weight
         return totals if totals is not None else {n.name: 0 for n in nodes}
 
-    def _node_local_scores(self, state: CycleState, pod: dict, plugin: Any,
+    def _node_local_scores(self, state: CycleState, pod: dict, plugin: ScorePlugin,
                            nodes: list[NodeInfo], token: Hashable = None) -> dict[str, int]:
         key = (state.spec_key(pod), plugin.name, token)
         kept = self._scores.get(key)
@@ -510,11 +397,9 @@ class Framework:
         pending: list[Awaitable[None]] = []
         # Reverse order, like upstream, so that later plugins undo first.
         for plugin in reversed(self._reserve):
-            unreserve = getattr(plugin, "unreserve", None)
-            if unreserve is not None:
-                writes = unreserve(state, pod, node_name)
-                if writes is not None:
-                    pending.append(writes)
+            writes = plugin.unreserve(state, pod, node_name)
+            if writes is not None:
+                pending.append(writes)
         return pending
 
     async def run_pre_bind(self, state: CycleState, pod: dict, node_name: str) -> Status:
