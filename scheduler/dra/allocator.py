@@ -462,6 +462,14 @@ class _Search:
     def pool_of(self, device: Device) -> Pool:
         return self.pool_by_device[id(device)]
 
+    def in_exclusive_use(self, device: DeviceID) -> bool:
+        """Whether an allocated or in-flight claim uses the device exclusively."""
+        return self.state.exclusive(device)
+
+    def holders(self, device: DeviceID) -> list[str]:
+        """The allocated claims that use the device (not those in flight)."""
+        return self.inv.holders(device)
+
     # --- checks ---------------------------------------------------------------------------
 
     def multi(self, device: Device) -> bool:
@@ -575,15 +583,8 @@ class _Search:
             cached = {name: dict(counters) for name, counters in pool.counter_sets.items()}
             for s in [*pool.slices, *pool.other_slices]:
                 for d in s.devices:
-                    if not d.consumes or not self.state.allocated(d.id):
-                        continue
-                    for set_name, amounts in d.consumes:
-                        counters = cached.get(set_name)
-                        if counters is None:
-                            continue
-                        for counter, amount in amounts.items():
-                            if counter in counters:
-                                counters[counter] -= amount
+                    if d.consumes and self.state.allocated(d.id):
+                        _subtract(cached, d.consumes)
             self.counters_available[pool.id] = cached
         return cached
 
@@ -754,6 +755,18 @@ class _Search:
             holders.discard(ci)
             if not holders:
                 del self.chosen_by[device.id]
+
+
+def _subtract(available: dict[str, dict[str, Exact]],
+              consumes: Iterable[tuple[str, dict[str, Exact]]]) -> None:
+    """What a device in use consumes, taken from the counters it draws from."""
+    for set_name, amounts in consumes:
+        counters = available.get(set_name)
+        if counters is None:
+            continue
+        for counter, amount in amounts.items():
+            if counter in counters:
+                counters[counter] -= amount
 
 
 def _same(kept: tuple[dict[str, Any], ...], claims: list[dict[str, Any]]) -> bool:

@@ -12,13 +12,40 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from draemu.scheduler.dra.model import Device, device_id_str
-from draemu.scheduler.dra.requests import AllocError, Spec
+from draemu.scheduler.dra.features import Features
+from draemu.scheduler.dra.model import Device, DeviceID, device_id_str
+from draemu.scheduler.dra.pools import NodePools, Pool
+from draemu.scheduler.dra.requests import AllocError, ClaimState, Spec
 
-if TYPE_CHECKING:
-    from draemu.scheduler.dra.allocator import _Search
+
+class SearchView(Protocol):
+    """What an explanation reads of the allocator's search on one node (the search
+    implements it): what it gathered, and the checks it makes of one device, so that an
+    explanation gives the search's own reasons."""
+
+    node_name: str
+    node_pools: NodePools | None  # None: gathering the node's pools failed
+    claims: list[ClaimState]  # the pod's claims as the search left them
+    features: Features
+
+    def selectable(self, spec: Spec, device: Device) -> str | None: ...
+
+    def in_exclusive_use(self, device: DeviceID) -> bool: ...
+
+    def holders(self, device: DeviceID) -> list[str]: ...
+
+    def capacity_short(self, spec: Spec, device: Device) -> str | None: ...
+
+    def taint_blocks(self, spec: Spec, device: Device) -> str | None: ...
+
+    def counters_short(self, device: Device, pool: Pool, *, alone: bool = False
+                       ) -> str | None: ...
+
+    def pool_of(self, device: Device) -> Pool: ...
+
+    def rejection(self, spec: Spec, device: Device) -> str | None: ...
 
 
 @dataclass
@@ -128,7 +155,7 @@ def _with_binary_quantity(value: Any) -> str:
     return str(value)
 
 
-def _device_report(search: _Search, ci: int, spec: Spec, device: Device, usable: bool,
+def _device_report(search: SearchView, ci: int, spec: Spec, device: Device, usable: bool,
                    pool_reason: str, chosen: set[str]) -> DeviceReport | None:
     name = device_id_str(device.id)
     everything = " ".join([*spec.class_selectors, *spec.selectors])
@@ -146,8 +173,8 @@ def _device_report(search: _Search, ci: int, spec: Spec, device: Device, usable:
         expression = reason.split(": ", 1)[1] if ": " in reason else ""
         return DeviceReport(name, False, reason, seen_values(expression, device))
     reason = None
-    if not spec.admin and search.state.exclusive(device.id):
-        holders = search.inv.holders(device.id)
+    if not spec.admin and search.in_exclusive_use(device.id):
+        holders = search.holders(device.id)
         reason = f"in use by claim {', '.join(holders)}" if holders else \
             "in use (allocation in flight)"
     if reason is None and search.features.consumable_capacity:
@@ -166,7 +193,7 @@ def _device_report(search: _Search, ci: int, spec: Spec, device: Device, usable:
     return DeviceReport(name, True, "matches", seen_values(everything, device))
 
 
-def explain(search: _Search, error: str | None, *, allocated: bool) -> Explanation:
+def explain(search: SearchView, error: str | None, *, allocated: bool) -> Explanation:
     pools = search.node_pools.pools if search.node_pools else []
     notes = list(search.node_pools.notes) if search.node_pools else []
     for p in pools:
@@ -179,26 +206,29 @@ def explain(search: _Search, error: str | None, *, allocated: bool) -> Explanati
     for ci, claim in enumerate(search.claims):
         for slot in claim.slots:
             options = [slot.options[slot.selected]] if allocated else slot.options
-            for spec in options:
-                chosen = {device_id_str(c.device.id) for c in claim.chosen if c.spec is spec}
-                needed = "all" if spec.mode == "All" else str(spec.count)
-                report = RequestReport(claim.name, spec.name, spec.class_name, needed,
-                                       sorted(chosen))
-                for pool in pools:
-                    reason = "pool incomplete" if pool.incomplete else \
-                        f"pool invalid: {pool.invalid}" if pool.invalid else ""
-                    for device in pool.devices:
-                        r = _device_report(search, ci, spec, device, pool.usable, reason,
-                                           chosen)
-                        if r is not None:
-                            report.devices.append(r)
-                requests.append(report)
+            requests.extend(_request_report(search, ci, claim, spec, pools)
+                            for spec in options)
     outcome = "Allocated" if allocated else "Error" if error else "Unsatisfiable"
     summary = error or _summary(search, requests, notes, outcome)
     return Explanation(search.node_name, outcome, error, notes, requests, summary)
 
 
-def _summary(search: _Search, requests: list[RequestReport], notes: list[str],
+def _request_report(search: SearchView, ci: int, claim: ClaimState, spec: Spec,
+                    pools: list[Pool]) -> RequestReport:
+    chosen = {device_id_str(c.device.id) for c in claim.chosen if c.spec is spec}
+    needed = "all" if spec.mode == "All" else str(spec.count)
+    report = RequestReport(claim.name, spec.name, spec.class_name, needed, sorted(chosen))
+    for pool in pools:
+        reason = "pool incomplete" if pool.incomplete else \
+            f"pool invalid: {pool.invalid}" if pool.invalid else ""
+        for device in pool.devices:
+            r = _device_report(search, ci, spec, device, pool.usable, reason, chosen)
+            if r is not None:
+                report.devices.append(r)
+    return report
+
+
+def _summary(search: SearchView, requests: list[RequestReport], notes: list[str],
              outcome: str) -> str:
     if outcome == "Allocated":
         parts = [f"{r.claim} {r.request} → {', '.join(r.chosen)}" for r in requests if r.chosen]

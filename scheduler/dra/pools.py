@@ -171,15 +171,18 @@ def _classify(pool: Pool, kept: list[Slice], partitionable: bool) -> None:
                 bool(d.binding_conditions)
     if partitionable:
         for s in [*pool.slices, *pool.other_slices]:
-            if s.is_counter_slice:
-                continue
-            for d in s.devices:
-                for set_name, counters in d.consumes:
-                    known = pool.counter_sets.get(set_name)
-                    if known is None:
-                        pool.invalid = pool.invalid or \
-                            f"device {d.name} consumes unknown counter set {set_name}"
-                    elif any(c not in known for c in counters):
-                        pool.invalid = pool.invalid or \
-                            f"device {d.name} consumes an unknown counter of set {set_name}"
+            if not s.is_counter_slice:
+                for d in s.devices:
+                    pool.invalid = pool.invalid or _unknown_counters(pool, d)
     pool.devices = [d for s in pool.slices for d in s.devices]
+
+
+def _unknown_counters(pool: Pool, device: Device) -> str:
+    """Why the device draws from counters its pool does not define ("" if it does not)."""
+    for set_name, counters in device.consumes:
+        known = pool.counter_sets.get(set_name)
+        if known is None:
+            return f"device {device.name} consumes unknown counter set {set_name}"
+        if any(c not in known for c in counters):
+            return f"device {device.name} consumes an unknown counter of set {set_name}"
+    return ""

@@ -90,6 +90,11 @@ def _pairs(node: NodeInfo, terms: Iterable[Term]) -> Iterable[tuple[str, str]]:
             yield t.topology_key, value
 
 
+def _count(counts: dict[tuple[str, str], int], pairs: Iterable[tuple[str, str]]) -> None:
+    for pair in pairs:
+        counts[pair] = counts.get(pair, 0) + 1
+
+
 @dataclass
 class _FilterState:
     affinity: list[Term]
@@ -182,12 +187,9 @@ class InterPodAffinity(QueueingHintPlugin, PreFilterPlugin, FilterPlugin, PreSco
         existing: dict[tuple[str, str], int] = {}
         for node in with_anti:
             for other in node.anti_affinity_pods.values():
-                for term in required_terms(other, "podAntiAffinity"):
-                    if term.matches(pod, own_ns_labels):
-                        value = node.labels.get(term.topology_key)
-                        if value is not None:
-                            key = (term.topology_key, value)
-                            existing[key] = existing.get(key, 0) + 1
+                terms = [t for t in required_terms(other, "podAntiAffinity")
+                         if t.matches(pod, own_ns_labels)]
+                _count(existing, _pairs(node, terms))
         affinity_counts: dict[tuple[str, str], int] = {}
         anti_counts: dict[tuple[str, str], int] = {}
         if affinity or anti:
@@ -195,12 +197,10 @@ class InterPodAffinity(QueueingHintPlugin, PreFilterPlugin, FilterPlugin, PreSco
                 for other, _req in node.pods.values():
                     ns_labels = self._labels_of(other)
                     if affinity and all(t.matches(other, ns_labels) for t in affinity):
-                        for pair in _pairs(node, affinity):
-                            affinity_counts[pair] = affinity_counts.get(pair, 0) + 1
+                        _count(affinity_counts, _pairs(node, affinity))
                     for term in anti:
                         if term.matches(other, ns_labels):
-                            for pair in _pairs(node, [term]):
-                                anti_counts[pair] = anti_counts.get(pair, 0) + 1
+                            _count(anti_counts, _pairs(node, [term]))
         self_match = all(t.matches(pod, own_ns_labels) for t in affinity)
         state.write(self.name, _FilterState(affinity, anti, affinity_counts, anti_counts,
                                             existing, self_match))
