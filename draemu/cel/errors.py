@@ -35,6 +35,17 @@ class CELRuntimeError(Exception):
         self.key = key
 
 
-class CostLimitExceeded(CELRuntimeError):
+class Cancelled(CELRuntimeError):
+    """The evaluation was stopped: no operator or macro absorbs this error."""
+
+
+class CostLimitExceeded(Cancelled):
     def __init__(self) -> None:
         super().__init__("operation cancelled: actual cost limit exceeded")
+
+
+class Interrupted(Cancelled):
+    """The evaluation's deadline passed (cel-go's interrupt check)."""
+
+    def __init__(self) -> None:
+        super().__init__("operation interrupted")

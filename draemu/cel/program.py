@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 from draemu.cel.cache import CompileCache
 from draemu.cel.compiler import Compiler, Env
+from draemu.cel.cost import Meter
+from draemu.cel.decltypes import DeclSizes, device_type
 from draemu.cel.device import CelDevice
 from draemu.cel.errors import CELCompileError, CELIssue, CELRuntimeError
-from draemu.cel.interpreter import REGEX_FUNCTIONS, Activation
+from draemu.cel.interpreter import Activation
 from draemu.cel.regex import RegexError, compile_pattern
 from draemu.cel.syntax import (
     Call,
@@ -24,9 +27,14 @@ from draemu.cel.syntax import (
 from draemu.cel.values import Semver, type_name
 from draemu.features import FeatureGates
 
-# resource.k8s.io limits on selector expressions.
+# resource.k8s.io limits on selector expressions: CELSelectorExpressionMaxCost bounds both
+# the estimated cost at validation and the actual cost of one evaluation.
 MAX_EXPRESSION_LENGTH = 10 * 1024
 MAX_COST = 1_000_000
+
+# The functions that run a regular expression (patterns checked at validation when
+# constant).
+REGEX_FUNCTIONS = frozenset({"matches", "find", "findAll"})
 
 NO_SUCH_KEY_HINT = (". consider using CEL optional chaining (.? followed by orValue()) or "
                     "guarding the check with has() for optional fields")
@@ -40,32 +48,38 @@ class Program:
     def __init__(self, expression: str, fn: Any, cost: int, deep: bool = False) -> None:
         self.expression = expression
         self._fn = fn
-        self.cost = cost  # worst-case estimate
+        self.cost = cost  # worst-case estimate (cel-go's EstimateCost max)
         self.deep = deep  # nests deeper than Python's default recursion limit allows for
 
-    def evaluate(self, device: dict[str, Any] | CelDevice) -> bool:
+    def evaluate(self, device: dict[str, Any] | CelDevice, meter: Meter | None = None
+                 ) -> bool:
         """`device` is the v1 device dict plus `driver` (and `pool`, for messages), or a
-        prebuilt `CelDevice` (faster when one device meets many expressions)."""
-        result = self._run(device)
+        prebuilt `CelDevice` (faster when one device meets many expressions). `meter`
+        (default: MAX_COST, no deadline) counts the actual cost; past its limit or its
+        deadline the evaluation stops with CELRuntimeError."""
+        result = self._run(device, meter)
         if not isinstance(result, bool):
             raise CELRuntimeError(
                 f"CEL result of type {type_name(result).split('(')[0]} could not be "
                 "converted to bool")
         return result
 
-    def _run(self, device: dict[str, Any] | CelDevice) -> Any:
+    def _run(self, device: dict[str, Any] | CelDevice, meter: Meter | None) -> Any:
         """The raw result. The caller names the device (upstream's `selector #0 on device
         d/p/n: CEL runtime error: ...`), so the message does not."""
         view = device if isinstance(device, CelDevice) else CelDevice(device)
         if view.error is not None:
             raise view.error
         act = Activation(device=view.value)
-        act.meter = [MAX_COST]
+        act.meter = meter if meter is not None else Meter(MAX_COST)
         try:
             if self.deep:
                 with deep_recursion():
-                    return self._fn(act)
-            return self._fn(act)
+                    result = self._fn(act)
+            else:
+                result = self._fn(act)
+            act.meter.check()
+            return result
         except CELRuntimeError as e:
             if e.key is not None and not e.message.endswith(NO_SUCH_KEY_HINT):
                 raise CELRuntimeError(f"{e.message}{NO_SUCH_KEY_HINT}", key=e.key) from None
@@ -80,8 +94,9 @@ class DerivedProgram(Program):
 
     __slots__ = ()
 
-    def evaluate(self, device: dict[str, Any] | CelDevice) -> dict[str, Any]:  # type: ignore[override]
-        return _to_attribute(self._run(device))
+    def evaluate(self, device: dict[str, Any] | CelDevice,  # type: ignore[override]
+                 meter: Meter | None = None) -> dict[str, Any]:
+        return _to_attribute(self._run(device, meter))
 
 
 _ATTRIBUTE_KINDS: tuple[tuple[type, str], ...] = ((bool, "bool"), (int, "int"), (str, "string"),
@@ -122,10 +137,22 @@ def _derived_type_ok(result_type: str, lists: bool) -> bool:
 
 def _env(gates: FeatureGates | None, stored: bool) -> Env:
     if stored:
-        return Env()
+        return _device_env(True, True)
     gates = gates or FeatureGates()
-    return Env(allow_multiple_allocations=gates.enabled("DRAConsumableCapacity"),
-               list_type_attributes=gates.enabled("DRAListTypeAttributes"))
+    return _device_env(gates.enabled("DRAConsumableCapacity"),
+                       gates.enabled("DRAListTypeAttributes"))
+
+
+@cache
+def _device_env(multiple_allocations: bool, list_type_attributes: bool) -> Env:
+    """The environment of selectors: `device` declared as upstream declares it, so the
+    estimate knows the bounds of its strings, maps and attribute values."""
+    device, attribute = device_type(list_type_attributes=list_type_attributes,
+                                    multiple_allocations=multiple_allocations)
+    return Env(allow_multiple_allocations=multiple_allocations,
+               list_type_attributes=list_type_attributes,
+               declarations=(("device", device),),
+               sizes=DeclSizes(roots={"device": device}, any_field=attribute))
 
 
 _CACHE: CompileCache[Any] = CompileCache()
@@ -166,12 +193,12 @@ def _compile(expression: str, env: Env, derived: bool | None = None
                       "must evaluate to a primitive scalar (string, integer, boolean, semver), "
                       "not ")
             return CELCompileError(detail + compiled.type, result_type=True)
-        return DerivedProgram(expression, compiled.fn, compiled.cost, _deep(tree))
+        return DerivedProgram(expression, compiled.fn, compiled.cost[1], _deep(tree))
     if compiled.type not in ("bool", "dyn"):
         return CELCompileError(
             f"must evaluate to bool or the unknown type, not {compiled.type}",
             result_type=True)
-    return Program(expression, compiled.fn, compiled.cost, _deep(tree))
+    return Program(expression, compiled.fn, compiled.cost[1], _deep(tree))
 
 
 def _deep(tree: Node) -> bool:

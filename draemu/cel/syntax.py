@@ -290,11 +290,15 @@ class _Builder:
         method = getattr(self, "_" + t.data)
         return method(t)
 
-    @staticmethod
-    def _pos(t: Tree | Token) -> int:
+    def _pos(self, t: Tree | Token) -> int:
         if isinstance(t, Token):
             return t.start_pos or 0
-        return getattr(t.meta, "start_pos", 0) if not t.meta.empty else 0
+        pos = getattr(t.meta, "start_pos", None) if not t.meta.empty else None
+        if pos is None:
+            # A subtree of keywords only (`true`, `null`) carries no position: the end of
+            # the text before it is as good for messages and optional markers.
+            return 0
+        return pos
 
     # Binary operators come as "<op> [left <op-node>] right" chains.
     def _expr(self, t: Tree) -> Node:
@@ -354,6 +358,15 @@ class _Builder:
             i -= 1
         return i in self.marks
 
+    def _optional_after(self, pos: int) -> bool:
+        """Whether a blanked `?` follows the bracket at `pos` (before any element)."""
+        i = pos + 1
+        while i < len(self.text) and (self.text[i] in " \t\r\n" or i in self.marks):
+            if i in self.marks:
+                return True
+            i += 1
+        return False
+
     def _member_dot_arg(self, t: Tree) -> Node:
         operand, name = t.children[0], t.children[1]
         args = self._args(t.children[2]) if len(t.children) > 2 else []
@@ -397,7 +410,7 @@ class _Builder:
 
     def _list_lit(self, t: Tree) -> Node:
         pos = self._pos(t)
-        if t.children and any(p in self.marks for p in range(pos, self._pos(t.children[0]))):
+        if t.children and self._optional_after(pos):
             raise self.error("Syntax error: optional list elements are not supported", pos)
         return ListLit(self._args(t.children[0]) if t.children else [], pos=pos)
 

@@ -12,8 +12,7 @@ from draemu.cel.values import (
 MAX_LIST_ATTRIBUTE_VALUES = 48
 
 
-@register("includes", True, (1,), "bool", ("dyn",), cost=MAX_LIST_ATTRIBUTE_VALUES,
-           gate="DRAListTypeAttributes")
+@register("includes", True, (1,), "bool", ("dyn",), gate="DRAListTypeAttributes")
 def includes(v: object, x: object) -> bool:
     if isinstance(v, (list, tuple)):
         if len(v) > MAX_LIST_ATTRIBUTE_VALUES:

@@ -25,6 +25,9 @@ from draemu.cel.values import NONE, OptionalValue
 class Format:
     name: str
     check: Callable[[str], list[str]]
+    # The size of the regular expression upstream's check amounts to, which `validate` is
+    # charged for (Kubernetes' Format.MaxRegexSize).
+    max_regex_size: int
 
     def __repr__(self) -> str:
         return f"format.{self.name}()"
@@ -44,19 +47,19 @@ def _strfmt(fmt: str, message: str) -> Callable[[str], list[str]]:
 
 
 FORMATS: dict[str, Format] = {f.name: f for f in (
-    Format("dns1123Label", is_dns1123_label),
-    Format("dns1123Subdomain", is_dns1123_subdomain),
-    Format("dns1035Label", is_dns1035_label),
-    Format("qualifiedName", is_qualified_name),
-    Format("dns1123LabelPrefix", _prefix(is_dns1123_label)),
-    Format("dns1123SubdomainPrefix", _prefix(is_dns1123_subdomain)),
-    Format("dns1035LabelPrefix", _prefix(is_dns1035_label)),
-    Format("labelValue", is_label_value),
-    Format("uri", _uri),
-    Format("uuid", _strfmt("uuid", "does not match the UUID format")),
-    Format("byte", _strfmt("byte", "invalid base64")),
-    Format("date", _strfmt("date", "invalid date")),
-    Format("datetime", _strfmt("datetime", "invalid datetime")),
+    Format("dns1123Label", is_dns1123_label, 30),
+    Format("dns1123Subdomain", is_dns1123_subdomain, 60),
+    Format("dns1035Label", is_dns1035_label, 30),
+    Format("qualifiedName", is_qualified_name, 60),
+    Format("dns1123LabelPrefix", _prefix(is_dns1123_label), 30),
+    Format("dns1123SubdomainPrefix", _prefix(is_dns1123_subdomain), 60),
+    Format("dns1035LabelPrefix", _prefix(is_dns1035_label), 30),
+    Format("labelValue", is_label_value, 40),
+    Format("uri", _uri, 1103),
+    Format("uuid", _strfmt("uuid", "does not match the UUID format"), 70),
+    Format("byte", _strfmt("byte", "invalid base64"), 84),
+    Format("date", _strfmt("date", "invalid date"), 71),
+    Format("datetime", _strfmt("datetime", "invalid datetime"), 71),
 )}
 
 

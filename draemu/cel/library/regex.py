@@ -18,14 +18,14 @@ def compiled(pattern: str) -> Any:
         raise CELRuntimeError(str(e)) from None
 
 
-@register("find", True, (1,), "string", ("string",), cost=2)
+@register("find", True, (1,), "string", ("string",))
 def find(s: str, pattern: str) -> str:
     want("find", s, str)
     m = compiled(pattern).search(s)
     return m.group(0) if m else ""
 
 
-@register("findAll", True, (1, 2), "list", ("string",), cost=2)
+@register("findAll", True, (1, 2), "list", ("string",))
 def find_all(s: str, pattern: str, limit: int = -1) -> list[str]:
     want("findAll", s, str)
     found = [m.group(0) for m in compiled(pattern).finditer(s)]

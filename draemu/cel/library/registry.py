@@ -1,6 +1,7 @@
 """The registry of CEL functions: what the checker needs of each (receiver types, arities,
-result type, cost, feature gate) and its implementation. Each library module registers
-its functions with `@register`."""
+result type, feature gate) and its implementation. Each library module registers its
+functions with `@register`; what a call costs is `draemu.cel.cost`'s, by function and
+overload, as in cel-go and Kubernetes."""
 
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ class Function:
     result: str  # static result type; "dyn" when it depends on the arguments
     impl: Callable[..., Any]
     receivers: frozenset[str] = frozenset()  # static receiver types (member functions)
-    cost: int = 1
     gate: str | None = None  # feature gate required for new expressions
 
 
@@ -29,11 +29,11 @@ FUNCTIONS: dict[tuple[str, bool], Function] = {}
 
 
 def register(name: str, member: bool, arities: tuple[int, ...], result: str,
-              receivers: tuple[str, ...] = (), cost: int = 1, gate: str | None = None
+              receivers: tuple[str, ...] = (), gate: str | None = None
               ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         FUNCTIONS[(name, member)] = Function(name, member, arities, result, fn,
-                                             frozenset(receivers), cost, gate)
+                                             frozenset(receivers), gate)
         return fn
     return wrap
 

@@ -52,14 +52,14 @@ def ends_with(s: str, suffix: str) -> bool:
     return s.endswith(suffix)
 
 
-@register("matches", True, (1,), "bool", ("string",), cost=2)
+@register("matches", True, (1,), "bool", ("string",))
 def matches(s: str, pattern: str) -> bool:
     want("matches", s, str)
     want("matches", pattern, str)
     return compiled(pattern).search(s) is not None
 
 
-FUNCTIONS[("matches", False)] = Function("matches", False, (2,), "bool", matches, cost=2)
+FUNCTIONS[("matches", False)] = Function("matches", False, (2,), "bool", matches)
 
 
 @register("int", False, (1,), "int")

@@ -68,7 +68,7 @@ def replace(s: str, old: str, new: str, n: int = -1) -> str:
     return s.replace(old, new, n if n >= 0 else -1)
 
 
-@register("split", True, (1, 2), "list", ("string",), cost=2)
+@register("split", True, (1, 2), "list", ("string",))
 def split(s: str, sep: str, n: int = -1) -> list[str]:
     want("split", s, str)
     want("split", sep, str)
