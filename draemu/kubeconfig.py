@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from draemu.api import yamlload
+
 
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
@@ -63,7 +65,7 @@ def foreign(path: Path) -> bool:
     if not path.exists():
         return False
     try:
-        config = yaml.safe_load(path.read_text()) or {}
+        config = yamlload.load_file_text(path.read_text()) or {}
     except (OSError, yaml.YAMLError):
         return True
     clusters = config.get("clusters") or [] if isinstance(config, dict) else []

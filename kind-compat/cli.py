@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from draemu import __version__
+from draemu.api import yamlload
 from draemu.client.config import ConfigError as KubeconfigError
 from draemu.client.config import default_paths, merge_into, remove_from
 from draemu.kindcompat import config as kconfig
@@ -272,7 +273,7 @@ def get_nodes(args: argparse.Namespace) -> int:
 
 
 def kind_kubeconfig(record: state.ClusterRecord) -> str:
-    doc = yaml.safe_load(record.kubeconfig.read_text())
+    doc = yamlload.load_file_text(record.kubeconfig.read_text())
     ctx = context_name(record.name)
     cluster = doc["clusters"][0]["cluster"]
     user = doc["users"][0]["user"]

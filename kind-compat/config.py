@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 import draemu
+from draemu.api import yamlload
 from draemu.api.yamlerror import one_line
 
 API_VERSION = "kind.x-k8s.io/v1alpha4"
@@ -97,7 +98,7 @@ def _unknown_fields(node: yaml.Node, type_name: str, errors: list[str]) -> None:
 def parse(raw: str, name: str | None = None) -> KindCluster:
     """Decode a kind config as kind does; raise ConfigError with kind's message."""
     try:
-        doc = yaml.safe_load(raw) or {}
+        doc = yamlload.load_file_text(raw) or {}  # limits first: compose below expands aliases
         tree = yaml.compose(raw)
     except yaml.YAMLError as e:
         raise ConfigError(f"could not determine kind / apiVersion for config: "

@@ -7,8 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from draemu.api import yamlload
 from draemu.client import Client
 from draemu.features import known
 from draemu.kindcompat.config import KindCluster
@@ -83,7 +82,7 @@ def supported_gates(gates: dict[str, bool]) -> tuple[str, list[str]]:
 
 
 def server_of(kubeconfig: Path) -> str:
-    doc = yaml.safe_load(kubeconfig.read_text()) or {}
+    doc = yamlload.load_file_text(kubeconfig.read_text()) or {}
     return ((doc.get("clusters") or [{}])[0].get("cluster") or {}).get("server", "")
 
 

@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from draemu.api import yamlload
+
 KNOWN_VERSIONS = ["0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0",
                   "1.0.0", "1.1.0"]
 _EDIT_KEYS = {"env", "deviceNodes", "mounts", "hooks", "additionalGids", "intelRdt",
@@ -132,7 +134,7 @@ class CDIRegistry:
             return cached
         try:
             text = path.read_text()
-            spec = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+            spec = json.loads(text) if path.suffix == ".json" else yamlload.load_file_text(text)
             validate_spec(spec, str(path))
             cached = _Cached(mtime, spec, None)
         except (OSError, ValueError, yaml.YAMLError, CDIError) as err:

@@ -31,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from draemu.api import yamlload
 from draemu.scheduler.pluginargs import parse_duration
 from draemu.scheduler.plugins.registry import IN_TREE, Registry
 
@@ -77,7 +78,7 @@ def load(text: str, registry: Registry = IN_TREE) -> SchedulerConfig:
     """The configuration in YAML or JSON; plugin names and args are checked against
     `registry`."""
     try:
-        obj = yaml.safe_load(text)
+        obj = yamlload.load_file_text(text)
     except yaml.YAMLError as e:
         raise ConfigError(f"couldn't decode as KubeSchedulerConfiguration: {e}") from e
     if not isinstance(obj, dict):

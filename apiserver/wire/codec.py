@@ -16,9 +16,8 @@ from typing import Any
 import yaml
 from aiohttp import StreamReader, web
 
-from draemu.api import jsonfast
+from draemu.api import jsonfast, yamlload
 from draemu.api.errors import StatusError, bad_request
-from draemu.apiserver.wire import yamlload
 
 JSON = "application/json"
 PROTOBUF = "application/vnd.kubernetes.protobuf"

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from draemu.api import yamlload
 from draemu.api.yamlerror import one_line
 
 
@@ -68,7 +69,7 @@ def default_paths() -> list[Path]:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yamlload.load_file_text(path.read_text(encoding="utf-8")) or {}
     except OSError as e:
         raise ConfigError(f"cannot read kubeconfig {path}: {e.strerror}") from None
     except UnicodeDecodeError:

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from draemu.api import yamlload
 from draemu.api.yamlerror import one_line
 
 HERE = Path(__file__).parent
@@ -69,7 +70,7 @@ def preset_path(name_or_path: str | Path) -> Path:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yamlload.load_file_text(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise PresetError(f"cannot read preset {path}: {err.strerror}") from None
     except UnicodeDecodeError:

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from draemu.api import yamlload
 from draemu.api.yamlerror import one_line
 from draemu.apiserver.registry import discover
 from draemu.features import FeatureGates
@@ -41,7 +42,7 @@ class Inputs:
 def parse_documents(text: str, source: str) -> list[dict[str, Any]]:
     """YAML (several documents) or JSON; `kind: List` is flattened."""
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        docs = [d for d in yamlload.load_file_documents(text) if d is not None]
     except yaml.YAMLError as e:
         try:
             docs = [json.loads(text)]

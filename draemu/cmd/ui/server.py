@@ -30,10 +30,9 @@ import secrets
 from importlib import resources
 from typing import Any
 
-import yaml
 from aiohttp import web
 
-from draemu.api import jsonfast
+from draemu.api import jsonfast, yamlload
 from draemu.client import ApiError, Client
 from draemu.cmd.ui.model import LiveModel, wait_for_change
 from draemu.cmd.ui.whatif import WhatIfWorker
@@ -250,7 +249,7 @@ class SeedSteps:
         folder = resources.files("draemu.examples.seed")
         out = []
         for name in SCENARIOS[index][1]:
-            out += [d for d in yaml.safe_load_all(folder.joinpath(name).read_text()) if d]
+            out += [d for d in yamlload.load_file_documents(folder.joinpath(name).read_text()) if d]
         return out
 
     async def step(self) -> None:

@@ -29,7 +29,7 @@ def what_if(manifest: str, cluster: dict[str, list[Obj]], gates: dict[str, Any])
     the offline allocator over the cluster's devices (`cluster`: KINDS -> objects)."""
     import yaml
 
-    from draemu.apiserver.wire.yamlload import YAMLLimitError, load_all
+    from draemu.api.yamlload import YAMLLimitError, load_all
     from draemu.client import key_of
     from draemu.cmd.explain import offline
     from draemu.features import FeatureGates

@@ -1,4 +1,7 @@
-"""YAML request bodies read under limits that a hostile body cannot get around.
+"""YAML read under limits that a hostile document cannot get around: the apiserver's
+request bodies, and every YAML file or paste any draemu process reads (presets, kind
+configs, scheduler configs, CDI specs, `draemu allocate`'s inputs, the web view's
+what-if).
 
 A few hundred bytes of nested aliases expand to billions of nodes once anything walks
 the value (a copy, validation, encoding), and YAML can also spell self-containing values,
@@ -29,6 +32,9 @@ MAX_ALIAS_NODES = 10_000
 # 10-20 us a node, so this bounds one body's parse to about a second of the event loop.
 # Manifests have far fewer; JSON (what kubectl and client libraries send) has no such cap.
 MAX_NODES = 50_000
+# Files a user hands a command (a dump of every ResourceSlice of a big cluster is more
+# than MAX_NODES): the node count only bounds time there; aliases keep their budget.
+MAX_FILE_NODES = 20_000_000
 # Python prints no longer integer (sys.get_int_max_str_digits); Go's decoder reads none.
 MAX_INT_DIGITS = 4300
 _MAX_INT_BITS = 14_284  # 10**4300 < 2**14284
@@ -43,8 +49,9 @@ class YAMLTooLarge(YAMLLimitError):
 
 
 class _LimitedComposer(Composer):
-    def __init__(self) -> None:
+    def __init__(self, max_nodes: int = MAX_NODES) -> None:
         super().__init__()
+        self.max_nodes = max_nodes
         self.expanded = 0  # nodes as the value will be walked, aliases expanded
         self.alias_nodes = 0
         self._sizes: dict[int, int] = {}  # anchored node -> its expanded size
@@ -64,14 +71,14 @@ class _LimitedComposer(Composer):
                 raise YAMLLimitError(f'yaml: anchor "{anchor}" value contains itself')
             self.alias_nodes += size
             self.expanded += size
-            if self.alias_nodes > MAX_ALIAS_NODES or self.expanded > MAX_NODES:
+            if self.alias_nodes > MAX_ALIAS_NODES or self.expanded > self.max_nodes:
                 raise YAMLLimitError("yaml: document contains excessive aliasing")
             return node
         anchor = getattr(self.peek_event(), "anchor", None)
         before = self.expanded
         self.expanded += 1
-        if self.expanded > MAX_NODES:
-            raise YAMLTooLarge(f"yaml: the document has more than {MAX_NODES} nodes (send "
+        if self.expanded > self.max_nodes:
+            raise YAMLTooLarge(f"yaml: the document has more than {self.max_nodes} nodes (send "
                                "large objects as JSON)")
         node = super().compose_node(parent, index)
         if anchor is not None:
@@ -138,9 +145,9 @@ _JSONResolver.yaml_implicit_resolvers = {
 
 
 class LimitedLoader(_LimitedComposer, _Parser, _LimitedConstructor, _JSONResolver):
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: Any, max_nodes: int = MAX_NODES) -> None:
         _Parser.__init__(self, stream)
-        _LimitedComposer.__init__(self)
+        _LimitedComposer.__init__(self, max_nodes)
         _LimitedConstructor.__init__(self)
         _JSONResolver.__init__(self)
 
@@ -159,10 +166,10 @@ def load(raw: bytes) -> tuple[Any, list[str]]:
         loader.dispose()
 
 
-def load_all(raw: bytes) -> list[Any]:
+def load_all(raw: bytes | str, max_nodes: int = MAX_NODES) -> list[Any]:
     """Every document of a YAML stream, each under the limits of `load` (duplicate keys
     are kept as the last value, as a manifest reader keeps them)."""
-    loader = LimitedLoader(raw)
+    loader = LimitedLoader(raw.encode() if isinstance(raw, str) else raw, max_nodes)
     docs = []
     try:
         while loader.check_node():
@@ -173,6 +180,21 @@ def load_all(raw: bytes) -> list[Any]:
         return docs
     finally:
         loader.dispose()
+
+
+def load_file_text(text: str) -> Any:
+    """The one document of a file's text (None when empty), under the limits with
+    MAX_FILE_NODES: what `yaml.safe_load` would give, but a hostile file cannot stall or
+    exhaust the reader. yaml.YAMLError (YAMLLimitError for a limit) on bad input."""
+    docs = load_all(text, MAX_FILE_NODES)
+    if len(docs) > 1:
+        raise yaml.YAMLError("expected a single document in the stream")
+    return docs[0] if docs else None
+
+
+def load_file_documents(text: str) -> list[Any]:
+    """Every document of a file's text, as `yaml.safe_load_all` gives them, under limits."""
+    return load_all(text, MAX_FILE_NODES)
 
 
 def _unshared(value: Any) -> Any:
