@@ -182,7 +182,7 @@ async def run_one(kubeconfig: str, server_pid: int, nodes: int, pods: int,
         if timeline and now >= next_report:
             next_report = now + 1.0
             print(f"  t={now:5.1f}s bound={scheduler.scheduled:5d} "
-                  f"queue={scheduler.queue.stats()} bindings={len(scheduler._tasks)}",
+                  f"queue={scheduler.queue.stats()} bindings={len(scheduler.tasks)}",
                   flush=True)
         if scheduler.scheduled != last:
             last, last_change = scheduler.scheduled, time.perf_counter()

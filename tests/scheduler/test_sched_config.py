@@ -94,7 +94,7 @@ def test_profiles_by_scheduler_name():
     s = scheduler(text, node("a"), node("b"))
     s.cache.assume(pod("used", cpu="2"), "b")
     packed = pod("p", cpu="1", spec={"schedulerName": "packer"})
-    assert s._responsible(packed) and not s._responsible(
+    assert s.responsible(packed) and not s.responsible(
         pod("q", spec={"schedulerName": "someone-else"}))
     assert s.profiles["packer"].percentage_of_nodes_to_score == 30
     assert s.scheduling_cycle(packed).node_name == "b"

@@ -53,12 +53,12 @@ async def test_affinity_waits_for_a_placed_pod_that_matches_its_terms():
     s = Scheduler(None)  # type: ignore[arg-type]
     s.cache.set_node(node("n1", labels={ZONE: "a"}))
     await parked(s, with_affinity("p", "podAffinity", {"app": "db"}), "InterPodAffinity")
-    s._on_pod_add(placed(labelled("web", {"app": "web"})))  # does not match
-    s._on_pod_add(labelled("db-pending", {"app": "db"}))  # matches, but not placed
+    s.handlers.on_pod_add(placed(labelled("web", {"app": "web"})))  # does not match
+    s.handlers.on_pod_add(labelled("db-pending", {"app": "db"}))  # matches, but not placed
     assert waiting(s) == 1
     db = labelled("db", {"app": "db"})
-    s._on_pod_add(db)
-    s._on_pod_update(db, placed(db))  # placed now: as a placed pod added
+    s.handlers.on_pod_add(db)
+    s.handlers.on_pod_update(db, placed(db))  # placed now: as a placed pod added
     assert waiting(s) == 0
 
 
@@ -67,11 +67,11 @@ async def test_affinity_relabel_requeues_only_when_the_match_appears():
     s.cache.set_node(node("n1", labels={ZONE: "a"}))
     await parked(s, with_affinity("p", "podAffinity", {"app": "db"}), "InterPodAffinity")
     other = placed(labelled("o", {"app": "web"}))
-    s._on_pod_add(other)
-    s._on_pod_update(other, {**other, "metadata": {**other["metadata"],
+    s.handlers.on_pod_add(other)
+    s.handlers.on_pod_update(other, {**other, "metadata": {**other["metadata"],
                                                    "labels": {"app": "web", "x": "y"}}})
     assert waiting(s) == 1
-    s._on_pod_update(other, {**other, "metadata": {**other["metadata"],
+    s.handlers.on_pod_update(other, {**other, "metadata": {**other["metadata"],
                                                    "labels": {"app": "db"}}})
     assert waiting(s) == 0
 
@@ -80,14 +80,14 @@ async def test_anti_affinity_waits_for_the_blocking_pod_to_go():
     s = Scheduler(None)  # type: ignore[arg-type]
     s.cache.set_node(node("n1", labels={ZONE: "a"}))
     blocker = placed(labelled("db", {"app": "db"}))
-    s._on_pod_add(blocker)
+    s.handlers.on_pod_add(blocker)
     await parked(s, with_affinity("p", "podAntiAffinity", {"app": "db"}), "InterPodAffinity")
-    s._on_pod_add(placed(labelled("db2", {"app": "db"})))  # one more: cannot help
+    s.handlers.on_pod_add(placed(labelled("db2", {"app": "db"})))  # one more: cannot help
     unrelated = placed(labelled("web", {"app": "web"}))
-    s._on_pod_add(unrelated)
-    s._on_pod_delete(unrelated)
+    s.handlers.on_pod_add(unrelated)
+    s.handlers.on_pod_delete(unrelated)
     assert waiting(s) == 1
-    s._on_pod_delete(blocker)
+    s.handlers.on_pod_delete(blocker)
     assert waiting(s) == 0
 
 
@@ -95,11 +95,11 @@ async def test_a_placed_pods_anti_affinity_requeues_the_pod_it_kept_out_when_del
     s = Scheduler(None)  # type: ignore[arg-type]
     s.cache.set_node(node("n1", labels={ZONE: "a"}))
     loner = placed(with_affinity("loner", "podAntiAffinity", {"app": "noisy"}))
-    s._on_pod_add(loner)
+    s.handlers.on_pod_add(loner)
     await parked(s, labelled("n0", {"app": "noisy"}), "InterPodAffinity")
-    s._on_pod_delete(placed(labelled("other", {})))
+    s.handlers.on_pod_delete(placed(labelled("other", {})))
     assert waiting(s) == 1
-    s._on_pod_delete(loner)
+    s.handlers.on_pod_delete(loner)
     assert waiting(s) == 0
 
 
@@ -107,11 +107,11 @@ async def test_affinity_node_events_need_a_topology_key_label_change():
     s = Scheduler(None)  # type: ignore[arg-type]
     await parked(s, with_affinity("p", "podAffinity", {"app": "db"}), "InterPodAffinity")
     bare = node("n2")
-    s._on_node(bare)  # no zone label
-    s._on_node({**bare, "status": {**bare["status"], "phase": "x"}}, "Update", bare)
+    s.handlers.on_node(bare)  # no zone label
+    s.handlers.on_node({**bare, "status": {**bare["status"], "phase": "x"}}, "Update", bare)
     assert waiting(s) == 1
     zoned = node("n2", labels={ZONE: "b"})
-    s._on_node(zoned, "Update", bare)
+    s.handlers.on_node(zoned, "Update", bare)
     assert waiting(s) == 0
 
 
@@ -125,18 +125,18 @@ async def test_spread_waits_for_a_selected_placed_pod_of_its_namespace():
     s = Scheduler(None)  # type: ignore[arg-type]
     s.cache.set_node(node("n1", labels={ZONE: "a"}))
     await parked(s, spread_pod("p"), "PodTopologySpread")
-    s._on_pod_add(placed(labelled("db", {"app": "db"})))  # not selected
-    s._on_pod_add(placed(labelled("w", {"app": "web"}, namespace="other")))  # other ns
-    s._on_pod_add(labelled("pending", {"app": "web"}))  # not placed
+    s.handlers.on_pod_add(placed(labelled("db", {"app": "db"})))  # not selected
+    s.handlers.on_pod_add(placed(labelled("w", {"app": "web"}, namespace="other")))  # other ns
+    s.handlers.on_pod_add(labelled("pending", {"app": "web"}))  # not placed
     assert waiting(s) == 1
     web = placed(labelled("w", {"app": "web"}))
-    s._on_pod_add(web)
+    s.handlers.on_pod_add(web)
     assert waiting(s) == 0
     await parked(s, spread_pod("q"), "PodTopologySpread")
-    s._on_pod_update(web, {**web, "metadata": {**web["metadata"],
+    s.handlers.on_pod_update(web, {**web, "metadata": {**web["metadata"],
                                                "labels": {"app": "web", "v": "2"}}})
     assert waiting(s) == 1  # still selected: the counts do not change
-    s._on_pod_delete(web)
+    s.handlers.on_pod_delete(web)
     assert waiting(s) == 0
 
 
@@ -144,14 +144,14 @@ async def test_spread_node_events_count_when_a_domain_can_change():
     s = Scheduler(None)  # type: ignore[arg-type]
     await parked(s, spread_pod("p"), "PodTopologySpread")
     zoned = node("n1", labels={ZONE: "a"})
-    s._on_node(node("n0"))  # no zone: in no domain
-    s._on_node(zoned, "Update", zoned)  # nothing that counts changed
+    s.handlers.on_node(node("n0"))  # no zone: in no domain
+    s.handlers.on_node(zoned, "Update", zoned)  # nothing that counts changed
     assert waiting(s) == 1
-    s._on_node(zoned)
+    s.handlers.on_node(zoned)
     assert waiting(s) == 0
     await parked(s, spread_pod("q"), "PodTopologySpread")
     tainted = node("n1", labels={ZONE: "a"}, taints=[{"key": "k", "effect": "NoSchedule"}])
-    s._on_node(tainted, "Update", zoned)
+    s.handlers.on_node(tainted, "Update", zoned)
     assert waiting(s) == 0
 
 
@@ -164,10 +164,10 @@ async def test_node_ports_wait_for_a_conflicting_pod_to_go():
             {"containerPort": 80, "hostPort": port}]}]})
 
     await parked(s, with_port("p", 8080), "NodePorts")
-    s._on_pod_delete(placed(with_port("other", 9090)))
-    s._on_pod_delete(with_port("pending", 8080))  # never placed: freed nothing
+    s.handlers.on_pod_delete(placed(with_port("other", 9090)))
+    s.handlers.on_pod_delete(with_port("pending", 8080))  # never placed: freed nothing
     assert waiting(s) == 1
-    s._on_pod_delete(placed(with_port("holder", 8080)))
+    s.handlers.on_pod_delete(placed(with_port("holder", 8080)))
     assert waiting(s) == 0
 
 

@@ -73,7 +73,7 @@ def test_the_search_starts_where_the_last_cycle_stopped():
     s = scheduler(250)  # 48% of 250 = 120 feasible nodes wanted
     names = [n.name for n in s.cache.nodes()]
     for start in (0, 120, 240, 110):
-        assert s._next_start_node == start
+        assert s.cycle.next_start_node == start
         window = {names[(start + k) % 250] for k in range(120)}
         chosen = s.scheduling_cycle(pod(f"p{start}")).node_name
         assert chosen in window
@@ -84,19 +84,19 @@ def test_rejected_nodes_count_towards_the_next_start():
     for i in range(0, 10):
         s.cache.set_node(node(f"n{i:03d}", unschedulable=True))
     s.scheduling_cycle(pod("p"))
-    assert s._next_start_node == 130  # 10 rejected + 120 feasible
+    assert s.cycle.next_start_node == 130  # 10 rejected + 120 feasible
 
 
 def test_a_restricted_search_advances_the_start_modulo_all_nodes():
     """As upstream: the candidates PreFilter left are indexed from the start modulo their
     number, and the start moves on by the nodes looked at, modulo all nodes."""
     s = scheduler(250)
-    s._next_start_node = 249
+    s.cycle.next_start_node = 249
     pinned = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In",
                                                 "values": ["n001", "n002", "n003"]}]}]}}}}
     assert s.scheduling_cycle(pod("p", spec=pinned)).node_name in {"n001", "n002", "n003"}
-    assert s._next_start_node == (249 + 3) % 250
+    assert s.cycle.next_start_node == (249 + 3) % 250
 
 
 # --- kept verdicts and scores -----------------------------------------------------------
@@ -128,7 +128,7 @@ def test_a_node_rejected_on_a_kept_verdict_runs_its_rejecting_plugin_only_if_nee
     assert first.node_name == second.node_name == "n000"
     # n000 changed (the first pod is assumed there): filtered afresh; n001 did not.
     assert unschedulable == ["n000"] and fit == ["n000"]
-    assert s._next_start_node == 0  # both nodes count as looked at
+    assert s.cycle.next_start_node == 0  # both nodes count as looked at
     unschedulable.clear()
     fit.clear()
     s.cache.set_node(node("n000", cpu="1"))
