@@ -135,6 +135,23 @@ class CronJobController(Controller):
 
     async def _sync(self, cj: Obj, jobs: list[Obj]) -> float | None:
         at = self.now()
+        await self._observe_jobs(cj, jobs)
+        await self._forget_missing_jobs(cj, {uid_of(j) for j in jobs})
+        if meta(cj).get("deletionTimestamp"):
+            return None
+        sched = await self._schedule(cj)
+        if sched is None:
+            return None
+        _, scheduled, missed = most_recent(cj, at, sched, True)
+        if scheduled is None or not await self._due(cj, at, scheduled, missed):
+            return self._next_in(cj, at, sched)
+        if not await self._start_job(cj, scheduled):
+            return None
+        return self._next_in(cj, at, sched)
+
+    async def _observe_jobs(self, cj: Obj, jobs: list[Obj]) -> None:
+        """Finished jobs leave `active` (the newest success is recorded); unknown running
+        ones are reported."""
         status = cj["status"]
         for job in jobs:
             done = finished(job)
@@ -152,8 +169,10 @@ class CronJobController(Controller):
                 last = parse_time(status.get("lastSuccessfulTime"))
                 if done == "Complete" and completed and (last is None or completed > last):
                     status["lastSuccessfulTime"] = job["status"]["completionTime"]
-        children = {uid_of(j) for j in jobs}
-        for ref in list(status.get("active") or []):
+
+    async def _forget_missing_jobs(self, cj: Obj, children: set[str]) -> None:
+        """Active jobs that are gone (not children, and not found) leave `active`."""
+        for ref in list(cj["status"].get("active") or []):
             if ref.get("uid") in children:
                 continue
             try:
@@ -165,8 +184,10 @@ class CronJobController(Controller):
                 await self.recorder.event(cj, "Normal", "MissingJob",
                                           f"Active job went missing: {ref.get('name')}")
                 self._drop_active(cj, ref.get("uid", ""))
-        if meta(cj).get("deletionTimestamp"):
-            return None
+
+    async def _schedule(self, cj: Obj) -> Schedule | None:
+        """The CronJob's schedule in its time zone; None (and an event) when it is
+        suspended or its zone or schedule cannot be read."""
         spec = cj.get("spec") or {}
         zone = spec.get("timeZone")
         if zone is not None:
@@ -186,14 +207,16 @@ class CronJobController(Controller):
                 "https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more "
                 "details")
         try:
-            sched = parse(schedule, zone)
+            return parse(schedule, zone)
         except ScheduleError as e:
             await self.recorder.event(cj, "Warning", "UnparseableSchedule",
                                       f'unparseable schedule: "{schedule}" : {e}')
             return None
-        _, scheduled, missed = most_recent(cj, at, sched, True)
-        if scheduled is None:
-            return self._next_in(cj, at, sched)
+
+    async def _due(self, cj: Obj, at: datetime, scheduled: datetime, missed: int) -> bool:
+        """Whether the job of the `scheduled` time is to start now: not past the starting
+        deadline, not started already, not forbidden by the concurrency policy."""
+        spec, status = cj.get("spec") or {}, cj["status"]
         if missed > MANY_MISSED:
             await self.recorder.event(cj, "Warning", "TooManyMissedTimes",
                                       "too many missed start times. Set or decrease "
@@ -203,18 +226,25 @@ class CronJobController(Controller):
             await self.recorder.event(cj, "Warning", "MissSchedule",
                                       "Missed scheduled time to start a job: "
                                       f"{scheduled.strftime('%a, %d %b %Y %H:%M:%S +0000')}")
-            return self._next_in(cj, at, sched)
+            return False
         name = job_name(cj, scheduled)
         if any(a.get("name") == name for a in status.get("active") or []) or \
                 parse_time(status.get("lastScheduleTime")) == scheduled:
-            return self._next_in(cj, at, sched)
-        policy = spec.get("concurrencyPolicy", "Allow")
-        if policy == "Forbid" and status.get("active"):
+            return False
+        if spec.get("concurrencyPolicy", "Allow") == "Forbid" and status.get("active"):
             await self.recorder.event(cj, "Normal", "JobAlreadyActive",
                                       "Not starting job because prior execution is running "
                                       "and concurrency policy is Forbid")
-            return self._next_in(cj, at, sched)
-        if policy == "Replace":
+            return False
+        return True
+
+    async def _start_job(self, cj: Obj, scheduled: datetime) -> bool:
+        """Creates the job of the `scheduled` time (after deleting the active ones with
+        concurrencyPolicy Replace) and records it; False if a job of that name exists that
+        is not ours, or is ours and recorded already."""
+        status = cj["status"]
+        name = job_name(cj, scheduled)
+        if (cj.get("spec") or {}).get("concurrencyPolicy", "Allow") == "Replace":
             for ref in list(status.get("active") or []):
                 await self._delete_job(cj, ref.get("name", ""), ref.get("uid", ""))
         job = self._job_from_template(cj, scheduled, name)
@@ -232,13 +262,13 @@ class CronJobController(Controller):
                                             namespace=namespace_of(cj))
             if (controller_of(created) or {}).get("uid") != uid_of(cj) or \
                     uid_of(created) in self._active_uids(cj):
-                return None
+                return False
         status.setdefault("active", []).append({
             "apiVersion": "batch/v1", "kind": "Job", "name": name_of(created),
             "namespace": namespace_of(created), "uid": uid_of(created),
             "resourceVersion": meta(created).get("resourceVersion", "")})
         status["lastScheduleTime"] = format_time(scheduled)
-        return self._next_in(cj, at, sched)
+        return True
 
     def _next_in(self, cj: Obj, at: datetime, sched: Schedule) -> float | None:
         """Seconds until the next activation, plus upstream's 100 ms."""

@@ -256,37 +256,13 @@ class DaemonSetController(Controller):
             if run and not pods:
                 create.append(name_of(node))
             elif keep:
-                running = []
-                for pod in pods or []:
-                    if meta(pod).get("deletionTimestamp"):
-                        continue
-                    phase = (pod.get("status") or {}).get("phase")
-                    if phase == "Failed":
-                        wait = self._failed_pod_backoff(ds, name_of(node))
-                        if wait:  # the kubelet keeps rejecting it: do not hot-loop
-                            self.queue.add_after(key_of(ds), wait)
-                            continue
-                        await self.recorder.event(
-                            ds, "Warning", "FailedDaemonPod",
-                            f"Found failed daemon pod {namespace_of(pod)}/{name_of(pod)} on "
-                            f"node {name_of(node)}, will try to kill it")
-                        delete.append(pod)
-                    elif phase == "Succeeded":
-                        await self.recorder.event(
-                            ds, "Normal", "SucceededDaemonPod",
-                            f"Found succeeded daemon pod {namespace_of(pod)}/{name_of(pod)} on "
-                            f"node {name_of(node)}, will try to delete it")
-                        delete.append(pod)
-                    else:
-                        running.append(pod)
-                running.sort(key=_oldest_first)
-                if not surge:
-                    delete.extend(running[1:])
-                elif not running:
-                    if run:
-                        create.append(name_of(node))
-                elif len(running) > 1:
-                    delete.extend(self._surge_excess(ds, running, hash_))
+                running = await self._running(ds, name_of(node), pods or [], delete)
+                if surge and not running and run:
+                    create.append(name_of(node))
+                elif not surge or len(running) > 1:
+                    # One pod per node; with surge, the excess once the new one is ready.
+                    delete.extend(self._surge_excess(ds, running, hash_) if surge
+                                  else running[1:])
             elif pods:
                 delete.extend(p for p in pods if not meta(p).get("deletionTimestamp"))
         names = {name_of(n) for n in nodes}
@@ -294,6 +270,36 @@ class DaemonSetController(Controller):
             if node not in names:
                 delete.extend(p for p in pods if not (p.get("spec") or {}).get("nodeName"))
         await self._sync_nodes(ds, delete, create, hash_)
+
+    async def _running(self, ds: Obj, node: str, pods: list[Obj], delete: list[Obj]
+                       ) -> list[Obj]:
+        """The node's daemon pods that run, oldest first; failed and succeeded ones go to
+        `delete` (a failed one only once its backoff is over)."""
+        running = []
+        for pod in pods:
+            if meta(pod).get("deletionTimestamp"):
+                continue
+            phase = (pod.get("status") or {}).get("phase")
+            if phase == "Failed":
+                wait = self._failed_pod_backoff(ds, node)
+                if wait:  # the kubelet keeps rejecting it: do not hot-loop
+                    self.queue.add_after(key_of(ds), wait)
+                    continue
+                await self.recorder.event(
+                    ds, "Warning", "FailedDaemonPod",
+                    f"Found failed daemon pod {namespace_of(pod)}/{name_of(pod)} on "
+                    f"node {node}, will try to kill it")
+                delete.append(pod)
+            elif phase == "Succeeded":
+                await self.recorder.event(
+                    ds, "Normal", "SucceededDaemonPod",
+                    f"Found succeeded daemon pod {namespace_of(pod)}/{name_of(pod)} on "
+                    f"node {node}, will try to delete it")
+                delete.append(pod)
+            else:
+                running.append(pod)
+        running.sort(key=_oldest_first)
+        return running
 
     def _failed_pod_backoff(self, ds: Obj, node: str) -> float:
         """Seconds to wait before deleting another failed daemon pod on `node` (upstream's
@@ -379,88 +385,21 @@ class DaemonSetController(Controller):
 
     async def _rolling_update(self, ds: Obj, nodes: list[Obj], hash_: str) -> None:
         node_pods = await self._node_to_pods(ds)
-        by_name = {name_of(n): n for n in nodes}
         desired = 0
         for node in nodes:
             if should_run(ds, node)[0]:
                 desired += 1
                 node_pods.setdefault(name_of(node), [])
         surge, max_unavailable = surge_and_unavailable(ds, desired)
-        min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
-        generation = template_generation(ds)
-
-        def available(pod: Obj) -> bool:
-            return pod_is_available(pod, min_ready)
-
-        def split(pods: list[Obj]) -> tuple[Obj | None, Obj | None, bool]:
-            new = old = None
-            for pod in pods:
-                if meta(pod).get("deletionTimestamp"):
-                    continue
-                if pod_is_updated(pod, hash_, generation):
-                    if new is not None:
-                        return None, None, False
-                    new = pod
-                else:
-                    if old is not None:
-                        return None, None, False
-                    old = pod
-            return new, old, True
-
+        update = _Update(hash_, template_generation(ds),
+                         int((ds.get("spec") or {}).get("minReadySeconds") or 0))
         if surge == 0:
-            unavailable = 0
-            allowed: list[Obj] = []
-            candidates: list[Obj] = []
-            for pods in node_pods.values():
-                new, old, ok = split(pods)
-                if not ok or (new is None) == (old is None):
-                    unavailable += 1
-                elif new is not None:
-                    if not available(new):
-                        unavailable += 1
-                elif old is not None and not available(old):
-                    allowed.append(old)
-                    unavailable += 1
-                elif unavailable < max_unavailable and old is not None:
-                    candidates.append(old)
-            room = max(0, min(max_unavailable - unavailable, len(candidates)))
-            await self._sync_nodes(ds, allowed + candidates[:room], [], hash_)
+            await self._sync_nodes(ds, update.without_surge(node_pods, max_unavailable), [],
+                                   hash_)
             return
-        to_delete: list[Obj] = []
-        not_run: list[Obj] = []
-        candidate_nodes: list[str] = []
-        allowed_nodes: list[str] = []
-        surging = available_count = 0
-        for node_name, pods in node_pods.items():
-            new, old, ok = split(pods)
-            if not ok:
-                surging += 1
-                continue
-            if (old is not None and available(old)) or (old is None and new is not None
-                                                        and available(new)):
-                available_count += 1
-            if old is None:
-                continue
-            node = by_name.get(node_name)
-            runs = node is not None and should_run(ds, node)[0]
-            if new is None:
-                if not available(old):
-                    if not runs:
-                        to_delete.append(old)
-                    else:
-                        allowed_nodes.append(node_name)
-                elif not runs:
-                    not_run.append(old)
-                elif surging < surge:
-                    candidate_nodes.append(node_name)
-            elif not available(new):
-                surging += 1
-            else:
-                to_delete.append(old)
-        deletable = min(max(0, available_count - desired), len(not_run))
-        to_delete.extend(not_run[:deletable])
-        room = max(0, min(surge - surging, len(candidate_nodes)))
-        await self._sync_nodes(ds, to_delete, allowed_nodes + candidate_nodes[:room], hash_)
+        runs = {name_of(n) for n in nodes if should_run(ds, n)[0]}
+        to_delete, to_create = update.with_surge(node_pods, runs, surge, desired)
+        await self._sync_nodes(ds, to_delete, to_create, hash_)
 
     async def _cleanup_history(self, ds: Obj, old: list[Obj]) -> None:
         limit = int((ds.get("spec") or {}).get("revisionHistoryLimit", 10))
@@ -521,4 +460,93 @@ class DaemonSetController(Controller):
         if min_ready and ready != available:
             return float(min_ready)
         return None
+
+
+class _Update:
+    """One rolling update pass over the nodes' daemon pods (upstream's rollingUpdate):
+    which old pods to delete and on which nodes to create new ones."""
+
+    def __init__(self, hash_: str, generation: Any, min_ready: int) -> None:
+        self._hash = hash_
+        self._generation = generation
+        self._min_ready = min_ready
+
+    def available(self, pod: Obj) -> bool:
+        return pod_is_available(pod, self._min_ready)
+
+    def split(self, pods: list[Obj]) -> tuple[Obj | None, Obj | None, bool]:
+        """The node's new and old pod; False when it has more than one of either."""
+        new = old = None
+        for pod in pods:
+            if meta(pod).get("deletionTimestamp"):
+                continue
+            if pod_is_updated(pod, self._hash, self._generation):
+                if new is not None:
+                    return None, None, False
+                new = pod
+            else:
+                if old is not None:
+                    return None, None, False
+                old = pod
+        return new, old, True
+
+    def without_surge(self, node_pods: dict[str, list[Obj]], max_unavailable: int
+                      ) -> list[Obj]:
+        """maxSurge 0: old pods to delete, up to maxUnavailable unavailable at once (the
+        unavailable old ones always)."""
+        unavailable = 0
+        allowed: list[Obj] = []
+        candidates: list[Obj] = []
+        for pods in node_pods.values():
+            new, old, ok = self.split(pods)
+            if not ok or (new is None) == (old is None):
+                unavailable += 1
+            elif new is not None:
+                if not self.available(new):
+                    unavailable += 1
+            elif old is not None and not self.available(old):
+                allowed.append(old)
+                unavailable += 1
+            elif unavailable < max_unavailable and old is not None:
+                candidates.append(old)
+        room = max(0, min(max_unavailable - unavailable, len(candidates)))
+        return allowed + candidates[:room]
+
+    def with_surge(self, node_pods: dict[str, list[Obj]], runs: set[str], surge: int,
+                   desired: int) -> tuple[list[Obj], list[str]]:
+        """maxSurge > 0: old pods to delete and nodes to surge a new pod onto, up to
+        maxSurge new pods not available yet."""
+        to_delete: list[Obj] = []
+        not_run: list[Obj] = []
+        candidate_nodes: list[str] = []
+        allowed_nodes: list[str] = []
+        surging = available_count = 0
+        for node_name, pods in node_pods.items():
+            new, old, ok = self.split(pods)
+            if not ok:
+                surging += 1
+                continue
+            if (old is not None and self.available(old)) or (
+                    old is None and new is not None and self.available(new)):
+                available_count += 1
+            if old is None:
+                continue
+            if new is not None:
+                if self.available(new):
+                    to_delete.append(old)
+                else:
+                    surging += 1
+            elif not self.available(old):
+                if node_name in runs:
+                    allowed_nodes.append(node_name)
+                else:
+                    to_delete.append(old)
+            elif node_name not in runs:
+                not_run.append(old)
+            elif surging < surge:
+                candidate_nodes.append(node_name)
+        deletable = min(max(0, available_count - desired), len(not_run))
+        to_delete.extend(not_run[:deletable])
+        room = max(0, min(surge - surging, len(candidate_nodes)))
+        return to_delete, allowed_nodes + candidate_nodes[:room]
 

@@ -155,56 +155,75 @@ class JobController(Controller):
         active = [p for p in pods if not _pod_succeeded(p) and not _pod_failed(p)]
         terminating = [p for p in pods if meta(p).get("deletionTimestamp")
                        and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
-        uncounted = status.get("uncountedTerminatedPods") or {}
-        succeeded = int(status.get("succeeded", 0)) + len(uncounted.get("succeeded") or [])
-        failed = int(status.get("failed", 0)) + len(uncounted.get("failed") or [])
-        indexed = spec.get("completionMode") == "Indexed"
-        completions = spec.get("completions")
-        parallelism = int(spec.get("parallelism", 1))
-        done_indexes = parse_indexes(status.get("completedIndexes")) if indexed else set()
-        if indexed:
-            succeeded = len(done_indexes)
         again: float | None = None
-
         if not _finished(job) and not spec.get("suspend"):
-            status.setdefault("startTime", format_time(now()))
-            verdict = self._verdict(job, pods, succeeded, failed, active, done_indexes)
-            if verdict:
-                type_, reason, message = verdict
-                target = "SuccessCriteriaMet" if type_ == "Complete" else "FailureTarget"
-                conds = status.setdefault("conditions", [])
-                set_condition(conds, target, "True", reason, message, probe_time=True)
-                if type_ == "Failed":
-                    for pod in active:
-                        await self._delete_pod(pod)
-                    active = []
-            else:
-                want = parallelism
-                if completions is not None:
-                    want = min(parallelism, int(completions) - succeeded)
-                elif succeeded > 0:
-                    want = 0
-                want = max(0, want)
-                if len(active) < want:
-                    delay = self._backoff_delay(job, pods, failed)
-                    if delay > 0:
-                        again = delay
-                    else:
-                        await self._create_pods(job, want - len(active), active, done_indexes)
-                elif len(active) > want:
-                    for pod in active[want:]:
-                        await self._delete_pod(pod)
-                deadline = spec.get("activeDeadlineSeconds")
-                if deadline is not None:
-                    started = parse_time(status.get("startTime")) or now()
-                    left = (started + timedelta(seconds=int(deadline)) - now()).total_seconds()
-                    again = left if again is None else min(again, left)
+            again = await self._progress(job, pods, active)
         elif spec.get("suspend") and not _finished(job):
             for pod in active:
                 await self._delete_pod(pod)
             set_condition(status.setdefault("conditions", []), "Suspended", "True",
                           "JobSuspended", "Job suspended", probe_time=True)
+        self._conclude(job, terminating)
+        if status != before:
+            try:
+                await self.client.update("batch/v1", "jobs", job, subresource="status")
+            except ApiError as e:
+                if e.code == 409:
+                    self.queue.add(key)
+                elif e.code != 404:
+                    raise
+        return again
 
+    async def _progress(self, job: Obj, pods: list[Obj], active: list[Obj]) -> float | None:
+        """A running job: its success or failure criteria met, or as many pods as it
+        wants now; seconds after which to look again (backoff, active deadline)."""
+        spec, status = job.get("spec") or {}, job["status"]
+        uncounted = status.get("uncountedTerminatedPods") or {}
+        succeeded = int(status.get("succeeded", 0)) + len(uncounted.get("succeeded") or [])
+        failed = int(status.get("failed", 0)) + len(uncounted.get("failed") or [])
+        indexed = spec.get("completionMode") == "Indexed"
+        done_indexes = parse_indexes(status.get("completedIndexes")) if indexed else set()
+        if indexed:
+            succeeded = len(done_indexes)
+        status.setdefault("startTime", format_time(now()))
+        verdict = self._verdict(job, pods, succeeded, failed, active, done_indexes)
+        if verdict:
+            type_, reason, message = verdict
+            target = "SuccessCriteriaMet" if type_ == "Complete" else "FailureTarget"
+            conds = status.setdefault("conditions", [])
+            set_condition(conds, target, "True", reason, message, probe_time=True)
+            if type_ == "Failed":
+                for pod in active:
+                    await self._delete_pod(pod)
+            return None
+        completions = spec.get("completions")
+        want = int(spec.get("parallelism", 1))
+        if completions is not None:
+            want = min(want, int(completions) - succeeded)
+        elif succeeded > 0:
+            want = 0
+        want = max(0, want)
+        again: float | None = None
+        if len(active) < want:
+            delay = self._backoff_delay(job, pods, failed)
+            if delay > 0:
+                again = delay
+            else:
+                await self._create_pods(job, want - len(active), active, done_indexes)
+        elif len(active) > want:
+            for pod in active[want:]:
+                await self._delete_pod(pod)
+        deadline = spec.get("activeDeadlineSeconds")
+        if deadline is not None:
+            started = parse_time(status.get("startTime")) or now()
+            left = (started + timedelta(seconds=int(deadline)) - now()).total_seconds()
+            again = left if again is None else min(again, left)
+        return again
+
+    def _conclude(self, job: Obj, terminating: list[Obj]) -> None:
+        """Complete or Failed once the target condition is met and no pod runs or
+        terminates; the active, ready and terminating counts."""
+        status = job["status"]
         conds = status.setdefault("conditions", [])
         target_met = get_condition(job, "SuccessCriteriaMet")
         failure_target = get_condition(job, "FailureTarget")
@@ -224,15 +243,6 @@ class JobController(Controller):
         for k in ("active", "terminating"):
             if not status.get(k):
                 status.pop(k, None)
-        if status != before:
-            try:
-                await self.client.update("batch/v1", "jobs", job, subresource="status")
-            except ApiError as e:
-                if e.code == 409:
-                    self.queue.add(key)
-                elif e.code != 404:
-                    raise
-        return again
 
     def _verdict(self, job: Obj, pods: list[Obj], succeeded: int, failed: int,
                  active: list[Obj], done_indexes: set[int]) -> tuple[str, str, str] | None:
