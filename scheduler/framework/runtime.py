@@ -333,10 +333,13 @@ class Framework:
             rejector = rejector or plugin.name
         return Status(Code.UNSCHEDULABLE, reasons, rejector)
 
-    def run_score(self, state: CycleState, pod: dict, nodes: list[NodeInfo]) -> dict[str, int]:
+    def run_score(self, state: CycleState, pod: dict, nodes: list[NodeInfo],
+                  by_plugin: dict[str, dict[str, int]] | None = None) -> dict[str, int]:
         """Sum of each plugin's scores, normalised by the plugin to 0..100 across nodes.
         A `node_local_score` plugin's score of a node unchanged since it was scored for a
-        pod of the same spec is the one kept."""
+        pod of the same spec is the one kept. `by_plugin`, when given, receives each
+        plugin's weighted share per node (plugin -> node -> score; a plugin whose
+        PreScore skipped the pod is absent), for explanations of a decision."""
         totals: dict[str, int] | None = None
         for scorer in self._score:
             plugin = scorer.plugin
@@ -352,6 +355,8 @@ class Framework:
             if scorer.normalize is not None:
                 scorer.normalize(scores)
             weight = scorer.weight
+            if by_plugin is not None:
+                by_plugin[plugin.name] = {name: value * weight for name, value in scores.items()}
             if totals is None:
                 totals = {name: value * weight for name, value in scores.items()} \
                     if weight != 1 else scores

@@ -15,6 +15,8 @@ from draemu.scheduler.framework import (
     PreBindPlugin,
     PreFilterPlugin,
     PreFilterResult,
+    PreScorePlugin,
+    ScorePlugin,
     Status,
 )
 from draemu.scheduler.nodeinfo import NodeInfo
@@ -138,3 +140,45 @@ async def test_successful_bind_leaves_the_shared_success_status_untouched():
 
     status = await Framework([Binder()]).run_bind(CycleState(), pod("p"), "n")
     assert status.ok and SUCCESS.plugin == ""
+
+
+class ByName(ScorePlugin):
+    """Scores a node by the last digit of its name."""
+
+    name = "ByName"
+    weight = 2
+
+    def events(self):
+        return []
+
+    def score(self, state, p, n):
+        return int(n.name[-1])
+
+
+class NeverScores(PreScorePlugin):
+    name = "NeverScores"
+
+    def events(self):
+        return []
+
+    def pre_score(self, state, p, feasible):
+        return True  # skip
+
+    def score(self, state, p, n):
+        raise AssertionError("a plugin that skipped must not score")
+
+
+def test_score_breakdown_gives_each_plugins_weighted_share_and_leaves_out_skipped_ones():
+    class Flat(ByName):
+        name = "Flat"
+        weight = 1
+
+        def score(self, state, p, n):
+            return 10
+
+    fw = Framework([ByName(), Flat(), NeverScores()])
+    nodes = [NodeInfo(node("n1")), NodeInfo(node("n3"))]
+    breakdown: dict[str, dict[str, int]] = {}
+    totals = fw.run_score(CycleState(), pod("p"), nodes, breakdown)
+    assert breakdown == {"ByName": {"n1": 2, "n3": 6}, "Flat": {"n1": 10, "n3": 10}}
+    assert totals == {"n1": 12, "n3": 16}
