@@ -542,7 +542,10 @@ class _Search:
             if sharing:
                 used += sharing.get(name, 0)
             if amount + used > capacity[name].value:
-                return f"capacity {name} exhausted"
+                total = capacity[name]
+                left = max(total.value - used, 0)
+                return (f"capacity {name} exhausted (needs {_q(amount, total.format)}, "
+                        f"{_q(left, total.format)} left of {_q(total.value, total.format)})")
         return None
 
     def _usable_now(self, ci: int, spec: Spec, device: Device) -> bool:
@@ -821,7 +824,7 @@ class CounterShort:
                 f"{_q(self.needs)}, {_q(self.left)} left)")
 
 
-def _q(v: Exact) -> str:
+def _q(v: Exact, fmt: str | None = None) -> str:
     from draemu.api.quantity import Quantity
 
-    return Quantity(v).canonical()
+    return Quantity(v, fmt).canonical() if fmt else Quantity(v).canonical()

@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from draemu.scheduler.dra.clauses import failing_clause, plain
 from draemu.scheduler.dra.features import Features
 from draemu.scheduler.dra.model import Device, DeviceID, device_id_str
 from draemu.scheduler.dra.pools import NodePools, Pool
@@ -54,12 +55,21 @@ class DeviceReport:
     ok: bool
     reason: str
     seen: str = ""  # attribute values the failing selector looked at
+    clause: str = ""  # the part of a false selector that is false on this device
+    plain: str = ""  # that part in words: "memory 16Gi, too small (needs >= 80Gi)"
 
     def to_dict(self) -> dict[str, Any]:
         out = {"device": self.device, "ok": self.ok, "reason": self.reason}
-        if self.seen:
-            out["seen"] = self.seen
+        for key in ("seen", "clause", "plain"):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
         return out
+
+    def line(self) -> str:
+        """The reason on one line: in words first when there are words for it."""
+        if self.plain:
+            return f"{self.plain} — {self.reason.split(':', 1)[0]}: {self.clause}"
+        return self.reason + (f" [{self.seen}]" if self.seen else "")
 
 
 @dataclass
@@ -103,19 +113,23 @@ class Explanation:
                          f"needs {r.needed}): {r.fitting} of {len(r.devices)} devices fit")
             for d in r.devices:
                 icon = "✅" if d.device in r.chosen else ("✔" if d.ok else "❌")
-                seen = f" [{d.seen}]" if d.seen else ""
-                lines.append(f"    {icon} {d.device}: {d.reason}{seen}")
+                lines.append(f"    {icon} {d.device}: {d.line()}")
         return "\n".join(lines)
 
 
 _REFERENCE = re.compile(
     r"device\.(attributes|capacity)\[\s*[\"']([^\"']+)[\"']\s*\]"
     r"(?:\s*\.\s*\??([A-Za-z_][A-Za-z0-9_]*)|\s*\[\s*\??\s*[\"']([^\"']+)[\"']\s*\])")
+_FIELDS = re.compile(r"device\s*\.\s*(driver|allowMultipleAllocations)\b")
 
 
-def seen_values(expression: str, device: Device) -> str:
-    """The device's values for the attributes and capacities an expression names."""
+def seen_values(expression: str, device: Device, *, fields: bool = False) -> str:
+    """The device's values for the attributes and capacities an expression names, and
+    with `fields` its fields too (driver, allowMultipleAllocations)."""
     parts: list[str] = []
+    for name in _FIELDS.findall(expression) if fields else ():
+        value = device.id[0] if name == "driver" else bool(device.raw.get(name))
+        parts.append(f"{name}={_show({'bool': value} if name != 'driver' else value)}")
     for kind, domain, dotted, indexed in _REFERENCE.findall(expression):
         name = dotted or indexed
         table = device.attributes if kind == "attributes" else device.raw.get("capacity") or {}
@@ -170,8 +184,13 @@ def _device_report(search: SearchView, ci: int, spec: Spec, device: Device, usab
     if reason == "not available on this node":
         return None
     if reason is not None:
-        expression = reason.split(": ", 1)[1] if ": " in reason else ""
-        return DeviceReport(name, False, reason, seen_values(expression, device))
+        expression = _failed_expression(reason, spec)
+        if expression is None:
+            return DeviceReport(name, False, reason)
+        clause = failing_clause(expression, device.cel())
+        return DeviceReport(name, False, reason, seen_values(expression, device, fields=True),
+                            clause,
+                            plain(clause, device.cel()))
     reason = None
     if not spec.admin and search.in_exclusive_use(device.id):
         holders = search.holders(device.id)
@@ -191,6 +210,19 @@ def _device_report(search: SearchView, ci: int, spec: Spec, device: Device, usab
     if reason is not None:
         return DeviceReport(name, False, reason)
     return DeviceReport(name, True, "matches", seen_values(everything, device))
+
+
+_SELECTOR = re.compile(r"^(?:class \S+|request \S+) selector #(\d+) is false")
+
+
+def _failed_expression(reason: str, spec: Spec) -> str | None:
+    """The selector a `selectable` reason names (the reason shows it on one line)."""
+    m = _SELECTOR.match(reason)
+    if m is None:
+        return None
+    selectors = spec.class_selectors if reason.startswith("class ") else spec.selectors
+    index = int(m.group(1))
+    return selectors[index] if index < len(selectors) else None
 
 
 def explain(search: SearchView, error: str | None, *, allocated: bool) -> Explanation:

@@ -140,7 +140,10 @@ def test_text_output_marks_devices(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["allocate", "-f", f, "--node", "node-1"]) == 0
     out = capsys.readouterr().out
     assert "✅ node node-1: Allocated" in out
-    assert "❌ gpu.example.com/node-1/gpu-0: request gpu selector #0 is false" in out
+    # The part of the selector that is false, in words, then the selector it is from.
+    assert ('❌ gpu.example.com/node-1/gpu-0: memory 16Gi, too small (needs >= 40Gi) — '
+            'request gpu selector #0 is false: device.capacity["gpu.example.com"].memory'
+            '.compareTo(quantity("40Gi")) >= 0') in out
     assert "✅ gpu.example.com/node-1/gpu-1: chosen [memory=80Gi]" in out
 
 

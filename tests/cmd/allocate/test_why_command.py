@@ -25,6 +25,9 @@ def gpu_slice(node: str, *gpus: tuple[str, str, str]) -> dict[str, Any]:
                                  for name, model, memory in gpus]}}
 
 
+BIG = 'device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0'
+
+
 async def seed(client: Client) -> None:
     await client.create(V1, "deviceclasses", {
         "apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": DRIVER},
@@ -35,7 +38,7 @@ async def seed(client: Client) -> None:
         await client.create("v1", "nodes", {"apiVersion": "v1", "kind": "Node",
                                             "metadata": {"name": node}})
         await client.create(V1, "resourceslices", gpu_slice(node, *gpus))
-    big = 'device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0'
+    big = BIG
     await client.create(V1, "resourceclaims", {
         "apiVersion": V1, "kind": "ResourceClaim", "metadata": {"name": "big-gpu"},
         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
@@ -71,8 +74,8 @@ async def test_report_marks_each_node_and_device(apiserver: Any) -> None:
     assert "    ❌ gpu.example.com/gpu-node-02/gpu-0: in use by claim default/taken" in lines
     assert any(line.startswith("❌ node gpu-node-03: Unsatisfiable — cannot allocate all claims")
                for line in lines)
-    assert any(line.startswith("    ❌ gpu.example.com/gpu-node-03/gpu-0: request gpu selector #0 "
-                               "is false") and line.endswith("[memory=16Gi]") for line in lines)
+    assert "    ❌ gpu.example.com/gpu-node-03/gpu-0: memory 16Gi, too small (needs >= 40Gi) — " \
+        "request gpu selector #0 is false: " + BIG in lines
 
 
 async def test_command_reads_kubeconfig_and_reports_missing_pod(

@@ -325,3 +325,17 @@ def test_derived_attributes_need_their_gate(inv: Inventory) -> None:
     outcome = Allocator(inv).allocate(NODE, [request])
     assert outcome.error == ("claim ns/c, request r: cannot handle request with derived "
                              "attributes, the feature is disabled")
+
+
+def test_exhausted_capacity_says_how_much_was_needed_and_what_is_left(inv: Inventory) -> None:
+    inv.set_slice(gpu_slice(1, {"name": "gpu-0", "allowMultipleAllocations": True,
+                                "capacity": {"memory": {"value": "80Gi"}}}))
+    holder = claim("holder", capacity={"requests": {"memory": "75Gi"}})
+    holder["status"] = {"allocation": {"devices": {"results": [
+        {"request": "r", "driver": DRIVER, "pool": "node-1", "device": "gpu-0",
+         "shareID": "0e8d99e4-53da-4ce2-a51d-69db0b2c31f7",
+         "consumedCapacity": {"memory": "75Gi"}}]}}}
+    inv.set_claim(holder)
+    outcome = Allocator(inv).allocate(NODE, [claim("c", capacity={"requests": {"memory": "10Gi"}})])
+    [device] = outcome.explanation.requests[0].devices
+    assert device.reason == "capacity memory exhausted (needs 10Gi, 5Gi left of 80Gi)"
