@@ -23,6 +23,12 @@ from draemu.api.errors import StatusError
 from draemu.api.types import Obj
 from draemu.apiserver.admission.matching import Request, resources_match
 from draemu.apiserver.registry.resources import ResourceTable
+from draemu.cel.cost import (
+    PER_CALL_LIMIT,
+    RUNTIME_CEL_COST_BUDGET,
+    RUNTIME_CEL_COST_BUDGET_MATCH_CONDITIONS,
+    Meter,
+)
 from draemu.cel.errors import CELCompileError, CELRuntimeError
 from draemu.cel.kubernetes import compile_kubernetes
 from draemu.cel.library.authz import Authorizer, ResourceCheck
@@ -39,6 +45,8 @@ VARIABLES = ("object", "oldObject", "request", "params", "namespaceObject", "var
              "authorizer")
 _CODES = {"Forbidden": 403, "Unauthorized": 401, "RequestEntityTooLarge": 413,
           "Invalid": 422}
+OUT_OF_BUDGET = ("validation failed due to running out of cost budget, no further "
+                 "validation rules will be run")
 _MAX_MESSAGE = 5 * 1024
 
 
@@ -48,16 +56,46 @@ class Decision:
     message: str
     reason: str = "Invalid"
     index: int = 0  # of the validation in the policy (audit annotations name it)
+    error: bool = False  # the evaluation failed (failurePolicy decided `deny`)
+
+
+class Budget:
+    """What a policy's expressions may still cost on one request: each expression is
+    stopped at PerCallLimit, and all of them together past the budget end the policy's
+    evaluation (upstream's remainingBudget). `deadline`: when evaluations are
+    interrupted (time.monotonic(); None: never)."""
+
+    def __init__(self, limit: int, deadline: float | None) -> None:
+        self.remaining = limit
+        self.deadline = deadline
+        self.pending = 0  # what variables evaluated for the current expression cost
+
+    def meter(self) -> Meter:
+        return Meter(PER_CALL_LIMIT, self.deadline)
+
+    def pay(self, meter: Meter) -> bool:
+        """False (and nothing left) when the expression and the variables it read cost
+        more than what remains."""
+        cost = meter.cost + self.pending
+        self.pending = 0
+        if cost > self.remaining:
+            self.remaining = -1
+            return False
+        self.remaining -= cost
+        return True
 
 
 class LazyVariables(dict):
     """`variables`: each composited variable is evaluated when first used, in the
-    context of the request (an unused variable that would fail does no harm)."""
+    context of the request (an unused variable that would fail does no harm); what it
+    cost is charged to the budget with the expression that read it."""
 
-    def __init__(self, definitions: list[Obj], context: dict[str, Any]) -> None:
+    def __init__(self, definitions: list[Obj], context: dict[str, Any],
+                 budget: Budget) -> None:
         super().__init__()
         self._definitions = {d.get("name", ""): d.get("expression", "") for d in definitions}
         self._context = context
+        self._budget = budget
 
     def get(self, name: Any, default: Any = None) -> Any:
         if dict.__contains__(self, name):
@@ -65,7 +103,11 @@ class LazyVariables(dict):
         expression = self._definitions.get(name)
         if expression is None:
             return default
-        value = compile_kubernetes(expression, VARIABLES).evaluate(self._context)
+        meter = self._budget.meter()
+        try:
+            value = compile_kubernetes(expression, VARIABLES).evaluate(self._context, meter)
+        finally:
+            self._budget.pending += meter.cost
         self[name] = value
         return value
 
@@ -99,10 +141,12 @@ class ValidatingAdmission:
     def admit(self, *, operation: str, group: str, version: str, resource: str,
               subresource: str, kind: str, namespaced: bool, namespace: str, name: str,
               obj: Obj | None, old: Obj | None, user: Any, dry_run: bool,
-              warnings: list[str], audit: list[Obj] | None = None) -> None:
+              warnings: list[str], audit: list[Obj] | None = None,
+              deadline: float | None = None) -> None:
         """Raises the first denial; Warn failures go to `warnings`, Audit failures to
         `audit` (the audit log's `validation.policy.admission.k8s.io/validation_failure`
-        annotation)."""
+        annotation). `deadline` (time.monotonic()) interrupts evaluations past it: run
+        this off the event loop (`draemu.cel.offload`) when any binding matches."""
         if group == GROUP and resource in EXEMPT:
             return
         bindings_res = self.resource_of(GROUP, BINDINGS)
@@ -137,7 +181,7 @@ class ValidatingAdmission:
             binding_name = binding["metadata"]["name"]
             actions = spec.get("validationActions") or []
             for decision in self._evaluate(pspec, spec, req, obj, old, request, ns_obj,
-                                           authorizer):
+                                           authorizer, deadline):
                 if not decision.deny:
                     continue
                 if "Deny" in actions and denied is None:
@@ -159,63 +203,97 @@ class ValidatingAdmission:
     # Evaluation -----------------------------------------------------------------------------
     def _evaluate(self, pspec: Obj, bspec: Obj, req: Request, obj: Obj | None,
                   old: Obj | None, request: Obj, ns_obj: Obj | None,
-                  authorizer: Authorizer) -> list[Decision]:
+                  authorizer: Authorizer, deadline: float | None) -> list[Decision]:
         fail = (pspec.get("failurePolicy") or "Fail") == "Fail"
         try:
             params = self._params(pspec, bspec, req)
         except _ConfigError as e:
-            return [Decision(fail, str(e))]
+            return [_error(fail, str(e))]
         out: list[Decision] = []
         for param in params:
             context: dict[str, Any] = {
                 "object": obj, "oldObject": old, "request": request, "params": param,
                 "namespaceObject": _namespace_variable(ns_obj), "authorizer": authorizer}
-            context["variables"] = LazyVariables(pspec.get("variables") or [], context)
-            matched = self._match_conditions(pspec, context, fail)
+            budget = Budget(RUNTIME_CEL_COST_BUDGET_MATCH_CONDITIONS, deadline)
+            context["variables"] = LazyVariables(pspec.get("variables") or [], context,
+                                                 budget)
+            matched = self._match_conditions(pspec, context, fail, budget)
             if isinstance(matched, Decision):
                 out.append(matched)
                 continue
             if not matched:
                 continue
-            for i, validation in enumerate(pspec.get("validations") or []):
-                decision = self._validation(validation, context, fail)
-                decision.index = i
-                out.append(decision)
+            out += self._validations(pspec, context, fail, Budget(RUNTIME_CEL_COST_BUDGET,
+                                                                  deadline))
+        return out
+
+    def _validations(self, pspec: Obj, context: dict[str, Any], fail: bool,
+                     budget: Budget) -> list[Decision]:
+        """One decision per validation, or one error when they ran out of budget. The
+        messageExpressions run after every validation, on what remains (upstream's
+        message filter: all of them, whatever the validations' results)."""
+        validations = pspec.get("validations") or []
+        context["variables"] = LazyVariables(pspec.get("variables") or [], context, budget)
+        out: list[Decision] = []
+        for i, validation in enumerate(validations):
+            decision = self._validation(validation, context, fail, budget)
+            if budget.remaining < 0:
+                return [_error(fail, OUT_OF_BUDGET)]
+            decision.index = i
+            out.append(decision)
+        messages = [_message_expression(v, context, budget) for v in validations]
+        for decision, validation, message in zip(out, validations, messages, strict=True):
+            if budget.remaining < 0 and not decision.error:
+                decision.deny, decision.error = fail, True
+                decision.message = f"failed messageExpression: {OUT_OF_BUDGET}"
+            elif decision.message is _FAILED:
+                decision.message = message or _static_message(validation)
         return out
 
     def _match_conditions(self, pspec: Obj, context: dict[str, Any],
-                          fail: bool) -> bool | Decision:
+                          fail: bool, budget: Budget) -> bool | Decision:
         for condition in pspec.get("matchConditions") or []:
             expression = condition.get("expression") or ""
+            meter = budget.meter()
             try:
-                result = compile_kubernetes(expression, VARIABLES).evaluate(context)
+                result = compile_kubernetes(expression, VARIABLES).evaluate(context, meter)
             except CELCompileError as e:
-                return Decision(fail, e.detail)
+                return _error(fail, e.detail)
             except CELRuntimeError as e:
-                return Decision(fail, f"matchCondition '{condition.get('name', '')}' "
-                                f"resulted in error: {e.message}")
+                if not budget.pay(meter):
+                    return _error(fail, OUT_OF_BUDGET)
+                return _error(fail, f"matchCondition '{condition.get('name', '')}' "
+                              f"resulted in error: {e.message}")
+            if not budget.pay(meter):
+                return _error(fail, OUT_OF_BUDGET)
             if result is not True:
                 if not isinstance(result, bool):
-                    return Decision(fail, f"matchCondition '{condition.get('name', '')}' "
-                                    "resulted in error: must evaluate to bool")
+                    return _error(fail, f"matchCondition '{condition.get('name', '')}' "
+                                  "resulted in error: must evaluate to bool")
                 return False
         return True
 
-    def _validation(self, validation: Obj, context: dict[str, Any], fail: bool) -> Decision:
+    def _validation(self, validation: Obj, context: dict[str, Any], fail: bool,
+                    budget: Budget) -> Decision:
         expression = validation.get("expression") or ""
+        meter = budget.meter()
         try:
-            result = compile_kubernetes(expression, VARIABLES).evaluate(context)
+            result = compile_kubernetes(expression, VARIABLES).evaluate(context, meter)
         except CELCompileError as e:
-            return Decision(fail, e.detail)
+            return _error(fail, e.detail)
         except CELRuntimeError as e:
-            return Decision(fail, f"expression '{expression}' resulted in error: {e.message}")
+            budget.pay(meter)
+            return _error(fail, f"expression '{expression}' resulted in error: "
+                                f"{e.message}")
+        if not budget.pay(meter):
+            return _error(fail, OUT_OF_BUDGET)
         if not isinstance(result, bool):
-            return Decision(fail, f"expression '{expression}' resulted in error: expected "
-                            "bool, got " + type(result).__name__)
+            return _error(fail, f"expression '{expression}' resulted in error: expected "
+                                "bool, got " + type(result).__name__)
         if result:
             return Decision(False, "")
-        return Decision(True, _message(validation, context),
-                        validation.get("reason") or "Invalid")
+        # The message is evaluated after every validation, on what remains of the budget.
+        return Decision(True, _FAILED, validation.get("reason") or "Invalid")
 
     def _params(self, pspec: Obj, bspec: Obj, req: Request) -> list[Obj | None]:
         kind = pspec.get("paramKind")
@@ -271,17 +349,33 @@ def _with_type(param: Obj | None, kind: Obj) -> Obj | None:
     return {"apiVersion": kind.get("apiVersion"), "kind": kind.get("kind"), **param}
 
 
-def _message(validation: Obj, context: dict[str, Any]) -> str:
+_FAILED = "<failed validation>"  # a denial whose message is still to be evaluated
+
+
+def _error(fail: bool, message: str) -> Decision:
+    """An evaluation that failed: the failurePolicy decides."""
+    return Decision(fail, message, error=True)
+
+
+def _message_expression(validation: Obj, context: dict[str, Any], budget: Budget
+                        ) -> str | None:
+    """The messageExpression's text, if it yields a usable one (None after the budget
+    ran out)."""
     expr = validation.get("messageExpression")
-    if expr:
-        try:
-            result = compile_kubernetes(expr, VARIABLES).evaluate(context)
-        except (CELCompileError, CELRuntimeError):
-            result = None
-        if isinstance(result, str):
-            text = result.strip()
-            if text and "\n" not in text and len(text) <= _MAX_MESSAGE:
-                return text
+    if not expr or budget.remaining < 0:
+        return None
+    meter = budget.meter()
+    try:
+        result = compile_kubernetes(expr, VARIABLES).evaluate(context, meter)
+    except (CELCompileError, CELRuntimeError):
+        result = None
+    if not budget.pay(meter) or not isinstance(result, str):
+        return None
+    text = result.strip()
+    return text if text and "\n" not in text and len(text) <= _MAX_MESSAGE else None
+
+
+def _static_message(validation: Obj) -> str:
     message = (validation.get("message") or "").strip()
     return message or f"failed expression: {(validation.get('expression') or '').strip()}"
 

@@ -34,8 +34,10 @@ from draemu.api.types import Obj
 from draemu.apiserver.admission.matching import Request, resources_match
 from draemu.apiserver.admission.policies import EXEMPT, GROUP, request_variable, user_info
 from draemu.apiserver.registry.resources import ResourceTable
+from draemu.cel.cost import PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET_MATCH_CONDITIONS, Meter
 from draemu.cel.errors import CELCompileError, CELRuntimeError
 from draemu.cel.kubernetes import compile_kubernetes
+from draemu.cel.offload import run_off_loop
 from draemu.log import get_logger
 
 log = get_logger("apiserver.webhooks")
@@ -82,7 +84,7 @@ class Webhooks:
         for config in sorted(self._configurations(MUTATING),
                              key=lambda c: c["metadata"]["name"]):
             for hook in config.get("webhooks") or []:
-                if not self._matches(hook, req, obj, old, user, dry_run):
+                if not await self._matches(hook, req, obj, old, user, dry_run):
                     continue
                 review = await self._call(hook, req, obj, old, user, dry_run, warnings)
                 if review is None:
@@ -99,12 +101,12 @@ class Webhooks:
         calls = [self._call(hook, req, obj, old, user, dry_run, warnings)
                  for config in self._configurations(VALIDATING)
                  for hook in config.get("webhooks") or []
-                 if self._matches(hook, req, obj, old, user, dry_run)]
+                 if await self._matches(hook, req, obj, old, user, dry_run)]
         if calls:
             await asyncio.gather(*calls)
 
-    def _matches(self, hook: Obj, req: Request, obj: Obj | None, old: Obj | None, user: Any,
-                 dry_run: bool) -> bool:
+    async def _matches(self, hook: Obj, req: Request, obj: Obj | None, old: Obj | None,
+                       user: Any, dry_run: bool) -> bool:
         match = {"resourceRules": hook.get("rules") or [],
                  "matchPolicy": hook.get("matchPolicy") or "Equivalent",
                  "namespaceSelector": hook.get("namespaceSelector"),
@@ -120,19 +122,9 @@ class Webhooks:
             return True
         context = {"object": obj, "oldObject": old,
                    "request": request_variable(req, user, dry_run)}
-        for condition in conditions:
-            try:
-                result = compile_kubernetes(condition.get("expression") or "",
-                                            VARIABLES).evaluate(context)
-            except (CELCompileError, CELRuntimeError) as e:
-                if (hook.get("failurePolicy") or "Fail") == "Fail":
-                    raise StatusError(500, "InternalError", f"Internal error occurred: failed "
-                                      f"calling webhook \"{hook.get('name')}\": "
-                                      f"{getattr(e, 'message', None) or e}") from None
-                return False
-            if result is not True:
-                return False
-        return True
+        # Off the event loop: the conditions may cost up to their budget.
+        return await run_off_loop(lambda deadline: _conditions_hold(
+            hook, conditions, context, deadline))
 
     # Calls ---------------------------------------------------------------------------------
     async def _call(self, hook: Obj, req: Request, obj: Obj | None, old: Obj | None,
@@ -243,6 +235,33 @@ def _describe(e: BaseException) -> str:
         return f"dial tcp {e.host}:{e.port}: connect: connection refused"
     return str(e) or type(e).__name__
 
+
+
+def _conditions_hold(hook: Obj, conditions: list[Obj], context: dict[str, Any],
+                     deadline: float) -> bool:
+    """A webhook's matchConditions against RuntimeCELCostBudgetMatchConditions (each
+    expression also stopped at PerCallLimit); an error follows the failurePolicy."""
+    remaining = RUNTIME_CEL_COST_BUDGET_MATCH_CONDITIONS
+    for condition in conditions:
+        meter = Meter(PER_CALL_LIMIT, deadline)
+        error: str | None = None
+        try:
+            result = compile_kubernetes(condition.get("expression") or "",
+                                        VARIABLES).evaluate(context, meter)
+        except (CELCompileError, CELRuntimeError) as e:
+            result, error = None, getattr(e, "message", None) or str(e)
+        if meter.cost > remaining:
+            error = ("validation failed due to running out of cost budget, no further "
+                     "validation rules will be run")
+        remaining -= meter.cost
+        if error is not None:
+            if (hook.get("failurePolicy") or "Fail") == "Fail":
+                raise StatusError(500, "InternalError", f"Internal error occurred: failed "
+                                  f"calling webhook \"{hook.get('name')}\": {error}")
+            return False
+        if result is not True:
+            return False
+    return True
 
 def _review(hook: Obj, uid: str, req: Request, obj: Obj | None, old: Obj | None, user: Any,
             dry_run: bool) -> Obj:

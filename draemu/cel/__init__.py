@@ -1,14 +1,22 @@
 """The CEL environment of DRA device selectors (`device.driver`, `device.attributes`,
 `device.capacity`, `device.allowMultipleAllocations`), over cel-python's parser.
 
-    issues = check_expression(expr, gates=gates)        # API validation
+    issues = check_expression(expr, gates=gates)        # API validation (cost estimate too)
     program = compile_expression(expr)                   # cached; CELCompileError
     program.evaluate(device) -> bool                     # CELRuntimeError
+    program.evaluate(device, Meter(limit, deadline))     # the actual cost, a deadline
     compile_derived(expr).evaluate(device) -> attribute  # derivedAttributes
 """
 
+from draemu.cel.cost import Meter
 from draemu.cel.device import CelDevice
-from draemu.cel.errors import CELCompileError, CELIssue, CELRuntimeError
+from draemu.cel.errors import (
+    CELCompileError,
+    CELIssue,
+    CELRuntimeError,
+    CostLimitExceeded,
+    Interrupted,
+)
 from draemu.cel.program import (
     MAX_COST,
     MAX_EXPRESSION_LENGTH,
@@ -29,6 +37,9 @@ __all__ = [
     "CELIssue",
     "CELRuntimeError",
     "CelDevice",
+    "CostLimitExceeded",
+    "Interrupted",
+    "Meter",
     "DerivedProgram",
     "Program",
     "check_derived",

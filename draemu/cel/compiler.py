@@ -26,7 +26,7 @@ from draemu.cel.cost import (
     Meter,
     call_rule,
 )
-from draemu.cel.decltypes import DeclType
+from draemu.cel.decltypes import DeclType, unescape
 from draemu.cel.errors import Cancelled, CELCompileError, CELRuntimeError
 from draemu.cel.estimate import Estimator, SizeEstimator
 from draemu.cel.interpreter import (
@@ -78,6 +78,8 @@ class Env:
     # missing here is dynamic) and the size bounds of what they hold.
     declarations: tuple[tuple[str, DeclType], ...] = ()
     sizes: SizeEstimator | None = None
+    # Fields name escaped properties (CRD rules: `self.__namespace__` is "namespace").
+    escaped_fields: bool = False
 
 
 @dataclass
@@ -214,7 +216,7 @@ class Compiler:
 
     def select(self, node: Select) -> Compiled:
         operand = self.visit(node.operand)
-        name = node.field
+        name = unescape(node.field) if self.env.escaped_fields else node.field
         if operand.type == "device":
             field_type = _DEVICE_FIELDS.get(name)
             if field_type is None or (name == "allowMultipleAllocations"

@@ -10,6 +10,7 @@ request).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -130,6 +131,38 @@ def device_type(*, list_type_attributes: bool = True, multiple_allocations: bool
 
 # --- CRD schemas -------------------------------------------------------------------------
 
+# CEL's reserved words: a property so named is `__<name>__` in CEL (k8s.io/apiserver's
+# escaping.go).
+_RESERVED = frozenset({"true", "false", "null", "in", "as", "break", "const", "continue",
+                       "else", "for", "function", "if", "import", "let", "loop", "package",
+                       "namespace", "return", "var", "void", "while"})
+_ESCAPES = {"__": "__underscores__", ".": "__dot__", "-": "__dash__", "/": "__slash__"}
+_ESCAPE = re.compile(r"__|[-./]")
+_UNESCAPE = re.compile(r"__([^_]+)__")
+_NAME = re.compile(r"[a-zA-Z_.\-/][a-zA-Z0-9_.\-/]*")
+
+
+def escape(name: str) -> str | None:
+    """A property's name as a CEL field (`__namespace__`, `a__dash__b`), or None when CEL
+    cannot name it."""
+    if name in _RESERVED:
+        return f"__{name}__"
+    if not _NAME.fullmatch(name):
+        return None
+    return _ESCAPE.sub(lambda m: _ESCAPES[m.group(0)], name)
+
+
+def unescape(field_name: str) -> str:
+    """The property a CEL field name stands for (the name itself when not escaped)."""
+    if "__" not in field_name:
+        return field_name
+    if field_name.startswith("__") and field_name.endswith("__") and \
+            field_name[2:-2] in _RESERVED:
+        return field_name[2:-2]
+    inverse = {v[2:-2]: k for k, v in _ESCAPES.items()}
+    return _UNESCAPE.sub(lambda m: inverse.get(m.group(1), m.group(0)), field_name)
+
+
 
 def schema_decl_type(schema: Any, is_root: bool) -> DeclType | None:
     """A structural schema's type (Kubernetes' SchemaDeclType); None where CEL cannot see
@@ -180,7 +213,9 @@ def _object_type(schema: dict[str, Any]) -> DeclType | None:
         t = schema_decl_type(prop, bool(prop.get("x-kubernetes-embedded-resource")))
         if t is None:
             continue
-        fields[name] = t
+        escaped = escape(name)
+        if escaped is not None:
+            fields[escaped] = t
         if name in required and prop.get("default") is None:
             min_size += len(name) + t.min_serialized_size + 4
     return DeclType("object", fields=fields, min_serialized_size=min_size)

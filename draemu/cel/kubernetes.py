@@ -92,7 +92,8 @@ def _compile(expression: str, names: frozenset[str], types: RuleTypes | None
     except CELCompileError as e:
         return CELCompileError(f"compilation failed: {e.detail}")
     env = Env(variables=names) if types is None else \
-        Env(variables=names, declarations=types.types, sizes=types.sizes)
+        Env(variables=names, declarations=types.types, sizes=types.sizes,
+            escaped_fields=True)
     try:
         compiled = Compiler(expression, env).compile(tree)
     except CELCompileError as e:

@@ -14,7 +14,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from draemu.cel import CELCompileError, CELRuntimeError, compile_derived, compile_expression
+from draemu.cel import (
+    MAX_COST,
+    CELCompileError,
+    CELRuntimeError,
+    Interrupted,
+    Meter,
+    compile_derived,
+    compile_expression,
+)
 from draemu.scheduler.dra.capacity import consumption
 from draemu.scheduler.dra.explain import Explanation, explain
 from draemu.scheduler.dra.inventory import MALFORMED, Inventory, claim_key
@@ -508,6 +516,11 @@ class _Search:
             return "not available on this node"
         return None
 
+    def _meter(self) -> Meter:
+        """One evaluation's budget (CELSelectorExpressionMaxCost) and the node's deadline:
+        the filter timeout stops a long evaluation too, not only the search around it."""
+        return Meter(MAX_COST, self.deadline)
+
     def _verdict(self, expression: str, device: Device, owner: str, index: int) -> bool:
         cached = device.verdicts.get(expression)
         if cached is None:
@@ -517,7 +530,9 @@ class _Search:
                 raise AllocError(f"{owner}: selector #{index}: CEL compile error: "
                                  f"{e.detail}") from None
             try:
-                cached = program.evaluate(device.cel())
+                cached = program.evaluate(device.cel(), self._meter())
+            except Interrupted:
+                raise _TimedOut() from None  # the node's time is up, not the device's fault
             except CELRuntimeError as e:
                 cached = e
             device.verdicts[expression] = cached
@@ -648,7 +663,9 @@ class _Search:
                 raise AllocError(f"claim {spec.claim_name}, request {spec.name}: compile "
                                  f"derived attribute {name} failed: {e.detail}") from None
             try:
-                cached = program.evaluate(device.cel())
+                cached = program.evaluate(device.cel(), self._meter())
+            except Interrupted:
+                raise _TimedOut() from None
             except CELRuntimeError as e:
                 cached = e
             device.derived[expression] = cached

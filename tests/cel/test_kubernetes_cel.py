@@ -75,3 +75,20 @@ def test_undeclared_names_do_not_compile() -> None:
 def test_missing_fields_fail_at_run_time() -> None:
     with pytest.raises(CELRuntimeError, match="no such key: replicas"):
         run("self.replicas > 1", self={})
+
+
+def test_crd_rules_name_escaped_properties() -> None:
+    """A property named as a CEL keyword, or with '-', '.', '/' or '__' in it, is a field
+    of its escaped name (`__namespace__`, `a__dash__b`), as upstream's escaping rules."""
+    from draemu.cel.decltypes import schema_decl_type
+    from draemu.cel.kubernetes import RuleTypes
+
+    root = schema_decl_type({"type": "object", "properties": {
+        "namespace": {"type": "string"}, "a-b": {"type": "integer"},
+        "x.y/z": {"type": "integer"}, "p__q": {"type": "integer"}}}, is_root=False)
+    assert root is not None
+    program = compile_kubernetes(
+        "has(self.__namespace__) && self.__namespace__ == 'ns' && self.a__dash__b == 1 && "
+        "self.x__dot__y__slash__z == 2 && self.p__underscores__q == 3",
+        ("self", "oldSelf"), types=RuleTypes(root))
+    assert program.evaluate({"self": {"namespace": "ns", "a-b": 1, "x.y/z": 2, "p__q": 3}})
