@@ -49,6 +49,9 @@ test: $(TEST_STAMP)
 		bash tests/e2e/helm/build.sh; \
 		echo "building the real kube-scheduler and kube-controller-manager (cached under $${DRAEMU_REALK8S_CACHE:-~/.cache/draemu/realk8s})"; \
 		nice bash tests/e2e/realk8s/build.sh; \
+		echo "building etcd at the version Kubernetes pins, for the etcd store's tests (cached beside them)"; \
+		if [ -f bench/build-etcd.sh ]; then nice bash bench/build-etcd.sh; \
+		else nice bash tests/e2e/realk8s/build.sh etcd; fi; \
 	else echo "warning: Go not found; the Go client and real-component tests are skipped (fail under CI=true)"; fi
 	# Two workers (the machine has 2 cores); a module stays on one worker, so its
 	# module-scoped clusters start once. DRAEMU_TEST_WORKERS=0 runs in this process.

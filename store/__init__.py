@@ -4,9 +4,10 @@
     kv = await store.create("/registry/pods/default/p1", b"{...}")
     async for event in store.watch("/registry/pods/", kv.mod_revision - 1): ...
 
-Backends: SQLite (`draemu.store.sqlite`, the default, one process) and PostgreSQL
-(`draemu.store.postgres`, several processes on one database). See their module
-docstrings for durability.
+Backends: SQLite (`draemu.store.sqlite`, the default, one process), PostgreSQL
+(`draemu.store.postgres`, several processes on one database) and etcd
+(`draemu.store.etcd`, several processes on one etcd cluster, keys and revisions as
+kube-apiserver's). See their module docstrings for durability.
 """
 
 from draemu import check_import_name

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from dataclasses import dataclass
 
 from draemu.log import get_logger
 from draemu.store.dirlock import DirectoryLock
@@ -22,29 +22,32 @@ from draemu.store.model import Event, KeyValue, RangeResult
 from draemu.store.validation import check_key, check_prefix, check_value
 from draemu.store.watch import Watch, WatchHub
 
-# Decides whether a write may go ahead given the key's current value; raises if not.
-Precondition = Callable[[KeyValue | None], None]
-
 DEFAULT_MAX_VALUE_BYTES = 3 * 1024 * 1024 + 512 * 1024
 DEFAULT_WATCH_QUEUE_LIMIT = 10_000
 
 log = get_logger("store")
 
 
-def _must_not_exist(key: str) -> Precondition:
-    def check(prev: KeyValue | None) -> None:
-        if prev is not None:
-            raise KeyExistsError(key)
-    return check
+@dataclass(frozen=True, slots=True)
+class Precondition:
+    """What a write demands of its key's current value: that it be absent (`exists`
+    False), present, or present at `mod_revision`. Called with the current value (None:
+    absent), it raises the error the write fails with; a backend that compares in the
+    database (etcd's transactions) reads the fields."""
 
+    key: str
+    exists: bool
+    mod_revision: int | None = None
 
-def _must_exist(key: str, expected: int | None) -> Precondition:
-    def check(prev: KeyValue | None) -> None:
+    def __call__(self, prev: KeyValue | None) -> None:
+        if not self.exists:
+            if prev is not None:
+                raise KeyExistsError(self.key)
+            return
         if prev is None:
-            raise KeyNotFoundError(key)
-        if expected is not None and prev.mod_revision != expected:
-            raise ConflictError(key, expected, prev.mod_revision)
-    return check
+            raise KeyNotFoundError(self.key)
+        if self.mod_revision is not None and prev.mod_revision != self.mod_revision:
+            raise ConflictError(self.key, self.mod_revision, prev.mod_revision)
 
 
 class Store(ABC):
@@ -108,7 +111,7 @@ class Store(ABC):
         check_key(key)
         data = check_value(key, value, self._max_value_bytes)
         self._check_open()
-        new, _ = await self._write(key, data, _must_not_exist(key))
+        new, _ = await self._write(key, data, Precondition(key, exists=False))
         return new
 
     async def update(self, key: str, value: bytes,
@@ -118,7 +121,8 @@ class Store(ABC):
         check_key(key)
         data = check_value(key, value, self._max_value_bytes)
         self._check_open()
-        new, prev = await self._write(key, data, _must_exist(key, expected_mod_revision))
+        new, prev = await self._write(key, data,
+                                     Precondition(key, True, expected_mod_revision))
         assert prev is not None  # the precondition demands a previous value
         return new, prev
 
@@ -128,7 +132,8 @@ class Store(ABC):
         given). Returns (revision of the delete, previous value)."""
         check_key(key)
         self._check_open()
-        new, prev = await self._write(key, None, _must_exist(key, expected_mod_revision))
+        new, prev = await self._write(key, None,
+                                     Precondition(key, True, expected_mod_revision))
         assert prev is not None  # the precondition demands a previous value
         return new.mod_revision, prev
 

@@ -34,10 +34,13 @@ async def open_store(url: str, *, data_dir: Path | None = None, fsync: bool = Fa
     """Open the store at `url` and start its periodic compaction.
 
     url: ``sqlite:///path/to/file.db`` (relative to `data_dir` if given),
-    ``sqlite://:memory:`` or ``postgresql://user@host:port/db``. `data_dir`, when given,
+    ``sqlite://:memory:``, ``postgresql://user@host:port/db`` or
+    ``etcd://host:port[,host:port...][/prefix][?cafile=F&certfile=F&keyfile=F]``
+    (store/etcdrpc.py's parse_url). `data_dir`, when given,
     is locked for the store's lifetime so that a second draemu on it fails at once.
     `fsync` (SQLite) makes every commit survive power loss, not only a process crash;
-    PostgreSQL's durability is the server's (`synchronous_commit`, on by default).
+    PostgreSQL's and etcd's durability are the servers' (`synchronous_commit`, on by
+    default; etcd fsyncs on a quorum of members).
     `compaction_interval` seconds of history are kept (0: never compact automatically).
     """
     lock = None
@@ -78,5 +81,12 @@ async def _open(url: str, data_dir: Path | None, *, fsync: bool, max_value_bytes
         return await open_postgres(url, max_value_bytes=max_value_bytes,
                                    compaction_interval=compaction_interval,
                                    watch_queue_limit=watch_queue_limit)
+    if scheme == "etcd":
+        from draemu.store.etcd import open_etcd
+
+        return await open_etcd(url, max_value_bytes=max_value_bytes,
+                               compaction_interval=compaction_interval,
+                               watch_queue_limit=watch_queue_limit)
     raise StoreError(f"unsupported store URL {url!r}: use sqlite:///path/to/file.db, "
-                     "sqlite://:memory: or postgresql://user@host:port/database")
+                     "sqlite://:memory:, postgresql://user@host:port/database or "
+                     "etcd://host:port[,host:port...]")

@@ -152,7 +152,9 @@ class Watch:
             await self.aclose()
             raise
         self._pending.extend(events)
-        self._fetched = events[-1].revision if len(events) == HISTORY_PAGE else self._until
+        # A full page (or more: a backend may end a page at a revision's last event) may
+        # have left history behind.
+        self._fetched = events[-1].revision if len(events) >= HISTORY_PAGE else self._until
 
     async def aclose(self) -> None:
         """Stop watching; the iterator ends."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from draemu.kubeletapi.schema import Field, Map, ProtoFile
+from draemu.protoschema import Field, Map, ProtoFile
 
 
 @dataclass(frozen=True)

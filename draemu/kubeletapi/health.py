@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from draemu.kubeletapi.schema import Field, ProtoFile
+from draemu.protoschema import Field, ProtoFile
 
 UNKNOWN, HEALTHY, UNHEALTHY = 0, 1, 2
 # The strings the kubelet writes into allocatedResourcesStatus.

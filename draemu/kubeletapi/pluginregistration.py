@@ -7,7 +7,7 @@ kubelet calls it.
 
 from __future__ import annotations
 
-from draemu.kubeletapi.schema import Field, ProtoFile
+from draemu.protoschema import Field, ProtoFile
 
 FILE = ProtoFile(
     name="k8s.io/kubelet/pkg/apis/pluginregistration/v1/api.proto",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from google.protobuf import descriptor_pb2
 
-from draemu.kubeletapi.schema import Field, ProtoFile
+from draemu.protoschema import Field, ProtoFile
 
 
 class _ProtoFile(ProtoFile):

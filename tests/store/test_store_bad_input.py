@@ -54,7 +54,7 @@ async def test_invalid_prefix_is_rejected_with_a_reason(store, prefix: str) -> N
         store.watch(prefix, 0)
 
 
-@pytest.mark.backends("sqlite-memory", "postgresql")
+@pytest.mark.backends("sqlite-memory", "postgresql", "etcd")
 async def test_oversized_value_is_rejected_and_nothing_is_written(store_url: str) -> None:
     async with await open_store(store_url, compaction_interval=0,
                                 max_value_bytes=1024) as store:

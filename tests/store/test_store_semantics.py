@@ -323,7 +323,7 @@ async def test_periodic_compaction_keeps_one_interval_of_history(store_url: str)
             await store.get("/registry/cm/ns/a", revision=a.mod_revision)
 
 
-@pytest.mark.backends("sqlite-file", "postgresql")
+@pytest.mark.backends("sqlite-file", "postgresql", "etcd", "etcd-cluster")
 async def test_reopened_store_keeps_keys_and_continues_revisions(store_url: str) -> None:
     async with await open_store(store_url, compaction_interval=0) as store:
         a = await store.create("/registry/cm/ns/a", b"1")
@@ -337,7 +337,7 @@ async def test_reopened_store_keeps_keys_and_continues_revisions(store_url: str)
         assert (await store.create("/registry/cm/ns/c", b"1")).mod_revision == revision + 1
 
 
-@pytest.mark.backends("sqlite-file", "postgresql")
+@pytest.mark.backends("sqlite-file", "postgresql", "etcd", "etcd-cluster")
 async def test_cancelled_writes_leave_memory_and_database_in_agreement(store_url: str) -> None:
     async with await open_store(store_url, compaction_interval=0) as store:
         for i in range(20):

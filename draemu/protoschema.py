@@ -1,4 +1,5 @@
-"""A small declarative way to build proto3 files and get their message classes."""
+"""A small declarative way to build proto3 files and get their message classes: the
+kubelet plugin protocols (draemu/kubeletapi/) and etcd's v3 API (store/etcdrpc.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 _F = descriptor_pb2.FieldDescriptorProto
 _SCALARS = {
     "string": _F.TYPE_STRING,
+    "bytes": _F.TYPE_BYTES,
     "bool": _F.TYPE_BOOL,
     "int64": _F.TYPE_INT64,
     "uint32": _F.TYPE_UINT32,
+    "uint64": _F.TYPE_UINT64,
 }
 
 
