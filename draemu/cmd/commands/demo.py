@@ -25,11 +25,12 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from draemu import aio, log
-    from draemu.client.config import default_paths
-    from draemu.cmd.demo.seed import Demo, DemoError, cluster_has_seed_nodes
 
     if getattr(args, "log_level", "info") == "info":  # keep the walk-through readable
+        # Before the components are imported: their loggers are bound at import.
         log.configure(getattr(args, "log_format", "auto"), "warning")
+    from draemu.client.config import default_paths
+    from draemu.cmd.demo.seed import Demo, DemoError, cluster_has_seed_nodes
     kubectl = shutil.which(args.kubectl)
     if kubectl is None:
         print(f"error: {args.kubectl} not found; the demo runs real kubectl commands "

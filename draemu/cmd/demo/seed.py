@@ -52,7 +52,7 @@ class Demo:
             except EOFError:
                 self.pause = False
 
-    async def run(self, *args: str, check: bool = True, show: bool = True) -> str:
+    async def run(self, *args: str, check: bool = True) -> str:
         # Asynchronously: the cluster may be serving from this very event loop.
         self.out(f"\n$ kubectl {' '.join(shlex.quote(a) for a in args)}")
         proc = await asyncio.create_subprocess_exec(
@@ -65,7 +65,7 @@ class Demo:
             raise DemoError(f"kubectl {' '.join(args)} did not finish in 120 s") from None
         stdout, stderr = out.decode(), err.decode()
         text = (stdout + stderr).rstrip()
-        if show and text:
+        if text:
             self.out(text)
         if check and proc.returncode != 0:
             raise DemoError(f"kubectl {' '.join(args)} failed:\n{text}")
@@ -127,7 +127,7 @@ class Demo:
                  ".nodeSelectorTerms[0].matchFields[0].values[0],DEVICE:.status.allocation"
                  ".devices.results[0].device,STATE:.status.reservedFor[0].name")
         pod = await self.run("get", "pod", "-l", "job-name=llm-training-80gb", "-o",
-                       "jsonpath={.items[0].metadata.name}", show=False)
+                             "jsonpath={.items[0].metadata.name}")
         await self.decision(pod)
         await self.run("logs", "job/llm-training-80gb")
         self.wait_for_enter()
@@ -143,6 +143,9 @@ class Demo:
         await self.run("get", "resourceclaim", "shared-gpu-claim", "-o",
                  "custom-columns=CLAIM:.metadata.name,DEVICE:.status.allocation.devices"
                  ".results[0].device,RESERVED-FOR:.status.reservedFor[*].name")
+        await self.decision("inference-pod-a")
+        self.say("Both pods name the claim: the first one scheduled decided its device, and "
+                 "the other followed it to that node.")
         self.wait_for_enter()
         await self.run("delete", "-f", f, "--wait=true")
 

@@ -4,7 +4,8 @@ the scheduler weighed them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, field
 from typing import Any
 
 from draemu.client import ApiError, Client
@@ -72,42 +73,73 @@ async def _items(client: Client, resource: str, api_version: str = V1) -> list[d
     return (await client.list_all(api_version, resource)).get("items") or []
 
 
+# What the scheduler's plugins read beyond nodes, pods and the DRA kinds (PodTopologySpread's
+# default constraints follow Services and controllers; InterPodAffinity namespaces).
+WORKLOADS = {"services": "v1", "replicationcontrollers": "v1", "namespaces": "v1",
+             "replicasets": "apps/v1", "statefulsets": "apps/v1"}
+
+
 @dataclass
 class Cluster:
-    """What an explanation reads, once: the pod, its claims, and the allocator's inputs
-    with the pod's own claims left out (as when the scheduler weighed them)."""
+    """What an explanation reads, once: the pod, its claims, and what the scheduler would
+    read (the DRA objects, nodes, pods and the workloads its plugins look at)."""
 
     pod: dict[str, Any]
     pod_claims: PodClaims
-    inventory: Inventory
-    nodes: list[dict[str, Any]]
+    classes: list[dict[str, Any]]
     slices: list[dict[str, Any]]
+    taint_rules: list[dict[str, Any]]
+    claims: list[dict[str, Any]]
+    nodes: list[dict[str, Any]]
+    pods: list[dict[str, Any]] = field(default_factory=list)
+    workloads: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    gates: FeatureGates | None = None
+
+    @functools.cached_property
+    def inventory(self) -> Inventory:
+        """The allocator's inputs with the pod's own claims left out (as when the
+        scheduler weighed them)."""
+        inv = Inventory(self.gates)
+        for obj in self.classes:
+            inv.set_class(obj)
+        for obj in self.slices:
+            inv.set_slice(obj)
+        for obj in self.taint_rules:
+            inv.set_taint_rule(obj)
+        own = {claim_key(c) for c in self.pod_claims.claims}
+        for obj in self.claims:
+            if claim_key(obj) not in own:
+                inv.set_claim(obj)
+        return inv
 
 
 def assemble(pod: dict[str, Any], pod_claims: PodClaims, classes: list[dict[str, Any]],
              slices: list[dict[str, Any]], taint_rules: list[dict[str, Any]],
              claims: list[dict[str, Any]], nodes: list[dict[str, Any]],
-             gates: FeatureGates | None = None) -> Cluster:
-    inv = Inventory(gates)
-    for obj in classes:
-        inv.set_class(obj)
-    for obj in slices:
-        inv.set_slice(obj)
-    for obj in taint_rules:
-        inv.set_taint_rule(obj)
-    own = {claim_key(c) for c in pod_claims.claims}
-    for obj in claims:
-        if claim_key(obj) not in own:
-            inv.set_claim(obj)
+             gates: FeatureGates | None = None, pods: list[dict[str, Any]] | None = None,
+             workloads: dict[str, list[dict[str, Any]]] | None = None) -> Cluster:
     nodes = sorted(nodes, key=lambda n: n["metadata"]["name"])
-    return Cluster(pod, pod_claims, inv, nodes, slices)
+    return Cluster(pod, pod_claims, classes, slices, taint_rules, claims, nodes, pods or [],
+                   workloads or {}, gates)
 
 
 async def load(client: Client, namespace: str, name: str,
                gates: FeatureGates | None = None) -> Cluster:
     pod = await client.get("v1", "pods", name, namespace)
+    workloads = {}
+    for resource, api_version in WORKLOADS.items():
+        try:
+            workloads[resource] = await _items(client, resource, api_version)
+        except ApiError as e:  # not served, or not allowed to this user: left out
+            if e.code not in (403, 404):
+                raise
+    taint_rules: list[dict[str, Any]] = []
+    try:
+        taint_rules = await _items(client, "devicetaintrules")
+    except ApiError as e:
+        if e.code != 404:  # DeviceTaintRule is not served in every release
+            raise
     return assemble(pod, await claims_of(client, pod), await _items(client, "deviceclasses"),
-                    await _items(client, "resourceslices"),
-                    await _items(client, "devicetaintrules"),
+                    await _items(client, "resourceslices"), taint_rules,
                     await _items(client, "resourceclaims"), await _items(client, "nodes", "v1"),
-                    gates)
+                    gates, await _items(client, "pods", "v1"), workloads)

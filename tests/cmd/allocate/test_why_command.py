@@ -35,8 +35,9 @@ async def seed(client: Client) -> None:
     for node, gpus in (("gpu-node-01", [("gpu-0", "A100", "80Gi"), ("gpu-1", "A100", "80Gi")]),
                        ("gpu-node-02", [("gpu-0", "A100", "80Gi")]),
                        ("gpu-node-03", [("gpu-0", "T4", "16Gi")])):
-        await client.create("v1", "nodes", {"apiVersion": "v1", "kind": "Node",
-                                            "metadata": {"name": node}})
+        await client.create("v1", "nodes", {
+            "apiVersion": "v1", "kind": "Node", "metadata": {"name": node},
+            "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}}})
         await client.create(V1, "resourceslices", gpu_slice(node, *gpus))
     big = BIG
     await client.create(V1, "resourceclaims", {
@@ -69,13 +70,29 @@ async def test_report_marks_each_node_and_device(apiserver: Any) -> None:
     lines = report.splitlines()
     assert lines[0] == "Pod default/trainer: Pending"
     assert "  claim default/big-gpu: not allocated" in lines
-    assert any(line.startswith("✅ node gpu-node-01: Allocated") for line in lines)
-    assert "    ✅ gpu.example.com/gpu-node-01/gpu-0: chosen [memory=80Gi]" in lines
-    assert "    ❌ gpu.example.com/gpu-node-02/gpu-0: in use by claim default/taken" in lines
-    assert any(line.startswith("❌ node gpu-node-03: Unsatisfiable — cannot allocate all claims")
+    assert "✅ gpu-node-01: fits" in lines
+    assert "     ✅ gpu: gpu-0, gpu-1 (A100) — matches" in lines
+    assert any(line.startswith("❌ gpu-node-02: DynamicResources: cannot allocate all claims")
                for line in lines)
-    assert "    ❌ gpu.example.com/gpu-node-03/gpu-0: memory 16Gi, too small (needs >= 40Gi) — " \
-        "request gpu selector #0 is false: " + BIG in lines
+    assert "     ❌ gpu: gpu-0 (A100) — in use by claim default/taken" in lines
+    assert "     ❌ gpu: gpu-0 (T4) — memory 16Gi, too small (needs >= 40Gi)" in lines
+    assert lines[-1] == "gpu-node-01 is the only node that fits: the scheduler will place it there."
+
+
+async def test_nodes_turned_down_by_other_plugins_say_which_and_why(apiserver: Any) -> None:
+    client = Client.from_kubeconfig(str(apiserver.kubeconfig_path))
+    try:
+        await seed(client)
+        node = await client.get("v1", "nodes", "gpu-node-01")
+        node.setdefault("spec", {})["taints"] = [{"key": "maintenance", "effect": "NoSchedule"}]
+        await client.update("v1", "nodes", node)
+        report = await explain_pod(client, "default", "trainer")
+    finally:
+        await client.close()
+    lines = report.splitlines()
+    assert "❌ gpu-node-01: TaintToleration: node(s) had untolerated taint(s)" \
+        in lines
+    assert lines[-1] == "No node fits: each of the 3 nodes turns the pod down (above)."
 
 
 async def test_command_reads_kubeconfig_and_reports_missing_pod(
@@ -103,3 +120,31 @@ async def test_claim_from_template_not_yet_created_is_reported(apiserver: Any) -
     assert "  claim gpu: the claim from template one-gpu does not exist yet (the resource " \
         "claim controller creates it)" in report.splitlines()
     assert "The pod waits until all its claims exist." in report
+
+
+async def test_the_schedulers_configuration_is_replayed_when_given(
+        apiserver: Any, tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    import asyncio
+
+    client = Client.from_kubeconfig(str(apiserver.kubeconfig_path))
+    try:
+        await seed(client)
+        node = await client.get("v1", "nodes", "gpu-node-01")
+        node.setdefault("spec", {})["taints"] = [{"key": "maintenance", "effect": "NoSchedule"}]
+        await client.update("v1", "nodes", node)
+    finally:
+        await client.close()
+    config = tmp_path / "scheduler.yaml"
+    config.write_text("apiVersion: kubescheduler.config.k8s.io/v1\n"
+                      "kind: KubeSchedulerConfiguration\nprofiles:\n"
+                      "- plugins: {filter: {disabled: [{name: TaintToleration}]}}\n")
+    code = await asyncio.to_thread(main, ["why", "pod/trainer", "--kubeconfig",
+                                          str(apiserver.kubeconfig_path),
+                                          "--scheduler-config", str(config)])
+    assert code == 0
+    assert "✅ gpu-node-01: fits" in capsys.readouterr().out.splitlines()
+    config.write_text("kind: Nonsense\n")
+    code = await asyncio.to_thread(main, ["why", "pod/trainer", "--scheduler-config",
+                                          str(config)])
+    assert code == 2
+    assert capsys.readouterr().err.startswith("error: --scheduler-config: no kind")
