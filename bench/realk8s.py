@@ -27,8 +27,8 @@ Sides:
 
 - real: etcd + kube-apiserver + kube-scheduler + kube-controller-manager, the binaries
   tests/e2e/realk8s/build.sh builds into ~/.cache/draemu/realk8s/bin (DRAEMU_REALK8S_BIN;
-  with DRAEMU_REALK8S_COMPONENTS="kube-apiserver kube-scheduler kube-controller-manager"),
-  and etcd at the version Kubernetes pins (bench/build-etcd.sh), on
+  `build.sh etcd kube-apiserver kube-scheduler kube-controller-manager`; etcd at the
+  version Kubernetes pins), on
   loopback with TLS, client QPS of the scheduler and the controller-manager raised to
   1000 (burst 1000). The controller-manager runs its default controllers and the
   resource-claim controller, without the node lifecycle controller (upstream's
@@ -271,8 +271,8 @@ class RealSide(Side):
         for b in ("etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager"):
             if not (BIN / b).exists():
                 raise SystemExit(f"{BIN / b} is missing: build it with tests/e2e/realk8s/"
-                                 "build.sh (DRAEMU_REALK8S_COMPONENTS=...) or "
-                                 "bench/build-etcd.sh")
+                                 "build.sh etcd kube-apiserver kube-scheduler "
+                                 "kube-controller-manager")
         d = self.workdir
         p_etcd, p_peer, p_api, p_sched, p_kcm = free_ports(5)
         ca = pki.make_ca("bench-realk8s-ca")

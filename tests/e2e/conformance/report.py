@@ -1,0 +1,177 @@
+"""A suite's result from ginkgo's JSON report: the counts and the failures grouped by
+their first error line.
+
+ginkgo (v2) writes `--json-report` as a list of suite reports; each has `SpecReports`,
+one per spec (and per suite-level node such as SynchronizedBeforeSuite), with `State`
+(passed, skipped, pending, failed, panicked, timedout, interrupted, aborted), the texts of
+the containers and the leaf, and for a failure `Failure.Message` and `Failure.Location`.
+`PreRunStats.SpecsThatWillRun` is what the focus selected. Specs a crashed ginkgo process
+held never get a report of their own: they are counted as "not run".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+FAILED_STATES = {"failed", "panicked", "timedout", "interrupted", "aborted"}
+
+# What differs between two runs of the same failure: generated names, numbers, addresses.
+_NORMALISE = [
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<uid>"),
+    (re.compile(r"\b\d{1,3}(\.\d{1,3}){3}(:\d+)?\b"), "<ip>"),
+    (re.compile(r"\b\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?( ?[+-]\d{4})?( [A-Z]{3,4})?(Z)?"),
+     "<time>"),
+    (re.compile(r"(?<=[a-z])-\d{3,5}\b"), "-NNNN"),  # test namespaces: dra-1234
+    (re.compile(r"(?<=[a-z0-9])-[a-z0-9]{5}\b(?=[^-]|$)"), "-xxxxx"),  # generated names
+    (re.compile(r"\b\d+(\.\d+)?(ns|µs|ms|s|m|h)\b"), "<duration>"),
+    (re.compile(r"\b\d{2,}\b"), "N"),
+]
+
+
+def normalise(line: str) -> str:
+    for pattern, repl in _NORMALISE:
+        line = pattern.sub(repl, line)
+    return line.strip()
+
+
+def first_line(message: str) -> str:
+    for line in message.splitlines():
+        if line.strip():
+            return line.strip()
+    return "(no message)"
+
+
+def short_location(file_name: str, line: int) -> str:
+    """`k8s.io/kubernetes@v1.37.2/test/e2e/dra/utils/deploy.go` -> `test/e2e/dra/...`."""
+    for marker in ("/test/e2e/", "/test/utils/", "/staging/src/"):
+        at = file_name.find(marker)
+        if at >= 0:
+            return f"{file_name[at + 1:]}:{line}"
+    return f"{file_name.rsplit('/', 2)[-1] if file_name else '?'}:{line}"
+
+
+@dataclass
+class Spec:
+    name: str
+    state: str
+    seconds: float
+    location: str = ""
+    message: str = ""
+
+
+@dataclass
+class FailureGroup:
+    location: str
+    line: str  # the normalised first error line
+    example: str  # one raw first line
+    specs: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SuiteResult:
+    name: str
+    selected: int
+    specs: list[Spec]
+    seconds: float
+    suite_failures: list[Spec] = field(default_factory=list)  # BeforeSuite and the like
+
+    def count(self, *states: str) -> int:
+        return sum(1 for s in self.specs if s.state in states)
+
+    @property
+    def passed(self) -> int:
+        return self.count("passed")
+
+    @property
+    def failed(self) -> int:
+        return self.count(*FAILED_STATES)
+
+    @property
+    def skipped(self) -> int:
+        return self.count("skipped", "pending")
+
+    @property
+    def not_run(self) -> int:
+        return max(0, self.selected - self.passed - self.failed - self.skipped)
+
+    def groups(self) -> list[FailureGroup]:
+        found: dict[tuple[str, str], FailureGroup] = {}
+        for spec in [*self.suite_failures, *self.specs]:
+            if spec.state not in FAILED_STATES:
+                continue
+            raw = first_line(spec.message)
+            if spec.state != "failed":
+                raw = f"[{spec.state}] {raw}"
+            key = (spec.location, normalise(raw))
+            group = found.setdefault(key, FailureGroup(spec.location, key[1], raw))
+            group.specs.append(spec.name)
+        return sorted(found.values(), key=lambda g: (-len(g.specs), g.location, g.line))
+
+
+def _spec_name(report: dict[str, Any]) -> str:
+    texts = [*(report.get("ContainerHierarchyTexts") or []), report.get("LeafNodeText") or ""]
+    return " ".join(t for t in texts if t).strip() or report.get("LeafNodeType", "?")
+
+
+def _spec(report: dict[str, Any]) -> Spec:
+    failure = report.get("Failure") or {}
+    location = failure.get("Location") or report.get("LeafNodeLocation") or {}
+    return Spec(name=_spec_name(report), state=str(report.get("State", "?")),
+                seconds=(report.get("RunTime") or 0) / 1e9,
+                location=short_location(location.get("FileName", ""),
+                                        location.get("LineNumber", 0)) if failure else "",
+                message=failure.get("Message", "") or failure.get("ForwardedPanic", ""))
+
+
+def parse(name: str, reports: Iterable[dict[str, Any]]) -> SuiteResult:
+    specs: list[Spec] = []
+    suite_failures: list[Spec] = []
+    selected = 0
+    seconds = 0.0
+    for suite in reports:
+        selected += (suite.get("PreRunStats") or {}).get("SpecsThatWillRun", 0)
+        seconds += (suite.get("RunTime") or 0) / 1e9
+        for report in suite.get("SpecReports") or []:
+            spec = _spec(report)
+            if report.get("LeafNodeType", "It") != "It":
+                if spec.state in FAILED_STATES:
+                    spec.name = f"[{report.get('LeafNodeType')}] {spec.name}".strip()
+                    suite_failures.append(spec)
+                continue
+            if spec.state == "skipped" and not spec.message:
+                continue  # filtered out by the focus: not selected
+            specs.append(spec)
+    return SuiteResult(name, selected, specs, seconds, suite_failures)
+
+
+def load(name: str, path: Path) -> SuiteResult:
+    return parse(name, json.loads(path.read_text()))
+
+
+def _minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)}:{int(seconds % 60):02d}"
+
+
+def table(results: list[SuiteResult]) -> str:
+    rows = ["| suite | selected | passed | failed | skipped | not run | time (m:ss) |",
+            "|---|---:|---:|---:|---:|---:|---:|"]
+    rows += [f"| {r.name} | {r.selected} | {r.passed} | {r.failed} | {r.skipped} | "
+             f"{r.not_run} | {_minutes(r.seconds)} |" for r in results]
+    return "\n".join(rows)
+
+
+def failures(result: SuiteResult, specs_per_group: int | None = None) -> str:
+    lines = [f"Failures of {result.name}, grouped by first error line "
+             f"({result.failed} specs, {len(result.groups())} groups):", ""]
+    for group in result.groups():
+        lines.append(f"- {len(group.specs)} × `{group.location}`: {group.example}")
+        shown = group.specs if specs_per_group is None else group.specs[:specs_per_group]
+        lines += [f"    - {name}" for name in shown]
+        if len(shown) < len(group.specs):
+            lines.append(f"    - ... and {len(group.specs) - len(shown)} more")
+    return "\n".join(lines)
