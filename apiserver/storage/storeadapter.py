@@ -8,6 +8,11 @@ client always reads its own writes and those of other apiservers on the same sto
 
 What `create` and `update` return is also what the watch cache holds (a write's object
 is not decoded again from the store's event): callers must not modify it.
+
+An object larger than the store takes (etcd's request limit, 1.5 MiB by default) is
+written again without its managedFields, which can be large, as kube-apiserver's create
+and update handlers do; still too large, the write fails with a 500 whose message is the
+store's ("etcdserver: request is too large"), as kube-apiserver passes etcd's through.
 """
 
 from __future__ import annotations
@@ -20,7 +25,12 @@ from draemu.api.errors import StatusError, already_exists, conflict, not_found_e
 from draemu.api.types import Obj
 from draemu.apiserver.registry.resources import Resource
 from draemu.apiserver.storage.watchcache import WatchCache, decode
-from draemu.store.errors import ConflictError, KeyExistsError, KeyNotFoundError
+from draemu.store.errors import (
+    ConflictError,
+    KeyExistsError,
+    KeyNotFoundError,
+    ValueTooLargeError,
+)
 from draemu.store.model import KeyValue
 
 MODIFIED = "the object has been modified; please apply your changes to the latest version " \
@@ -33,6 +43,22 @@ def encode(obj: Obj) -> bytes:
         obj = dict(obj)
         obj["metadata"] = {k: v for k, v in meta.items() if k != "resourceVersion"}
     return jsonfast.dumps_kept(obj)  # the store keeps it
+
+
+async def _put(write: Callable[[bytes], Awaitable[KeyValue]], obj: Obj) -> tuple[KeyValue, Obj]:
+    """Write `obj` (see the module's docstring for one too large); returns what was
+    written."""
+    try:
+        return await write(encode(obj)), obj
+    except ValueTooLargeError as error:
+        meta = obj.get("metadata") or {}
+        if not meta.get("managedFields"):
+            raise StatusError(500, "", str(error)) from None
+    slim = {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    try:
+        return await write(encode(slim)), slim
+    except ValueTooLargeError as error:
+        raise StatusError(500, "", str(error)) from None
 
 
 class Unchanged(Exception):
@@ -74,7 +100,7 @@ class Storage:
         meta = obj["metadata"]
         key = resource.key(meta.get("namespace", ""), meta["name"])
         try:
-            kv = await self.store.create(key, encode(obj))
+            kv, obj = await _put(lambda data: self.store.create(key, data), obj)
         except KeyExistsError:
             raise already_exists(resource.name, resource.group, meta["name"]) from None
         return self._stored(kv, obj)
@@ -115,8 +141,11 @@ class Storage:
                 if isinstance(error, Unchanged):
                     return old, old
                 raise
+            async def write(data: bytes, at: int = revision) -> KeyValue:
+                return (await self.store.update(key, data, at))[0]
+
             try:
-                new_kv, _ = await self.store.update(key, encode(new), revision)
+                new_kv, new = await _put(write, new)
             except ConflictError:
                 if retry or not current:
                     continue

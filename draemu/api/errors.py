@@ -205,8 +205,9 @@ class StatusError(Exception):
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
         }
+        if self.reason:  # omitted when unknown, as Go's omitempty does
+            body["reason"] = self.reason
         if self.details:
             body["details"] = self.details
         body["code"] = self.code

@@ -1,4 +1,4 @@
-"""Two apiservers on one PostgreSQL store, each with its own connection and watch cache:
+"""Two apiservers on one PostgreSQL or etcd store, each with its own connection and watch cache:
 an object may be created in a namespace the very moment after the namespace was created
 through the other apiserver, before this apiserver's watch cache has heard of it (as
 upstream's NamespaceLifecycle, a cache miss is checked against the store)."""
@@ -17,7 +17,7 @@ from draemu.store import open_store
 pytestmark = pytest.mark.e2e
 
 
-@pytest.mark.backends("postgresql")
+@pytest.mark.backends("postgresql", "etcd")
 async def test_create_in_a_namespace_just_created_through_another_apiserver(
         store_url: str, tmp_path: Path) -> None:
     first = await open_store(store_url, compaction_interval=0)

@@ -159,8 +159,8 @@ async def test_restarted_apiserver_serves_a_store_it_never_decoded(tmp_path: Pat
 
 
 @pytest.mark.e2e
-@pytest.mark.backends("postgresql")
-async def test_an_apiserver_joining_a_postgresql_store_serves_it_at_once(
+@pytest.mark.backends("postgresql", "etcd")
+async def test_an_apiserver_joining_a_shared_store_serves_it_at_once(
         tmp_path: Path, store_url: str) -> None:
     first = await start_apiserver(tmp_path / "a", store_url=store_url)
     second = None

@@ -53,6 +53,34 @@ def add_emulation_arguments(parser: argparse.ArgumentParser, legacy_default: str
                         f"serves it; requests get a warning) (default: {legacy_default})")
 
 
+def add_etcd_arguments(parser: argparse.ArgumentParser) -> None:
+    """kube-apiserver's flags for TLS to etcd (with --store etcd://...), shared by `up`
+    and `apiserver`."""
+    group = parser.add_argument_group("TLS to etcd (with --store etcd://...)")
+    group.add_argument("--etcd-cafile", metavar="FILE",
+                       help="CA that signed the etcd members' serving certificates")
+    group.add_argument("--etcd-certfile", metavar="FILE",
+                       help="client certificate to present to etcd")
+    group.add_argument("--etcd-keyfile", metavar="FILE",
+                       help="key of --etcd-certfile")
+
+
+def store_url(args: argparse.Namespace) -> str | None:
+    """--store with --etcd-cafile/--etcd-certfile/--etcd-keyfile as the etcd URL's
+    query parameters; ValueError when they are given without an etcd:// URL."""
+    url = args.store
+    if not (args.etcd_cafile or args.etcd_certfile or args.etcd_keyfile):
+        return url
+    if not url or not url.startswith("etcd://"):
+        raise ValueError("--etcd-cafile, --etcd-certfile and --etcd-keyfile need "
+                         "--store etcd://HOST:PORT[,HOST:PORT...]")
+    if bool(args.etcd_certfile) != bool(args.etcd_keyfile):
+        raise ValueError("--etcd-certfile and --etcd-keyfile go together")
+    from draemu.store.etcdrpc import with_tls_files
+
+    return with_tls_files(url, args.etcd_cafile, args.etcd_certfile, args.etcd_keyfile)
+
+
 def add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
     """--runtime and the process runtime's image map (draemu up, draemu kubelet)."""
     parser.add_argument("--runtime", choices=["fake", "process"], default="fake",

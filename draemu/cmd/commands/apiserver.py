@@ -25,17 +25,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "not write is never overwritten)")
     parser.add_argument("--store", default=None, metavar="URL",
                         help="store URL: sqlite:///file.db (default: state.db in the data "
-                        "directory), sqlite://:memory:, postgresql://user@host:port/db")
+                        "directory), sqlite://:memory:, postgresql://user@host:port/db, "
+                        "etcd://host:port[,host:port...][/prefix] (the etcd members; keys "
+                        "after the prefix are kube-apiserver's, /registry/...)")
     parser.add_argument("--pki-dir", type=Path, default=None, metavar="DIR",
                         help="where the CA, certificates, admin credentials and service-"
                         "account keys live, made there when missing (default: pki in the "
-                        "data directory); several apiservers on one PostgreSQL store "
-                        "given the same DIR share them, so one kubeconfig and one "
+                        "data directory); several apiservers on one PostgreSQL or etcd "
+                        "store given the same DIR share them, so one kubeconfig and one "
                         "service-account token work with each")
     parser.add_argument("--feature-gates", default="", metavar="A=true,B=false",
                         help="feature gates to change from Kubernetes 1.37's defaults")
-    from draemu.cmd.commands._common import add_emulation_arguments
+    from draemu.cmd.commands._common import add_emulation_arguments, add_etcd_arguments
 
+    add_etcd_arguments(parser)
     add_emulation_arguments(parser, "off")
     parser.add_argument("--insecure-http", action="store_true",
                         help="serve plain HTTP without authentication (loopback only)")
@@ -55,21 +58,27 @@ def run(args: argparse.Namespace) -> int:
     from draemu import aio
     from draemu import kubeconfig as kubeconfig_file
     from draemu.apiserver.server.lifecycle import APIServer, APIServerOptions
+    from draemu.cmd.commands._common import store_url as store_url_of
     from draemu.features import FeatureGateError, FeatureGates
+    from draemu.store import StoreError
 
     try:
         gates = FeatureGates.parse(args.feature_gates, args.emulated_version)
     except FeatureGateError as e:
         print(f"draemu apiserver: --feature-gates: {e}", file=sys.stderr)
         return 2
+    try:
+        store_url = store_url_of(args)
+    except (ValueError, StoreError) as e:
+        print(f"draemu apiserver: {e}", file=sys.stderr)
+        return 2
     temp: tempfile.TemporaryDirectory[str] | None = None
     if args.in_memory:
         temp = tempfile.TemporaryDirectory(prefix="draemu-apiserver-")
         data_dir = Path(temp.name)
-        store_url = args.store or "sqlite://:memory:"
+        store_url = store_url or "sqlite://:memory:"
     else:
         data_dir = args.data_dir or Path.home() / ".local" / "share" / "draemu"
-        store_url = args.store
     if args.kubeconfig and kubeconfig_file.foreign(args.kubeconfig):
         print(f"draemu apiserver: {args.kubeconfig} holds a kubeconfig draemu did not write; "
               "refusing to overwrite it (choose another --kubeconfig path)", file=sys.stderr)
@@ -101,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         return aio.run(serve())
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, StoreError) as e:
         print(f"draemu apiserver: {e}", file=sys.stderr)
         return 1
     finally:

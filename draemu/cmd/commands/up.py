@@ -43,12 +43,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "make it current, the way kind does")
     parser.add_argument("--store", metavar="URL",
                         help="store URL: sqlite:///FILE (default: a file in the data dir), "
-                        "sqlite://:memory:, or postgresql://USER@HOST:PORT/DB")
+                        "sqlite://:memory:, postgresql://USER@HOST:PORT/DB, or "
+                        "etcd://HOST:PORT[,HOST:PORT...][/PREFIX] (keys as kube-apiserver's)")
     parser.add_argument("--feature-gates", default="", metavar="A=true,B=false",
                         help="feature gates with Kubernetes' names, e.g. "
                         "DRAListTypeAttributes=true")
-    from draemu.cmd.commands._common import add_emulation_arguments
+    from draemu.cmd.commands._common import add_emulation_arguments, add_etcd_arguments
 
+    add_etcd_arguments(parser)
     add_emulation_arguments(parser, "on for the seed preset, off otherwise")
     parser.add_argument("--preset", default="seed", metavar="NAME|FILE",
                         help="nodes and drivers to start: seed (the DRA introduction's three "
@@ -185,8 +187,14 @@ def cluster_options(args: argparse.Namespace) -> ClusterOptions:
     """`draemu up`'s flags as the cluster's options; UsageError says what is wrong."""
     from draemu.cmd import datadir
     from draemu.cmd.cluster import ClusterOptions, default_data_dir
+    from draemu.cmd.commands._common import store_url
+    from draemu.store import StoreError
 
     gates, image_map, scheduler_config, enabled_controllers = _check_usage(args)
+    try:
+        store = store_url(args)
+    except (ValueError, StoreError) as e:
+        raise UsageError(str(e)) from None
     data_dir = None if args.in_memory else Path(args.data_dir or default_data_dir())
     if data_dir is not None:
         try:
@@ -197,7 +205,7 @@ def cluster_options(args: argparse.Namespace) -> ClusterOptions:
             raise UsageError(str(e)) from None
     return ClusterOptions(
         data_dir=data_dir, in_memory=args.in_memory, address=args.address, port=args.port,
-        kubeconfig=Path(args.kubeconfig) if args.kubeconfig else None, store_url=args.store,
+        kubeconfig=Path(args.kubeconfig) if args.kubeconfig else None, store_url=store,
         feature_gates=gates, insecure_http=args.insecure_http,
         token_file=Path(args.token_auth_file) if args.token_auth_file else None,
         audit_log=Path(args.audit_log) if args.audit_log else None,
@@ -214,13 +222,14 @@ async def _serve(args: argparse.Namespace, options: ClusterOptions) -> int:
 
     from draemu.cmd.cluster import Cluster
     from draemu.cmd.commands._common import wait_for_signal
+    from draemu.store import StoreError
 
     cluster = Cluster(options)
     ui = WebView(options.feature_gates, demo=args.preset == "seed") if not args.no_ui else None
     try:
         try:
             await cluster.start()
-        except OSError as e:
+        except (OSError, StoreError) as e:
             print(f"error: cannot start: {e}", file=sys.stderr)
             if "address already in use" in str(e).lower():
                 print(f"hint: port {args.port} is taken; pass --port 0 for a free one",
