@@ -48,11 +48,8 @@ test: $(TEST_STAMP)
 		bash tests/e2e/go/build.sh; \
 		echo "building helm (cached beside them)"; \
 		bash tests/e2e/helm/build.sh; \
-		echo "building the real kube-scheduler and kube-controller-manager (cached under $${DRAEMU_REALK8S_CACHE:-~/.cache/draemu/realk8s})"; \
-		nice bash tests/e2e/realk8s/build.sh; \
-		echo "building etcd at the version Kubernetes pins, for the etcd store's tests (cached beside them)"; \
-		if [ -f bench/build-etcd.sh ]; then nice bash bench/build-etcd.sh; \
-		else nice bash tests/e2e/realk8s/build.sh etcd; fi; \
+		echo "building the real kube-scheduler and kube-controller-manager, and etcd for the etcd store's tests (cached under $${DRAEMU_REALK8S_CACHE:-~/.cache/draemu/realk8s})"; \
+		nice bash tests/e2e/realk8s/build.sh realk8s etcd; \
 	else echo "warning: Go not found; the Go client and real-component tests are skipped (fail under CI=true)"; fi
 	# Two workers (the machine has 2 cores); a module stays on one worker, so its
 	# module-scoped clusters start once. DRAEMU_TEST_WORKERS=0 runs in this process.

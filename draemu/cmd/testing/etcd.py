@@ -2,8 +2,8 @@
 member or several, on loopback ports, in a temporary directory.
 
 The binary: $DRAEMU_ETCD, else etcd built at the version Kubernetes pins
-(tests/e2e/realk8s/build.sh or bench/build-etcd.sh put it in
-~/.cache/draemu/realk8s/bin), else `etcd` on PATH. Members can be killed (SIGKILL) and
+(`tests/e2e/realk8s/build.sh etcd` puts it in ~/.cache/draemu/realk8s/bin; make test
+runs it), else `etcd` on PATH. Members can be killed (SIGKILL) and
 started again on their data, for the drills. `tls=True` serves clients over TLS with a
 CA of its own and asks for client certificates (`client_files` are the client's).
 """
