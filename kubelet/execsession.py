@@ -1,7 +1,7 @@
 """`kubectl exec` into a process-runtime container: the command runs in the container's
-mount and network namespaces (nsenter) with the environment the container started
-with, its stdin, stdout and stderr streamed to the caller, or a pseudo-terminal when a
-TTY is asked for (resizable)."""
+namespaces, root and identity (the runtime's command line for it) with the environment
+the container started with, its stdin, stdout and stderr streamed to the caller, or a
+pseudo-terminal when a TTY is asked for (resizable)."""
 
 from __future__ import annotations
 
@@ -19,11 +19,6 @@ class ExecError(Exception):
     """A command cannot be run in the container (the kubelet's message)."""
 
 
-def nsenter_argv(pid: int, argv: list[str]) -> list[str]:
-    # -r: the root the container chrooted into (kubelet/runtime/launch.py), -w its cwd.
-    return ["nsenter", "-t", str(pid), "-m", "-n", "-r", "-w", "--", *argv]
-
-
 class ExecSession:
     def __init__(self, proc: asyncio.subprocess.Process, master: int | None) -> None:
         self.proc = proc
@@ -32,13 +27,13 @@ class ExecSession:
         self._readers: list[asyncio.Task[None]] = []
 
     @classmethod
-    async def start(cls, pid: int, argv: list[str], env: dict[str, str], stdin: bool,
+    async def start(cls, command: list[str], env: dict[str, str], stdin: bool,
                     tty: bool) -> ExecSession:
         if tty:
             master, slave = os.openpty()
             try:
                 proc = await asyncio.create_subprocess_exec(
-                    *nsenter_argv(pid, argv), stdin=slave, stdout=slave, stderr=slave,
+                    *command, stdin=slave, stdout=slave, stderr=slave,
                     env=env, start_new_session=True)
             finally:
                 os.close(slave)
@@ -47,7 +42,7 @@ class ExecSession:
             session._readers.append(asyncio.create_task(session._read_pty()))
             return session
         proc = await asyncio.create_subprocess_exec(
-            *nsenter_argv(pid, argv),
+            *command,
             stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
             start_new_session=True)

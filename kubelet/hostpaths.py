@@ -10,13 +10,21 @@ The kubelet's own folders are the node's folders the emulated kubelet watches:
 
 Every other path P is the node's own: `<node root>/host/P`, so that a pod writing to
 its node never touches this machine's file system or another node's.
+
+A path inside the node's folder is looked up and made with symbolic links and `..`
+resolved as if the node's folder were `/` (`lookup`, `make`): a link that a pod wrote
+through a hostPath volume (`/etc` -> the machine's /etc) cannot lead the kubelet, which
+runs as root, or a later pod's mount out of it.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import posixpath
 from pathlib import Path
 
+from draemu.kubelet.runtime.confine.syscalls import open_in_root
 from draemu.nodelayout import NodeLayout
 
 KUBELET_ROOT = "/var/lib/kubelet"
@@ -56,3 +64,86 @@ def plugin_endpoint(layout: NodeLayout, endpoint: str) -> str:
     if endpoint.startswith(KUBELET_ROOT + "/"):
         return str(node_path(layout, endpoint, for_socket=True))
     return endpoint
+
+
+def in_node(layout: NodeLayout, path: str) -> str:
+    """The node's `path` relative to its folder (what `lookup` and `make` take)."""
+    return node_path(layout, path).relative_to(layout.root).as_posix()
+
+
+def machine_path_in_node(layout: NodeLayout, path: str) -> str | None:
+    """A path of this machine inside the node's folder (or its socket alias), relative
+    to the folder; None for any other path."""
+    for root in (layout.root, layout.socket_root):
+        rest = _under(_normal(path), str(root))
+        if rest is not None:
+            return rest
+    return None
+
+
+def lookup(base: Path, rel: str) -> os.stat_result | None:
+    """What `rel` is inside `base`, links resolved within `base`; None when missing."""
+    base_fd = os.open(base, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fd = open_in_root(base_fd, rel)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    finally:
+        os.close(base_fd)
+    try:
+        return os.fstat(fd)
+    finally:
+        os.close(fd)
+
+
+def make(base: Path, rel: str, *, file: bool = False, mode: int = 0o755) -> None:
+    """Make `rel` inside `base` (missing parent folders 0755), following links as if
+    `base` were `/` (as `mkdir -p` would inside a chroot), never leaving it.
+    OSError: something other than a folder stands in the way, or links loop."""
+    pending = [n for n in posixpath.normpath("/" + rel).split("/") if n]
+    done: list[str] = []
+    links = 0
+    base_fd = os.open(base, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        while pending:
+            name = pending.pop(0)
+            if name in (".", ".."):
+                if name == ".." and done:
+                    done.pop()
+                continue
+            parent = open_in_root(base_fd, "/".join(done))
+            try:
+                target = _link(parent, name)
+                if target is not None:
+                    links += 1
+                    if links > 40:
+                        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))
+                    done = [] if target.startswith("/") else done
+                    pending = [n for n in target.split("/") if n] + pending
+                    continue
+                _make_entry(parent, name, file and not pending, mode if not pending else 0o755)
+                done.append(name)
+            finally:
+                os.close(parent)
+    finally:
+        os.close(base_fd)
+
+
+def _link(parent: int, name: str) -> str | None:
+    try:
+        return os.readlink(name, dir_fd=parent)
+    except (FileNotFoundError, OSError):  # missing, or no link (EINVAL)
+        return None
+
+
+def _make_entry(parent: int, name: str, file: bool, mode: int) -> None:
+    try:
+        os.stat(name, dir_fd=parent, follow_symlinks=False)
+        return
+    except FileNotFoundError:
+        pass
+    if file:
+        os.close(os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW
+                         | os.O_CLOEXEC, mode, dir_fd=parent))
+    else:
+        os.mkdir(name, mode, dir_fd=parent)

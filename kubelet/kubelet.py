@@ -63,6 +63,9 @@ class KubeletOptions:
     # address as its containers reach it (empty: the client's server).
     image_map: ImageMap | None = None
     api_server_url: str = ""
+    # Pods without a user namespace of their own, as this machine's root (only where the
+    # machine cannot make user namespaces, and only when the user says so).
+    runtime_unconfined: bool = False
 
 
 class Kubelet:
@@ -72,7 +75,9 @@ class Kubelet:
         self.layout = NodeLayout(options.root_dir)
         gates = options.feature_gates
         self.runtime = make_runtime(options.runtime, options.image_map,
-                                    _host_port(options.api_server_url or client.server))
+                                    _host_port(options.api_server_url or client.server),
+                                    unconfined=options.runtime_unconfined,
+                                    node_folder=self.layout.root)
         self.plugins = DRAPluginManager(client, options.node_name,
                                         health_enabled=gates.enabled("ResourceHealthStatus"),
                                         wipe_delay=options.slice_wipe_delay,

@@ -25,6 +25,8 @@ from draemu.kubelet.dra.plugins import DRAPluginManager
 from draemu.kubelet.envvars import EnvBuilder, EnvError
 from draemu.kubelet.execsession import ExecError, ExecSession
 from draemu.kubelet.logs import container_log_path
+from draemu.kubelet.podfiles import hostname as pod_hostname
+from draemu.kubelet.podfiles import pod_file_mounts, remove_pod_files, write_pod_files
 from draemu.kubelet.podstatus import (
     ContainerRecord,
     PodState,
@@ -35,7 +37,11 @@ from draemu.kubelet.probes import ContainerProber, ProbeRunner
 from draemu.kubelet.runtime.base import Container, ContainerConfig, Runtime, RuntimeError_
 from draemu.kubelet.runtime.netns import dial as netns_dial
 from draemu.kubelet.runtime.process import container_env
-from draemu.kubelet.security import host_port_conflicts, unenforced_settings
+from draemu.kubelet.security import (
+    container_security,
+    host_port_conflicts,
+    unenforced_settings,
+)
 from draemu.kubelet.volumes import VolumeError, VolumeManager, container_mounts
 from draemu.log import get_logger
 
@@ -242,6 +248,9 @@ class PodWorkers:
                 except (VolumeError, OSError) as err:
                     await self.events.event(pod, "Warning", "FailedMount", str(err))
                     raise Retry from err
+                state.pod_files = write_pod_files(self.pods_dir / state.uid, pod,
+                                                  [state.ip] if state.ip else [],
+                                                  self.node_name)
             state.stage = "init"
         if state.stage == "init":
             inits = spec.get("initContainers") or []
@@ -286,8 +295,12 @@ class PodWorkers:
             env = await self.env.build(pod, container, self.host_ip, state.ip)
             env.update(edits.env_map())
             spec = pod.get("spec") or {}
-            mounts = [m.spec() for m in container_mounts(container, state.volumes)] \
-                if state.volumes is not None else []
+            mounts = []
+            if self.volumes is not None and state.volumes is not None:
+                mounts = [m.spec() for m in [
+                    *container_mounts(container, state.volumes),
+                    *pod_file_mounts(state.pod_files or {}, container),
+                    *self.volumes.cdi_mounts(edits.mounts)]]
             if self.volumes is not None and spec.get("hostNetwork"):
                 taken = host_port_conflicts(container)
                 if taken:
@@ -296,9 +309,9 @@ class PodWorkers:
                                         "(hostNetwork pods of every emulated node share its "
                                         "ports)")
             pod_sc, sc = spec.get("securityContext") or {}, container.get("securityContext") or {}
-            user = sc.get("runAsUser", pod_sc.get("runAsUser"))
+            security = container_security(pod, container)
             if self.volumes is not None and sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot")) \
-                    and not user:
+                    and not security.run_as_user:
                 # The process runtime's images run as root unless runAsUser says otherwise.
                 raise EnvError(f'container has runAsNonRoot and image will run as root (pod: '
                                f'"{meta["name"]}_{meta["namespace"]}({meta["uid"]})", '
@@ -313,9 +326,7 @@ class PodWorkers:
                 restart_count=rec.restart_count,
                 annotations=dict(meta.get("annotations") or {}),
                 pod_uid=meta["uid"], host_network=bool(spec.get("hostNetwork")), mounts=mounts,
-                run_as_user=sc.get("runAsUser", pod_sc.get("runAsUser")),
-                run_as_group=sc.get("runAsGroup", pod_sc.get("runAsGroup")),
-                supplemental_groups=list(pod_sc.get("supplementalGroups") or []),
+                security=security, hostname=pod_hostname(pod, self.node_name),
                 host_ports=[(p.get("hostIP") or "0.0.0.0", int(p["hostPort"]),
                              int(p["containerPort"])) for p in container.get("ports") or []
                             if p.get("hostPort") and (p.get("protocol") or "TCP") == "TCP"])
@@ -454,6 +465,7 @@ class PodWorkers:
         await self.runtime.remove_pod(state.uid)
         if self.volumes is not None:
             self.volumes.teardown(state.uid)
+            remove_pod_files(self.pods_dir / state.uid)
         if state.ip and state.ip != self.host_ip:
             self._free_ips.append(state.ip)
         self.events.forget(state.uid)
@@ -511,7 +523,11 @@ class PodWorkers:
                             f"(its image runs as on the fake runtime): nothing to exec into")
         if not argv:
             return None
-        return await ExecSession.start(handle.pid, argv, handle.env or container_env(handle.pid),
+        try:
+            command = self.runtime.exec_argv(handle, argv)
+        except RuntimeError_ as err:
+            raise ExecError(f'container not found ("{container}")') from err
+        return await ExecSession.start(command, handle.env or container_env(handle.pid),
                                        stdin, tty)
 
     # ---- for pods/log

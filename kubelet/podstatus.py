@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from draemu.api.meta import time_now
 from draemu.api.types import Obj
 from draemu.kubelet.runtime.base import Container
+
+if TYPE_CHECKING:
+    from draemu.kubelet.volumes import VolumeSource
 
 # Conditions the kubelet owns; others (PodScheduled, DisruptionTarget, ...) are kept.
 KUBELET_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
@@ -62,7 +65,9 @@ class PodState:
     transitions: dict[str, tuple[str, str]] = field(default_factory=dict)
     phase_override: str | None = None
     last_posted: Obj | None = None
-    volumes: dict[str, str] | None = None  # volume name -> path (process runtime)
+    volumes: dict[str, VolumeSource] | None = None  # by volume name (process runtime)
+    # /etc/hosts, /etc/hostname, /etc/resolv.conf (process runtime)
+    pod_files: dict[str, VolumeSource] | None = None
 
 
 def terminated_state(handle: Container) -> Obj:

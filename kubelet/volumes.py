@@ -1,12 +1,19 @@
 """A pod's volumes on the emulated node, for the process runtime to mount.
 
-Each volume gets a folder `<node root>/volumes/<pod uid>/<volume name>` (emptyDir, and
-the files of configMap, secret, downwardAPI and projected volumes, written as the
-kubelet writes them: one file per key, `defaultMode`/`mode` permissions), except
-`hostPath`, which is the node's path (kubelet/hostpaths.py). A projected
-`serviceAccountToken` is asked for through the TokenRequest API, bound to the pod, as
-the kubelet does. Volume types that need what draemu does not have (a CSI driver, a
-persistent volume, ...) fail the container's creation with a message naming them.
+Each volume gets a folder `<node root>/volumes/<pod uid>/<volume name>` (emptyDir, mode
+0777 as upstream's, and the files of configMap, secret, downwardAPI and projected
+volumes, written as the kubelet writes them: one file per key, `defaultMode`/`mode`
+permissions; with the pod's `fsGroup`, group-owned by it as upstream's volume ownership
+sets them), except `hostPath`, which is the node's path (kubelet/hostpaths.py), looked
+up and made with links resolved inside the node's folder. `<node root>/volumes` is 0700:
+secrets and tokens are the pods' and root's only. A projected `serviceAccountToken` is
+asked for through the TokenRequest API, bound to the pod, as the kubelet does. Volume
+types that need what draemu does not have (a CSI driver, a persistent volume, ...) fail
+the container's creation with a message naming them.
+
+A volume is given to the runtime as a base folder and a path inside it (`VolumeSource`):
+the launcher opens the path with links resolved inside the base, so a link a pod wrote
+into a volume (or a subPath through one) cannot point a mount outside it.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import posixpath
 import shutil
 import stat
 from dataclasses import dataclass
@@ -22,7 +30,7 @@ from pathlib import Path
 from draemu.api.types import Obj
 from draemu.client import ApiError, Client
 from draemu.kubelet.envvars import EnvError, field_value, resource_value
-from draemu.kubelet.hostpaths import node_path
+from draemu.kubelet.hostpaths import in_node, lookup, machine_path_in_node, make
 from draemu.log import get_logger
 from draemu.nodelayout import NodeLayout
 
@@ -36,17 +44,30 @@ class VolumeError(Exception):
 
 
 @dataclass(frozen=True)
+class VolumeSource:
+    """A volume on this machine: `path` inside the folder `base` (links resolved inside it)."""
+    base: str
+    path: str = ""
+
+    @property
+    def location(self) -> Path:
+        return Path(self.base) / self.path
+
+
+@dataclass(frozen=True)
 class Mount:
-    source: str
+    source: VolumeSource
     target: str
     read_only: bool = False
 
     def spec(self) -> Obj:
-        return {"source": self.source, "target": self.target, "readOnly": self.read_only,
-                "file": not Path(self.source).is_dir()}
+        """As the launcher takes it (kubelet/runtime/confine/rootfs.py)."""
+        return {"base": self.source.base, "path": self.source.path, "target": self.target,
+                "readOnly": self.read_only}
 
 
-def _write(folder: Path, files: dict[str, tuple[bytes, int]]) -> None:
+def _write(folder: Path, files: dict[str, tuple[bytes, int]], fs_group: int | None = None
+           ) -> None:
     for rel, (data, mode) in files.items():
         target = (folder / rel).resolve()
         if folder.resolve() not in target.parents:
@@ -54,8 +75,23 @@ def _write(folder: Path, files: dict[str, tuple[bytes, int]]) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{target.name}.tmp")
         tmp.write_bytes(data)
+        if fs_group is not None:
+            os.chown(tmp, -1, fs_group)
+            mode |= 0o440
         tmp.chmod(mode)
         os.replace(tmp, target)
+
+
+def _own(folder: Path, fs_group: int, read_only: bool) -> None:
+    """Upstream's volume ownership for fsGroup: group-owned, group-readable (and writable
+    unless the volume is read-only), folders setgid."""
+    mask = 0o440 if read_only else 0o660
+    for path in [folder, *folder.rglob("*")]:
+        if path.is_symlink():
+            continue
+        os.chown(path, -1, fs_group)
+        mode = path.stat().st_mode & 0o7777
+        path.chmod(mode | mask | (0o2110 if path.is_dir() else 0))
 
 
 class VolumeManager:
@@ -67,10 +103,20 @@ class VolumeManager:
     def pod_dir(self, uid: str) -> Path:
         return self.layout.root / "volumes" / uid
 
-    async def setup(self, pod: Obj, host_ip: str, pod_ip: str | None) -> dict[str, str]:
-        """Every volume of the pod, ready: name -> path on this machine."""
+    def _make_pod_dir(self, uid: str) -> Path:
+        top = self.layout.root / "volumes"
+        top.mkdir(mode=0o700, parents=True, exist_ok=True)
+        top.chmod(0o700)  # also for node folders made before (0755)
+        folder = self.pod_dir(uid)
+        folder.mkdir(mode=0o700, exist_ok=True)
+        return folder
+
+    async def setup(self, pod: Obj, host_ip: str, pod_ip: str | None
+                    ) -> dict[str, VolumeSource]:
+        """Every volume of the pod, ready: name -> where it is on this machine."""
         meta, spec = pod["metadata"], pod.get("spec") or {}
-        out: dict[str, str] = {}
+        fs_group = (spec.get("securityContext") or {}).get("fsGroup")
+        out: dict[str, VolumeSource] = {}
         for volume in spec.get("volumes") or []:
             name = volume["name"]
             kind = next((k for k in volume if k != "name"), "")
@@ -79,21 +125,40 @@ class VolumeManager:
                                   f"the process runtime (supported: {', '.join(SUPPORTED)})")
             source = volume[kind] or {}
             if kind == "hostPath":
-                out[name] = str(self._host_path(name, source))
+                out[name] = VolumeSource(str(self.layout.root), self._host_path(name, source))
                 continue
-            folder = self.pod_dir(meta["uid"]) / name
-            folder.mkdir(parents=True, exist_ok=True)
-            if kind != "emptyDir":
+            folder = self._make_pod_dir(meta["uid"]) / name
+            folder.mkdir(exist_ok=True)
+            if kind == "emptyDir":
+                folder.chmod(0o777)
+            else:
                 files = await self._files(pod, kind, source, host_ip, pod_ip)
                 _write(folder, files)
-            out[name] = str(folder)
+            if fs_group is not None:
+                _own(folder, int(fs_group), read_only=kind != "emptyDir")
+            out[name] = VolumeSource(str(folder))
             if kind == "projected":
                 for item in source.get("sources") or []:
                     if "serviceAccountToken" in item:
                         self._refreshers.setdefault(meta["uid"], []).append(
                             asyncio.create_task(self._refresh(
                                 pod, folder, item["serviceAccountToken"] or {},
-                                source.get("defaultMode", 0o644))))
+                                source.get("defaultMode", 0o644), fs_group)))
+        return out
+
+    def cdi_mounts(self, mounts: list[Obj]) -> list[Mount]:
+        """A device's CDI mounts name paths of the node: inside the node's folder (as
+        draemu's drivers write them) or node paths mapped as hostPath volumes are; never
+        anything else of this machine. Missing sources are left out."""
+        out = []
+        for m in mounts:
+            rel = machine_path_in_node(self.layout, m["hostPath"])
+            if rel is None:
+                rel = in_node(self.layout, m["hostPath"])
+            if lookup(self.layout.root, rel) is None:
+                continue
+            out.append(Mount(VolumeSource(str(self.layout.root), rel), m["containerPath"],
+                             "ro" in (m.get("options") or [])))
         return out
 
     def teardown(self, uid: str) -> None:
@@ -108,7 +173,8 @@ class VolumeManager:
                 task.cancel()
         self._refreshers.clear()
 
-    async def _refresh(self, pod: Obj, folder: Path, source: Obj, mode: int) -> None:
+    async def _refresh(self, pod: Obj, folder: Path, source: Obj, mode: int,
+                       fs_group: int | None) -> None:
         """As the kubelet's token manager: a new token when 80% of the old one's life has
         passed (retried every 10 s while the apiserver refuses)."""
         delay = 0.8 * float(source.get("expirationSeconds", 3600))
@@ -121,30 +187,33 @@ class VolumeManager:
                             error=str(err))
                 delay = 10.0
                 continue
-            _write(folder, {source.get("path", "token"): (token.encode(), mode)})
+            _write(folder, {source.get("path", "token"): (token.encode(), mode)}, fs_group)
             delay = 0.8 * float(source.get("expirationSeconds", 3600))
 
-    def _host_path(self, name: str, source: Obj) -> Path:
+    def _host_path(self, name: str, source: Obj) -> str:
+        """The node's path, relative to the node's folder (checked and made inside it)."""
         path = source.get("path", "")
         kind = source.get("type") or ""
-        where = node_path(self.layout, path)
-        exists = where.exists()
-        checks = {"Directory": where.is_dir, "File": where.is_file,
-                  "Socket": lambda: exists and stat.S_ISSOCK(where.stat().st_mode),
-                  "CharDevice": lambda: exists and stat.S_ISCHR(where.stat().st_mode),
-                  "BlockDevice": lambda: exists and stat.S_ISBLK(where.stat().st_mode)}
-        if kind in checks and not checks[kind]():
+        rel = in_node(self.layout, path)
+        found = lookup(self.layout.root, rel)
+        mode = found.st_mode if found is not None else 0
+        checks = {"Directory": stat.S_ISDIR, "File": stat.S_ISREG, "Socket": stat.S_ISSOCK,
+                  "CharDevice": stat.S_ISCHR, "BlockDevice": stat.S_ISBLK}
+        if kind in checks and not (found is not None and checks[kind](mode)):
             what = {"Directory": "a directory", "File": "a file", "Socket": "a socket",
                     "CharDevice": "a character device", "BlockDevice": "a block device"}[kind]
             raise VolumeError(f'volume "{name}": hostPath type check failed: {path} is not '
-                              f"{what} (on the emulated node: {where})")
-        if kind == "FileOrCreate" and not exists:
-            where.parent.mkdir(parents=True, exist_ok=True)
-            where.touch(mode=0o644)
-        elif not exists:
-            # DirectoryOrCreate, and no type at all (the container runtime creates it).
-            where.mkdir(parents=True, exist_ok=True, mode=0o755)
-        return where
+                              f"{what} (on the emulated node: {self.layout.root / rel})")
+        if found is None:
+            # FileOrCreate; DirectoryOrCreate and no type at all (the container runtime
+            # creates a folder).
+            try:
+                make(self.layout.root, rel, file=kind == "FileOrCreate",
+                     mode=0o644 if kind == "FileOrCreate" else 0o755)
+            except OSError as err:
+                raise VolumeError(f'volume "{name}": hostPath {path}: cannot be made on the '
+                                  f"emulated node: {os.strerror(err.errno or 0)}") from err
+        return rel
 
     async def _files(self, pod: Obj, kind: str, source: Obj, host_ip: str,
                      pod_ip: str | None) -> dict[str, tuple[bytes, int]]:
@@ -247,19 +316,26 @@ def _field_file(pod: Obj, path: str, host_ip: str, pod_ip: str | None) -> str:
     return field_value(pod, path, host_ip, pod_ip)
 
 
-def container_mounts(container: Obj, volumes: dict[str, str]) -> list[Mount]:
+def container_mounts(container: Obj, volumes: dict[str, VolumeSource]) -> list[Mount]:
     mounts = []
     for vm in container.get("volumeMounts") or []:
         source = volumes.get(vm["name"])
         if source is None:
             raise VolumeError(f'volumeMount "{vm["name"]}": no volume of that name')
-        if vm.get("subPath"):
-            sub = (Path(source) / vm["subPath"]).resolve()
-            if Path(source).resolve() not in (sub, *sub.parents):
-                raise VolumeError(f'volumeMount "{vm["name"]}": subPath {vm["subPath"]!r} '
+        sub_path = vm.get("subPath") or ""
+        if sub_path:
+            if sub_path.startswith("/") or ".." in sub_path.split("/"):
+                raise VolumeError(f'volumeMount "{vm["name"]}": subPath {sub_path!r} '
                                   "leaves the volume")
-            if not sub.exists():
-                sub.mkdir(parents=True)
-            source = str(sub)
+            rel = posixpath.join(source.path, sub_path)
+            # As upstream: a missing subPath is made (a folder), inside the volume only.
+            base = Path(source.base)
+            if lookup(base, rel) is None:
+                try:
+                    make(base, rel, mode=0o755)
+                except OSError as err:
+                    raise VolumeError(f'volumeMount "{vm["name"]}": subPath {sub_path!r}: '
+                                      f"{os.strerror(err.errno or 0)}") from err
+            source = VolumeSource(source.base, rel)
         mounts.append(Mount(source, vm["mountPath"], bool(vm.get("readOnly"))))
     return mounts

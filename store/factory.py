@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from draemu.privatefiles import private_dir
 from draemu.store.base import DEFAULT_MAX_VALUE_BYTES, DEFAULT_WATCH_QUEUE_LIMIT, Store
 from draemu.store.dirlock import DirectoryLock
 from draemu.store.errors import StoreError
@@ -46,7 +47,7 @@ async def open_store(url: str, *, data_dir: Path | None = None, fsync: bool = Fa
     lock = None
     if data_dir is not None:
         try:
-            data_dir.mkdir(parents=True, exist_ok=True)
+            private_dir(data_dir)
         except OSError as error:
             raise StoreError(f"cannot create the data directory {data_dir}: "
                              f"{error.strerror}") from None

@@ -33,6 +33,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, TypeVar
 
+from draemu.privatefiles import private_file
 from draemu.store import queries
 from draemu.store.base import Precondition, Store
 from draemu.store.dirlock import DirectoryLock
@@ -279,6 +280,8 @@ async def open_sqlite(path: Path | None, *, fsync: bool, max_value_bytes: int,
     if path is not None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            # SQLite gives its WAL and shared-memory files the database file's mode.
+            private_file(path)
         except OSError as error:
             raise StoreError(f"cannot create the data directory {path.parent}: "
                              f"{error.strerror}") from None

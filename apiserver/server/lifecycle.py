@@ -59,6 +59,7 @@ from draemu.client import Client
 from draemu.features import FeatureGates
 from draemu.identity import AUTHENTICATED, MASTERS, UserInfo
 from draemu.log import get_logger
+from draemu.privatefiles import tighten
 from draemu.satokens import Signer
 
 log = get_logger("apiserver")
@@ -243,7 +244,7 @@ class APIServer:
 
     async def _start(self, started: float) -> None:
         opts = self.options
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        tighten(self.data_dir)
         tokens = load_token_file(opts.token_file) if opts.token_file else {}
         if opts.store is not None:
             self.store = opts.store

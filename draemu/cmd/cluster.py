@@ -26,6 +26,7 @@ from draemu.identity import (
     service_account_user,
 )
 from draemu.log import get_logger
+from draemu.privatefiles import private_dir, private_file
 
 log = get_logger("cluster")
 
@@ -54,6 +55,7 @@ class ClusterOptions:
     legacy_v1alpha3: bool | None = None
     runtime: str = "fake"
     image_map: Any = None  # kubelet.runtime.ImageMap for the process runtime
+    runtime_unconfined: bool = False  # process runtime: pods without user namespaces
     scheduler: bool = True
     controllers: bool = True
     controller_settings: dict[str, float] = field(default_factory=dict)
@@ -129,7 +131,7 @@ class Cluster:
         o = self.options
         t0 = time.perf_counter()
         store_url = o.store_url or ("sqlite://:memory:" if o.in_memory else None)
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.data_dir)
         from draemu.drivers.presets import Preset, load_preset
 
         preset = None
@@ -159,6 +161,7 @@ class Cluster:
         self.timings["apiserver"] = time.perf_counter() - t0
         if o.kubeconfig is not None:
             o.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+            private_file(o.kubeconfig)  # it holds the admin's key
             shutil.copyfile(self.kubeconfig_path, o.kubeconfig)
         if self.control_plane is not None:
             await self.control_plane.configure(
@@ -166,7 +169,8 @@ class Cluster:
                 controllers=o.controllers, controller_settings=o.controller_settings,
                 enabled_controllers=o.enabled_controllers,
                 scheduler_config=o.scheduler_config, nodes=preset, data_dir=self.data_dir,
-                runtime=o.runtime, image_map=o.image_map)
+                runtime=o.runtime, image_map=o.image_map,
+                runtime_unconfined=o.runtime_unconfined)
             await self.control_plane.wait_ready()
             self.timings["control-plane"] = self.timings["nodes"] = time.perf_counter() - t0
             if preset is not None:
@@ -179,7 +183,8 @@ class Cluster:
 
             self.nodes = await start_nodes(
                 preset, data_dir=self.data_dir, server=self.apiserver, runtime=o.runtime,
-                feature_gates=o.feature_gates, image_map=o.image_map)
+                feature_gates=o.feature_gates, image_map=o.image_map,
+                runtime_unconfined=o.runtime_unconfined)
         self.timings["nodes"] = time.perf_counter() - t0
 
     async def _start_control_plane_here(self) -> None:

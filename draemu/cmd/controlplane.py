@@ -66,6 +66,7 @@ class _Nodes:
     data_dir: str
     runtime: str
     image_map: dict[str, str]
+    runtime_unconfined: bool
     tokens: dict[str, str]  # node name -> its token (system:node:NAME)
     admin_token: str
     tls: bool  # the parent wrote <root>/pki/kubelet.{crt,key}, client-ca.crt
@@ -218,7 +219,7 @@ class ControlPlaneProcess:
                         enabled_controllers: list[str] | None = None,
                         scheduler_config: str | None = None, nodes: Any = None,
                         data_dir: Path | None = None, runtime: str = "fake",
-                        image_map: Any = None) -> None:
+                        image_map: Any = None, runtime_unconfined: bool = False) -> None:
         """Hand the child its configuration and credentials (`nodes`: a Preset to run)."""
         from draemu.identity import (
             KUBE_CONTROLLER_MANAGER,
@@ -258,7 +259,8 @@ class ControlPlaneProcess:
             scheduler_config=scheduler_config, account_tokens=accounts,
             service_account_key_file=str(key_file) if key_file.exists() else None,
             nodes=asdict(_node_config(server, nodes, Path(data_dir or server.data_dir),
-                                      runtime, image_map)) if nodes is not None else None)
+                                      runtime, image_map, runtime_unconfined))
+            if nodes is not None else None)
         self._ready = asyncio.get_running_loop().create_future()
         self._reader = asyncio.create_task(self._read())
         self.process.stdin.write(json.dumps(config.__dict__).encode() + b"\n")
@@ -327,7 +329,7 @@ class ControlPlaneProcess:
 
 
 def _node_config(server: Any, preset: Any, data_dir: Path, runtime: str,
-                 image_map: Any) -> _Nodes:
+                 image_map: Any, runtime_unconfined: bool) -> _Nodes:
     """The nodes' credentials: a kubeconfig each in its root (as in one process, for the
     tools that read it there), a loopback token, and a serving certificate for its
     kubelet API signed by the cluster CA."""
@@ -349,7 +351,8 @@ def _node_config(server: Any, preset: Any, data_dir: Path, runtime: str,
     return _Nodes(preset=asdict(preset), data_dir=str(data_dir), runtime=runtime,
                   image_map={k: str(v) for k, v in (image_map.entries.items()
                                                     if image_map else ())},
-                  tokens=tokens, admin_token=server.loopback_token(), tls=tls)
+                  runtime_unconfined=runtime_unconfined, tokens=tokens,
+                  admin_token=server.loopback_token(), tls=tls)
 
 
 # The child ------------------------------------------------------------------------------
@@ -450,7 +453,8 @@ class _Child:
                                 unix_socket=c.socket),
                             serving_tls=serving_tls)
         handle = await start_nodes(_preset(n.preset), data_dir=data_dir, runtime=n.runtime,
-                                   feature_gates=gates, image_map=image_map, access=access)
+                                   feature_gates=gates, image_map=image_map, access=access,
+                                   runtime_unconfined=n.runtime_unconfined)
         self.parts.append(handle)
 
     def metrics(self) -> dict[str, list[Any]]:

@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from draemu.privatefiles import private_dir
 from draemu.store.dirlock import DirectoryLock
 
 RECORD = "preset.json"
@@ -50,7 +51,7 @@ def check_preset(data_dir: Path, preset: str, nodes: int | None) -> None:
             f"{_describe(recorded)}, not {_describe(wanted)}; pass --reset to delete that "
             f"cluster and start afresh, or --data-dir DIR to keep a cluster per preset")
     if recorded is None:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(data_dir)
         path.write_text(json.dumps(wanted) + "\n")
 
 

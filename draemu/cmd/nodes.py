@@ -117,7 +117,8 @@ async def start_node(spec: NodeSpec, *, kubeconfig: Path, data_dir: Path,
                      server: APIServer | None = None, slice_wipe_delay: float | None = None,
                      crash_loop_backoff: float | None = None, index: int | None = None,
                      image_map: ImageMap | None = None,
-                     access: NodeAccess | None = None) -> Node:
+                     access: NodeAccess | None = None,
+                     runtime_unconfined: bool = False) -> Node:
     """Start one node's kubelet and built-in drivers. `index` (the node's place in its
     preset) gives it kind-like addresses: InternalIP 172.18.0.<index+2>, pod CIDR
     10.244.<index>.0/24; without it they are derived from the name. With `access` the
@@ -142,7 +143,8 @@ async def start_node(spec: NodeSpec, *, kubeconfig: Path, data_dir: Path,
                              runtime=runtime, labels=labels, taints=spec.taints,
                              capacity=spec.capacity,
                              feature_gates=feature_gates or FeatureGates(),
-                             image_map=image_map, api_server_url=url)
+                             image_map=image_map, api_server_url=url,
+                             runtime_unconfined=runtime_unconfined)
     if index is not None:
         options.internal_ip = f"172.18.{index // 250}.{index % 250 + 2}"
         options.pod_cidr = f"10.{244 + index // 256}.{index % 256}.0/24"
@@ -185,7 +187,8 @@ async def start_nodes(preset: str | Path | Preset, *, data_dir: Path,
                       kubeconfig: str | Path | None = None, runtime: str = "fake",
                       nodes: int | None = None, feature_gates: FeatureGates | None = None,
                       wait: bool = True, image_map: ImageMap | None = None,
-                      access: NodeAccess | None = None) -> NodesHandle:
+                      access: NodeAccess | None = None,
+                      runtime_unconfined: bool = False) -> NodesHandle:
     """Start every node of a preset (concurrently) and create its DeviceClasses.
 
     `server`: the in-process `APIServer` (node credentials, log providers); `access`:
@@ -214,7 +217,8 @@ async def start_nodes(preset: str | Path | Preset, *, data_dir: Path,
             path = admin
         return await start_node(spec, kubeconfig=path, data_dir=data_dir, runtime=runtime,
                                 feature_gates=feature_gates, server=server, index=index,
-                                image_map=image_map, access=access)
+                                image_map=image_map, access=access,
+                                runtime_unconfined=runtime_unconfined)
 
     results = await asyncio.gather(*(one(i, s) for i, s in enumerate(chosen.nodes)),
                                    return_exceptions=True)

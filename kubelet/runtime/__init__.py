@@ -1,6 +1,7 @@
 """Container runtimes: `fake` (default; nothing runs) and `process` (opt-in; containers are
-local processes in their own namespaces, images mapped to local executables)."""
+local processes confined in their own namespaces, images mapped to local executables)."""
 
+from pathlib import Path
 from typing import Any
 
 from draemu.kubelet.runtime.base import ContainerConfig, Runtime, RuntimeError_
@@ -12,11 +13,13 @@ RUNTIMES: dict[str, type[Any]] = {"fake": FakeRuntime, "process": ProcessRuntime
 
 
 def make_runtime(name: str, image_map: ImageMap | None = None,
-                 api_server: tuple[str, int] | None = None) -> Runtime:
+                 api_server: tuple[str, int] | None = None, unconfined: bool = False,
+                 node_folder: Path | None = None) -> Runtime:
     if name == "fake":
         return FakeRuntime()
     if name == "process":
-        return ProcessRuntime(image_map, api_server)
+        return ProcessRuntime(image_map, api_server, unconfined=unconfined,
+                              node_folder=node_folder)
     raise ValueError(f"unknown runtime {name!r} (known: {', '.join(RUNTIMES)})")
 
 

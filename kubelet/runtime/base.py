@@ -17,6 +17,25 @@ class RuntimeError_(Exception):
 
 
 @dataclass
+class ContainerSecurity:
+    """The container's securityContext as the kubelet resolves it (pod and container
+    levels merged, capabilities as containerd computes them)."""
+
+    run_as_user: int | None = None
+    run_as_group: int | None = None
+    # supplementalGroups, then fsGroup
+    groups: list[int] = field(default_factory=list)
+    # Capability numbers kept in the bounding set; None: every one (privileged).
+    capabilities: list[int] | None = None
+    no_new_privs: bool = False
+    read_only_root: bool = False
+    # /proc and /sys paths hidden or read-only (not privileged, procMount Default)
+    masked_paths: bool = True
+    host_pid: bool = False
+    host_ipc: bool = False
+
+
+@dataclass
 class ContainerConfig:
     pod_namespace: str
     pod_name: str
@@ -33,11 +52,11 @@ class ContainerConfig:
     annotations: dict[str, str] = field(default_factory=dict)  # the pod's
     pod_uid: str = ""
     host_network: bool = False
-    # The pod's volumes as this container mounts them (kubelet/volumes.py Mount.spec()).
+    # The pod's volumes, the kubelet's /etc files and CDI mounts as this container mounts
+    # them (kubelet/volumes.py Mount.spec()).
     mounts: list[dict[str, Any]] = field(default_factory=list)
-    run_as_user: int | None = None
-    run_as_group: int | None = None
-    supplemental_groups: list[int] = field(default_factory=list)
+    security: ContainerSecurity = field(default_factory=ContainerSecurity)
+    hostname: str = ""
     # TCP hostPorts of a pod with its own network: (host IP, host port, container port).
     host_ports: list[tuple[str, int, int]] = field(default_factory=list)
 
@@ -80,6 +99,10 @@ class Runtime(Protocol):
     async def exec(self, container: Container, argv: list[str], timeout: float
                    ) -> tuple[int, bytes]:
         """Run a command in the container (exec probes): exit code and output."""
+        ...
+
+    def exec_argv(self, container: Container, argv: list[str]) -> list[str]:
+        """The command line that runs `argv` in the container (kubectl exec)."""
         ...
 
 

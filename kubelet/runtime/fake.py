@@ -91,3 +91,6 @@ class FakeRuntime:
     async def exec(self, container: Container, argv: list[str], timeout: float
                    ) -> tuple[int, bytes]:
         raise RuntimeError_("the fake runtime runs no commands")
+
+    def exec_argv(self, container: Container, argv: list[str]) -> list[str]:
+        raise RuntimeError_("the fake runtime runs no commands")

@@ -1,243 +1,332 @@
 """Starts one container of the process runtime: `python -I -S launch.py` with a JSON spec
-on stdin. Standard library only and no draemu imports, so that it starts in a few
-milliseconds and shares nothing with the kubelet but the spec.
+on stdin (`exec`: as the second argument). Standard library only and no draemu imports
+(its `confine/` modules are found beside it), so that it starts in a few milliseconds and
+shares nothing with the kubelet but the spec.
 
 Modes (`spec["mode"]`):
 
-- `run`: join the pod's network namespace (`netns`, a /proc/<pid>/ns/net path; absent
-  with hostNetwork), enter a new mount namespace whose mounts do not propagate back to
-  the host, attach the pod's volumes at their mount paths, switch user if asked, chdir
-  and exec the command. A mount path whose parent folders do not exist is created
-  inside an overlay of its nearest existing ancestor, upper layer on a tmpfs, so that
-  nothing is created on the host's file system (for a top-level folder, / itself is
-  overlaid, the mounts below it carried over, and the container chroots into it).
-  Sources are cloned as detached mounts (open_tree) before any overlay hides them.
+- `run`: the launcher joins the pod's network namespace (`netns`, a /proc/<pid>/ns/net
+  path; absent with hostNetwork), makes the pod's user namespace (`userns`: root inside
+  is `base` outside, `size` ids mapped; absent when unconfined) and new mount, PID, IPC
+  and UTS namespaces (`namespaces.pid`/`ipc` false: hostPID/hostIPC), assembles the
+  container's root (confine/rootfs.py) and forks the container's init: it mounts /proc,
+  pivots into the root, enters the user namespace as its root, forks the command's
+  process (which takes the container's user, groups and capabilities, confine/
+  identity.py, and execs the command) and stays as PID 1, passing signals on and reaping
+  orphans; it ends with the command's exit code, and the whole PID namespace with it.
+  The launcher waits for it and ends the same way. Before the exec it writes the init's
+  PID (as this machine sees it) to `started_fd`, which closes at the exec: the kubelet
+  then knows the command runs in its namespaces.
+- `exec`: a command in a running container: joins the namespaces of its init (`pid`),
+  takes the container's identity and runs `argv` in the container's working directory,
+  with the environment the launcher was given.
 - `sandbox`: the pod's network namespace holder (upstream's pause container): a new
   network namespace with loopback up, then sleep until killed.
-- `check`: what `run` needs (new mount and network namespaces, mounting): exit 0 or
-  print what is missing and exit 1.
+- `check`: what `run` needs: exit 0, or print what is missing and exit 1 (no namespaces
+  at all) or 3 (no user namespaces or ID-mapped mounts on `idmap`, a folder: only an
+  unconfined runtime could run).
 
-Errors before the exec are printed on stderr prefixed `draemu-launch:` and exit 127.
+Errors before the command's exec are printed on stderr prefixed `draemu-launch:` and
+exit 127.
 """
 
-import ctypes
-import errno
-import fcntl
 import json
 import os
 import signal
-import socket
-import struct
 import sys
 
-CLONE_NEWNS = 0x00020000
-CLONE_NEWNET = 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT = 1, 2, 4, 32
-MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
-OPEN_TREE_CLONE, AT_RECURSIVE, O_CLOEXEC = 1, 0x8000, 0o2000000
-MOVE_MOUNT_F_EMPTY_PATH = 0x4
-AT_FDCWD = -100
-SYS_OPEN_TREE, SYS_MOVE_MOUNT = 428, 429  # the same number on every architecture
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from confine import identity, rootfs
+from confine import syscalls as sc
+from confine.syscalls import LaunchError
+
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
-PR_SET_PDEATHSIG = 1
-
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.syscall.restype = ctypes.c_long
-
-
-class LaunchError(Exception):
-    pass
-
-
-def _check(result: int, what: str) -> int:
-    if result < 0:
-        err = ctypes.get_errno()
-        raise LaunchError(f"{what}: {os.strerror(err)} (errno {errno.errorcode.get(err, err)})")
-    return result
-
-
-def unshare(flags: int, what: str) -> None:
-    _check(_libc.unshare(flags), what)
-
-
-def setns(path: str, flags: int) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        _check(_libc.setns(fd, flags), f"joining the namespace {path}")
-    finally:
-        os.close(fd)
-
-
-def mount(source: str | None, target: str, fstype: str | None, flags: int,
-          data: str | None = None) -> None:
-    _check(_libc.mount(source.encode() if source else None, target.encode(),
-                       fstype.encode() if fstype else None, flags,
-                       data.encode() if data else None),
-           f"mount {source or fstype} on {target}")
-
-
-def open_tree(path: str) -> int:
-    return _check(_libc.syscall(SYS_OPEN_TREE, AT_FDCWD, path.encode(),
-                                OPEN_TREE_CLONE | AT_RECURSIVE | O_CLOEXEC),
-                  f"cloning {path} for a bind mount")
-
-
-def move_mount(fd: int, target: str) -> None:
-    _check(_libc.syscall(SYS_MOVE_MOUNT, fd, b"", AT_FDCWD, target.encode(),
-                         MOVE_MOUNT_F_EMPTY_PATH), f"bind mount on {target}")
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
+             signal.SIGUSR2, signal.SIGWINCH)
+CHECK_USERNS_BASE = 100000
+USERNS_REFUSALS = {
+    "ENOSPC": ": user namespaces are disabled or used up here (sysctl user.max_user_namespaces)",
+    "EPERM": ": this machine forbids them (a sysctl such as kernel.unprivileged_userns_clone, "
+             "a security module or a seccomp filter)",
+    "EINVAL": ": the kernel has no user namespaces (CONFIG_USER_NS)"}
+UNCONFINED = 3
 
 
 def loopback_up() -> None:
+    import fcntl  # here: only the sandbox and the check need them
+    import socket
+    import struct
+
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         ifreq = struct.pack("16sh14x", b"lo", 0)
         flags = struct.unpack("16sh14x", fcntl.ioctl(s, SIOCGIFFLAGS, ifreq))[1]
         fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sh14x", b"lo", flags | IFF_UP))
 
 
-def _existing_ancestor(path: str) -> str:
-    while not os.path.lexists(path):
-        path = os.path.dirname(path)
-    return path
-
-
-def _root_children() -> list[str]:
-    """Mount points whose parent is the root mount (from /proc/self/mountinfo)."""
-    rows = [line.split() for line in open("/proc/self/mountinfo")]
-    roots = [r for r in rows if r[4] == "/"]
-    if not roots:
-        return []
-    root_id = roots[-1][0]
-    return [_unescape(r[4]) for r in rows if r[1] == root_id and r[4] != "/"]
-
-
-def _unescape(path: str) -> str:
-    """mountinfo writes space, tab, newline and backslash as octal escapes."""
-    return path.encode().decode("unicode_escape").encode("latin-1").decode()
-
-
-def overlay_root(scratch: str) -> None:
-    """Make / an overlay of itself (upper layer on the tmpfs), every mount below it
-    carried over, and chroot into it: mount points may then be made at the top level."""
-    new, upper, work = (f"{scratch}/{d}" for d in ("root", "upper-root", "work-root"))
-    for d in (new, upper, work):
-        os.mkdir(d)
-    mount("overlay", new, "overlay", 0, f"lowerdir=/,upperdir={upper},workdir={work}")
-    for child in _root_children():
-        if os.path.lexists(new + child):
-            mount(child, new + child, None, MS_BIND | MS_REC)
-    os.chroot(new)
-    os.chdir("/")
-
-
-def attach_mounts(mounts: list[dict], scratch: str) -> None:
-    """Each mount: source, target (absolute), readOnly, file (the source is a file)."""
-    clones = [open_tree(m["source"]) for m in mounts]
-    mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700")
-    scratch_fd = os.open(scratch, os.O_PATH | os.O_CLOEXEC)
-    overlays: list[str] = []
-    targets = [os.path.realpath(m["target"]) for m in mounts]
-    if any(_existing_ancestor(t) == "/" for t in targets):
-        overlay_root(f"/proc/self/fd/{scratch_fd}")
-        overlays.append("/")
-    for index, (m, fd, target) in enumerate(zip(mounts, clones, targets, strict=True)):
-        if not os.path.lexists(target):
-            ancestor = _existing_ancestor(target)
-            if not any(ancestor == o or ancestor.startswith(o.rstrip("/") + "/")
-                       for o in overlays):
-                upper = f"/proc/self/fd/{scratch_fd}/upper{index}"
-                work = f"/proc/self/fd/{scratch_fd}/work{index}"
-                os.mkdir(upper)
-                os.mkdir(work)
-                mount("overlay", ancestor, "overlay", 0,
-                      f"lowerdir={ancestor},upperdir={upper},workdir={work}")
-                overlays.append(ancestor)
-            if m.get("file"):
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                open(target, "a").close()  # an empty mount point
-            else:
-                os.makedirs(target, exist_ok=True)
-        move_mount(fd, target)
-        os.close(fd)
-        if m.get("readOnly"):
-            mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_REC)
-    os.close(scratch_fd)
-
-
 def die_with_the_kubelet() -> None:
     """SIGKILL when the kubelet's process ends, however it ends: no container outlives
-    its kubelet (kept across the exec)."""
-    _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl")
+    its kubelet."""
+    sc.prctl(sc.PR_SET_PDEATHSIG, signal.SIGKILL, "prctl")
     if os.getppid() == 1:  # the kubelet is already gone
         os._exit(137)
+
+
+def join(path: str, flag: int) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        sc.setns(fd, flag, f"joining the namespace {path}")
+    finally:
+        os.close(fd)
+
+
+def make_userns(userns: dict) -> int:
+    """A user namespace whose root is `base` on this machine (`size` ids mapped), held
+    by the descriptor returned (a child makes it and leaves; we write its maps)."""
+    ready_r, ready_w = os.pipe()
+    done_r, done_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(ready_r)
+        os.close(done_w)
+        try:
+            sc.unshare(sc.CLONE_NEWUSER, "a user namespace")
+            os.write(ready_w, b"ok")
+        except LaunchError as err:
+            reason = USERNS_REFUSALS.get(next((e for e in USERNS_REFUSALS if e in str(err)), ""))
+            os.write(ready_w, f"{err}{reason}".encode())
+        os.read(done_r, 1)
+        os._exit(0)
+    os.close(ready_w)
+    os.close(done_r)
+    try:
+        answer = os.read(ready_r, 4096).decode(errors="replace")
+        if answer != "ok":
+            raise LaunchError(answer or "a user namespace: the helper process died")
+        line = f"0 {int(userns['base'])} {int(userns['size'])}\n"
+        for name in ("uid_map", "gid_map"):
+            with open(f"/proc/{pid}/{name}", "w") as file:
+                file.write(line)
+        return os.open(f"/proc/{pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+    finally:
+        os.close(ready_r)
+        os.close(done_w)
+        os.waitpid(pid, 0)
+
+
+def exit_code(status: int) -> int:
+    code = os.waitstatus_to_exitcode(status)
+    return code if code >= 0 else 128 - code
 
 
 def run(spec: dict) -> None:
     die_with_the_kubelet()
     if spec.get("netns"):
-        setns(spec["netns"], CLONE_NEWNET)
-    unshare(CLONE_NEWNS, "a new mount namespace")
-    mount(None, "/", None, MS_REC | MS_PRIVATE)
-    if spec.get("mounts"):
-        attach_mounts(spec["mounts"], spec["scratch"])
-    if spec.get("gid") is not None:
-        os.setgroups(spec.get("groups") or [])
-        os.setgid(spec["gid"])
-    if spec.get("uid") is not None:
-        os.setuid(spec["uid"])
-    if spec.get("cwd"):
+        join(spec["netns"], sc.CLONE_NEWNET)
+    userns_fd = make_userns(spec["userns"]) if spec.get("userns") else None
+    namespaces = spec.get("namespaces") or {}
+    flags = sc.CLONE_NEWNS | sc.CLONE_NEWUTS
+    flags |= sc.CLONE_NEWPID if namespaces.get("pid", True) else 0
+    flags |= sc.CLONE_NEWIPC if namespaces.get("ipc", True) else 0
+    sc.unshare(flags, "the container's namespaces")
+    sc.mount(None, "/", None, sc.MS_REC | sc.MS_PRIVATE)
+    if spec.get("hostname"):
+        sc.sethostname(spec["hostname"])
+    root = rootfs.RootBuilder(spec, userns_fd).build()
+    pid = os.fork()
+    if pid == 0:
         try:
-            os.chdir(spec["cwd"])
-        except OSError as err:
-            raise LaunchError(f"working directory {spec['cwd']}: {err.strerror}") from err
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+            init(spec, root, userns_fd)
+        except (LaunchError, OSError) as err:
+            print(f"draemu-launch: {err}", file=sys.stderr, flush=True)
+        os._exit(127)
+    for sig in FORWARDED:
+        signal.signal(sig, signal.SIG_IGN)  # for the init, which passes them on
+    started = spec.get("started_fd")
+    if started is not None:
+        os.write(started, f"{pid}\n".encode())
+        os.close(started)
+    _, status = os.waitpid(pid, 0)
+    sys.exit(exit_code(status))
+
+
+def init(spec: dict, root: str, userns_fd: int | None) -> None:
+    """The container's PID 1: its root, its user namespace, then the command's process."""
+    sc.prctl(sc.PR_SET_PDEATHSIG, signal.SIGKILL, "prctl")
+    rootfs.finish(spec, root)
+    if userns_fd is not None:
+        sc.setns(userns_fd, sc.CLONE_NEWUSER, "joining the pod's user namespace")
+        os.close(userns_fd)
+        identity.become({"caps": None})  # the namespace's root, until it drops everything
+        sc.prctl(sc.PR_SET_PDEATHSIG, signal.SIGKILL, "prctl")  # cleared by a new uid
+    os.umask(0o022)
+    child = os.fork()
+    if child == 0:
+        command(spec)
     if spec.get("started_fd") is not None:
-        # Closed by the exec: the kubelet then knows the command runs in its namespaces.
-        os.set_inheritable(spec["started_fd"], False)
-    argv, env = spec["argv"], spec["env"]
+        os.close(spec["started_fd"])
+    identity.drop_everything()
+    supervise(child)
+
+
+def command(spec: dict) -> None:
+    """The command's process: the container's identity, then the exec."""
+    try:
+        identity.become(spec.get("user") or {})
+        enter(spec.get("cwd") or "/")
+        if spec.get("started_fd") is not None:
+            # Closed by the exec: the kubelet then knows the command runs.
+            os.set_inheritable(spec["started_fd"], False)
+        execute(spec["argv"], spec["env"])
+    except (LaunchError, OSError) as err:
+        print(f"draemu-launch: {err}", file=sys.stderr, flush=True)
+    os._exit(127)
+
+
+def enter(cwd: str) -> None:
+    try:
+        os.chdir(cwd)
+    except OSError as err:
+        raise LaunchError(f"working directory {cwd}: {err.strerror}") from err
+
+
+def execute(argv: list[str], env: dict[str, str]) -> None:
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ, *FORWARDED):
+        signal.signal(sig, signal.SIG_DFL)
     try:
         os.execvpe(argv[0], argv, env)
     except OSError as err:
         raise LaunchError(f'exec "{argv[0]}": {err.strerror}') from err
 
 
+def supervise(child: int) -> None:
+    """Pass signals on to the command, reap whatever ends, end with the command."""
+    def forward(sig: int, _frame: object) -> None:
+        try:
+            os.kill(child, sig)
+        except ProcessLookupError:
+            pass
+
+    for sig in FORWARDED:
+        signal.signal(sig, forward)
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            os._exit(0)
+        if pid == child:
+            os._exit(exit_code(status))
+
+
+NAMESPACES = (("ipc", sc.CLONE_NEWIPC), ("uts", sc.CLONE_NEWUTS), ("net", sc.CLONE_NEWNET),
+              ("pid", sc.CLONE_NEWPID), ("mnt", sc.CLONE_NEWNS), ("user", sc.CLONE_NEWUSER))
+
+
+def exec_(spec: dict) -> None:
+    die_with_the_kubelet()
+    pid = int(spec["pid"])
+    targets = []
+    for name, flag in NAMESPACES:
+        path = f"/proc/{pid}/ns/{name}"
+        try:
+            if os.stat(path).st_ino == os.stat(f"/proc/self/ns/{name}").st_ino:
+                continue
+            targets.append((os.open(path, os.O_RDONLY | os.O_CLOEXEC), flag, name))
+        except FileNotFoundError as err:
+            raise LaunchError("container is not running") from err
+    for fd, flag, name in targets:  # the user namespace last: until then we are root here
+        sc.setns(fd, flag, f"joining the container's {name} namespace")
+        os.close(fd)
+    child = os.fork()
+    if child == 0:
+        try:
+            identity.become(spec.get("user") or {})
+            sc.prctl(sc.PR_SET_PDEATHSIG, signal.SIGKILL, "prctl")
+            enter(spec.get("cwd") or "/")
+            execute(spec["argv"], dict(os.environ))
+        except (LaunchError, OSError) as err:
+            print(f"draemu-launch: {err}", file=sys.stderr, flush=True)
+        os._exit(127)
+    _, status = os.waitpid(child, 0)
+    sys.exit(exit_code(status))
+
+
 def sandbox() -> None:
     die_with_the_kubelet()
-    unshare(CLONE_NEWNET, "a new network namespace")
+    sc.unshare(sc.CLONE_NEWNET, "a new network namespace")
     loopback_up()
+    # As container runtimes set them for a pod (containerd's enable_unprivileged_ports and
+    # _icmp): the pod's root is not the machine's, and may still bind port 80 and ping.
+    with open("/proc/sys/net/ipv4/ip_unprivileged_port_start", "w") as file:
+        file.write("0")
+    try:
+        with open("/proc/sys/net/ipv4/ping_group_range", "w") as file:
+            file.write("0 2147483647")
+    except OSError:
+        pass  # ids this (user) namespace does not map: no unprivileged ping, nothing else
     print("ready", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     while True:
         signal.pause()
 
 
-def check() -> None:
+def check(spec: dict) -> None:
     if os.geteuid() != 0:
-        raise LaunchError(f"the process runtime runs containers in their own mount and network "
-                          f"namespaces and needs root (running as uid {os.geteuid()})")
+        raise LaunchError(f"the process runtime runs containers in their own user, mount, PID "
+                          f"and network namespaces and needs root (running as uid "
+                          f"{os.geteuid()})")
+    if not in_child(namespaces_work):
+        raise LaunchError("this machine does not let the process runtime create namespaces")
+    if not in_child(lambda: confinement_works(spec.get("idmap") or "/")):
+        sys.exit(UNCONFINED)
+
+
+def in_child(test: object) -> bool:
     pid = os.fork()
     if pid == 0:
         try:
-            unshare(CLONE_NEWNS | CLONE_NEWNET, "new mount and network namespaces")
-            mount(None, "/", None, MS_REC | MS_PRIVATE)
-            scratch = "/tmp"
-            mount("tmpfs", scratch, "tmpfs", 0)
-            loopback_up()
+            test()  # type: ignore[operator]
         except (LaunchError, OSError) as err:
             print(f"draemu-launch: {err}", file=sys.stderr, flush=True)
             os._exit(1)
         os._exit(0)
     _, status = os.waitpid(pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise LaunchError("this machine does not let the process runtime create namespaces")
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def namespaces_work() -> None:
+    sc.unshare(sc.CLONE_NEWNS | sc.CLONE_NEWNET | sc.CLONE_NEWPID | sc.CLONE_NEWIPC
+               | sc.CLONE_NEWUTS, "new mount, network, PID, IPC and UTS namespaces")
+    sc.mount(None, "/", None, sc.MS_REC | sc.MS_PRIVATE)
+    sc.mount("tmpfs", "/tmp", "tmpfs", 0)
+    loopback_up()
+
+
+def confinement_works(folder: str) -> None:
+    """A user namespace, and an ID-mapped mount of `folder` (the node's file system)."""
+    userns_fd = make_userns({"base": CHECK_USERNS_BASE, "size": 65536})
+    sc.unshare(sc.CLONE_NEWNS, "a new mount namespace")
+    fd = os.open(folder, os.O_PATH | os.O_CLOEXEC)
+    tree = sc.open_tree(fd, recursive=False)
+    try:
+        sc.mount_setattr(tree, sc.MOUNT_ATTR_IDMAP, userns_fd,
+                         what=f"{folder} (an ID-mapped mount)")
+    finally:
+        os.close(tree)
+        os.close(fd)
 
 
 def main() -> None:
-    spec = json.load(sys.stdin)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
+    if len(sys.argv) > 2 and sys.argv[1] == "exec":
+        spec = json.loads(sys.argv[2])
+        spec["mode"] = "exec"
+    else:
+        spec = json.load(sys.stdin)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
     try:
-        {"run": run, "sandbox": lambda _s: sandbox(), "check": lambda _s: check()}[
+        {"run": run, "exec": exec_, "sandbox": lambda _s: sandbox(), "check": check}[
             spec["mode"]](spec)
     except (LaunchError, OSError) as err:
         print(f"draemu-launch: {err}", file=sys.stderr, flush=True)

@@ -1,18 +1,25 @@
-"""The `process` runtime: containers are local processes, isolated the way a container
-runtime isolates them, without images.
+"""The `process` runtime: containers are local processes, confined the way a container
+runtime confines them, without images.
 
 - An image map (kubelet/runtime/imagemap.py) says which local executable or folder
   stands for an image. A container whose image is not mapped behaves as on the fake
   runtime (nothing executes) and the pod's events say so. With no image map at all,
-  every image stands for this machine's own file system: the container's command runs
-  as it is (the runtime's opt-in behaviour before image maps).
-- Each pod not on the host network has its own network namespace (kubelet/runtime/
-  netns.py) with the apiserver forwarded in; each container has its own mount
-  namespace with the pod's volumes at their mount paths (kubelet/runtime/launch.py).
-  Namespaces need root: without them the runtime refuses to start, never falls back.
+  every container runs its command in a root made of this machine's system folders
+  (kubelet/runtime/podroot.py says what each image's root is made of).
+- Each pod runs in a user namespace of its own (kubelet/runtime/userns.py: its root is
+  an unprivileged user of this machine); each container in its own mount, PID, IPC and
+  UTS namespaces, pivoted into its own root with the pod's volumes and nothing else of
+  this machine, with the user, groups and capabilities of its securityContext
+  (kubelet/security.py, kubelet/runtime/launch.py). Each pod not on the host network has
+  its own network namespace (kubelet/runtime/netns.py) with the apiserver forwarded in.
+  Namespaces need root; where the machine cannot make user namespaces (or ID-mapped
+  mounts on the node's file system) the runtime refuses to start unless told to run
+  pods unconfined (`--runtime-unconfined`: without a user namespace, as this machine's
+  root), and never falls back by itself.
 - stdout and stderr become the container log (CRI format); the exit code, or 128 plus
   the signal, the container's state. Stopping: SIGTERM to the container's process
-  group, SIGKILL after the grace period.
+  group (its init passes it to the command), SIGKILL after the grace period; the
+  container's PID namespace ends with its command.
 """
 
 from __future__ import annotations
@@ -22,32 +29,80 @@ import json
 import os
 import signal
 import subprocess
+from pathlib import Path
 from typing import Any
 
-from draemu.kubelet.execsession import nsenter_argv
-from draemu.kubelet.runtime.base import Container, ContainerConfig, CRILogWriter, RuntimeError_
+from draemu.kubelet.runtime import podroot
+from draemu.kubelet.runtime.base import (
+    Container,
+    ContainerConfig,
+    ContainerSecurity,
+    CRILogWriter,
+    RuntimeError_,
+)
 from draemu.kubelet.runtime.fake import FakeRuntime
 from draemu.kubelet.runtime.imagemap import ImageMap, ImageMapError
 from draemu.kubelet.runtime.netns import Sandbox, launcher_argv
+from draemu.kubelet.runtime.userns import IdRanges, NoFreeRange
 from draemu.log import get_logger
 
 log = get_logger("kubelet.runtime")
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 LAUNCH_ERROR = "draemu-launch: "
+UNCONFINED_EXIT = 3  # launch.py check: namespaces, but no user namespaces or ID maps
 
 
 class NamespacesUnavailable(RuntimeError):
     """The machine cannot give the process runtime its namespaces."""
 
 
-def preflight() -> None:
-    """What the runtime needs, checked once at start-up."""
-    result = subprocess.run([*launcher_argv()], input=b'{"mode": "check"}', capture_output=True,
-                            timeout=30, check=False)
+def _existing(folder: Path) -> Path:
+    folder = folder.absolute()
+    while not folder.exists():
+        folder = folder.parent
+    return folder
+
+
+def preflight(node_folder: Path | None = None, unconfined: bool = False) -> None:
+    """What the runtime needs, checked once at start-up: root and namespaces, and, unless
+    `unconfined`, user namespaces and ID-mapped mounts on the file system of
+    `node_folder` (where the node's volumes are)."""
+    folder = _existing(node_folder or Path.cwd())
+    spec = json.dumps({"mode": "check", "idmap": str(folder)}).encode()
+    result = subprocess.run([*launcher_argv()], input=spec, capture_output=True, timeout=30,
+                            check=False)
+    detail = result.stderr.decode(errors="replace").strip().replace(LAUNCH_ERROR, "")
+    if result.returncode == UNCONFINED_EXIT:
+        if unconfined:
+            log.warning("pods run unconfined: without a user namespace, as this machine's "
+                        "root", reason=detail)
+            return
+        raise NamespacesUnavailable(
+            f"--runtime process cannot start: this machine cannot give pods a user namespace "
+            f"of their own ({detail}); --runtime-unconfined runs them without one, as this "
+            "machine's root (anyone who may create pods then controls this machine)")
     if result.returncode != 0:
-        detail = result.stderr.decode(errors="replace").strip().removeprefix(LAUNCH_ERROR)
         raise NamespacesUnavailable(
             f"--runtime process cannot start: {detail or 'namespace check failed'}")
+
+
+def user_spec(security: ContainerSecurity) -> dict[str, Any]:
+    """The container's identity as the launcher takes it (confine/identity.py)."""
+    return {"uid": security.run_as_user or 0, "gid": security.run_as_group or 0,
+            "groups": security.groups, "caps": security.capabilities,
+            "noNewPrivs": security.no_new_privs}
+
+
+def device_nodes(config: ContainerConfig) -> list[dict[str, str]]:
+    """CDI device nodes that exist on this machine (under /dev), at their container paths."""
+    out = []
+    for node in config.edits.device_nodes:
+        source = node.get("hostPath") or node["path"]
+        if source.startswith("/dev/") and os.path.exists(source):
+            out.append({"source": source, "target": node["path"]})
+    return out
+
+
 
 
 def service_env(api_server: tuple[str, int] | None) -> dict[str, str]:
@@ -67,14 +122,18 @@ class ProcessRuntime:
     name = "process"
 
     def __init__(self, image_map: ImageMap | None = None,
-                 api_server: tuple[str, int] | None = None, check: bool = True) -> None:
+                 api_server: tuple[str, int] | None = None, check: bool = True,
+                 unconfined: bool = False, node_folder: Path | None = None) -> None:
         if check:
-            preflight()
+            preflight(node_folder, unconfined)
         self.image_map = image_map or ImageMap()
         self.api_server = api_server
+        self.unconfined = unconfined
+        self._ranges = IdRanges()
         self._fake = FakeRuntime()
         self._procs: dict[str, asyncio.subprocess.Process] = {}
         self._faked: set[str] = set()
+        self._exec_specs: dict[str, dict[str, Any]] = {}
         self._sandboxes: dict[str, Sandbox] = {}
         self._sandbox_locks: dict[str, asyncio.Lock] = {}
 
@@ -103,30 +162,37 @@ class ProcessRuntime:
         self._sandbox_locks.pop(pod_uid, None)
         if box is not None:
             await box.stop()
+        self._ranges.release(pod_uid)
 
     async def close(self) -> None:
         for uid in list(self._sandboxes):
             await self.remove_pod(uid)
+        self._ranges.close()
 
     # ---- containers
 
-    def _argv(self, config: ContainerConfig) -> tuple[list[str], list[str]] | None:
-        """(argv, PATH folders) for the container, or None when its image is not mapped."""
+    def _plan(self, config: ContainerConfig
+              ) -> tuple[list[str], list[str], str | None, dict[str, Any] | None] | None:
+        """(argv, PATH folders, the image's root folder, the image's executable as a
+        mount) for the container, or None when its image is not mapped."""
         if not self.image_map:
             if not config.command:
                 raise RuntimeError_(f"container {config.name}: without an image map the "
                                     "process runtime needs an explicit command")
-            return [*config.command, *config.args], []
+            return [*config.command, *config.args], [], None, None
         mapped = self.image_map.lookup(config.image)
         if mapped is None:
             return None
         try:
-            return [*mapped.resolve(config.command), *config.args], mapped.path_dirs()
+            argv = [*mapped.resolve(config.command), *config.args]
         except ImageMapError as err:
             raise RuntimeError_(str(err)) from err
+        if mapped.is_folder:
+            return argv, [], str(mapped.path), None
+        return argv, mapped.path_dirs(), None, podroot.executable_mount(str(mapped.path))
 
     async def start(self, config: ContainerConfig, init: bool = False) -> Container:
-        plan = self._argv(config)
+        plan = self._plan(config)
         if plan is None:
             container = await self._fake.start(config, init)
             self._faked.add(container.id)
@@ -134,7 +200,7 @@ class ProcessRuntime:
                 f'image "{config.image}" is not in the image map (--image-map): container '
                 f"{config.name} does not execute and behaves as on the fake runtime")
             return container
-        argv, path_dirs = plan
+        argv, path_dirs, image_folder, executable = plan
         netns = None
         if not config.host_network:
             box = await self.sandbox(config.pod_uid)
@@ -151,43 +217,63 @@ class ProcessRuntime:
         scratch.mkdir(parents=True, exist_ok=True)
         env = {"PATH": ":".join([*path_dirs, BASE_PATH]), "HOME": "/root",
                **service_env(self.api_server), **config.env}
-        mounts = list(config.mounts) + [
-            {"source": m["hostPath"], "target": m["containerPath"],
-             "readOnly": "ro" in (m.get("options") or []),
-             "file": not os.path.isdir(m["hostPath"])}
-            for m in config.edits.mounts if os.path.exists(m["hostPath"])]
+        security = config.security
+        try:
+            userns = None if self.unconfined else self._ranges.for_pod(config.pod_uid)
+        except NoFreeRange as err:
+            raise RuntimeError_(str(err)) from err
+        user, cwd = user_spec(security), config.working_dir or "/"
+        user["groups"] = list(dict.fromkeys([*user["groups"], *config.edits.additional_gids]))
         spec: dict[str, Any] = {
-            "mode": "run", "argv": argv, "env": env, "netns": netns, "mounts": mounts,
-            "scratch": str(scratch), "cwd": config.working_dir or "/",
-            "uid": config.run_as_user, "gid": config.run_as_group,
-            "groups": config.supplemental_groups}
+            "mode": "run", "argv": argv, "env": env, "netns": netns,
+            "userns": userns.spec() if userns is not None else None,
+            "namespaces": {"pid": not security.host_pid, "ipc": not security.host_ipc},
+            "hostname": config.hostname,
+            "root": podroot.root_spec(image_folder, security.read_only_root,
+                                      security.masked_paths),
+            "mounts": [*config.mounts, *([executable] if executable else [])],
+            "devices": device_nodes(config), "scratch": str(scratch), "cwd": cwd,
+            "user": user}
+        proc, init_pid = await self._launch(spec, config.name)
+        container = Container(pid=init_pid or proc.pid, env=env)
+        self._procs[container.id] = proc
+        self._exec_specs[container.id] = {"pid": container.pid, "user": user, "cwd": cwd}
+        asyncio.create_task(self._collect(proc, container, config))
+        return container
+
+    async def _launch(self, spec: dict[str, Any], name: str
+                      ) -> tuple[asyncio.subprocess.Process, int | None]:
+        """The launcher running `spec`, and the container's init (its PID here) once the
+        command runs in its namespaces (None: it never got that far)."""
         started_r, started_w = os.pipe()
         spec["started_fd"] = started_w
         try:
             proc = await asyncio.create_subprocess_exec(
                 *launcher_argv(), stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                start_new_session=True, pass_fds=(started_w,))
+                start_new_session=True, pass_fds=(started_w,), env={"PATH": BASE_PATH})
         except OSError as err:
             os.close(started_r)
-            raise RuntimeError_(f"failed to start container {config.name}: {err}") from err
+            raise RuntimeError_(f"failed to start container {name}: {err}") from err
         finally:
             os.close(started_w)
         assert proc.stdin is not None
         proc.stdin.write(json.dumps(spec).encode())
         proc.stdin.close()
-        # The pipe closes when the launcher execs the command (or dies): only then is
-        # the container running in its namespaces, for exec and probes to enter.
+        # The pipe gets the init's PID and closes when the command's exec succeeds (or
+        # anything before it fails): only then are exec and probes able to enter.
+        reader = asyncio.StreamReader()
+        transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), open(started_r, "rb", 0))
         try:
-            await asyncio.wait_for(asyncio.to_thread(os.read, started_r, 1), 30)
+            written = await asyncio.wait_for(reader.read(), 30)
         except TimeoutError:
-            log.warning("container start not confirmed in 30s", container=config.name)
+            log.warning("container start not confirmed in 30s", container=name)
+            written = b""
         finally:
-            os.close(started_r)
-        container = Container(pid=proc.pid, env=env)
-        self._procs[container.id] = proc
-        asyncio.create_task(self._collect(proc, container, config))
-        return container
+            transport.close()
+        text = written.decode(errors="replace").strip()
+        return proc, int(text) if text.isdigit() else None
 
     async def _collect(self, proc: asyncio.subprocess.Process, container: Container,
                        config: ContainerConfig) -> None:
@@ -209,6 +295,7 @@ class ProcessRuntime:
         finally:
             writer.close()
             self._procs.pop(container.id, None)
+            self._exec_specs.pop(container.id, None)
         if launch_error and code == 127:
             # The container never started its command (upstream: StartError, 128).
             container.finish(128, "StartError", launch_error)
@@ -234,16 +321,21 @@ class ProcessRuntime:
                 pass
             await container.exit_code
 
+    def exec_argv(self, container: Container, argv: list[str]) -> list[str]:
+        """argv in the container: its namespaces, root, identity and working folder."""
+        spec = self._exec_specs.get(container.id)
+        if spec is None or container.exit_code.done():
+            raise RuntimeError_("container is not running")
+        return [*launcher_argv(), "exec", json.dumps({**spec, "argv": argv})]
+
     async def exec(self, container: Container, argv: list[str], timeout: float,
                    env: dict[str, str] | None = None) -> tuple[int, bytes]:
-        """Run argv in the container's mount and network namespaces (nsenter)."""
-        if container.pid is None or container.exit_code.done():
-            raise RuntimeError_("container is not running")
+        """Run argv in the container (exec probes): exit code and output."""
         proc = await asyncio.create_subprocess_exec(
-            *nsenter_argv(container.pid, argv),
+            *self.exec_argv(container, argv),
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
-            env=env or container.env or container_env(container.pid))
+            env=env or container.env or container_env(container.pid or 0))
         try:
             out, _ = await asyncio.wait_for(proc.communicate(), timeout)
         except TimeoutError:

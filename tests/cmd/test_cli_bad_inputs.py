@@ -94,17 +94,18 @@ def test_every_broken_file_gets_one_clear_line(command: str, tmp_path: Path,
      "error: --image-map needs --runtime process"),
     (["--runtime", "process"],
      "error: --runtime process cannot start: the process runtime runs containers in their own "
-     "mount and network namespaces and needs root (running as uid 1000)"),
+     "user, mount, PID and network namespaces and needs root (running as uid 1000)"),
+    (["--runtime-unconfined"], "error: --runtime-unconfined needs --runtime process"),
 ])
 def test_a_bad_image_map_or_no_namespaces_stop_draemu_up_before_it_starts(
         args: list[str], message: str, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     from draemu.kubelet.runtime import process
 
-    def not_root() -> None:
+    def not_root(*_args: object) -> None:
         raise process.NamespacesUnavailable(
             "--runtime process cannot start: the process runtime runs containers in their "
-            "own mount and network namespaces and needs root (running as uid 1000)")
+            "own user, mount, PID and network namespaces and needs root (running as uid 1000)")
 
     monkeypatch.setattr(process, "preflight", not_root)
     code = _main("up")(["up", "--in-memory", "--port", "0", "--preset", "empty", *args])

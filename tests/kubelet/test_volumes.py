@@ -41,7 +41,7 @@ def pod(expiration: float) -> dict[str, Any]:
 async def test_a_projected_volume_gets_a_bound_token_and_the_downward_api(tmp_path: Path):
     client = StubClient()
     volumes = VolumeManager(client, NodeLayout(tmp_path))  # type: ignore[arg-type]
-    folder = Path((await volumes.setup(pod(3600), "10.0.0.1", "10.244.0.2"))["api"])
+    folder = (await volumes.setup(pod(3600), "10.0.0.1", "10.244.0.2"))["api"].location
     assert (folder / "token").read_text() == "token-1"
     assert (folder / "token").stat().st_mode & 0o777 == 0o600
     assert (folder / "namespace").read_text() == "ns"
@@ -56,7 +56,7 @@ async def test_a_projected_volume_gets_a_bound_token_and_the_downward_api(tmp_pa
 async def test_the_token_is_renewed_before_it_expires(tmp_path: Path):
     client = StubClient()
     volumes = VolumeManager(client, NodeLayout(tmp_path))  # type: ignore[arg-type]
-    folder = Path((await volumes.setup(pod(0.1), "10.0.0.1", None))["api"])
+    folder = (await volumes.setup(pod(0.1), "10.0.0.1", None))["api"].location
     await asyncio.sleep(0.35)
     assert client.tokens >= 3
     assert (folder / "token").read_text() == f"token-{client.tokens}"

@@ -86,8 +86,13 @@ def add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runtime", choices=["fake", "process"], default="fake",
                         help="container runtime of the emulated kubelets: fake (nothing is "
                         "executed; logs list what the container would get) or process (runs "
-                        "containers as local processes in their own mount and network "
-                        "namespaces; needs root)")
+                        "containers as local processes confined as a container runtime "
+                        "confines them: each pod in a user namespace of its own, each "
+                        "container in its own root with the pod's volumes; needs root)")
+    parser.add_argument("--runtime-unconfined", action="store_true",
+                        help="process runtime: run pods without a user namespace, as this "
+                        "machine's root, where the machine cannot make user namespaces "
+                        "(anyone who may create pods then controls this machine)")
     parser.add_argument("--image-map", action="append", default=[], metavar="IMAGE=PATH",
                         help="process runtime: the local executable or folder that stands for "
                         "an image (repeatable; IMAGE may omit its tag or be a pattern such as "
@@ -100,8 +105,12 @@ def runtime_image_map(args: argparse.Namespace) -> Any:
     """The image map of --image-map and --image-map-file, checked before anything starts
     (paths exist, the runtime is process, and the process runtime can make its
     namespaces here); ValueError says what is wrong."""
-    if args.runtime != "process" and not args.image_map_file and not args.image_map:
+    if args.runtime != "process" and not args.image_map_file and not args.image_map \
+            and not args.runtime_unconfined:
         return None  # the fake runtime: nothing to import (`draemu up` stays light)
+    from pathlib import Path
+
+    from draemu.cmd.cluster import default_data_dir
     from draemu.kubelet.runtime import ImageMap
     from draemu.kubelet.runtime.process import NamespacesUnavailable, preflight
 
@@ -112,9 +121,13 @@ def runtime_image_map(args: argparse.Namespace) -> Any:
         image_map.add_entry(entry)
     if image_map and args.runtime != "process":
         raise ValueError("--image-map needs --runtime process")
+    if args.runtime_unconfined and args.runtime != "process":
+        raise ValueError("--runtime-unconfined needs --runtime process")
     if args.runtime == "process":
+        data_dir = getattr(args, "data_dir", None)
         try:
-            preflight()
+            preflight(Path(data_dir) if data_dir else default_data_dir(),
+                      args.runtime_unconfined)
         except NamespacesUnavailable as err:
             raise ValueError(str(err)) from None
     return image_map

@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     kubelet = Kubelet(client, KubeletOptions(
         node_name=args.node, root_dir=root, runtime=args.runtime, labels=labels,
         address=args.address, port=args.port, tls=tls, feature_gates=gates,
-        image_map=image_map))
+        image_map=image_map, runtime_unconfined=args.runtime_unconfined))
     plugins = []
 
     async def start() -> None:

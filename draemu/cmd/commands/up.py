@@ -212,7 +212,8 @@ def cluster_options(args: argparse.Namespace) -> ClusterOptions:
         preset=args.preset, nodes=args.nodes, runtime=args.runtime,
         legacy_v1alpha3=args.legacy_v1alpha3,
         scheduler=not args.no_scheduler, controllers=not args.no_controllers,
-        image_map=image_map, control_plane_process=not args.one_process,
+        image_map=image_map, runtime_unconfined=args.runtime_unconfined,
+        control_plane_process=not args.one_process,
         scheduler_config=scheduler_config, enabled_controllers=enabled_controllers)
 
 

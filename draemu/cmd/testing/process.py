@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,15 +37,17 @@ class RunningDraemu:
 
 
 @contextmanager
-def draemu_up(folder: Path, *args: str, timeout: float = 60.0) -> Iterator[RunningDraemu]:
+def draemu_up(folder: Path, *args: str, timeout: float = 60.0,
+              prefix: Sequence[str] = ()) -> Iterator[RunningDraemu]:
     """Run `draemu up --data-dir FOLDER/data --port 0 ARGS...` until the block ends,
-    then stop it with SIGTERM (as Ctrl-C would)."""
+    then stop it with SIGTERM (as Ctrl-C would). `prefix`: a command that runs it (its
+    last arguments)."""
     folder.mkdir(parents=True, exist_ok=True)
     kubeconfig = folder / "kubeconfig"
     log = open(folder / "draemu.log", "w")  # closed below
     proc = subprocess.Popen(
-        [sys.executable, "-m", "draemu", "up", "--data-dir", str(folder / "data"), "--port",
-         "0", "--kubeconfig", str(kubeconfig), "--log-format", "json", *args],
+        [*prefix, sys.executable, "-m", "draemu", "up", "--data-dir", str(folder / "data"),
+         "--port", "0", "--kubeconfig", str(kubeconfig), "--log-format", "json", *args],
         stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, text=True)
     output: list[str] = []
     deadline = time.monotonic() + timeout

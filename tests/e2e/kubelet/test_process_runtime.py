@@ -277,8 +277,10 @@ def test_without_root_the_runtime_refuses_to_start():
     folder = Path(tempfile.mkdtemp())
     launcher = folder / "launch.py"
     shutil.copy(LAUNCHER, launcher)
-    folder.chmod(0o755)
-    launcher.chmod(0o644)
+    shutil.copytree(LAUNCHER.with_name("confine"), folder / "confine",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
     python = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3")
                    if os.access(p, os.X_OK)), None)
     if python is None:
@@ -288,8 +290,8 @@ def test_without_root_the_runtime_refuses_to_start():
     shutil.rmtree(folder)
     assert result.returncode == 127
     assert result.stderr.decode() == (
-        "draemu-launch: the process runtime runs containers in their own mount and network "
-        "namespaces and needs root (running as uid 65534)\n")
+        "draemu-launch: the process runtime runs containers in their own user, mount, PID "
+        "and network namespaces and needs root (running as uid 65534)\n")
 
 
 async def kubectl(apiserver, *args: str, stdin: bytes = b"") -> tuple[int, str, str]:
@@ -394,17 +396,16 @@ async def test_security_settings_the_runtime_does_not_enforce_are_named_in_an_ev
         client, node):
     await client.create("v1", "pods", pod("locked", [{
         "name": "main", "image": "registry.example/host", "command": ["sleep", "600"],
-        "securityContext": {"privileged": True, "readOnlyRootFilesystem": True,
+        "securityContext": {"readOnlyRootFilesystem": True,
+                            "appArmorProfile": {"type": "RuntimeDefault"},
                             "capabilities": {"drop": ["ALL"]}}}],
         securityContext={"seccompProfile": {"type": "RuntimeDefault"}}), "default")
     (event,) = await eventually(lambda: events_of(client, "locked",
                                                   "SecurityContextNotEnforced"))
     assert event["type"] == "Warning"
     assert event["message"] == (
-        "the process runtime gives mount and network namespaces only; not enforced: "
-        "securityContext.seccompProfile, "
-        "containers[main].securityContext.capabilities, "
-        "containers[main].securityContext.readOnlyRootFilesystem")
+        "not enforced by the process runtime: securityContext.seccompProfile, "
+        "containers[main].securityContext.appArmorProfile")
 
 
 async def test_run_as_non_root_without_a_user_is_refused_as_the_kubelet_refuses_it(
