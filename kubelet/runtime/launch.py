@@ -163,8 +163,9 @@ def init(spec: dict, root: str, userns_fd: int | None) -> None:
     child = os.fork()
     if child == 0:
         command(spec)
-    if spec.get("started_fd") is not None:
-        os.close(spec["started_fd"])
+    # Nothing of the launcher's stays open in the container's PID 1 (the root's and the
+    # scratch area's descriptors, the start pipe): only its output.
+    os.closerange(3, os.sysconf("SC_OPEN_MAX"))
     identity.drop_everything()
     supervise(child)
 
