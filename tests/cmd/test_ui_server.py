@@ -3,6 +3,7 @@ the what-if panel's answers and refusals (the browser test drives the page itsel
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
@@ -26,7 +27,8 @@ SLICE = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
                   "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
                   "devices": [{"name": "gpu-0", "attributes": {"model": {"string": "T4"}},
                                "capacity": {"memory": {"value": "16Gi"}}}]}}
-NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}
+NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+        "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}}}
 CLAIM = """
 apiVersion: resource.k8s.io/v1
 kind: ResourceClaim
@@ -49,8 +51,10 @@ async def ui(tmp_path: Path):
         await admin.create(api, resource, obj)
     model = LiveModel(Client.from_kubeconfig(server.kubeconfig_path))
     await model.start()
-    view = UIServer(model.client, model, token="secret-token")
+    view = UIServer(model.client, model, token="secret-token",
+                    kubeconfig=str(server.kubeconfig_path))
     client = TestClient(TestServer(view.app))
+    client.admin = admin  # type: ignore[attr-defined]  # for tests that write
     await client.start_server()
     try:
         yield client
@@ -153,7 +157,8 @@ async def test_requests_naming_another_host_are_refused(tmp_path):
     """DNS rebinding: a page of evil.example resolved to 127.0.0.1 sends Host: evil.example."""
     server = await start_apiserver(tmp_path / "apiserver")
     model = LiveModel(Client.from_kubeconfig(server.kubeconfig_path))
-    view = UIServer(model.client, model, token="secret-token")
+    view = UIServer(model.client, model, token="secret-token",
+                    kubeconfig=str(server.kubeconfig_path))
     try:
         url = await view.start("127.0.0.1", 0)
         port = int(url.split(":")[2].split("/")[0])
@@ -194,17 +199,103 @@ async def test_what_if_refuses_an_alias_bomb_at_once(ui):
 
 
 async def test_a_what_if_past_its_deadline_is_stopped_and_the_next_one_runs():
-    from draemu.cmd.ui.whatif import WhatIfWorker
+    from draemu.cmd.ui.worker import Worker
 
     cluster = {"classes": [CLASS], "slices": [SLICE], "rules": [], "claims": [],
                "nodes": [NODE]}
     gates = {"overrides": {}, "version": "1.37"}
-    worker = WhatIfWorker(deadline=0.001)  # shorter than the worker's start-up
+    worker = Worker(deadline=0.001)  # shorter than the worker's start-up
     try:
-        answer = await worker.run(CLAIM, cluster, gates)
+        answer = await worker.what_if(CLAIM, cluster, gates)
         assert "took longer than 0.001 s and was stopped" in answer["error"]
         worker.deadline = 30
-        answer = await worker.run(CLAIM, cluster, gates)
+        answer = await worker.what_if(CLAIM, cluster, gates)
         assert [n["outcome"] for n in answer["nodes"]] == ["Allocated"]
     finally:
         await worker.stop()
+
+
+BIG = 'device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0'
+WAITING = [
+    ("resource.k8s.io/v1", "resourceclaims", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "big"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": "gpu.example.com",
+            "selectors": [{"cel": {"expression": BIG}}]}}]}}}),
+    ("v1", "pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "waiting"},
+        "spec": {"containers": [{"name": "c", "image": "busybox",
+                                 "resources": {"claims": [{"name": "gpu"}]}}],
+                 "resourceClaims": [{"name": "gpu", "resourceClaimName": "big"}]}})]
+
+
+async def _create_waiting_pod(ui) -> None:
+    auth = {"Authorization": "Bearer secret-token"}
+    admin = ui.admin
+    for api, resource, obj in WAITING:
+        await admin.create(api, resource, obj, namespace="default")
+    deadline = time.monotonic() + 10
+    while "default/waiting" not in await (await ui.get("/api/state", headers=auth)).text():
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.05)
+
+
+async def test_the_page_is_complete_without_javascript(ui):
+    await _create_waiting_pod(ui)
+    page = await (await ui.get("/", headers={"Authorization": "Bearer secret-token"})).text()
+    assert 'data-id="device:gpu.example.com/n1/gpu-0"' in page  # the devices, rendered here
+    assert "16Gi left of 16Gi" in page
+    assert 'href="/explain?namespace=default&amp;name=waiting"' in page  # the pod, a link
+    assert "static: reload to update" in page  # no "live" badge without the script
+    assert "{{" not in page
+
+
+async def test_a_pods_decision_is_explained_node_by_node_and_device_by_device(ui):
+    await _create_waiting_pod(ui)
+    auth = {"Authorization": "Bearer secret-token"}
+    fragment = await (await ui.get("/explain?namespace=default&name=waiting&fragment=1",
+                                   headers=auth)).text()
+    assert fragment.startswith('<div class="decision" data-pod="default/waiting">')
+    assert '<section class="node-verdict bad" data-node="n1">' in fragment
+    assert "memory 16Gi, too small (needs &gt;= 40Gi)" in fragment
+    assert "No node fits" in fragment
+    decision = (await (await ui.get("/api/why?namespace=default&name=waiting",
+                                    headers=auth)).json())["decision"]
+    [node] = decision["nodes"]
+    assert (node["name"], node["feasible"], node["plugin"]) == ("n1", False, "DynamicResources")
+    [device] = node["requests"][0]["devices"]
+    assert device["words"] == "memory 16Gi, too small (needs >= 40Gi)"
+    missing = await ui.get("/explain?namespace=default&name=nope&fragment=1", headers=auth)
+    assert missing.status == 404 and "not found" in await missing.text()
+
+
+async def test_a_claims_timeline_shows_what_happened_to_it(ui):
+    await _create_waiting_pod(ui)
+    auth = {"Authorization": "Bearer secret-token"}
+    fragment = await (await ui.get("/claim?namespace=default&name=big&fragment=1",
+                                   headers=auth)).text()
+    assert '<li class="step created">' in fragment
+
+
+def test_claim_transitions_become_timeline_steps():
+    from draemu.cmd.ui.model import transitions
+
+    claim = {"metadata": {"name": "c", "namespace": "ns", "creationTimestamp": "T0",
+                          "managedFields": [{"manager": "kubectl", "time": "T0"}]}}
+    allocated = {**claim, "status": {
+        "allocation": {"devices": {"results": [
+            {"driver": "d", "pool": "p", "device": "gpu-0", "request": "r"}]}},
+        "reservedFor": [{"resource": "pods", "name": "a", "uid": "1"}]}}
+    allocated["metadata"] = {**claim["metadata"], "managedFields": [
+        {"manager": "kubectl", "time": "T0"},
+        {"manager": "draemu-scheduler", "time": "T1", "subresource": "status"}]}
+    assert [(s["time"], s["step"], s["detail"]) for s in transitions(None, claim, "T9")] == [
+        ("T0", "created", "by kubectl")]
+    assert [(s["time"], s["step"], s["detail"]) for s in transitions(claim, allocated, "T2")] == [
+        ("T2", "allocated", "d/p/gpu-0 by draemu-scheduler"), ("T2", "reserved", "for pod ns/a")]
+    # first seen already allocated: the times it records
+    assert [s["time"] for s in transitions(None, allocated, "T9")] == ["T0", "T1", "T1"]
+    released = {**allocated, "status": {}}
+    assert [s["step"] for s in transitions(allocated, released, "T3")] == [
+        "released", "deallocated"]
+    assert [s["step"] for s in transitions(released, None, "T4")] == ["released"]

@@ -28,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
 
     from draemu import aio
     from draemu.client import Client, ConfigError
+    from draemu.client.config import default_paths
     from draemu.cmd.commands._common import wait_for_signal
     from draemu.cmd.ui.model import LiveModel
     from draemu.cmd.ui.server import UIServer
@@ -36,13 +37,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         gates = FeatureGates.parse(args.feature_gates)
         client = Client.from_kubeconfig(args.kubeconfig, args.context, user_agent="draemu-ui")
+        kubeconfig = args.kubeconfig or default_paths()[0]
     except (FeatureGateError, ConfigError, OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
     async def main() -> int:
         model = LiveModel(client, gates)
-        server = UIServer(client, model, demo=args.demo)
+        server = UIServer(client, model, demo=args.demo, kubeconfig=str(kubeconfig),
+                          context=args.context)
         try:
             try:
                 await model.start()

@@ -311,7 +311,7 @@ class WebView:
 
         client = Client.from_kubeconfig(kubeconfig, user_agent="draemu-ui")
         model = LiveModel(client, self.gates)
-        server = UIServer(client, model, demo=self.demo)
+        server = UIServer(client, model, demo=self.demo, kubeconfig=str(kubeconfig))
         self._parts = (client, model, server)
         await model.start()
         self.url = await server.start(address, port)

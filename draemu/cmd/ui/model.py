@@ -1,10 +1,14 @@
 """What the web view shows, kept current by informers (list+watch), as one JSON snapshot:
 nodes with their devices (capacity consumed and left, sharing, partitions, taints), the
-claims holding them, the pods using those claims, pending pods with the explanation
-`draemu why` gives, DeviceClasses and recent events.
+claims holding them, the pods using those claims, pending pods with the scheduler's
+reason, DeviceClasses and recent events; and each claim's timeline (created, allocated,
+reserved, prepared, released), from what the claim records and the transitions this view
+saw, with the events of the pods that used it.
 
-The view is an API client like any other: it reads what it shows through the API and
-computes explanations with the same allocator the scheduler uses.
+The view is an API client like any other: it reads what it shows through the API. The
+snapshot is cheap (it runs on every change, in `draemu up`'s apiserver process);
+explanations of decisions run in the worker process (worker.py), one pod at a time, when
+asked for.
 """
 
 from __future__ import annotations
@@ -15,10 +19,10 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
+from draemu.api.meta import time_now
 from draemu.api.quantity import Quantity
 from draemu.api.types import Obj
 from draemu.client import Client, Informer, SharedInformers, key_of
-from draemu.cmd.explain import snapshot, why
 from draemu.cmd.explain.devices import build as device_rows
 from draemu.features import FeatureGates
 
@@ -28,8 +32,9 @@ RESOURCES = {
     "slices": (V1, "resourceslices"), "claims": (V1, "resourceclaims"),
     "classes": (V1, "deviceclasses"), "rules": ("resource.k8s.io/v1alpha3", "devicetaintrules"),
 }
-MAX_EXPLAINED = 30  # pending pods explained in each snapshot (the rest on click)
 MAX_EVENTS = 60
+MAX_HISTORY = 32  # transitions kept per claim
+MAX_CLAIMS_REMEMBERED = 2000  # claims whose transitions are kept (deleted ones included)
 
 
 class LiveModel:
@@ -43,11 +48,16 @@ class LiveModel:
         self.version = 0
         self.changed = asyncio.Event()
         self._served: set[str] = set()
+        # claim key -> the transitions seen (time, step, detail), oldest first
+        self.history: dict[str, list[dict[str, str]]] = {}
         for name, (api_version, resource) in RESOURCES.items():
             inf = self.informers.informer(api_version, resource)
             inf.add_handler(on_add=self._bump, on_update=lambda _o, _n: self._bump(),
                             on_delete=self._bump)
             self.inf[name] = inf
+        self.inf["claims"].add_handler(
+            on_add=lambda c: self._claim_changed(None, c),
+            on_update=self._claim_changed, on_delete=lambda c: self._claim_changed(c, None))
 
     def _bump(self, *_: Any) -> None:
         self.version += 1
@@ -81,14 +91,7 @@ class LiveModel:
         out_nodes += [{"name": name, "ready": None, "labels": {}, "taints": [],
                        "devices": devs} for name, devs in sorted(devices.items())]
         pods_of_claim = _pods_of_claims(claims)
-        explained = 0
-        out_pods = []
-        for pod in pods:
-            entry = _pod(pod, holders)
-            if entry["pending"] and explained < MAX_EXPLAINED:
-                entry["explanation"] = self.explain(pod)
-                explained += 1
-            out_pods.append(entry)
+        out_pods = [_pod(pod, holders) for pod in pods]
         return {
             "version": self.version,
             "nodes": out_nodes,
@@ -98,21 +101,34 @@ class LiveModel:
             "events": _events(self.items("events")),
         }
 
-    def cluster_for(self, pod: Obj) -> snapshot.Cluster:
-        by_key = {key_of(c): c for c in self.items("claims")}
-        return snapshot.assemble(pod, snapshot.claims_from(pod, by_key), self.items("classes"),
-                            self.items("slices"), self.items("rules"), self.items("claims"),
-                            self.items("nodes"), self.gates)
-
-    def explain(self, pod: Obj) -> str:
-        """`draemu why` for a pod, from the informers' caches."""
-        try:
-            return why.report(self.cluster_for(pod))
-        except Exception as e:  # an explanation must never break the view
-            return f"(no explanation: {type(e).__name__}: {e})"
-
     def pod(self, namespace: str, name: str) -> Obj | None:
         return self.inf["pods"].get(f"{namespace}/{name}")
+
+    # A claim's timeline -----------------------------------------------------------------
+    def _claim_changed(self, old: Obj | None, new: Obj | None) -> None:
+        claim = new or old
+        assert claim is not None
+        key = key_of(claim)
+        if key not in self.history and len(self.history) >= MAX_CLAIMS_REMEMBERED:
+            del self.history[next(iter(self.history))]  # the claim seen longest ago
+        steps = self.history.setdefault(key, [])
+        steps += transitions(old, new, time_now())
+        del steps[:-MAX_HISTORY]
+
+    def timeline(self, namespace: str, name: str) -> list[dict[str, str]]:
+        """The claim's steps in time order: those this view saw happen, and before it
+        started, what the claim records (its creation, its status writes), with the
+        events of the pods that reserved it (scheduled, started: its devices prepared)."""
+        key = f"{namespace}/{name}"
+        steps = list(self.history.get(key, []))
+        pods = {p for s in steps for p in [s.get("pod", "")] if p}
+        claim = self.inf["claims"].get(key)
+        if claim is not None:
+            pods |= {f"{namespace}/{r.get('name')}"
+                     for r in (claim.get("status") or {}).get("reservedFor") or []
+                     if r.get("resource") == "pods"}
+        steps += _pod_steps(self.items("events"), pods)
+        return sorted(steps, key=lambda s: s["time"])
 
     # What if --------------------------------------------------------------------------
     def cluster(self) -> dict[str, list[Obj]]:
@@ -135,13 +151,6 @@ async def _served(client: Client) -> set[tuple[str, str]]:
         if any(r.get("name") == resource for r in doc.get("resources") or []):
             served.add((api_version, resource))
     return served
-
-
-def _results(outcome: Any) -> list[dict[str, Any]]:
-    out = []
-    for allocation in outcome.results or []:
-        out += ((allocation or {}).get("devices") or {}).get("results") or []
-    return out
 
 
 def _devices(slices: list[Obj]) -> dict[str, Obj]:
@@ -221,6 +230,85 @@ def _node(node: Obj, devices: list[dict[str, Any]]) -> dict[str, Any]:
             "devices": devices}
 
 
+def transitions(old: Obj | None, new: Obj | None, now: str) -> list[dict[str, str]]:
+    """What happened to a claim between two of its states (None: not there), as timeline
+    steps. A claim first seen already allocated gets its steps from what it records:
+    its creation time and the time of the last status write (managedFields)."""
+    if new is None:
+        return [{"time": now, "step": "released", "detail": "the claim was deleted"}]
+    before = _claim_state(old)
+    after = _claim_state(new)
+    steps = []
+    when = now
+    if old is None:
+        meta = new["metadata"]
+        steps.append({"time": meta.get("creationTimestamp") or now, "step": "created",
+                      "detail": f"by {_manager(new, '') or 'its author'}"})
+        when = _status_written(new) or now
+    if after["devices"] and not before["devices"]:
+        steps.append({"time": when, "step": "allocated",
+                      "detail": f"{', '.join(after['devices'])} by "
+                                f"{_manager(new, 'status') or 'the scheduler'}"})
+    for pod in sorted(after["pods"] - before["pods"]):
+        steps.append({"time": when, "step": "reserved", "detail": f"for pod {pod}",
+                      "pod": pod})
+    for pod in sorted(before["pods"] - after["pods"]):
+        steps.append({"time": now, "step": "released", "detail": f"by pod {pod}", "pod": pod})
+    if before["devices"] and not after["devices"]:
+        steps.append({"time": now, "step": "deallocated",
+                      "detail": f"{', '.join(before['devices'])} free again"})
+    if new["metadata"].get("deletionTimestamp") and not (old or {}).get(
+            "metadata", {}).get("deletionTimestamp"):
+        steps.append({"time": now, "step": "deleting", "detail": "deletion requested"})
+    return steps
+
+
+def _claim_state(claim: Obj | None) -> dict[str, Any]:
+    if claim is None:
+        return {"devices": [], "pods": set()}
+    ns = claim["metadata"].get("namespace", "default")
+    return {"devices": [f"{r['driver']}/{r['pool']}/{r['device']}" for r in _allocated(claim)],
+            "pods": {f"{ns}/{r.get('name')}"
+                     for r in (claim.get("status") or {}).get("reservedFor") or []
+                     if r.get("resource") == "pods"}}
+
+
+def _manager(obj: Obj, subresource: str) -> str:
+    """Who last wrote the object (subresource "") or its status ("status")."""
+    entries = [m for m in obj["metadata"].get("managedFields") or []
+               if (m.get("subresource") or "") == subresource]
+    return max(entries, key=lambda m: m.get("time") or "").get("manager", "") if entries else ""
+
+
+def _status_written(obj: Obj) -> str:
+    times = [m.get("time") or "" for m in obj["metadata"].get("managedFields") or []
+             if m.get("subresource") == "status"]
+    return max(times, default="")
+
+
+# What the kubelet and the scheduler say of a pod, as steps of its claims' timelines.
+_POD_STEPS = {"Scheduled": "scheduled", "Started": "prepared",
+              "FailedPrepareDynamicResources": "prepare failed",
+              "FailedUnprepareDynamicResources": "unprepare failed", "Killing": "stopping"}
+
+
+def _pod_steps(events: list[Obj], pods: set[str]) -> list[dict[str, str]]:
+    out = []
+    for e in events:
+        obj = e.get("involvedObject") or e.get("regarding") or {}
+        key = f"{obj.get('namespace', '')}/{obj.get('name', '')}"
+        step = _POD_STEPS.get(e.get("reason", ""))
+        if obj.get("kind") != "Pod" or key not in pods or step is None:
+            continue
+        detail = e.get("message") or e.get("note") or ""
+        if step == "prepared":  # the kubelet prepares a pod's claims before it starts it
+            detail = f"pod {key} started, its claims' devices prepared: {detail}"
+        out.append({"time": e.get("lastTimestamp") or e.get("eventTime")
+                    or e["metadata"].get("creationTimestamp") or "", "step": step,
+                    "detail": detail})
+    return out
+
+
 def _pod(pod: Obj, holders: dict[str, list[str]]) -> dict[str, Any]:
     spec, status = pod.get("spec") or {}, pod.get("status") or {}
     ns = pod["metadata"].get("namespace", "default")
@@ -230,10 +318,12 @@ def _pod(pod: Obj, holders: dict[str, list[str]]) -> dict[str, Any]:
               if (name := ref.get("resourceClaimName") or generated.get(ref.get("name")))]
     devices = sorted(d for d, keys in holders.items() if set(keys) & set(claims))
     phase = status.get("phase", "Pending")
+    reason = next((c.get("message", "") for c in status.get("conditions") or []
+                   if c.get("type") == "PodScheduled" and c.get("status") == "False"), "")
     return {"key": key_of(pod), "namespace": ns, "name": pod["metadata"]["name"],
             "phase": phase, "node": spec.get("nodeName"), "claims": claims,
             "devices": devices, "pending": phase == "Pending" and not spec.get("nodeName"),
-            "deleting": bool(pod["metadata"].get("deletionTimestamp"))}
+            "deleting": bool(pod["metadata"].get("deletionTimestamp")), "reason": reason}
 
 
 def _claim(claim: Obj, pods_of: dict[str, list[str]]) -> dict[str, Any]:

@@ -8,17 +8,23 @@
   `Sec-Fetch-Site`) and carry the page's CSRF token in `X-CSRF-Token` (a header a
   cross-site form or `text/plain` fetch cannot set). Bearer-token clients need no CSRF
   token: a browser never adds that header by itself.
-- `GET /api/state`: the snapshot (model.py); `GET /api/stream`: the same as
-  Server-Sent Events, one per change (coalesced over 100 ms), so the page is live.
-- `GET /api/why?namespace=NS&name=POD`: `draemu why` for one pod.
+- `GET /`: the page, rendered here (page.py) with the cluster as it is: complete without
+  JavaScript; with it, `GET /api/stream` (Server-Sent Events, one per change, coalesced
+  over 100 ms) replaces its sections as the cluster changes.
+- `GET /explain?namespace=NS&name=POD` (`&fragment=1`: the panel's part only): a pod's
+  decision, node by node and device by device, with the scores (`draemu why`);
+  `GET /api/why` the same as JSON. Computed in the worker process (worker.py), never in
+  this one: this server runs in `draemu up`'s apiserver process.
+- `GET /claim?namespace=NS&name=CLAIM` (`&fragment=1`): a claim's timeline.
+- `GET /api/state`: the snapshot (model.py) as JSON.
 - `POST /api/whatif` `{"manifest": "<YAML>"}`: where a claim would land, and why not
-  elsewhere. Reads only: nothing is written to the cluster. It runs in a worker process
-  with a deadline and a memory limit (whatif.py), never in this one.
+  elsewhere. Reads only: nothing is written to the cluster. It runs in the worker process
+  with a deadline and a memory limit, never in this one.
 - `GET /api/demo`, `POST /api/demo/step`: the seed demo's scenarios one at a time
   (only when started with the demo enabled: it applies and deletes the examples).
 
-The page is server-rendered HTML with one small script (no framework, nothing fetched
-from elsewhere at run time): it works offline and needs no build step.
+Nothing is fetched from elsewhere at run time: the page works offline and needs no build
+step.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import asyncio
 import contextlib
 import hmac
 import secrets
+from html import escape
 from importlib import resources
 from typing import Any
 
@@ -34,8 +41,9 @@ from aiohttp import web
 
 from draemu.api import jsonfast, yamlload
 from draemu.client import ApiError, Client
+from draemu.cmd.ui import page as html
 from draemu.cmd.ui.model import LiveModel, wait_for_change
-from draemu.cmd.ui.whatif import WhatIfWorker
+from draemu.cmd.ui.worker import Worker
 
 COOKIE = "draemu-ui"
 CSRF_HEADER = "X-CSRF-Token"
@@ -49,19 +57,25 @@ def _static(name: str) -> str:
 
 
 class UIServer:
-    def __init__(self, client: Client, model: LiveModel, *, demo: bool = False,
+    def __init__(self, client: Client, model: LiveModel, *, kubeconfig: str | None = None,
+                 context: str | None = None, demo: bool = False,
                  token: str | None = None) -> None:
+        """`kubeconfig`, `context`: how the worker reaches the cluster to explain a pod's
+        decision (as `draemu why` would; None: explanations are not offered)."""
         self.client = client
         self.model = model
+        self.kubeconfig = kubeconfig
+        self.context = context
         self.token = token or secrets.token_urlsafe(18)
         # Derived from the token: the page carries it, a foreign page cannot read it.
         self.csrf = hmac.new(self.token.encode(), b"draemu-ui csrf", "sha256").hexdigest()
         self.demo = SeedSteps(client) if demo else None
-        self.what_ifs = WhatIfWorker()
+        self.worker = Worker()
         self.hosts: set[str] = set()  # Host headers naming this server, once it listens
         self.app = web.Application(middlewares=[self._same_site, self._auth])
         self.app.add_routes([
             web.get("/", self.page), web.get("/static/{name}", self.static),
+            web.get("/explain", self.explain_page), web.get("/claim", self.claim_page),
             web.get("/api/state", self.state), web.get("/api/stream", self.stream),
             web.get("/api/why", self.why), web.post("/api/whatif", self.what_if),
             web.get("/api/demo", self.demo_state), web.post("/api/demo/step", self.demo_step),
@@ -84,7 +98,7 @@ class UIServer:
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
-        await self.what_ifs.stop()
+        await self.worker.stop()
 
     # Same site -------------------------------------------------------------------------
     @web.middleware
@@ -133,17 +147,37 @@ class UIServer:
             "<!doctype html><title>draemu</title><p>Open the address <code>draemu up</code> "
             "or <code>draemu ui</code> printed: it carries a one-time token.</p>"))
 
-    # Page ------------------------------------------------------------------------------
+    # Pages -----------------------------------------------------------------------------
     async def page(self, request: web.Request) -> web.Response:
+        snap = self._snapshot()
         text = _static("index.html").replace("{{csrf}}", self.csrf)
-        return web.Response(text=text, content_type="text/html",
-                            headers={"Cache-Control": "no-store"})
+        for name, fragment in html.sections(snap).items():
+            text = text.replace("{{" + name + "}}", fragment)
+        text = text.replace("{{demo}}", _demo_title(snap["demo"]))
+        return _html(text)
 
     async def static(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
         if name not in STATIC:
             raise web.HTTPNotFound()
         return web.Response(text=_static(name), content_type=STATIC[name])
+
+    async def explain_page(self, request: web.Request) -> web.Response:
+        namespace, name = request.query.get("namespace", "default"), request.query.get("name", "")
+        result = await self._explain(namespace, name)
+        body = html.decision(result["decision"]) if "decision" in result else \
+            f'<p class="error">{escape(result["error"])}</p>'
+        if request.query.get("fragment"):
+            return _html(body, result.get("code", 200) if "error" in result else 200)
+        return _html(_standalone(f"Why pod {namespace}/{name}", body),
+                     result.get("code", 200) if "error" in result else 200)
+
+    async def claim_page(self, request: web.Request) -> web.Response:
+        namespace, name = request.query.get("namespace", "default"), request.query.get("name", "")
+        body = html.timeline(f"{namespace}/{name}", self.model.timeline(namespace, name))
+        if request.query.get("fragment"):
+            return _html(body)
+        return _html(_standalone(f"Claim {namespace}/{name}", body))
 
     # API -------------------------------------------------------------------------------
     def _snapshot(self) -> dict[str, Any]:
@@ -154,6 +188,12 @@ class UIServer:
     async def state(self, request: web.Request) -> web.Response:
         return _json(self._snapshot())
 
+    def _update(self) -> bytes:
+        """One change as the page applies it: each section's HTML and the links."""
+        snap = self._snapshot()
+        return jsonfast.dumps({"version": snap["version"], "html": html.sections(snap),
+                               "links": html.links(snap), "demo": snap["demo"]})
+
     async def stream(self, request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
                                                "Cache-Control": "no-store"})
@@ -163,7 +203,7 @@ class UIServer:
             while True:
                 if self.model.version != seen:
                     seen = self.model.version
-                    await response.write(b"data: " + jsonfast.dumps(self._snapshot()) + b"\n\n")
+                    await response.write(b"data: " + self._update() + b"\n\n")
                 if await wait_for_change(self.model, seen, 15.0):
                     await asyncio.sleep(COALESCE)
                 else:
@@ -172,12 +212,21 @@ class UIServer:
             pass
         return response
 
+    async def _explain(self, namespace: str, name: str) -> dict[str, Any]:
+        if self.kubeconfig is None:
+            return {"error": "explanations need the view's kubeconfig", "code": 501}
+        if self.model.pod(namespace, name) is None:
+            return {"error": f'pods "{name}" not found in namespace "{namespace}"',
+                    "code": 404}
+        return await self.worker.explain(self.kubeconfig, self.context, namespace, name,
+                                         self.model.gates_spec())
+
     async def why(self, request: web.Request) -> web.Response:
-        pod = self.model.pod(request.query.get("namespace", "default"),
-                             request.query.get("name", ""))
-        if pod is None:
-            return _json({"error": "no such pod"}, 404)
-        return _json({"text": self.model.explain(pod)})
+        result = await self._explain(request.query.get("namespace", "default"),
+                                     request.query.get("name", ""))
+        if "error" in result:
+            return _json({"error": result["error"]}, result.get("code", 500))
+        return _json(result)
 
     async def what_if(self, request: web.Request) -> web.Response:
         try:
@@ -189,7 +238,10 @@ class UIServer:
             return _json({"error": 'send {"manifest": "<YAML of a ResourceClaim>"}'}, 400)
         if len(manifest) > 256 * 1024:
             return _json({"error": "the manifest is larger than 256 KiB"}, 413)
-        result = await self.what_ifs.run(manifest, self.model.cluster(), self.model.gates_spec())
+        result = await self.worker.what_if(manifest, self.model.cluster(),
+                                           self.model.gates_spec())
+        if "error" not in result:
+            result["html"] = html.what_if(result)
         return _json(result, 400 if "error" in result else 200)
 
     async def demo_state(self, request: web.Request) -> web.Response:
@@ -214,6 +266,27 @@ def _host_names(address: str, port: int) -> set[str]:
     if address in ("127.0.0.1", "::1", "localhost", "0.0.0.0", "::"):
         names |= {f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}"}
     return names
+
+
+def _html(text: str, status: int = 200) -> web.Response:
+    return web.Response(text=text, status=status, content_type="text/html",
+                        headers={"Cache-Control": "no-store"})
+
+
+def _standalone(title: str, body: str) -> str:
+    """A page of its own for one explanation (followed from the page without JavaScript)."""
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>draemu — '
+            f'{escape(title)}</title><meta name="viewport" content="width=device-width, '
+            f'initial-scale=1"><link rel="stylesheet" href="/static/app.css"></head><body>'
+            f'<header><h1>draemu</h1><a class="sub" href="/">back to the cluster</a></header>'
+            f'<main class="single"><section>{body}</section></main></body></html>')
+
+
+def _demo_title(demo: dict[str, Any] | None) -> str:
+    if not demo:
+        return ""
+    current = demo["current"]
+    return escape(demo["steps"][current] if current >= 0 else "(the seed demo: press to start)")
 
 
 def _json(obj: Any, status: int = 200) -> web.Response:

@@ -1,12 +1,17 @@
-"""The web view's what-if, in a worker process with a deadline and a memory limit.
+"""The web view's heavy work, in a worker process with a deadline and a memory limit:
+the what-if, and the explanation of a pod's decision.
 
 A what-if decodes a pasted manifest and runs the allocator with its CEL selectors over
 every published device: work a hostile paste can make long (a YAML alias bomb, a costly
-selector). The web view runs in `draemu up`'s apiserver process, so that work never runs
-there: a persistent child (`python -m draemu.cmd.ui.whatif`) answers one JSON line per
-request, under `MEMORY_LIMIT` of address space; past `DEADLINE` it is killed (and started
-again for the next request), and the answer says so. The manifest is decoded under the
-API's YAML limits (aliases, nodes, integer sizes), as the apiserver decodes a body.
+selector). An explanation replays a pod's scheduling decision with the scheduler's
+plugins over every node (`draemu why`), which on a big cluster takes a while. The web
+view runs in `draemu up`'s apiserver process, so this work never runs there: a
+persistent child (`python -m draemu.cmd.ui.worker`) answers one JSON line per request,
+one request at a time, under `MEMORY_LIMIT` of address space; past `DEADLINE` it is
+killed (and started again for the next request), and the answer says so. The manifest
+is decoded under the API's YAML limits (aliases, nodes, integer sizes), as the apiserver
+decodes a body. An explanation reads the cluster through the API with the view's own
+kubeconfig, as `draemu why` does.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Any
 
 from draemu.api.types import Obj
 
-DEADLINE = 10.0  # seconds for one what-if
+DEADLINE = 10.0  # seconds for one what-if or explanation
 MEMORY_LIMIT = 1 << 30  # bytes of address space the worker may map beyond what it has
 KINDS = ("classes", "slices", "rules", "claims", "nodes")  # what a what-if reads
 
@@ -60,7 +65,8 @@ def what_if(manifest: str, cluster: dict[str, list[Obj]], gates: dict[str, Any])
         results.append({"node": node["metadata"]["name"], "outcome": outcome.status,
                         "devices": [f"{r['driver']}/{r['pool']}/{r['device']}"
                                     for r in _results(outcome)],
-                        "text": outcome.explanation.text()})
+                        "text": outcome.explanation.text(),
+                        "explanation": outcome.explanation.to_dict()})
     return {"claim": key_of(claim), "nodes": results}
 
 
@@ -92,40 +98,80 @@ def _results(outcome: Any) -> list[Obj]:
     return out
 
 
-class WhatIfWorker:
-    """The child that runs what-ifs, one at a time, started on first use."""
+def explain(kubeconfig: str, context: str | None, namespace: str, name: str,
+            gates: dict[str, Any]) -> dict[str, Any]:
+    """`draemu why` for one pod: the decision (replay.Decision.to_dict) and its text."""
+    from draemu import aio
+    from draemu.client import ApiError, Client
+    from draemu.cmd.explain.why import decision
+    from draemu.features import FeatureGates
+
+    async def main() -> dict[str, Any]:
+        async with Client.from_kubeconfig(kubeconfig, context,
+                                          user_agent="draemu-ui-explain") as client:
+            try:
+                d = await decision(client, namespace, name,
+                                   FeatureGates(gates["overrides"], gates["version"]))
+            except ApiError as e:
+                return {"error": str(e), "code": e.code}
+        return {"decision": d.to_dict(), "text": d.text()}
+
+    return aio.run(main())
+
+
+def answer(request: dict[str, Any]) -> dict[str, Any]:
+    if request.get("op") == "explain":
+        return explain(request["kubeconfig"], request.get("context"), request["namespace"],
+                       request["name"], request["gates"])
+    return what_if(request["manifest"], request["cluster"], request["gates"])
+
+
+class Worker:
+    """The child that runs what-ifs and explanations, one at a time, started on first
+    use."""
 
     def __init__(self, deadline: float = DEADLINE) -> None:
         self.deadline = deadline
         self._proc: asyncio.subprocess.Process | None = None
         self._lock = asyncio.Lock()
 
-    async def run(self, manifest: str, cluster: dict[str, list[Obj]],
-                  gates: dict[str, Any]) -> dict[str, Any]:
-        request = json.dumps({"manifest": manifest, "cluster": cluster, "gates": gates})
+    async def what_if(self, manifest: str, cluster: dict[str, list[Obj]],
+                      gates: dict[str, Any]) -> dict[str, Any]:
+        return await self.run({"op": "whatif", "manifest": manifest, "cluster": cluster,
+                               "gates": gates})
+
+    async def explain(self, kubeconfig: str, context: str | None, namespace: str, name: str,
+                      gates: dict[str, Any]) -> dict[str, Any]:
+        return await self.run({"op": "explain", "kubeconfig": kubeconfig, "context": context,
+                               "namespace": namespace, "name": name, "gates": gates})
+
+    async def run(self, request: dict[str, Any]) -> dict[str, Any]:
+        line_out = json.dumps(request)
         async with self._lock:
             proc = await self._started()
             assert proc.stdin is not None and proc.stdout is not None
             try:
-                proc.stdin.write(request.encode() + b"\n")
+                proc.stdin.write(line_out.encode() + b"\n")
                 await proc.stdin.drain()
                 line = await asyncio.wait_for(proc.stdout.readline(), self.deadline)
             except TimeoutError:
                 await self._kill()
-                return {"error": f"the what-if took longer than {self.deadline:g} s and was "
-                                 "stopped (a selector or manifest too costly to evaluate)"}
+                what = "explanation" if request.get("op") == "explain" else "what-if"
+                return {"error": f"the {what} took longer than {self.deadline:g} s and was "
+                                 "stopped (a selector or manifest too costly to evaluate, or "
+                                 "a cluster too big to replay in that time)"}
             except (ConnectionError, OSError):
                 line = b""
             if not line:  # the worker died: out of memory, or killed
                 await self._kill()
-                return {"error": "the what-if stopped before it answered (it needed more "
+                return {"error": "the worker stopped before it answered (it needed more "
                                  f"than {MEMORY_LIMIT >> 20} MiB of memory, or crashed)"}
             return json.loads(line)
 
     async def _started(self) -> asyncio.subprocess.Process:
         if self._proc is None or self._proc.returncode is not None:
             self._proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "draemu.cmd.ui.whatif", stdin=asyncio.subprocess.PIPE,
+                sys.executable, "-m", "draemu.cmd.ui.worker", stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, limit=64 << 20)
         return self._proc
 
@@ -154,13 +200,15 @@ def main() -> None:
     for line in sys.stdin:
         request = json.loads(line)
         try:
-            answer = what_if(request["manifest"], request["cluster"], request["gates"])
+            reply = answer(request)
         except MemoryError:
-            answer = {"error": f"the what-if needed more than {MEMORY_LIMIT >> 20} MiB of "
-                               "memory and was stopped"}
+            reply = {"error": f"the worker needed more than {MEMORY_LIMIT >> 20} MiB of "
+                              "memory and was stopped"}
         except RecursionError:
-            answer = {"error": "the manifest is nested too deeply"}
-        sys.stdout.write(json.dumps(answer) + "\n")
+            reply = {"error": "the manifest is nested too deeply"}
+        except Exception as e:  # an answer, never a dead worker
+            reply = {"error": f"{type(e).__name__}: {e}"}
+        sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
 
 
