@@ -48,8 +48,8 @@ test: $(TEST_STAMP)
 		bash tests/e2e/go/build.sh; \
 		echo "building helm (cached beside them)"; \
 		bash tests/e2e/helm/build.sh; \
-		echo "building the real kube-scheduler and kube-controller-manager, and etcd for the etcd store's tests (cached under $${DRAEMU_REALK8S_CACHE:-~/.cache/draemu/realk8s})"; \
-		nice bash tests/e2e/realk8s/build.sh realk8s etcd; \
+		echo "building the real Kubernetes programs (tests/e2e/realk8s/build.sh all: kube-scheduler, kube-controller-manager, kube-proxy, e2e.test, ginkgo, agnhost, sample-apiserver, etcd for the etcd store's tests, CoreDNS, hostpathplugin; cached under $${DRAEMU_REALK8S_CACHE:-~/.cache/draemu/realk8s})"; \
+		nice bash tests/e2e/realk8s/build.sh all; \
 	else echo "warning: Go not found; the Go client and real-component tests are skipped (fail under CI=true)"; fi
 	# Two workers (the machine has 2 cores); a module stays on one worker, so its
 	# module-scoped clusters start once. DRAEMU_TEST_WORKERS=0 runs in this process.

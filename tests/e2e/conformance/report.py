@@ -39,11 +39,28 @@ def normalise(line: str) -> str:
     return line.strip()
 
 
+_GO_VALUE = re.compile(r"^<[^>|]+\|\s*0x[0-9a-f]+>:\s*(.*)$")  # gomega's "<*T | 0xc00>: ..."
+
+
 def first_line(message: str) -> str:
-    for line in message.splitlines():
-        if line.strip():
-            return line.strip()
-    return "(no message)"
+    """The line that says what went wrong: past ginkgo's "FATAL ERROR:", with the
+    description after gomega's "Timed out after 60s." and the error after
+    "Unexpected error:"."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    if lines and lines[0] == "FATAL ERROR:":
+        lines = lines[1:]
+    if not lines:
+        return "(no message)"
+    head, rest = lines[0], lines[1:]
+    if head.startswith(("Timed out after", "Told to stop trying after")) and rest:
+        return f"{head} {rest[0]}"
+    if head.rstrip(":") in ("Unexpected error", "Expected success, but got an error") and rest:
+        match = _GO_VALUE.match(rest[0])
+        detail = match.group(1) if match else rest[0]
+        if match and not detail and len(rest) > 1:
+            detail = rest[1]
+        return f"{head} {detail}".strip()
+    return head
 
 
 def short_location(file_name: str, line: int) -> str:

@@ -221,7 +221,16 @@ def main() -> int:
                         help="reports, one folder per suite (default: .cache/conformance)")
     parser.add_argument("--e2e-arg", action="append", default=[],
                         help="another flag for e2e.test (repeatable)")
+    parser.add_argument("--report-only", action="store_true",
+                        help="run nothing: print the tables of the reports under --out")
     args = parser.parse_args()
+    if args.report_only:
+        results = [report.load(s.name, args.out / s.name / "report.json")
+                   for s in chosen_suites(args.suite)]
+        for result in results:
+            print(report.failures(result) + "\n")
+        print(report.table(results))
+        return 0
 
     bins = bin_dir()
     missing = [b for b in ("e2e.test", "ginkgo", "agnhost") if not (bins / b).is_file()]

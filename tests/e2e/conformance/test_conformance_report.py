@@ -76,12 +76,13 @@ def test_failures_group_by_location_and_first_line_without_generated_names():
     assert [(g.location, len(g.specs)) for g in groups] == [
         ("test/e2e/dra/utils/deploy.go:832", 2), ("test/e2e/framework/pod/wait.go:99", 2),
         ("test/e2e/dra/dra.go:5", 1)]
-    assert groups[0].line == "Timed out after <duration>."
+    assert groups[0].line == ("Timed out after <duration>. hosts where the plugin has not been"
+                              " registered yet: [node-1]")
     assert groups[1].line == 'pods "pod-xxxxx" in namespace "dra-NNNN" not found'
     assert groups[2].example == "[panicked] runtime error: nil pointer"
     assert groups[0].specs == ["[sig-node] DRA kubelet a", "[sig-node] DRA kubelet b"]
     text = report.failures(result, specs_per_group=1)
-    assert "- 2 × `test/e2e/dra/utils/deploy.go:832`: Timed out after 300.001s." in text
+    assert "- 2 × `test/e2e/dra/utils/deploy.go:832`: Timed out after 300.001s. hosts" in text
     assert "    - ... and 1 more" in text
 
 
@@ -92,6 +93,21 @@ def test_a_failed_suite_node_is_a_failure_group_but_not_a_spec():
         selected=3))
     assert (result.failed, result.not_run) == (0, 3)
     assert result.groups()[0].specs == ["[SynchronizedBeforeSuite] [sig-node] DRA kubelet"]
+
+
+@pytest.mark.parametrize("message, line", [
+    ("FATAL ERROR:\nTimed out after 60.001s.\nhosts where the plugin has not been registered"
+     " yet\nExpected", "Timed out after 60.001s. hosts where the plugin has not been "
+     "registered yet"),
+    ("Unexpected error:\n    <*errors.StatusError | 0xc0012a>: \n    the server could not "
+     "find the requested resource\n    {", "Unexpected error: the server could not find the "
+     "requested resource"),
+    ("Unexpected error:\n    <*fmt.wrapError | 0xc00>: create policy: boom\n",
+     "Unexpected error: create policy: boom"),
+    ("\n\nexpected 3 pods, got 2\nmore", "expected 3 pods, got 2"),
+])
+def test_the_first_error_line_is_what_went_wrong(message, line):
+    assert report.first_line(message) == line
 
 
 @pytest.mark.parametrize("raw, normal", [
