@@ -10,6 +10,7 @@ CA of its own and asks for client certificates (`client_files` are the client's)
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -187,6 +188,28 @@ class EtcdCluster:
                 return b'"health":"true"' in response.read()
         except OSError:
             return False
+
+    def leader(self) -> Member:
+        """The member that leads the cluster now (asked over etcd's JSON gateway)."""
+        ids: dict[str, Member] = {}
+        leader = ""
+        for member in self.members:
+            if not member.running:
+                continue
+            status = self._status(member)
+            ids[status["header"]["member_id"]] = member
+            leader = status.get("leader", leader)
+        if leader not in ids:
+            raise EtcdUnavailable("the etcd cluster has no leader among its running members")
+        return ids[leader]
+
+    def _status(self, member: Member) -> dict:
+        scheme = "https" if self.tls_dir is not None else "http"
+        request = urllib.request.Request(
+            f"{scheme}://127.0.0.1:{member.client_port}/v3/maintenance/status", data=b"{}",
+            method="POST")
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return json.loads(response.read())
 
     def kill(self, member: Member) -> None:
         """SIGKILL the member (its data stays)."""
