@@ -58,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # `up --background` runs it again
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2

@@ -9,6 +9,7 @@ start with a different one is refused with the choices spelled out.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -46,9 +47,12 @@ def check_preset(data_dir: Path, preset: str, nodes: int | None) -> None:
     except (OSError, ValueError) as e:
         raise DataDirError(f"cannot read {path}: {e}") from None
     if recorded is not None and recorded != wanted:
+        # Under make (`make up`), the flags go through UP_ARGS: say so.
+        reset = "--reset (make up UP_ARGS=--reset)" if os.environ.get("MAKELEVEL") else \
+            "--reset"
         raise DataDirError(
             f"the data directory {data_dir} holds a cluster started with "
-            f"{_describe(recorded)}, not {_describe(wanted)}; pass --reset to delete that "
+            f"{_describe(recorded)}, not {_describe(wanted)}; pass {reset} to delete that "
             f"cluster and start afresh, or --data-dir DIR to keep a cluster per preset")
     if recorded is None:
         private_dir(data_dir)

@@ -24,7 +24,9 @@ def test_first_start_records_the_preset(tmp_path: Path) -> None:
     datadir.check_preset(tmp_path / "d", "seed", None)  # the same again is fine
 
 
-def test_another_preset_on_a_kept_cluster_is_refused_with_the_choices(tmp_path: Path) -> None:
+def test_another_preset_on_a_kept_cluster_is_refused_with_the_choices(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MAKELEVEL", raising=False)
     datadir.check_preset(tmp_path, "seed", None)
     with pytest.raises(datadir.DataDirError) as e:
         datadir.check_preset(tmp_path, "example", 5)
@@ -32,6 +34,15 @@ def test_another_preset_on_a_kept_cluster_is_refused_with_the_choices(tmp_path: 
         f"the data directory {tmp_path} holds a cluster started with --preset seed, not "
         "--preset example --nodes 5; pass --reset to delete that cluster and start afresh, "
         "or --data-dir DIR to keep a cluster per preset")
+
+
+def test_under_make_the_hint_says_how_to_pass_reset_through_make(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MAKELEVEL", "1")  # as make sets it for `make up`'s recipe
+    datadir.check_preset(tmp_path, "empty", 2)
+    with pytest.raises(datadir.DataDirError, match=r"pass --reset \(make up UP_ARGS=--reset\) "
+                       "to delete that cluster"):
+        datadir.check_preset(tmp_path, "seed", None)
 
 
 def test_reset_empties_the_data_dir_and_then_any_preset_goes(tmp_path: Path) -> None:
@@ -56,6 +67,7 @@ def test_reset_is_refused_while_a_draemu_runs_there(tmp_path: Path) -> None:
 
 def _draemu(*args: str, **kw) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "DRAEMU_EVENT_LOOP": "asyncio"}
+    env.pop("MAKELEVEL", None)  # under `make test`: the hints would mention make
     return subprocess.run([sys.executable, "-m", "draemu", *args], capture_output=True,
                           text=True, timeout=60, env=env, **kw)
 
@@ -86,3 +98,49 @@ def test_a_locked_data_dir_is_one_line_without_a_traceback(tmp_path: Path) -> No
     assert "Traceback" not in proc.stderr
     [line] = proc.stderr.strip().splitlines()
     assert line.startswith(f"error: the data directory {tmp_path} is in use by another draemu")
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_up_in_the_background_returns_when_ready_and_down_stops_it(tmp_path: Path) -> None:
+    """A script can start draemu and use it at once (issue 36: `draemu up ... &` then
+    `helm install` found the API not listening yet)."""
+    data = tmp_path / "data"
+    up = _draemu("up", "--background", "--data-dir", str(data), "--port", "0",
+                 "--preset", "empty", "--nodes", "2")
+    assert up.returncode == 0, up.stderr
+    assert up.stdout.startswith("draemu is ready in ")
+    assert f"  export KUBECONFIG={data / 'kubeconfig'}" in up.stdout
+    assert up.stdout.rstrip().endswith(f"Stop it with: draemu down --data-dir {data}")
+    nodes = subprocess.run(["kubectl", "--kubeconfig", str(data / "kubeconfig"), "get",
+                            "nodes", "-o", "name"], capture_output=True, text=True, timeout=30)
+    assert nodes.stdout.split() == ["node/node-1", "node/node-2"]  # ready means Ready
+    wait = _draemu("wait", "--data-dir", str(data), "--timeout", "5s")
+    assert wait.returncode == 0 and wait.stdout.startswith("draemu is ready: https://")
+    again = _draemu("up", "--background", "--data-dir", str(data), "--port", "0",
+                    "--preset", "empty", "--nodes", "2")
+    assert again.returncode == 1 and "already runs on the data directory" in again.stderr
+    down = _draemu("down", "--data-dir", str(data))
+    assert down.returncode == 0 and down.stdout.startswith("stopped draemu (pid ")
+    assert not (data / "ready.json").exists()
+    wait = _draemu("wait", "--data-dir", str(data), "--timeout", "0.5s")
+    assert wait.returncode == 1 and "no draemu became ready" in wait.stderr
+
+
+@pytest.mark.e2e
+def test_a_background_up_that_fails_says_why(tmp_path: Path) -> None:
+    datadir.check_preset(tmp_path, "seed", None)
+    proc = _draemu("up", "--background", "--data-dir", str(tmp_path), "--preset", "empty",
+                   "--port", "0")
+    assert proc.returncode == 1
+    assert "did not become ready" in proc.stderr
+    assert "holds a cluster started with --preset seed" in proc.stderr
+
+
+def test_wait_reads_kubectl_durations() -> None:
+    from draemu.cmd.commands.wait import parse_duration
+
+    assert [parse_duration(t) for t in ("90s", "2m", "1m30s", "500ms", "3")] == [
+        90, 120, 90, 0.5, 3]
+    with pytest.raises(ValueError, match="invalid duration"):
+        parse_duration("soon")

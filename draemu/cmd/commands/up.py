@@ -71,6 +71,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="port of the web view (its address, with a one-time token, is "
                         "printed in the banner); 0 picks a free one (default: 0)")
     parser.add_argument("--no-ui", action="store_true", help="do not serve the web view")
+    parser.add_argument("--background", action="store_true",
+                        help="start the cluster in the background and return once it is "
+                        "ready (the banner is printed then; its log goes to DATA-DIR/"
+                        "draemu.log; `draemu down` stops it)")
     parser.add_argument("--no-scheduler", action="store_true", help="do not run the scheduler")
     parser.add_argument("--scheduler-config", metavar="FILE",
                         help="the scheduler's KubeSchedulerConfiguration "
@@ -96,11 +100,17 @@ def _self_command() -> str:
     on_path = shutil.which("draemu")
     if on_path and os.path.realpath(on_path) == here:
         return "draemu"
-    return os.path.relpath(sys.argv[0]) if os.path.basename(here) == "draemu" else "draemu"
+    if os.path.basename(here) != "draemu":
+        return "draemu"
+    relative = os.path.relpath(sys.argv[0])
+    return os.path.abspath(sys.argv[0]) if relative.startswith("..") else relative
 
 
 class UsageError(Exception):
     """A flag's value cannot be used: printed as `error: ...`, exit status 2."""
+
+
+BACKGROUND_TIMEOUT = 300.0  # seconds `up --background` waits for the cluster to be ready
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,6 +118,8 @@ def run(args: argparse.Namespace) -> int:
 
     from draemu import aio
 
+    if args.background:
+        return _background(args)
     try:
         options = cluster_options(args)
     except UsageError as e:
@@ -123,6 +135,48 @@ def run(args: argparse.Namespace) -> int:
             scheduler=options.scheduler, controllers=options.controllers,
             nodes=_has_nodes(options))
     return aio.run(_serve(args, options))
+
+
+def _background(args: argparse.Namespace) -> int:
+    """`draemu up` again, detached, with its output in the data dir's log; returns when
+    it is ready (its banner printed) or has failed (the end of its log printed)."""
+    import subprocess
+    import sys
+
+    from draemu.cmd import readiness
+    from draemu.cmd.cluster import default_data_dir
+
+    if args.in_memory:
+        print("error: --background needs a data dir (with --in-memory nothing would be left "
+              "to stop it by)", file=sys.stderr)
+        return 2
+    data_dir = Path(args.data_dir or default_data_dir())
+    running = readiness.running_pid(data_dir)
+    if running is not None:
+        print(f"error: a draemu (pid {running}) already runs on the data directory "
+              f"{data_dir}; stop it with: {_self_command()} down --data-dir {data_dir}",
+              file=sys.stderr)
+        return 1
+    data_dir.mkdir(parents=True, exist_ok=True)
+    argv = [a for a in getattr(args, "argv", None) or sys.argv[1:] if a != "--background"]
+    with open(data_dir / readiness.LOG, "wb") as log:
+        child = subprocess.Popen([sys.executable, "-m", "draemu", *argv], stdout=log,
+                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                 start_new_session=True)
+    record = readiness.wait(data_dir, BACKGROUND_TIMEOUT, pid=child.pid,
+                            gone=lambda: child.poll() is not None)
+    if record is None:
+        if child.poll() is None:
+            child.terminate()
+            child.wait(30)
+        tail = (data_dir / readiness.LOG).read_text(errors="replace")[-3000:]
+        print(f"error: draemu up did not become ready (exit status {child.returncode}); the "
+              f"end of {data_dir / readiness.LOG}:\n{tail}", file=sys.stderr)
+        return 1
+    print("\n".join(record["banner"]))
+    print(f"Running in the background (pid {child.pid}; log: {data_dir / readiness.LOG}).")
+    print(f"Stop it with: {_self_command()} down --data-dir {data_dir}", flush=True)
+    return 0
 
 
 def _has_nodes(options: ClusterOptions) -> bool:
@@ -221,12 +275,15 @@ async def _serve(args: argparse.Namespace, options: ClusterOptions) -> int:
     """Start the cluster and the web view, print the banner, run until a signal."""
     import sys
 
+    from draemu.cmd import readiness
     from draemu.cmd.cluster import Cluster
     from draemu.cmd.commands._common import wait_for_signal
     from draemu.store import StoreError
 
     cluster = Cluster(options)
     ui = WebView(options.feature_gates, demo=args.preset == "seed") if not args.no_ui else None
+    if options.data_dir is not None:
+        readiness.remove(options.data_dir)  # a killed draemu's, if any
     try:
         try:
             await cluster.start()
@@ -240,11 +297,13 @@ async def _serve(args: argparse.Namespace, options: ClusterOptions) -> int:
         if failed:
             print(f"error: {failed}", file=sys.stderr)
             return 1
-        _print_banner(args, cluster, ui)
+        _ready(args, cluster, ui)
         await wait_for_signal()
         print("stopping...", file=sys.stderr, flush=True)
         return 0
     finally:
+        if options.data_dir is not None:
+            readiness.remove(options.data_dir)
         if ui is not None:
             await ui.stop()
         await cluster.stop()
@@ -268,31 +327,41 @@ async def _after_start(args: argparse.Namespace, cluster: Cluster,
     return None
 
 
-def _print_banner(args: argparse.Namespace, cluster: Cluster, ui: WebView | None) -> None:
+def _banner(args: argparse.Namespace, cluster: Cluster, ui: WebView | None) -> list[str]:
     kubeconfig = args.kubeconfig or str(cluster.kubeconfig_path)
     nodes = cluster.node_names
-    print(f"draemu is ready in {cluster.timings['nodes']:.2f} s "
-          f"(API in {cluster.timings['apiserver']:.2f} s)")
-    print(f"  API server:  {cluster.url}")
-    print(f"  kubeconfig:  {kubeconfig}")
-    print(f"  data dir:    {cluster.data_dir}"
-          + ("  (temporary, removed at exit)" if args.in_memory else ""))
-    print(f"  preset:      {args.preset} ({len(nodes)} nodes"
-          + (f": {', '.join(nodes)})" if len(nodes) <= 8 else ")"))
+    lines = [f"draemu is ready in {cluster.timings['nodes']:.2f} s "
+             f"(API in {cluster.timings['apiserver']:.2f} s)",
+             f"  API server:  {cluster.url}",
+             f"  kubeconfig:  {kubeconfig}",
+             f"  data dir:    {cluster.data_dir}"
+             + ("  (temporary, removed at exit)" if args.in_memory else ""),
+             f"  preset:      {args.preset} ({len(nodes)} nodes"
+             + (f": {', '.join(nodes)})" if len(nodes) <= 8 else ")")]
     if ui is not None:
-        print(f"  web view:    {ui.url}")
-    print()
+        lines.append(f"  web view:    {ui.url}")
+    lines.append("")
     if args.merge_kubeconfig:
-        print("The 'draemu' context is now current in your kubeconfig. Try:")
+        lines.append("The 'draemu' context is now current in your kubeconfig. Try:")
     else:
-        print(f"  export KUBECONFIG={kubeconfig}")
-        print()
-        print("Then try:")
-    print("  kubectl get nodes")
-    print("  kubectl get deviceclasses,resourceslices")
+        lines += [f"  export KUBECONFIG={kubeconfig}", "", "Then try:"]
+    lines += ["  kubectl get nodes", "  kubectl get deviceclasses,resourceslices"]
     if args.preset == "seed":
-        print(f"  {_self_command()} demo seed")
+        lines.append(f"  {_self_command()} demo seed")
+    return lines
+
+
+def _ready(args: argparse.Namespace, cluster: Cluster, ui: WebView | None) -> None:
+    """The banner, and the record `draemu wait` / `up --background` wait for."""
+    from draemu.cmd import readiness
+
+    lines = _banner(args, cluster, ui)
+    print("\n".join(lines))
     print("Press Ctrl-C to stop.", flush=True)
+    if not args.in_memory:
+        readiness.write(cluster.data_dir, {
+            "url": cluster.url, "kubeconfig": args.kubeconfig or str(cluster.kubeconfig_path),
+            "webView": ui.url if ui is not None else None, "banner": lines})
 
 
 class WebView:
