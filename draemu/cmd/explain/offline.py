@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -202,6 +203,97 @@ def run(objects: list[dict[str, Any]], node_name: str, node_labels: dict[str, st
     except (TypeError, ValueError) as e:
         raise InputError(f"Node {node_name}: malformed labels: {e}") from None
     return Allocator(inv).allocate(node, pending), pending, inputs
+
+
+def run_on_nodes(objects: list[dict[str, Any]], node_names: list[str] | None,
+                 node_labels: dict[str, str], gates: FeatureGates, *, validate: bool = True
+                 ) -> tuple[list[AllocationOutcome], list[dict[str, Any]], Inputs]:
+    """`run` on each named node, or (None) on every node the input knows: its Node
+    objects' and the ResourceSlices' `nodeName`s."""
+    inputs = classify(objects, gates, validate)
+    try:
+        inv, pending = build_inventory(inputs, gates)
+    except MALFORMED as e:
+        raise InputError(f"malformed input: {type(e).__name__}: {e}") from None
+    if inv.rejected:
+        raise InputError("\n".join(f"{what}: {why}" for what, why in inv.rejected.items()))
+    if not pending:
+        raise InputError("no ResourceClaim to allocate in the input (one without "
+                         "status.allocation; pass it with -f)")
+    names = node_names or known_nodes(inputs)
+    if not names:
+        raise InputError("no node to allocate on: pass --node NAME, or give Node objects or "
+                         "ResourceSlices with a nodeName")
+    allocator = Allocator(inv)
+    outcomes = []
+    for name in names:
+        try:
+            node = node_object(inputs, name, node_labels)
+        except (TypeError, ValueError) as e:
+            raise InputError(f"Node {name}: malformed labels: {e}") from None
+        outcomes.append(allocator.allocate(node, pending))
+    return outcomes, pending, inputs
+
+
+def known_nodes(inputs: Inputs) -> list[str]:
+    names = {str((n.get("metadata") or {}).get("name", "")) for n in inputs.nodes}
+    names |= {str((s.get("spec") or {}).get("nodeName")) for s in inputs.slices
+              if (s.get("spec") or {}).get("nodeName")}
+    return sorted(n for n in names if n)
+
+
+def preset_objects(name_or_path: str, nodes: int | None = None) -> list[dict[str, Any]]:
+    """What a preset's cluster holds for the allocator, without starting it: its
+    DeviceClasses, its Nodes (with their labels) and the ResourceSlices its built-in
+    drivers publish on each node. PresetError for a preset that cannot be read."""
+    from draemu.drivers.builtin import make_driver
+    from draemu.drivers.presets import device_class_object, load_preset
+    from draemu.drivers.sdk.slices import split_pool
+
+    preset = load_preset(name_or_path, nodes)
+    objects = [device_class_object(c) for c in preset.device_classes]
+    for node in preset.nodes:
+        objects.append({"apiVersion": "v1", "kind": "Node", "metadata": {
+            "name": node.name, "labels": {"kubernetes.io/hostname": node.name, **node.labels}}})
+        for spec in node.drivers:
+            # No file is written: the CDI folder is only where prepare would write.
+            driver = make_driver(spec, node.name, Path("/nonexistent"))
+            for pool_name, pool in driver.resources().pools.items():
+                parts = split_pool(pool)
+                for index, part in enumerate(parts):
+                    objects.append({
+                        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                        "metadata": {"name": f"{node.name}-{spec.name}-{index}"},
+                        "spec": {"driver": spec.name, "nodeName": node.name,
+                                 "pool": {"name": pool_name, "generation": 1,
+                                          "resourceSliceCount": len(parts)}, **part}})
+    return objects
+
+
+async def cluster_objects(client: Any) -> list[dict[str, Any]]:
+    """What a live cluster holds for the allocator, read through the API: DeviceClasses,
+    ResourceSlices, DeviceTaintRules, allocated ResourceClaims and Nodes (its pending
+    claims are not this command's to allocate)."""
+    from draemu.client import ApiError
+
+    objects: list[dict[str, Any]] = []
+    for api_version, resource, kind in (
+            ("resource.k8s.io/v1", "deviceclasses", "DeviceClass"),
+            ("resource.k8s.io/v1", "resourceslices", "ResourceSlice"),
+            ("resource.k8s.io/v1", "devicetaintrules", "DeviceTaintRule"),
+            ("resource.k8s.io/v1", "resourceclaims", "ResourceClaim"),
+            ("v1", "nodes", "Node")):
+        try:
+            items = (await client.list_all(api_version, resource)).get("items") or []
+        except ApiError as e:
+            if e.code == 404 and kind == "DeviceTaintRule":
+                continue  # not served by every release
+            raise
+        for item in items:
+            if kind == "ResourceClaim" and not (item.get("status") or {}).get("allocation"):
+                continue
+            objects.append({"apiVersion": api_version, "kind": kind, **item})
+    return objects
 
 
 def report(outcome: AllocationOutcome, claims: list[dict[str, Any]]) -> dict[str, Any]:
