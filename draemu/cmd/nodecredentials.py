@@ -25,6 +25,9 @@ class NodeAccess:
     admin_client: Callable[[], Client]  # DeviceClasses, and the admin's node labels
     # The kubelet API of node NAME at its InternalIP: its TLS (None: plain HTTP).
     serving_tls: Callable[[str, str], ServingTLS | None]
+    # The address the kubelet API of the node at INDEX listens on, its InternalIP
+    # (None: a loopback address of its own, see loopback_address).
+    kubelet_address: Callable[[int], str] | None = None
 
 
 def loopback_address(index: int) -> str:

@@ -149,7 +149,7 @@ async def start_node(spec: NodeSpec, *, kubeconfig: Path, data_dir: Path,
         options.internal_ip = f"172.18.{index // 250}.{index % 250 + 2}"
         options.pod_cidr = f"10.{244 + index // 256}.{index % 256}.0/24"
     if access is not None:
-        options.address = loopback_address(index or 0)
+        options.address = (access.kubelet_address or loopback_address)(index or 0)
         options.port = 0
         options.tls = access.serving_tls(spec.name, options.address)
     if slice_wipe_delay is not None:
@@ -188,13 +188,15 @@ async def start_nodes(preset: str | Path | Preset, *, data_dir: Path,
                       nodes: int | None = None, feature_gates: FeatureGates | None = None,
                       wait: bool = True, image_map: ImageMap | None = None,
                       access: NodeAccess | None = None,
-                      runtime_unconfined: bool = False) -> NodesHandle:
+                      runtime_unconfined: bool = False, first_index: int = 0) -> NodesHandle:
     """Start every node of a preset (concurrently) and create its DeviceClasses.
 
     `server`: the in-process `APIServer` (node credentials, log providers); `access`:
     an apiserver in another process (its node kubeconfigs already written, see
     `node_kubeconfig`); otherwise `kubeconfig` (admin) is used by all nodes. `wait`:
-    return once all slices are published and all drivers registered.
+    return once all slices are published and all drivers registered. `first_index`: the
+    first node's place among all of the cluster's nodes, which gives its addresses and
+    pod CIDR (processes that each run a part of the nodes: `draemu nodes --first`).
     """
     started = time.perf_counter()
     chosen = preset if isinstance(preset, Preset) else load_preset(preset, nodes)
@@ -220,7 +222,8 @@ async def start_nodes(preset: str | Path | Preset, *, data_dir: Path,
                                 image_map=image_map, access=access,
                                 runtime_unconfined=runtime_unconfined)
 
-    results = await asyncio.gather(*(one(i, s) for i, s in enumerate(chosen.nodes)),
+    results = await asyncio.gather(*(one(first_index + i, s)
+                                     for i, s in enumerate(chosen.nodes)),
                                    return_exceptions=True)
     handle = NodesHandle(chosen, {r.name: r for r in results if isinstance(r, Node)})
     errors = [r for r in results if isinstance(r, BaseException)]

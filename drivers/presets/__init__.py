@@ -90,7 +90,8 @@ def _list_of_mappings(value: Any, where: str) -> list[dict[str, Any]]:
     return value
 
 
-def _node_names(entry: dict[str, Any], nodes: int | None, where: str) -> list[str]:
+def _node_names(entry: dict[str, Any], nodes: int | None, where: str,
+                first: int = 1) -> list[str]:
     name = entry.get("name")
     if not isinstance(name, str) or not name:
         raise PresetError(f"{where}.name must be a non-empty string")
@@ -100,7 +101,7 @@ def _node_names(entry: dict[str, Any], nodes: int | None, where: str) -> list[st
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
         raise PresetError(f"{where}.count must be a whole number, not {count!r}")
     try:
-        return [name.format(i=i) for i in range(1, count + 1)]
+        return [name.format(i=i) for i in range(first, first + count)]
     except (KeyError, IndexError, ValueError) as err:
         raise PresetError(f"{where}.name {name!r}: only {{i}} may be templated ({err})") \
             from None
@@ -116,20 +117,23 @@ def _drivers(entry: dict[str, Any], where: str) -> list[DriverSpec]:
     return out
 
 
-def load_preset(name_or_path: str | Path, nodes: int | None = None) -> Preset:
+def load_preset(name_or_path: str | Path, nodes: int | None = None, first: int = 1) -> Preset:
+    """The preset; `nodes` replaces the count of its node template (a node with
+    `count`), whose names' `{i}` then run from `first`."""
     path = preset_path(name_or_path)
     data = _read(path)
     entries = _list_of_mappings(data.get("nodes"), f"{path}: nodes")
     templated = [e for e in entries if "count" in e]
     if nodes is not None and not templated:
-        raise PresetError(f"preset {path.stem} has no node template to scale with --nodes")
+        raise PresetError(f"preset {path.stem} has no node template (a node with a count) "
+                          "to scale")
     out: list[NodeSpec] = []
     for index, entry in enumerate(entries):
         where = f"{path}: nodes[{index}]"
         for key, kind in (("labels", dict), ("taints", list), ("capacity", dict)):
             if entry.get(key) is not None and not isinstance(entry[key], kind):
                 raise PresetError(f"{where}.{key} must be a {kind.__name__}")
-        for name in _node_names(entry, nodes, where):
+        for name in _node_names(entry, nodes, where, first):
             # Each node gets its own driver specs: no config dict is shared by nodes.
             out.append(NodeSpec(
                 name=name, labels=dict(entry.get("labels") or {}),
