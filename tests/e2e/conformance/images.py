@@ -1,11 +1,13 @@
 """The images Kubernetes' e2e tests run, as folders the process runtime can run, and the
 image map (kubelet/runtime/imagemap.py's format) that names them.
 
-Each image becomes a folder shaped like the image's root file system (the programs at the
-paths the real image has them, `/agnhost`, `/hostpathplugin`, `/usr/local/bin/etcd`,
-busybox's applets in `bin/`), so that the same folders serve a runtime that pivots into a
-per-pod root. The map points at the image's entrypoint where containers rely on it (they
-give only `args`), and at the folder where containers give their command.
+The process runtime runs a mapped folder as the container's root (pivoted into, below an
+overlay) and a mapped executable in a root of this machine's system folders. An image map
+entry has no entrypoint of its own, so: where the e2e specs give the container its command
+(`/bin/sh -c ...`, `/usr/local/bin/etcd`, `kubectl exec ... /hostpathplugin`), the image
+is a folder shaped like the real image's root (its program at the real path, busybox's
+applets in `bin/`); where they give only args to the image's entrypoint (agnhost, pause,
+nginx, sample-apiserver), the map names that program.
 
 Sources: the programs tests/e2e/realk8s/build.sh builds (agnhost, hostpathplugin, etcd,
 sample-apiserver), Debian's busybox-static and nginx-light, and the pause container
@@ -116,34 +118,18 @@ def pause(src: Sources, root: Path) -> Path:
     return out  # ENTRYPOINT ["/pause"]
 
 
-NGINX_CONF = """\
-# As the e2e nginx image serves: port 80, the stock welcome page, logs on stdout/stderr.
-worker_processes 1;
-error_log stderr notice;
-events {{ worker_connections 1024; }}
-http {{
-    include {root}/etc/nginx/mime.types;
-    default_type application/octet-stream;
-    access_log /dev/stdout;
-    client_body_temp_path /tmp/nginx-client-body;
-    proxy_temp_path /tmp/nginx-proxy;
-    fastcgi_temp_path /tmp/nginx-fastcgi;
-    uwsgi_temp_path /tmp/nginx-uwsgi;
-    scgi_temp_path /tmp/nginx-scgi;
-    server {{
-        listen 80;
-        listen [::]:80;
-        server_name localhost;
-        location / {{
-            root {root}/usr/share/nginx/html;
-            index index.html index.htm;
-        }}
-        error_page 500 502 503 504 /50x.html;
-    }}
-}}
-"""
-
-NGINX_PAGE = """<!DOCTYPE html>
+# The nginx image's entrypoint, self-contained: a mapped executable is all of its image the
+# process runtime mounts (the root is this machine's system folders, read-only, and an empty
+# /tmp), so the script writes the image's configuration and page into /tmp and runs
+# Debian's nginx in the foreground, as the image's CMD ["nginx", "-g", "daemon off;"] does.
+NGINX_ENTRYPOINT = r"""#!/bin/sh
+# registry.k8s.io/e2e-test-images/nginx for draemu's process runtime (images.py).
+set -e
+NGINX=${NGINX:-/usr/sbin/nginx}
+conf=/tmp/nginx-image
+mkdir -p "$conf/html"
+cat > "$conf/html/index.html" <<'PAGE'
+<!DOCTYPE html>
 <html>
 <head>
 <title>Welcome to nginx!</title>
@@ -154,30 +140,56 @@ NGINX_PAGE = """<!DOCTYPE html>
 working. Further configuration is required.</p>
 </body>
 </html>
+PAGE
+cat > "$conf/nginx.conf" <<CONF
+worker_processes 1;
+error_log stderr notice;
+pid $conf/nginx.pid;
+events { worker_connections 1024; }
+http {
+    types { text/html html htm; text/css css; application/javascript js; text/plain txt; }
+    default_type application/octet-stream;
+    access_log /dev/stdout;
+    client_body_temp_path $conf/client-body;
+    proxy_temp_path $conf/proxy;
+    fastcgi_temp_path $conf/fastcgi;
+    uwsgi_temp_path $conf/uwsgi;
+    scgi_temp_path $conf/scgi;
+    server {
+        listen 80;
+        listen [::]:80;
+        server_name localhost;
+        location / {
+            root $conf/html;
+            index index.html index.htm;
+        }
+    }
+}
+CONF
+[ "${1-}" != nginx ] || shift
+case "${1-}" in
+  "") exec "$NGINX" -c "$conf/nginx.conf" -g "daemon off;" ;;
+  -*) exec "$NGINX" -c "$conf/nginx.conf" "$@" ;;
+  *) exec "$@" ;;
+esac
 """
 
 
 def nginx(src: Sources, root: Path) -> Path:
-    _copy(src.nginx, root / "usr" / "sbin" / "nginx")
-    _copy(Path("/etc/nginx/mime.types"), root / "etc" / "nginx" / "mime.types")
-    (root / "etc" / "nginx" / "nginx.conf").write_text(NGINX_CONF.format(root=root))
-    html = root / "usr" / "share" / "nginx" / "html"
-    html.mkdir(parents=True)
-    (html / "index.html").write_text(NGINX_PAGE)
-    (html / "50x.html").write_text("<html><body><h1>An error occurred.</h1></body></html>\n")
-    _busybox_applets(src.busybox, root)
-    # CMD ["nginx", "-g", "daemon off;"]: the entrypoint runs nginx in the foreground with
-    # this folder's configuration (a pid file per process: pods share /tmp today).
-    return _script(root / "nginx", f"""#!/bin/sh
-exec {root}/usr/sbin/nginx -c {root}/etc/nginx/nginx.conf \\
-  -g "daemon off; pid /tmp/nginx-$$.pid;" "$@"
-""")
+    if not src.nginx.is_file():
+        raise ImageError(f"{src.nginx} is missing (apt-get install nginx-light)")
+    return _script(root / "nginx", NGINX_ENTRYPOINT.replace(
+        "${NGINX:-/usr/sbin/nginx}", f"${{NGINX:-{src.nginx}}}"))
 
 
-def _entrypoint(name: str, where: str) -> Callable[[Sources, Path], Path]:
+def _program(name: str, where: str, map_folder: bool) -> Callable[[Sources, Path], Path]:
+    """An image of one program at `where` with busybox's applets. The map names the folder
+    when containers give their command (`/bin/sh -c ...`, `/usr/local/bin/etcd`), the
+    program when they give only args to its entrypoint."""
     def make(src: Sources, root: Path) -> Path:
         _busybox_applets(src.busybox, root)
-        return _copy(src.bin / name, root / where.lstrip("/"))
+        program = _copy(src.bin / name, root / where.lstrip("/"))
+        return root if map_folder else program
     return make
 
 
@@ -194,11 +206,13 @@ IMAGES = [
     Image(f"{E2E}/nonroot", busybox, "nonroot"),  # busybox with USER 1234
     Image("registry.k8s.io/pause", pause, "pause"),
     Image(f"{E2E}/nginx", nginx, "nginx"),
-    Image(f"{E2E}/sample-apiserver", _entrypoint("sample-apiserver", "/sample-apiserver"),
+    Image(f"{E2E}/sample-apiserver", _program("sample-apiserver", "/sample-apiserver", False),
           "sample-apiserver"),
-    Image("registry.k8s.io/etcd", _entrypoint("etcd", "/usr/local/bin/etcd"), "etcd"),
+    Image("registry.k8s.io/etcd", _program("etcd", "/usr/local/bin/etcd", True), "etcd"),
+    # test/e2e/testing-manifests/dra/dra-test-driver-proxy.yaml runs `/bin/sh -c ...`; the
+    # test execs `/hostpathplugin --proxy-endpoint=...` and `rm` in it.
     Image("registry.k8s.io/sig-storage/hostpathplugin",
-          _entrypoint("hostpathplugin", "/hostpathplugin"), "hostpathplugin"),
+          _program("hostpathplugin", "/hostpathplugin", True), "hostpathplugin"),
 ]
 
 
