@@ -11,12 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from draemu.api.errors import go_quote
+from draemu.api.types import Obj
 from draemu.apiserver.admission.podsecurity.levels import BASELINE, RESTRICTED, Version
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)

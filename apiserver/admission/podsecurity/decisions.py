@@ -32,6 +32,7 @@ from draemu.api.errors import (
     internal_error,
     invalid_object,
 )
+from draemu.api.types import Obj
 from draemu.apiserver.admission.podsecurity.evaluator import Aggregate, Evaluator
 from draemu.apiserver.admission.podsecurity.levels import (
     ENFORCE,
@@ -43,7 +44,6 @@ from draemu.apiserver.admission.podsecurity.levels import (
     policy_of,
 )
 
-Obj = dict[str, Any]
 MAX_PODS_CHECKED = 3000
 IGNORED_POD_SUBRESOURCES = frozenset({"exec", "attach", "binding", "eviction", "log",
                                       "portforward", "proxy", "status"})

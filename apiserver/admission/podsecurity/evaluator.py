@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from draemu.apiserver.admission.podsecurity.checks import CHECKS, Check, CheckFn, CheckResult, Obj
+from draemu.api.types import Obj
+from draemu.apiserver.admission.podsecurity.checks import CHECKS, Check, CheckFn, CheckResult
 from draemu.apiserver.admission.podsecurity.levels import (
     BASELINE,
     PRIVILEGED,
