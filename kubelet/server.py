@@ -57,6 +57,7 @@ class KubeletServer:
         self.port = port
         self.tls = tls
         self._runner: web.AppRunner | None = None
+        self._stopping = False  # follow streams end (completely) when the kubelet stops
 
     async def start(self) -> None:
         app = web.Application(middlewares=[_authorize] if self.tls else [])
@@ -72,6 +73,7 @@ class KubeletServer:
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
 
     async def stop(self) -> None:
+        self._stopping = True
         if self._runner:
             await self._runner.cleanup()
 
@@ -101,9 +103,13 @@ class KubeletServer:
             return web.Response(status=400, text=_missing_log(name, container, opts.previous))
         response = web.StreamResponse(headers={"Content-Type": "text/plain"})
         await response.prepare(request)
-        async for chunk in stream_log(path, opts, lambda: self.running(ns, name, container)):
-            await response.write(chunk)
-        await response.write_eof()
+        try:
+            async for chunk in stream_log(
+                    path, opts, lambda: not self._stopping and self.running(ns, name, container)):
+                await response.write(chunk)
+            await response.write_eof()
+        except ConnectionResetError:  # the apiserver (its client) went away: nothing to say
+            pass
         return response
 
 
@@ -191,6 +197,6 @@ class LogProvider:
                                                           opts.previous))
         if path is None:
             raise bad_request(_missing_log(pod, container, opts.previous))
-        async for chunk in stream_log(path, opts,
-                                      lambda: self.running(namespace, pod, container)):
+        async for chunk in stream_log(
+                path, opts, lambda: not self._stopping and self.running(namespace, pod, container)):
             yield chunk

@@ -26,7 +26,10 @@ from urllib.parse import quote, urlencode
 import aiohttp
 
 from draemu.api.errors import StatusError, bad_request
+from draemu.log import get_logger
 from draemu.pki import PKI
+
+log = get_logger("apiserver")
 
 PREFERRED_ADDRESS_TYPES = ("InternalIP", "ExternalIP", "Hostname")
 DEFAULT_KUBELET_PORT = 10250
@@ -171,9 +174,15 @@ def _unreachable(url: str, detail: str) -> StatusError:
 
 
 async def _stream(resp: aiohttp.ClientResponse) -> AsyncGenerator[bytes, None]:
+    """The kubelet's answer, chunk by chunk. A kubelet that goes away mid-stream (its node
+    stopped while `kubectl logs -f` followed) ends the stream, as a container that stops
+    does: the client gets a complete response, this process no traceback."""
     async with resp:
-        async for chunk in resp.content.iter_any():
-            yield chunk
+        try:
+            async for chunk in resp.content.iter_any():
+                yield chunk
+        except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError) as e:
+            log.debug("kubelet stream ended early", url=str(resp.url), error=str(e))
 
 
 _GENERIC = {404: ("NotFound", "the server could not find the requested resource"),
