@@ -518,9 +518,14 @@ class PodWorkers:
         handle = rec.handle if rec is not None else None
         if handle is None or handle.exit_code.done():
             raise ExecError(f'container not found ("{container}")')
+        if handle.pid is None and self.runtime.name == "fake":
+            raise ExecError(f'container "{container}" of pod "{name}" does not execute: this '
+                            "node runs the fake runtime (draemu up --runtime process runs "
+                            "containers as local processes, which exec reaches)")
         if handle.pid is None:
             raise ExecError(f'container "{container}" of pod "{name}" does not execute '
-                            f"(its image runs as on the fake runtime): nothing to exec into")
+                            "(its image is not in --image-map, so it runs as on the fake "
+                            "runtime): nothing to exec into")
         if not argv:
             return None
         try:

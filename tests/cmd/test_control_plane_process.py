@@ -106,8 +106,9 @@ async def test_the_scheduler_controllers_and_kubelets_run_in_a_child_process(
                 params={"command": "true", "stdout": "true"})
             status = json.loads(body)
             assert (code, status["reason"]) == (400, "BadRequest")
-            assert "does not execute (its image runs as on the fake runtime)" in \
-                status["message"]
+            assert status["message"].endswith(
+                "does not execute: this node runs the fake runtime (draemu up --runtime "
+                "process runs containers as local processes, which exec reaches)")
 
             async def root_ca_published() -> bool:
                 # The root CA publisher needs the cluster CA, handed to the child too.

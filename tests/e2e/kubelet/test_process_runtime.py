@@ -329,7 +329,8 @@ async def test_kubectl_exec_into_a_container_that_does_not_run_is_refused(
     code, _out, err = await kubectl(apiserver, "exec", "faked", "--", "true")
     assert code == 1
     assert err == ('Error from server (BadRequest): container "main" of pod "faked" does not '
-                   "execute (its image runs as on the fake runtime): nothing to exec into\n")
+                   "execute (its image is not in --image-map, so it runs as on the fake "
+                   "runtime): nothing to exec into\n")
 
 
 async def test_a_container_reads_its_devices_metadata_file(apiserver, tmp_path, images,
