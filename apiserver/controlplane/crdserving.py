@@ -13,7 +13,6 @@ latest object and idempotent.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 from draemu.api.errors import StatusError
 from draemu.api.meta import format_time, now, set_condition
@@ -21,6 +20,7 @@ from draemu.api.types import Obj
 from draemu.apiserver.registry.apiextensions.customresource import CustomResourceStrategy
 from draemu.apiserver.registry.apiextensions.customresourcedefinition import CLEANUP_FINALIZER
 from draemu.apiserver.registry.resources import Resource, ResourceTable
+from draemu.apiserver.storage.cachelistener import CacheListener
 from draemu.apiserver.storage.storeadapter import Storage, Unchanged
 from draemu.apiserver.storage.watchcache import Change
 from draemu.log import get_logger
@@ -32,44 +32,31 @@ RESOURCE = "customresourcedefinitions"
 CLEANUP_POLL = 0.2
 
 
-class CRDServing:
+class CRDServing(CacheListener):
+    name = "crd-serving"
+    failure = "reconciling a CustomResourceDefinition failed"
+    retry_after = CLEANUP_POLL
+
     def __init__(self, table: ResourceTable, storage: Storage) -> None:
         self.table = table
         self.storage = storage
-        self.cache = storage.cache
         crds = table.by_group_resource(GROUP, RESOURCE)
         assert crds is not None, "the CustomResourceDefinition kind is not served"
         self.crds: Resource = crds
         # CRD name -> (group, plural) it serves.
         self._served: dict[str, tuple[str, str]] = {}
-        self._queue: asyncio.Queue[str] = asyncio.Queue()
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self.cache.listen(self.crds.prefix, self._on_change)
-        self._resync()
-        self._task = asyncio.create_task(self._work(), name="crd-serving")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        super().__init__(storage.cache, [crds.prefix])
 
     # Serving -------------------------------------------------------------------------------
-    def _on_change(self, change: Change | None) -> None:
-        if change is None:
-            self._resync()
-            return
+    def changed(self, change: Change) -> None:
         name = change.key[len(self.crds.prefix):]
         if change.type == "delete":
             self._unserve(name)
         else:
             self._serve(change.obj)
-            self._queue.put_nowait(name)
+            self.enqueue(name)
 
-    def _resync(self) -> None:
+    def resynced(self) -> None:
         present = {}
         for key, crd in self.cache.list(self.crds.prefix):
             present[key[len(self.crds.prefix):]] = crd
@@ -78,7 +65,7 @@ class CRDServing:
                 self._unserve(name)
         for name, crd in present.items():
             self._serve(crd)
-            self._queue.put_nowait(name)
+            self.enqueue(name)
 
     def _conflict(self, crd: Obj) -> str:
         """Why the CRD's names cannot be served ("" when they can)."""
@@ -136,19 +123,8 @@ class CRDServing:
         return self.table.by_group_resource(*served) if served else None
 
     # Conditions and cleanup ----------------------------------------------------------------
-    async def _work(self) -> None:
-        while True:
-            name = await self._queue.get()
-            try:
-                await self._reconcile(name)
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # keep following the other CRDs
-                log.exception("reconciling a CustomResourceDefinition failed", crd=name)
-                await asyncio.sleep(CLEANUP_POLL)
-                self._queue.put_nowait(name)
-
-    async def _reconcile(self, name: str) -> None:
+    async def reconcile(self, key: str) -> None:
+        name = key
         crd = self.cache.get(self.crds.key("", name))
         if crd is None:
             return
@@ -272,5 +248,5 @@ class CRDServing:
             if e.reason not in ("NotFound", "Conflict"):
                 raise
             if e.reason == "Conflict":
-                self._queue.put_nowait(name)
+                self.enqueue(name)
 

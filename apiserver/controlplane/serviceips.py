@@ -13,7 +13,6 @@ lose the race are ignored.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import uuid
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from draemu.api.meta import time_now
 from draemu.api.types import Obj
 from draemu.apiserver.controlplane.systemobjects import Bootstrap
 from draemu.apiserver.registry.resources import ResourceTable
+from draemu.apiserver.storage.cachelistener import CacheListener
 from draemu.apiserver.storage.storeadapter import Storage
 from draemu.apiserver.storage.watchcache import Change
 from draemu.features import FeatureGates
@@ -58,48 +58,36 @@ def _parent(svc: Obj) -> Obj:
             "name": meta["name"]}
 
 
-class ServiceIPAddresses:
+class ServiceIPAddresses(CacheListener):
+    """Every change of a Service or an IPAddress queues one pass over all of them (the
+    key "")."""
+
+    name = "service-ip-addresses"
+    failure = "service IP repair failed; retrying"
+    settle = _SETTLE
+    retry_after = 1.0
+
     def __init__(self, table: ResourceTable, storage: Storage, gates: FeatureGates,
                  listing: Callable[..., list[Any]], state: dict[str, Any]) -> None:
         self.table, self.storage, self.listing = table, storage, listing
         self.boot = Bootstrap(table, storage, gates, listing, state)
         self.services = table.by_group_resource("", "services")
         self.addresses = table.by_group_resource(GROUP, "ipaddresses")
-        self._dirty = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
         self._reported: set[tuple[str, str]] = set()
+        super().__init__(storage.cache, [r.prefix for r in (self.services, self.addresses)
+                                         if r is not None])
 
     def start(self) -> None:
-        if self.services is None or self.addresses is None:
-            return
-        self.storage.cache.listen(self.services.prefix, self._on_change)
-        self.storage.cache.listen(self.addresses.prefix, self._on_change)
-        self._dirty.set()
-        self._task = asyncio.create_task(self._work(), name="service-ip-addresses")
+        if self.services is not None and self.addresses is not None:
+            super().start()
 
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+    def changed(self, change: Change) -> None:
+        self.enqueue("")
 
-    def _on_change(self, change: Change | None) -> None:
-        self._dirty.set()
+    def resynced(self) -> None:
+        self.enqueue("")
 
-    async def _work(self) -> None:
-        while True:
-            await self._dirty.wait()
-            await asyncio.sleep(_SETTLE)
-            self._dirty.clear()
-            try:
-                await self.reconcile()
-            except StatusError as e:
-                log.warning("service IP repair failed; retrying", error=e.message)
-                await asyncio.sleep(1)
-                self._dirty.set()
-
-    async def reconcile(self) -> None:
+    async def reconcile(self, key: str = "") -> None:
         services = self.listing("services", "", "")
         wanted = wanted_addresses(services)
         existing = {a["metadata"]["name"]: a for a in self.listing("ipaddresses", GROUP, "")}

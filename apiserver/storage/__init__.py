@@ -1,2 +1,3 @@
 """The apiserver's side of the store: the watch cache (`watchcache`) that serves reads and
-watches, and the store adapter (`storeadapter`: encoding, keys, compare-and-swap)."""
+watches, the store adapter (`storeadapter`: encoding, keys, compare-and-swap) and the
+base of the controllers that follow the watch cache (`cachelistener`)."""
