@@ -22,12 +22,10 @@ from typing import Any
 
 from draemu.api.types import Obj
 from draemu.apiserver.endpoints import fieldvalidation
-from draemu.apiserver.endpoints.requestinfo import RequestInfo
-from draemu.apiserver.endpoints.scope import Scope
 from draemu.apiserver.registry import discover
+from draemu.apiserver.registry.request import RequestContext
 from draemu.apiserver.registry.resources import ResourceTable
 from draemu.apiserver.wire import timestamps
-from draemu.apiserver.wire.codec import Accept
 from draemu.features import FeatureGates
 from draemu.identity import UserInfo
 from draemu.openapi import schemas
@@ -153,7 +151,7 @@ CASES: list[tuple[str, tuple[str, str, str], Obj, Obj | None]] = [
 ]
 
 
-def four_walks(scope: Scope, obj: Obj) -> None:
+def four_walks(scope: RequestContext, obj: Obj) -> None:
     """What `fieldvalidation.check` did before it was one pass."""
     group, version, kind = scope.resource.group, scope.version, scope.resource.kind
     scope.strategy.obsolete_field_errors(obj, version)
@@ -185,9 +183,7 @@ def main() -> None:
     for label, (group, version, resource), body, old in CASES:
         found = table.lookup(group, version, resource)
         assert found is not None, resource
-        info = RequestInfo("/bench", "update", True, NS, version, "bench", resource)
-        scope = Scope(None, info, found, version, NS, UserInfo("bench"),  # type: ignore[arg-type]
-                      Accept(), gates, lambda *a: None)
+        scope = RequestContext(found, version, NS, UserInfo("bench"), verb="update")
         stored = copy.deepcopy(old)
         before = cpu_per_body(lambda obj, s=scope: four_walks(s, obj), body, args.iterations)
         after = cpu_per_body(lambda obj, s=scope, o=stored: fieldvalidation.check(s, obj, "Strict",

@@ -2,11 +2,12 @@
 what the Node authorizer (`auth/nodeauthorizer.py`) lets a node request, refused again
 when the object itself says the node may not (upstream's messages).
 
-`admit` needs the object in the request body (on create) or the stored object: a node
-may create only its own Node (without labels a kubelet may not set), its own Lease,
-CSINode and ResourceSlices, mirror pods owned by its Node that refer to no other object,
-and tokens bound to its own pods. `admit_update` holds the update rules, run by the
-update pipeline on the proposed object of a PUT or PATCH against the stored one: on its
+The plugin (`NodeRestriction`, mutating phase) runs `admit` on a node's creates (with the
+object it sends), updates and deletes: a node may create only its own Node (without
+labels a kubelet may not set), its own Lease, CSINode and ResourceSlices, mirror pods
+owned by its Node that refer to no other object, and tokens bound to its own pods.
+`admit_update` holds the update rules, on the proposed object of a PUT or PATCH (before
+the mutating webhooks) against the stored one: on its
 Node (main resource or /status) a node may not change its taints, owner references or
 config source, nor labels outside what kubelets set (`kubelet_may_set_label`); on a
 pod's status, neither its labels nor its resourceClaimStatuses.
@@ -19,6 +20,8 @@ from typing import Any
 from draemu.api.errors import StatusError, forbidden_error, not_found_error
 from draemu.api.nodelabels import kubelet_may_set_label
 from draemu.api.types import Obj
+from draemu.apiserver.admission.chain import AdmissionServices
+from draemu.apiserver.admission.chain import Attributes as AdmissionAttributes
 from draemu.apiserver.auth.authorization import Attributes
 from draemu.apiserver.auth.nodeauthorizer import (
     RESOURCE_GROUP,
@@ -51,25 +54,9 @@ def _semantic(value: Any) -> Any:
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 
 
-def needs_body(attrs: Attributes) -> bool:
-    """Whether `admit` must see the request's object: the creates it checks. (Updates
-    and patches are checked by `admit_update` in the update pipeline, on the proposed
-    object against the stored one.)"""
-    if attrs.user.node_name is None or attrs.verb != "create":
-        return False
-    if (attrs.resource, attrs.group, attrs.subresource) == ("serviceaccounts", "", "token"):
-        return True
-    return not attrs.subresource and (attrs.resource, attrs.group) in _CREATE_CHECKED
-
-
-_CREATE_CHECKED = frozenset({("nodes", ""), ("pods", ""), ("leases", "coordination.k8s.io"),
-                             ("csinodes", "storage.k8s.io"),
-                             ("resourceslices", RESOURCE_GROUP)})
-
-
 def admit(attrs: Attributes, lookup: Lookup, obj: Obj | None) -> None:
     """Refuse (403) what an authorized node request may still not do to these objects.
-    `obj` is the request's object when `needs_body` asked for it."""
+    `obj` is the request's object on a create."""
     node = attrs.user.node_name
     if not node:
         return
@@ -270,3 +257,27 @@ def _forbidden(attrs: Attributes, name: str, message: str) -> StatusError:
     if attrs.group:
         details["group"] = attrs.group
     return forbidden_error(f'{qualified} "{name}" is forbidden: {message}', details)
+
+
+class NodeRestriction:
+    """The admission plugin: a node's creates (on the object it sends), updates (the
+    proposed object against the stored one) and deletes."""
+
+    operations = frozenset({"CREATE", "UPDATE", "DELETE"})
+
+    def __init__(self, services: AdmissionServices) -> None:
+        self.lookup = services.objects.lookup
+
+    async def admit(self, attrs: AdmissionAttributes) -> None:
+        if attrs.user.node_name is None:
+            return
+        request, resource = attrs.request, attrs.resource
+        node_attrs = Attributes(attrs.user, request.verb, resource.group, request.version,
+                                resource.name, attrs.subresource, attrs.namespace,
+                                attrs.name)
+        if attrs.operation == "CREATE":
+            admit(node_attrs, self.lookup, attrs.served(attrs.obj))
+            return
+        admit(node_attrs, self.lookup, None)
+        if attrs.operation == "UPDATE" and attrs.obj is not None and attrs.old is not None:
+            admit_update(node_attrs, attrs.obj, attrs.old)

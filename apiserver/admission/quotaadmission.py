@@ -19,6 +19,7 @@ from draemu.api.errors import forbidden_error
 from draemu.api.quantity import Quantity, QuantityError, parse_quantity
 from draemu.api.quota import tracked
 from draemu.api.types import Obj
+from draemu.apiserver.admission.chain import AdmissionServices, Attributes
 
 NamespaceLookup = Callable[[str, str, str], list[Any]]
 
@@ -80,3 +81,19 @@ def admit(resource: str, group: str, namespace: str, name: str, obj: Obj,
             raise forbidden_error(f'{qualified} "{name}" is forbidden: {message}',
                                   {"name": name, "kind": resource,
                                    **({"group": group} if group else {})})
+
+
+class ResourceQuota:
+    """The admission plugin (validating phase, last as upstream's)."""
+
+    operations = frozenset({"CREATE"})
+
+    def __init__(self, services: AdmissionServices) -> None:
+        self.listing = services.objects.list_objects
+
+    async def validate(self, attrs: Attributes) -> None:
+        if attrs.subresource or attrs.obj is None:
+            return
+        resource, meta = attrs.resource, attrs.obj.get("metadata") or {}
+        admit(resource.name, resource.group, meta.get("namespace", ""), meta.get("name", ""),
+              attrs.obj, self.listing, resource.qualified)

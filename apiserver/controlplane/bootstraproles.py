@@ -8,52 +8,35 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
 from draemu.api.errors import StatusError
 from draemu.api.types import Obj
 from draemu.apiserver.auth.rbac.bootstrappolicy import AUTOUPDATE, GROUP, KINDS, policy, reconciled
-from draemu.apiserver.endpoints.requestinfo import RequestInfo
-from draemu.apiserver.endpoints.rest_write import create_object, run_update
-from draemu.apiserver.endpoints.scope import Scope
-from draemu.apiserver.registry.resources import Resource, ResourceTable
-from draemu.apiserver.storage.storeadapter import Storage, Unchanged
-from draemu.apiserver.wire.codec import Accept
-from draemu.features import FeatureGates
-from draemu.identity import MASTERS, UserInfo
+from draemu.apiserver.genericregistry.store import Store
+from draemu.apiserver.registry.request import RequestContext
+from draemu.apiserver.registry.resources import Resource
+from draemu.apiserver.storage.storeadapter import Unchanged
 
-_SYSTEM_USER = UserInfo("system:apiserver", groups=(MASTERS,))
+_MANAGER = "kube-apiserver"
 
 
-def _scope(table: ResourceTable, storage: Storage, resource: Resource, verb: str,
-           namespace: str, name: str, gates: FeatureGates) -> Scope:
-    def lookup(resource: str, group: str, namespace: str, name: str) -> Any:
-        r = table.by_group_resource(group, resource)
-        return storage.cache.get(r.key(namespace, name)) if r is not None else None
-
-    version = resource.strategy.storage_version
-    info = RequestInfo(f"/apis/{GROUP}/{version}/{resource.name}", verb, True, GROUP, version,
-                       namespace, resource.name, name)
-    return Scope(None, info, resource, version, namespace, _SYSTEM_USER,  # type: ignore[arg-type]
-                 Accept(), gates, lookup)
-
-
-async def _ensure(table: ResourceTable, storage: Storage, gates: FeatureGates,
-                  resource: Resource, expected: Obj) -> None:
+async def _ensure(store: Store, resource: Resource, expected: Obj) -> None:
     meta = expected["metadata"]
     namespace, name = meta.get("namespace", ""), meta["name"]
-    existing = storage.cache.get(resource.key(namespace, name))
+    existing = store.cache.get(resource.key(namespace, name))
     if existing is not None and "roleRef" in expected and \
             existing.get("roleRef") != expected["roleRef"] and \
             (existing["metadata"].get("annotations") or {}).get(AUTOUPDATE) != "false":
-        await storage.delete(resource, namespace, name,
-                             int(existing["metadata"]["resourceVersion"]))
+        await store.delete(RequestContext.system(resource, "delete", namespace, name),
+                           namespace, name, {"preconditions": {
+                               "resourceVersion": existing["metadata"]["resourceVersion"]}},
+                           dry_run=False)
         existing = None
     if existing is None:
-        scope = _scope(table, storage, resource, "create", namespace, "", gates)
         try:
-            await create_object(scope, storage, json.loads(json.dumps(expected)),
-                                dry_run=False, manager="kube-apiserver")
+            await store.create(RequestContext.system(resource, "create", namespace),
+                               json.loads(json.dumps(expected)), dry_run=False,
+                               manager=_MANAGER)
         except StatusError as e:
             if e.reason != "AlreadyExists":  # another apiserver on the same store was first
                 raise
@@ -67,21 +50,19 @@ async def _ensure(table: ResourceTable, storage: Storage, gates: FeatureGates,
             raise Unchanged()
         return new
 
-    scope = _scope(table, storage, resource, "update", namespace, name, gates)
-    await run_update(scope, storage, propose,
-                     dry_run=False, manager="kube-apiserver", pinned=False)
+    await store.update(RequestContext.system(resource, "update", namespace, name), propose,
+                       dry_run=False, manager=_MANAGER, pinned=False)
 
 
-async def ensure_bootstrap_policy(table: ResourceTable, storage: Storage,
-                                  gates: FeatureGates) -> None:
+async def ensure_bootstrap_policy(store: Store) -> None:
     """Create or complete every bootstrap role, then every binding."""
-    objects = policy(gates)
+    objects = policy(store.gates)
     for keys in (("clusterRoles", "roles"), ("clusterRoleBindings", "roleBindings")):
         work = []
         for key in keys:
-            resource = table.by_group_resource(GROUP, KINDS[key][0])
+            resource = store.table.by_group_resource(GROUP, KINDS[key][0])
             if resource is None:
                 return
-            work += [_ensure(table, storage, gates, resource, obj) for obj in objects[key]]
+            work += [_ensure(store, resource, obj) for obj in objects[key]]
         await asyncio.gather(*work)
-    await storage.caught_up()
+    await store.storage.caught_up()

@@ -15,18 +15,14 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Callable
-from typing import Any
 
 from draemu.api.errors import StatusError
 from draemu.api.meta import time_now
 from draemu.api.types import Obj
 from draemu.apiserver.controlplane.systemobjects import Bootstrap
-from draemu.apiserver.registry.resources import ResourceTable
+from draemu.apiserver.genericregistry.store import Store
 from draemu.apiserver.storage.cachelistener import CacheListener
-from draemu.apiserver.storage.storeadapter import Storage
 from draemu.apiserver.storage.watchcache import Change
-from draemu.features import FeatureGates
 from draemu.log import get_logger
 
 log = get_logger("apiserver.serviceips")
@@ -67,15 +63,14 @@ class ServiceIPAddresses(CacheListener):
     settle = _SETTLE
     retry_after = 1.0
 
-    def __init__(self, table: ResourceTable, storage: Storage, gates: FeatureGates,
-                 listing: Callable[..., list[Any]], state: dict[str, Any]) -> None:
-        self.table, self.storage, self.listing = table, storage, listing
-        self.boot = Bootstrap(table, storage, gates, listing, state)
-        self.services = table.by_group_resource("", "services")
-        self.addresses = table.by_group_resource(GROUP, "ipaddresses")
+    def __init__(self, store: Store) -> None:
+        self.listing = store.objects.list_objects
+        self.boot = Bootstrap(store)
+        self.services = store.table.by_group_resource("", "services")
+        self.addresses = store.table.by_group_resource(GROUP, "ipaddresses")
         self._reported: set[tuple[str, str]] = set()
-        super().__init__(storage.cache, [r.prefix for r in (self.services, self.addresses)
-                                         if r is not None])
+        super().__init__(store.cache, [r.prefix for r in (self.services, self.addresses)
+                                       if r is not None])
 
     def start(self) -> None:
         if self.services is not None and self.addresses is not None:
@@ -117,11 +112,8 @@ class ServiceIPAddresses(CacheListener):
                 "spec": {"parentRef": _parent(svc)}})
 
     async def _delete(self, address: Obj) -> None:
-        assert self.addresses is not None
-        meta = address["metadata"]
         try:
-            await self.storage.delete(self.addresses, "", meta["name"],
-                                      int(meta["resourceVersion"]))
+            await self.boot.delete(GROUP, "ipaddresses", address)
         except StatusError as e:
             if e.reason not in ("NotFound", "Conflict"):
                 raise

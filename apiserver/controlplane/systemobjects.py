@@ -15,7 +15,8 @@
 
 (`serviceips` then keeps the IPAddress objects of Services' cluster IPs.)
 
-Everything goes through the normal create and update paths (defaults, validation)."""
+Everything goes through the generic store as any write (defaults, validation, the
+admission chain), as `system:apiserver`."""
 
 from __future__ import annotations
 
@@ -24,63 +25,41 @@ import ipaddress
 import json
 import socket
 from collections.abc import Callable
-from typing import Any
 
 from draemu.api.errors import StatusError
 from draemu.api.meta import time_now
 from draemu.api.types import Obj
-from draemu.apiserver.endpoints.requestinfo import RequestInfo
-from draemu.apiserver.endpoints.rest_write import create_object, run_update
-from draemu.apiserver.endpoints.scope import Scope
+from draemu.apiserver.genericregistry.store import Store
 from draemu.apiserver.registry.core import serviceallocation
 from draemu.apiserver.registry.flowcontrol import bootstrapconfig as apf
-from draemu.apiserver.registry.resources import ResourceTable
+from draemu.apiserver.registry.request import RequestContext
 from draemu.apiserver.registry.scheduling.priorityclass import SYSTEM_PRIORITY_CLASSES
-from draemu.apiserver.storage.storeadapter import Storage
-from draemu.apiserver.wire.codec import Accept
 from draemu.apiserver.wire.jsoncopy import clone
-from draemu.features import FeatureGates
-from draemu.identity import UserInfo
 from draemu.log import get_logger
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-_SYSTEM_USER = UserInfo("system:apiserver", groups=("system:masters",))
 _MANAGER = "kube-apiserver"
 AUTHENTICATION_CONFIGMAP = "extension-apiserver-authentication"
 log = get_logger("apiserver.bootstrap")
 
 
 class Bootstrap:
-    """Creates (and for a few objects corrects) the start-up objects of one server."""
+    """Creates (and for a few objects corrects) the start-up objects of one server, as
+    any write: through the generic store and the admission chain, as `system:apiserver`."""
 
-    def __init__(self, table: ResourceTable, storage: Storage, gates: FeatureGates,
-                 listing: Callable[..., list[Any]] | None = None,
-                 state: dict[str, Any] | None = None) -> None:
-        self.table, self.storage, self.gates = table, storage, gates
-        self.listing = listing
-        self.state = {} if state is None else state
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.table = store.table
 
-    def _scope(self, group: str, resource: str, namespace: str, name: str = "",
-               subresource: str = "") -> Scope | None:
+    def _request(self, group: str, resource: str, verb: str, namespace: str, name: str = "",
+                 subresource: str = "") -> RequestContext | None:
         r = self.table.by_group_resource(group, resource)
         if r is None:
             return None
-        version = r.strategy.storage_version
-        base = f"/apis/{group}/{version}" if group else f"/api/{version}"
-        path = f"{base}/namespaces/{namespace}/{resource}" if namespace else f"{base}/{resource}"
-        info = RequestInfo(path + (f"/{name}" if name else ""),
-                           "update" if name else "create", True, group, version, namespace,
-                           resource, name, subresource)
-        return Scope(None, info, r, version, namespace, _SYSTEM_USER,  # type: ignore[arg-type]
-                     Accept(), self.gates, self._lookup, listing=self.listing,
-                     state=self.state)
-
-    def _lookup(self, resource: str, group: str, namespace: str, name: str) -> Any:
-        r = self.table.by_group_resource(group, resource)
-        return None if r is None else self.storage.cache.get(r.key(namespace, name))
+        return RequestContext.system(r, verb, namespace, name, subresource)
 
     def get(self, group: str, resource: str, namespace: str, name: str) -> Obj | None:
-        return self._lookup(resource, group, namespace, name)
+        return self.store.objects.lookup(resource, group, namespace, name)
 
     async def ensure(self, group: str, resource: str, obj: Obj) -> Obj | None:
         """Create `obj` (storage version) unless an object of its name exists."""
@@ -89,14 +68,13 @@ class Bootstrap:
         found = self.get(group, resource, namespace, meta["name"])
         if found is not None:
             return found
-        scope = self._scope(group, resource, namespace)
-        if scope is None:
+        req = self._request(group, resource, "create", namespace)
+        if req is None:
             return None
-        obj.setdefault("apiVersion", scope.api_version)
-        obj.setdefault("kind", scope.resource.kind)
+        obj.setdefault("apiVersion", req.api_version)
+        obj.setdefault("kind", req.resource.kind)
         try:
-            return await create_object(scope, self.storage, obj, dry_run=False,
-                                       manager=_MANAGER)
+            return await self.store.create(req, obj, dry_run=False, manager=_MANAGER)
         except StatusError as e:
             if e.reason != "AlreadyExists":  # another apiserver on the same store was first
                 raise
@@ -105,7 +83,7 @@ class Bootstrap:
     async def correct(self, group: str, resource: str, namespace: str, name: str,
                       change: Callable[[Obj], None], subresource: str = "") -> None:
         """Update an object with `change` when that changes it."""
-        await self.storage.caught_up()
+        await self.store.storage.caught_up()
         found = self.get(group, resource, namespace, name)
         if found is None:
             return
@@ -113,33 +91,38 @@ class Bootstrap:
         change(wanted)
         if wanted == found:
             return
-        scope = self._scope(group, resource, namespace, name, subresource)
-        if scope is None:
+        req = self._request(group, resource, "update", namespace, name, subresource)
+        if req is None:
             return
 
         async def propose(current: Obj) -> Obj:
             change(current)
             return current
 
-        await run_update(scope, self.storage, propose, dry_run=False, manager=_MANAGER,
-                         pinned=False)
+        await self.store.update(req, propose, dry_run=False, manager=_MANAGER, pinned=False)
+
+    async def delete(self, group: str, resource: str, obj: Obj) -> None:
+        """Delete `obj` if it is still at its resourceVersion."""
+        meta = obj["metadata"]
+        namespace = meta.get("namespace", "")
+        req = self._request(group, resource, "delete", namespace, meta["name"])
+        if req is not None:
+            await self.store.delete(req, namespace, meta["name"], {"preconditions": {
+                "resourceVersion": meta["resourceVersion"]}}, dry_run=False)
 
 
-async def ensure_system_namespaces(table: ResourceTable, storage: Storage,
-                                   gates: FeatureGates) -> None:
-    boot = Bootstrap(table, storage, gates)
+async def ensure_system_namespaces(store: Store) -> None:
+    boot = Bootstrap(store)
     for name in SYSTEM_NAMESPACES:
         await boot.ensure("", "namespaces", {"metadata": {"name": name}})
-    await storage.caught_up()
+    await store.storage.caught_up()
 
 
-async def ensure_system_objects(table: ResourceTable, storage: Storage, gates: FeatureGates,
-                                listing: Callable[..., list[Any]], state: dict[str, Any],
-                                address: str, port: int, client_ca: bytes | None,
-                                front_proxy_ca: bytes | None) -> None:
-    """Everything but the namespaces (which must exist before the server serves);
-    `listing` and `state` are the server's (`API.list_objects`, `API.registry_state`)."""
-    boot = Bootstrap(table, storage, gates, listing, state)
+async def ensure_system_objects(store: Store, address: str, port: int,
+                                client_ca: bytes | None, front_proxy_ca: bytes | None) -> None:
+    """Everything but the namespaces (which must exist before the server serves)."""
+    boot = Bootstrap(store)
+    storage = store.storage
     for known in SYSTEM_PRIORITY_CLASSES:
         await boot.ensure("scheduling.k8s.io", "priorityclasses", {
             "metadata": {"name": known["name"]}, "value": known["value"],
@@ -167,18 +150,18 @@ async def ensure_flowcontrol_configuration(boot: Bootstrap) -> None:
                            for resource, suggested, mandatory in kinds
                            for objects, fixed in ((suggested, False), (mandatory, True))
                            for wanted in objects))
-    await boot.storage.caught_up()
+    await boot.store.storage.caught_up()
     for resource, suggested, mandatory in kinds:
         r = boot.table.by_group_resource(group, resource)
         assert r is not None
         names = {o["metadata"]["name"] for o in (*suggested, *mandatory)}
-        for _key, obj in boot.storage.cache.list(r.prefix):
+        for _key, obj in boot.store.cache.list(r.prefix):
             meta = obj["metadata"]
             auto = apf.parse_bool((meta.get("annotations") or {}).get(apf.AUTO_UPDATE))
             if meta["name"] in names or meta.get("finalizers") or auto is not True:
                 continue
             try:
-                await boot.storage.delete(r, "", meta["name"], int(meta["resourceVersion"]))
+                await boot.delete(group, resource, obj)
             except StatusError as e:
                 if e.reason not in ("NotFound", "Conflict"):
                     raise

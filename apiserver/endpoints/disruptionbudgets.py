@@ -17,7 +17,7 @@ from draemu.api.labels import matches
 from draemu.api.meta import get_condition, pod_is_ready, time_now
 from draemu.api.types import Obj
 from draemu.apiserver.endpoints.scope import Scope
-from draemu.apiserver.storage.storeadapter import Storage
+from draemu.apiserver.genericregistry.store import Store
 
 CAUSE = "DisruptionBudget"
 MAX_DISRUPTED_PODS = 2000
@@ -28,10 +28,10 @@ def can_ignore(pod: Obj) -> bool:
         bool((pod.get("metadata") or {}).get("deletionTimestamp"))
 
 
-def budgets_of(scope: Scope, pod: Obj) -> list[Obj]:
-    listing = scope.listing or (lambda *_: [])
+def budgets_of(scope: Scope, store: Store, pod: Obj) -> list[Obj]:
     labels = (pod.get("metadata") or {}).get("labels") or {}
-    return [p for p in listing("poddisruptionbudgets", "policy", scope.namespace)
+    return [p for p in store.objects.list_objects("poddisruptionbudgets", "policy",
+                                                   scope.namespace)
             if (p.get("spec") or {}).get("selector") is not None
             and matches(p["spec"]["selector"], labels)]
 
@@ -84,11 +84,11 @@ def _refusal(pdb: Obj) -> StatusError | None:
     return None
 
 
-async def take_disruption(scope: Scope, storage: Storage, pod: Obj,
+async def take_disruption(scope: Scope, store: Store, pod: Obj,
                           dry_run: bool) -> dict[str, Any] | None:
     """Check the pod's budget and take one disruption from it. Returns a Status to answer
     instead of evicting (several budgets), raises a refusal, or None to go on."""
-    pdbs = budgets_of(scope, pod)
+    pdbs = budgets_of(scope, store, pod)
     if len(pdbs) > 1:
         return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                 "message": "This pod has more than one PodDisruptionBudget, which the "
@@ -103,7 +103,8 @@ async def take_disruption(scope: Scope, storage: Storage, pod: Obj,
         desired = int(status.get("desiredHealthy") or 0)
         if int(status.get("currentHealthy") or 0) >= desired > 0:
             return None
-    resource = scope.resources.by_group_resource("policy", "poddisruptionbudgets")
+    resource = store.table.by_group_resource("policy", "poddisruptionbudgets")
+    assert resource is not None
     pod_name = pod["metadata"]["name"]
 
     async def decrement(latest: Obj, _old: Obj) -> Obj:
@@ -125,5 +126,5 @@ async def take_disruption(scope: Scope, storage: Storage, pod: Obj,
         if refusal is not None:
             raise refusal
         return None
-    await storage.update(resource, scope.namespace, pdb["metadata"]["name"], decrement)
+    await store.storage.update(resource, scope.namespace, pdb["metadata"]["name"], decrement)
     return None

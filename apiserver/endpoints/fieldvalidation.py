@@ -12,7 +12,8 @@ from collections.abc import Callable
 from draemu.api.errors import StatusError, bad_request, invalid_object
 from draemu.api.types import Obj
 from draemu.apiserver.endpoints.scope import Scope
-from draemu.apiserver.storage.storeadapter import Storage
+from draemu.apiserver.genericregistry.store import Store
+from draemu.apiserver.registry.request import RequestContext
 from draemu.apiserver.wire import timestamps
 from draemu.apiserver.wire.codec import duplicate_fields as decode_duplicates
 from draemu.openapi import schemas
@@ -28,10 +29,10 @@ def directive(scope: Scope) -> str:
     return value
 
 
-def cached(scope: Scope, storage: Storage) -> Obj | None:
+def cached(scope: Scope, store: Store) -> Obj | None:
     """The object a write changes as the watch cache has it, for `check`'s `old`: not
     necessarily the newest revision, but any stored revision was checked."""
-    return storage.cache.get(scope.resource.key(scope.namespace, scope.name))
+    return store.cache.get(scope.resource.key(scope.namespace, scope.name))
 
 
 def duplicates(scope: Scope, raw: bytes, mode: str) -> list[str]:
@@ -41,7 +42,7 @@ def duplicates(scope: Scope, raw: bytes, mode: str) -> list[str]:
     return decode_duplicates(raw, scope.request.headers.get("Content-Type"))
 
 
-def check(scope: Scope, obj: Obj, mode: str, old: Obj | None = None,
+def check(scope: RequestContext, obj: Obj, mode: str, old: Obj | None = None,
           duplicate: list[str] | None = None) -> Obj:
     """Check JSON types, drop null struct fields, rewrite timestamps, then apply `mode`
     to the unknown fields of `obj` (in the request's version) and to the `duplicate`
@@ -76,7 +77,7 @@ def check(scope: Scope, obj: Obj, mode: str, old: Obj | None = None,
 
 
 def _unknown(kind: str, version: str, obj: Obj, unknown: list[str], twice: list[str],
-             mode: str, scope: Scope, prune: Callable[[], Obj] | None) -> Obj:
+             mode: str, scope: RequestContext, prune: Callable[[], Obj] | None) -> Obj:
     """`mode` applied to the unknown fields found and the body's duplicate fields
     (`twice`, messages); `prune` drops the unknown (None: `obj` has none left)."""
     if not unknown and not twice:

@@ -14,9 +14,9 @@ from aiohttp import web
 from draemu.api.errors import StatusError, bad_request, conflict
 from draemu.api.types import Obj
 from draemu.apiserver.endpoints import fieldvalidation, managedfields
-from draemu.apiserver.endpoints.rest_write import create_object, run_update, to_storage
 from draemu.apiserver.endpoints.scope import Scope
-from draemu.apiserver.storage.storeadapter import MODIFIED, Storage
+from draemu.apiserver.genericregistry.store import Store
+from draemu.apiserver.storage.storeadapter import MODIFIED
 from draemu.apiserver.wire import patch as patch_library
 from draemu.apiserver.wire.codec import decode, media_type, read_body
 
@@ -96,7 +96,7 @@ def _ssa(scope: Scope, live: Obj | None, applied: Obj, manager: str, force: bool
     return obj
 
 
-async def patch(scope: Scope, storage: Storage) -> web.Response:
+async def patch(scope: Scope, store: Store) -> web.Response:
     ctype = media_type(scope.request.headers.get("Content-Type"))
     accepted = patch_types(scope)
     if ctype not in accepted:
@@ -121,15 +121,15 @@ async def patch(scope: Scope, storage: Storage) -> web.Response:
             raise bad_request("apply patch must be an object")
         scope.check_type_meta(body)
         body = fieldvalidation.check(scope, body, mode, duplicate=twice)
-        existing = await storage.get_latest(scope.resource, scope.namespace, scope.name)
+        existing = await store.storage.get_latest(scope.resource, scope.namespace, scope.name)
         if existing is None and scope.subresource == "":
             meta = body.setdefault("metadata", {})
             meta["name"] = meta.get("name") or scope.name
             if scope.resource.namespaced:
                 meta["namespace"] = meta.get("namespace") or scope.namespace
             obj = _ssa(scope, None, body, manager, force)
-            created = await create_object(scope, storage, obj, dry_run=dry_run,
-                                          manager=manager, operation="Apply")
+            created = await store.create(scope, obj, dry_run=dry_run, manager=manager,
+                                         operation="Apply")
             return scope.respond(scope.out(created), 201)
 
     async def propose(old: Obj) -> Obj:
@@ -143,13 +143,13 @@ async def patch(scope: Scope, storage: Storage) -> web.Response:
             patched = fieldvalidation.check(scope, patched, mode, old, twice)
         _check_precondition(scope, patched, old)
         scope.check_type_meta(patched)
-        return to_storage(scope, patched)
+        return scope.to_storage(patched)
 
     # JSON, merge and strategic merge patches start from a deep copy of what they patch,
     # so `propose` needs no private copy of the stored object, when it is patched as
     # stored (a conversion could share parts with its input).
-    result = await run_update(scope, storage, propose, dry_run=dry_run, manager=manager,
-                              pinned=_patch_pins_rv(body),
-                              operation="Apply" if is_apply else "Update",
-                              private=is_apply or not scope.stored_as_served)
+    result = await store.update(scope, propose, dry_run=dry_run, manager=manager,
+                                pinned=_patch_pins_rv(body),
+                                operation="Apply" if is_apply else "Update",
+                                private=is_apply or not scope.stored_as_served)
     return scope.respond(scope.out(result))

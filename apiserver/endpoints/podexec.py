@@ -18,9 +18,10 @@ import aiohttp
 from aiohttp import web
 
 from draemu.api.errors import StatusError, bad_request, not_found_error
+from draemu.api.types import Obj
 from draemu.apiserver.endpoints.kubeletclient import KubeletClient
 from draemu.apiserver.endpoints.scope import Scope
-from draemu.apiserver.storage.storeadapter import Storage
+from draemu.apiserver.genericregistry.store import Store
 from draemu.remotecommand import PROTOCOLS, ExecSession, exit_status, serve_session
 
 __all__ = ["PROTOCOLS", "exit_status", "pod_exec"]
@@ -36,9 +37,9 @@ def _spdy_only() -> StatusError:
                        "draemu does not speak (SPDY)")
 
 
-async def pod_exec(scope: Scope, storage: Storage, providers: Any, container_of: Any,
+async def pod_exec(scope: Scope, store: Store, providers: Any, container_of: Any,
                    kubelets: KubeletClient | None = None) -> web.StreamResponse:
-    pod = await storage.get(scope.resource, scope.namespace, scope.name)
+    pod = await store.storage.get(scope.resource, scope.namespace, scope.name)
     if pod is None:
         raise not_found_error("pods", "", scope.name)
     phase = (pod.get("status") or {}).get("phase")
@@ -63,7 +64,10 @@ async def pod_exec(scope: Scope, storage: Storage, providers: Any, container_of:
             raise StatusError(503, "ServiceUnavailable",
                               f'no exec provider for node "{node}": the node\'s kubelet is '
                               "not connected to this apiserver")
-        return await _relay(scope, kubelets, node, container, command, upgradable)
+        node_obj = store.objects.lookup("nodes", "", "", node)
+        if node_obj is None:
+            raise not_found_error("nodes", "", node)
+        return await _relay(scope, kubelets, node_obj, container, command, upgradable)
     if not upgradable:
         # What the kubelet would refuse comes first (kubectl retries over SPDY when the
         # WebSocket upgrade fails, and shows this answer).
@@ -76,13 +80,10 @@ async def pod_exec(scope: Scope, storage: Storage, providers: Any, container_of:
     return ws
 
 
-async def _relay(scope: Scope, kubelets: KubeletClient, node: str, container: str,
+async def _relay(scope: Scope, kubelets: KubeletClient, node_obj: Obj, container: str,
                  command: list[str], upgradable: bool) -> web.StreamResponse:
     """Connect to the node's kubelet (its refusal, before any upgrade, is the answer) and
     relay the frames both ways until either end closes."""
-    node_obj = scope.lookup("nodes", "", "", node)
-    if node_obj is None:
-        raise not_found_error("nodes", "", node)
     query = [(k, v) for k in ("stdin", "stdout", "stderr", "tty")
              if (v := scope.query.get(k))] + [("command", c) for c in command]
     offered = [p.strip() for p in scope.request.headers.get("Sec-WebSocket-Protocol", "")

@@ -1,112 +1,36 @@
-"""get and list: served from the watch cache once it has caught up with what the
-request must see; exact-revision lists and `continue` pages from the cache's objects
-and history while its history reaches back to their revision (as upstream's watch cache
-answers them from its snapshots), else from the store at their revision."""
+"""get and list over HTTP: the query's selectors and list options, and the answers
+(objects, Tables, PartialObjectMetadata, or the watch cache's serialized objects spliced
+as they are). What a read sees is the generic store's (`genericregistry`)."""
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
-from draemu.api.errors import StatusError, bad_request, not_found_error
-from draemu.api.types import Obj
+from draemu.api.errors import not_found_error
 from draemu.apiserver.endpoints import tables
 from draemu.apiserver.endpoints.scope import Scope
-from draemu.apiserver.storage.storeadapter import Storage
-from draemu.apiserver.storage.watchcache import decode
+from draemu.apiserver.genericregistry.listing import ListOptions, Selection
+from draemu.apiserver.genericregistry.store import Store
 from draemu.apiserver.wire.codec import dumps, parse_int
-from draemu.apiserver.wire.queryselectors import (
-    FieldSelector,
-    LabelSelector,
-    check_fields,
-    parse_field_selector,
-    parse_label_selector,
-)
-from draemu.store.errors import CompactedError, FutureRevisionError
-
-_CONTINUE_TOO_OLD = (
-    "The provided continue parameter is too old to display a consistent list result. You can "
-    "start a new list without the continue parameter, or use the continue token in this "
-    "response to retrieve the remainder of the results. Continuing with the provided token "
-    "results in an inconsistent list - objects that were created, modified, or deleted "
-    "between the time the first chunk was returned and now may show up in the list.")
-
-
-@dataclass(frozen=True)
-class Selection:
-    labels: LabelSelector
-    fields: FieldSelector
-    fields_of: Callable[[Obj], dict[str, str]]
-
-    def matches(self, obj: Obj) -> bool:
-        meta = obj.get("metadata") or {}
-        if not self.labels.empty and not self.labels.matches(meta.get("labels")):
-            return False
-        if self.fields.empty:
-            return True
-        return self.fields.matches(self.fields_of(obj))
-
-    @property
-    def everything(self) -> bool:
-        return self.labels.empty and self.fields.empty
-
-
-def supported_fields(scope: Scope) -> set[str]:
-    """The kind's own selectable fields, learnt from a skeleton object."""
-    skeleton: Obj = {"metadata": {"name": "", "namespace": ""}, "spec": {}, "status": {}}
-    try:
-        return set(scope.strategy.selectable_fields(skeleton))
-    except (KeyError, TypeError, AttributeError, IndexError):
-        return set()
+from draemu.apiserver.wire.queryselectors import parse_field_selector, parse_label_selector
 
 
 def selection(scope: Scope) -> Selection:
-    labels = parse_label_selector(scope.query.get("labelSelector"))
-    fields = parse_field_selector(scope.query.get("fieldSelector"))
-    if not fields.empty:
-        check_fields(fields, supported_fields(scope) or None)
-    strategy = scope.strategy
-
-    def fields_of(obj: Obj) -> dict[str, str]:
-        meta = obj.get("metadata") or {}
-        out = {"metadata.name": meta.get("name", ""),
-               "metadata.namespace": meta.get("namespace", "")}
-        out.update(strategy.selectable_fields(obj))
-        return out
-
-    return Selection(labels, fields, fields_of)
+    """The `labelSelector` and `fieldSelector` parameters."""
+    return Selection.of(scope.strategy, parse_label_selector(scope.query.get("labelSelector")),
+                        parse_field_selector(scope.query.get("fieldSelector")))
 
 
-def encode_continue(revision: int, start_after: str) -> str:
-    raw = json.dumps({"v": "meta.k8s.io/v1", "rv": revision, "start": start_after},
-                     separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+def list_options(scope: Scope) -> ListOptions:
+    q = scope.query
+    return ListOptions(parse_int(q.get("limit"), "limit") or 0, q.get("continue") or "",
+                       q.get("resourceVersion") or "", q.get("resourceVersionMatch") or "")
 
 
-def decode_continue(token: str) -> tuple[int, str]:
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        data = json.loads(raw)
-        return int(data["rv"]), str(data["start"])
-    except (binascii.Error, ValueError, KeyError, TypeError):
-        raise bad_request("continue key is not valid: invalid continue token") from None
-
-
-async def get(scope: Scope, storage: Storage) -> web.Response:
-    rv = scope.query.get("resourceVersion") or ""
-    key = scope.resource.key(scope.namespace, scope.name)
-    if rv in ("", "0"):
-        obj = await storage.get(scope.resource, scope.namespace, scope.name) if rv == "" \
-            else storage.cache.get(key)
-    else:
-        await storage.caught_up(parse_revision(rv))
-        obj = storage.cache.get(key)
+async def get(scope: Scope, store: Store) -> web.Response:
+    obj = await store.get(scope, scope.query.get("resourceVersion") or "")
     if obj is None:
         raise not_found_error(scope.resource.name, scope.resource.group, scope.name)
     if scope.accept.table:
@@ -117,125 +41,14 @@ async def get(scope: Scope, storage: Storage) -> web.Response:
         return scope.respond(body)
     if scope.accept.partial_metadata:
         return scope.respond(scope.partial(obj))
-    if scope.storage_shape and storage.cache.get(key) is obj:
-        return scope.respond_raw(storage.cache.encoded(key, obj))
+    key = scope.resource.key(scope.namespace, scope.name)
+    if scope.storage_shape and store.cache.get(key) is obj:
+        return scope.respond_raw(store.cache.encoded(key, obj))
     return scope.respond(scope.out(obj))
 
 
-def parse_revision(rv: str) -> int:
-    try:
-        value = int(rv)
-    except ValueError:
-        raise bad_request(f'resourceVersion: Invalid value: "{rv}": must be an integer') \
-            from None
-    if value < 0:
-        raise bad_request(f'resourceVersion: Invalid value: "{rv}": must be non-negative')
-    return value
-
-
-@dataclass
-class Page:
-    objects: list[Obj]
-    revision: int
-    continue_token: str = ""
-    # Cache keys of `objects` when read from the cache (None for an object of an older
-    # revision than the cached one).
-    keys: list[str | None] | None = None
-    # Objects after this page; like upstream, only known (and given) for lists without
-    # selectors, where it is a plain count of the keys left.
-    remaining: int | None = None
-
-
-async def list_objects(scope: Scope, storage: Storage, sel: Selection) -> Page:
-    q = scope.query
-    limit = parse_int(q.get("limit"), "limit") or 0
-    token = q.get("continue") or ""
-    rv = q.get("resourceVersion") or ""
-    match = q.get("resourceVersionMatch") or ""
-    prefix = scope.resource.namespace_prefix(scope.namespace)
-    if match and match not in ("Exact", "NotOlderThan"):
-        raise StatusError(422, "Invalid", f'resourceVersionMatch: Unsupported value: "{match}": '
-                          'supported values: "Exact", "NotOlderThan"')
-    if match and not rv:
-        raise StatusError(422, "Invalid", "resourceVersionMatch: Forbidden: resourceVersionMatch "
-                          "is forbidden unless resourceVersion is provided")
-    if token:
-        if rv:
-            raise StatusError(422, "Invalid", "resourceVersion: Forbidden: specifying "
-                              "resource version is not allowed when using continue")
-        revision, start = decode_continue(token)
-        return _from_cache(storage, prefix, sel, limit, revision, prefix + start) or \
-            await _from_store(storage, prefix, sel, limit, revision, prefix + start)
-    if match == "Exact":
-        revision = parse_revision(rv)
-        return _from_cache(storage, prefix, sel, limit, revision, None) or \
-            await _from_store(storage, prefix, sel, limit, revision, None)
-    if rv == "":
-        await storage.caught_up()
-    elif rv != "0":
-        await storage.caught_up(parse_revision(rv))
-    page = _from_cache(storage, prefix, sel, limit, storage.cache.revision, None, now=True)
-    assert page is not None  # the cache can always tell its own revision
-    return page
-
-
-def _from_cache(storage: Storage, prefix: str, sel: Selection, limit: int,
-                revision: int, start_after: str | None, now: bool = False) -> Page | None:
-    """A page at `revision` from the watch cache's objects and history (see
-    WatchCache.list_at); None when the cache cannot tell that revision, or the store
-    has compacted it (the store's read then answers, or says 410 as upstream). `now`:
-    the cache's own revision, which it always tells."""
-    if not now and revision < storage.store.compacted_revision:
-        return None
-    found = storage.cache.list_at(prefix, revision, start_after, sel.matches, limit)
-    if found is None:
-        return None
-    items, remaining = found
-    token = ""
-    if remaining >= 0:
-        token = encode_continue(revision, items[-1][0][len(prefix):]) if items else ""
-    return Page([obj for _, obj, _ in items], revision, token,
-                [key if current else None for key, _, current in items],
-                remaining if remaining >= 0 and sel.everything else None)
-
-
-async def _from_store(storage: Storage, prefix: str, sel: Selection, limit: int,
-                      revision: int, start_after: str | None) -> Page:
-    objects: list[Obj] = []
-    last_key = ""
-    batch = max(limit, 100) if limit else 1000
-    try:
-        while True:
-            result = await storage.store.range(prefix, start_after=start_after, limit=batch,
-                                               revision=revision)
-            for index, kv in enumerate(result.items):
-                obj = decode(kv.value, kv.mod_revision)
-                if not sel.matches(obj):
-                    continue
-                if limit and len(objects) == limit:
-                    # `count` covers the whole range after this batch's start.
-                    remaining = result.count - index if sel.everything else None
-                    return Page(objects, revision,
-                                encode_continue(revision, last_key[len(prefix):]),
-                                remaining=remaining)
-                objects.append(obj)
-                last_key = kv.key
-            if not result.more or not result.items:
-                return Page(objects, revision)
-            start_after = result.items[-1].key
-    except CompactedError:
-        raise StatusError(410, "Expired", _CONTINUE_TOO_OLD if start_after else
-                          "The resourceVersion for the provided list is too old.") from None
-    except FutureRevisionError:
-        raise StatusError(504, "Timeout", f"Timeout: Too large resource version: {revision}",
-                          {"causes": [{"reason": "ResourceVersionTooLarge",
-                                       "message": "Too large resource version"}],
-                           "retryAfterSeconds": 1}) from None
-
-
-async def list_(scope: Scope, storage: Storage) -> web.Response:
-    sel = selection(scope)
-    page = await list_objects(scope, storage, sel)
+async def list_(scope: Scope, store: Store) -> web.Response:
+    page = await store.list(scope, selection(scope), list_options(scope))
     meta: dict[str, Any] = {"resourceVersion": str(page.revision)}
     if page.continue_token:
         meta["continue"] = page.continue_token
@@ -253,7 +66,7 @@ async def list_(scope: Scope, storage: Storage) -> web.Response:
                               "items": [scope.partial(o) for o in page.objects]})
     if scope.storage_shape and page.keys is not None:
         # Splice the cache's serialized objects: a 10k-item list costs no re-encoding.
-        encoded = storage.cache.encoded
+        encoded = store.cache.encoded
         head = dumps({"kind": f"{scope.resource.kind}List", "apiVersion": scope.api_version,
                       "metadata": meta})
         items = b",".join(encoded(k, o) if k is not None else dumps(o)

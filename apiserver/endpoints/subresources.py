@@ -14,14 +14,15 @@ from aiohttp import web
 from draemu.api.errors import StatusError, bad_request, conflict, not_found_error
 from draemu.api.meta import time_now
 from draemu.api.types import Obj
+from draemu.apiserver.admission.chain import Attributes
 from draemu.apiserver.endpoints import disruptionbudgets, managedfields
-from draemu.apiserver.endpoints.deletion import delete_one
 from draemu.apiserver.endpoints.kubeletclient import LOG_PARAMETERS, KubeletClient
 from draemu.apiserver.endpoints.patching import PATCH_TYPES, apply_patch
-from draemu.apiserver.endpoints.rest_write import body_object, run_update
+from draemu.apiserver.endpoints.rest_write import body_object
 from draemu.apiserver.endpoints.scope import Scope
+from draemu.apiserver.genericregistry.store import Store
 from draemu.apiserver.registry.core.common import selector_requirements
-from draemu.apiserver.storage.storeadapter import MODIFIED, Storage
+from draemu.apiserver.storage.storeadapter import MODIFIED
 from draemu.apiserver.wire import timestamps
 from draemu.apiserver.wire.codec import (
     decode,
@@ -39,7 +40,7 @@ def _created_status() -> Obj:
 
 
 # pods/binding ---------------------------------------------------------------------------
-async def binding(scope: Scope, storage: Storage) -> web.Response:
+async def binding(scope: Scope, store: Store) -> web.Response:
     body = _typed_body("Binding", await body_object(scope))
     target = body.get("target") or {}
     node = target.get("name") or ""
@@ -61,7 +62,7 @@ async def binding(scope: Scope, storage: Storage) -> web.Response:
             raise conflict("pods/binding", "", scope.name,
                            f'pod {scope.name} is already assigned to node "{current}"')
         pod.setdefault("spec", {})["nodeName"] = node
-        if scope.gates.enabled("ClearingNominatedNodeNameAfterBinding"):
+        if store.gates.enabled("ClearingNominatedNodeNameAfterBinding"):
             pod.setdefault("status", {}).pop("nominatedNodeName", None)
         if annotations:
             meta.setdefault("annotations", {}).update(annotations)
@@ -82,13 +83,13 @@ async def binding(scope: Scope, storage: Storage) -> web.Response:
     # The binding writes spec and status at once: bypass the main resource's rule
     # that keeps the old status.
     bind_scope = _with_subresource(scope, "binding")
-    await run_update(bind_scope, storage, propose, dry_run=dry_run,
-                     manager=managedfields.manager(scope), pinned=False)
+    await store.update(bind_scope, propose, dry_run=dry_run,
+                       manager=managedfields.manager(scope), pinned=False)
     return scope.respond(_created_status(), 201)
 
 
 def _with_subresource(scope: Scope, subresource: str) -> Scope:
-    return replace(scope, info=replace(scope.info, subresource=subresource))
+    return replace(scope, subresource=subresource)
 
 
 # pods/attach, pods/portforward ----------------------------------------------------------
@@ -101,17 +102,17 @@ _UNSUPPORTED_STREAMS = {
 }
 
 
-async def unsupported_stream(scope: Scope, storage: Storage) -> web.Response:
+async def unsupported_stream(scope: Scope, store: Store) -> web.Response:
     """pods/attach and pods/portforward: a Status that says why, once the pod is known
     (a missing pod is still a 404, as upstream)."""
-    if storage.cache.get(scope.resource.key(scope.namespace, scope.name)) is None:
+    if store.cache.get(scope.resource.key(scope.namespace, scope.name)) is None:
         raise not_found_error("pods", "", scope.name)
     raise bad_request(f"pods/{scope.subresource} is not supported: "
                       f"{_UNSUPPORTED_STREAMS[scope.subresource]}")
 
 
 # pods/eviction --------------------------------------------------------------------------
-async def eviction(scope: Scope, storage: Storage) -> web.Response:
+async def eviction(scope: Scope, store: Store) -> web.Response:
     body = await body_object(scope)
     for field in ("metadata", "deleteOptions"):
         if not isinstance(body.get(field) or {}, dict):
@@ -121,15 +122,20 @@ async def eviction(scope: Scope, storage: Storage) -> web.Response:
         raise bad_request("name in URL does not match name in Eviction object")
     opts = body.get("deleteOptions") or {}
     dry_run = scope.dry_run(opts)
-    pod = await storage.get(scope.resource, scope.namespace, scope.name)
+    # The eviction is a create of pods/eviction (NodeRestriction: a node evicts only its
+    # own pods); the pod's delete is then admitted as any delete.
+    attrs = Attributes("CREATE", scope, body, None, dry_run, "eviction")
+    await store.admission.admit(attrs)
+    pod = await store.storage.get(scope.resource, scope.namespace, scope.name)
     if pod is None:
         raise not_found_error("pods", "", scope.name)
+    await store.admission.validate(attrs)
     if not disruptionbudgets.can_ignore(pod):
-        answer = await disruptionbudgets.take_disruption(scope, storage, pod, dry_run)
+        answer = await disruptionbudgets.take_disruption(scope, store, pod, dry_run)
         if answer is not None:
             return scope.respond(answer, 500)
-    await delete_one(_with_subresource(scope, ""), storage, scope.namespace, scope.name, opts,
-                     dry_run)
+    await store.delete(_with_subresource(scope, ""), scope.namespace, scope.name, opts,
+                       dry_run)
     return scope.respond(_created_status(), 201)
 
 
@@ -157,10 +163,10 @@ def _label_selector(selector: Obj | None) -> Obj | None:
     return selector
 
 
-async def scale(scope: Scope, storage: Storage) -> web.Response:
+async def scale(scope: Scope, store: Store) -> web.Response:
     method = scope.request.method
     if method == "GET":
-        obj = await storage.get(scope.resource, scope.namespace, scope.name)
+        obj = await store.storage.get(scope.resource, scope.namespace, scope.name)
         if obj is None:
             raise not_found_error(scope.resource.name, scope.resource.group, scope.name)
         return scope.respond(scope.strategy.scale_of(obj) or scale_of(obj))
@@ -193,9 +199,8 @@ async def scale(scope: Scope, storage: Storage) -> web.Response:
         scope.strategy.set_replicas(obj, replicas)
         return obj
 
-    result = await run_update(_with_subresource(scope, "scale"), storage, propose,
-                              dry_run=dry_run, manager=managedfields.manager(scope),
-                              pinned=False)
+    result = await store.update(_with_subresource(scope, "scale"), propose, dry_run=dry_run,
+                                manager=managedfields.manager(scope), pinned=False)
     return scope.respond(scope.strategy.scale_of(result) or scale_of(result))
 
 
@@ -265,11 +270,11 @@ def container_of(pod: Obj, name: str, wanted: str) -> str:
                       f"[{' '.join(names)}]")
 
 
-async def pod_log(scope: Scope, storage: Storage, providers: LogProviders,
+async def pod_log(scope: Scope, store: Store, providers: LogProviders,
                   kubelets: KubeletClient | None = None) -> web.StreamResponse:
     """In-process kubelets answer through their log provider; a kubelet in its own
     process through its HTTPS API, which the apiserver proxies as kube-apiserver does."""
-    pod = await storage.get(scope.resource, scope.namespace, scope.name)
+    pod = await store.storage.get(scope.resource, scope.namespace, scope.name)
     if pod is None:
         raise not_found_error("pods", "", scope.name)
     q = scope.query
@@ -289,7 +294,7 @@ async def pod_log(scope: Scope, storage: Storage, providers: LogProviders,
         chunks = provider.pod_log(scope.namespace, scope.name,
                                   pod["metadata"].get("uid", ""), options)
     elif kubelets is not None:
-        node_obj = scope.lookup("nodes", "", "", node)
+        node_obj = store.objects.lookup("nodes", "", "", node)
         if node_obj is None:
             raise not_found_error("nodes", "", node)
         forwarded = {k: q[k] for k in LOG_PARAMETERS if q.get(k)}

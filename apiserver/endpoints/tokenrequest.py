@@ -28,9 +28,12 @@ from draemu.api.errors import (
 )
 from draemu.api.meta import format_time
 from draemu.api.types import Obj
+from draemu.apiserver.admission.chain import Attributes
 from draemu.apiserver.auth.serviceaccounttokens import API_AUDIENCES
 from draemu.apiserver.endpoints.rest_write import body_object
 from draemu.apiserver.endpoints.scope import Scope
+from draemu.apiserver.genericregistry.store import Store
+from draemu.apiserver.registry.strategy import Lookup
 from draemu.identity import service_account_user
 from draemu.openapi import schemas
 from draemu.satokens import ISSUER, Signer
@@ -53,10 +56,9 @@ def _meta(obj: Obj | None) -> Obj:
     return (obj or {}).get("metadata") or {}
 
 
-def _bound_object(scope: Scope, name: str, ref: Obj) -> tuple[Obj | None, Obj | None,
-                                                              Obj | None]:
+def _bound_object(scope: Scope, lookup: Lookup, name: str, ref: Obj
+                  ) -> tuple[Obj | None, Obj | None, Obj | None]:
     """(pod, secret, node) a token is bound to, checked as upstream."""
-    lookup = scope.lookup
     kind, api_version, ref_name = ref.get("kind", ""), ref.get("apiVersion", ""), \
         ref.get("name", "")
     pod = secret = node = None
@@ -112,9 +114,11 @@ def claims(namespace: str, account: Obj, audiences: list[str], seconds: int, *,
             "sub": service_account_user(namespace, name)}
 
 
-async def create_token(scope: Scope, signer: Signer) -> web.Response:
+async def create_token(scope: Scope, store: Store, signer: Signer) -> web.Response:
     name, namespace = scope.name, scope.namespace
     body = await body_object(scope)
+    attrs = Attributes("CREATE", scope, body, None, False, "token")
+    await store.admission.admit(attrs)
     for field, want in (("apiVersion", f"{GROUP}/v1"), ("kind", KIND)):
         if body.get(field) and body[field] != want:
             raise bad_request(f"the {'API version' if field == 'apiVersion' else 'kind'} in "
@@ -131,7 +135,7 @@ async def create_token(scope: Scope, signer: Signer) -> web.Response:
         raise _invalid(name, [invalid(Path("metadata.namespace"), meta["namespace"],
                                       "must match the service account namespace if "
                                       "specified")])
-    account = scope.lookup("serviceaccounts", "", namespace, name)
+    account = store.objects.lookup("serviceaccounts", "", namespace, name)
     if account is None:
         raise not_found_error("serviceaccounts", "", name)
     spec: Obj = dict(body.get("spec") or {})
@@ -152,7 +156,8 @@ async def create_token(scope: Scope, signer: Signer) -> web.Response:
     pod = secret = node = None
     ref = spec.get("boundObjectRef")
     if ref:
-        pod, secret, node = _bound_object(scope, name, ref)
+        pod, secret, node = _bound_object(scope, store.objects.lookup, name, ref)
+    await store.admission.validate(attrs)
     now = int(time.time())
     lifetime, warn_after = seconds, 0
     if pod is not None and seconds == WARN_ONLY_SECONDS and \

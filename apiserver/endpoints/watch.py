@@ -21,9 +21,9 @@ from aiohttp.http_writer import StreamWriter
 from draemu.api.errors import StatusError
 from draemu.api.types import Obj
 from draemu.apiserver.endpoints import tables
-from draemu.apiserver.endpoints.rest_read import parse_revision, selection
+from draemu.apiserver.endpoints.rest_read import selection
 from draemu.apiserver.endpoints.scope import Scope
-from draemu.apiserver.storage.storeadapter import Storage
+from draemu.apiserver.genericregistry.store import Store
 from draemu.apiserver.storage.watchcache import Change, TooOld, WatchCache, event_type
 from draemu.apiserver.wire.codec import JSON, dumps, parse_int
 from draemu.apiserver.wire.queryselectors import FieldRequirement, FieldSelector
@@ -105,46 +105,27 @@ class _Stream:
                                      "apiVersion": self.scope.api_version, "metadata": meta})
 
 
-async def watch(scope: Scope, storage: Storage) -> web.StreamResponse:
+async def watch(scope: Scope, store: Store) -> web.StreamResponse:
     rv, bookmarks, send_initial, seconds = _watch_params(scope)
     sel = selection(scope)
     if scope.name:  # legacy /watch/.../name: a watch of one object
         sel = type(sel)(sel.labels, FieldSelector(
             (*sel.fields.requirements, FieldRequirement("metadata.name", scope.name, False))),
             sel.fields_of)
-    cache = storage.cache
-    prefix = scope.resource.namespace_prefix(scope.namespace)
+    cache = store.cache
     initial = send_initial if send_initial is not None else rv in ("", "0")
-    if rv == "":
-        await storage.caught_up()
-    elif rv != "0":
-        await storage.caught_up(parse_revision(rv))
+    snapshot, start, found = await store.watch(scope, sel, rv, initial)
     resp = web.StreamResponse(status=200)
     resp.headers["Content-Type"] = JSON
     resp.headers["Cache-Control"] = "no-cache, private"
     resp.enable_chunked_encoding()
     scope.add_warnings(resp)
-    # Snapshot and registration happen without an await in between, so no change is
-    # lost or seen twice.
-    snapshot: list[Obj] = []
-    error: TooOld | None = None
-    if initial:
-        snapshot = [obj for _, obj in cache.list(prefix) if sel.matches(obj)]
-        start = cache.revision
-        watcher = cache.watch(prefix, start)
-    else:
-        # Without initial events, RV "" / "0" means "from now on".
-        start = cache.revision if rv in ("", "0") else parse_revision(rv)
-        try:
-            watcher = cache.watch(prefix, start)
-        except TooOld as e:
-            error, watcher = e, None
     await resp.prepare(scope.request)
     stream = _Stream(scope, resp, cache)
-    if watcher is None:
-        assert error is not None
-        await stream.send("ERROR", StatusError(410, "Expired", str(error)).status())
+    if isinstance(found, TooOld):
+        await stream.send("ERROR", StatusError(410, "Expired", str(found)).status())
         return resp
+    watcher = found
     deadline = time.monotonic() + seconds
     watcher.on_too_slow = lambda: _hang_up(scope.request)
     try:
@@ -206,10 +187,12 @@ class _Alarm:
             self.handle.cancel()
 
 
-def _plain_chunks(resp: web.StreamResponse) -> bool:
-    """Whether the body of `resp` goes to its transport as plain HTTP/1.1 chunks, its
-    headers sent: then the watch cache may write event chunks to the transport itself."""
-    writer = resp._payload_writer  # aiohttp has no public accessor
+def _plain_chunks(request: web.Request) -> bool:
+    """Whether the body of the response to `request` goes to its transport as plain
+    HTTP/1.1 chunks, its headers sent: then the watch cache may write event chunks to the
+    transport itself. (The writer's compression, chunk callback and pending headers have
+    no public accessors: a writer that lacks those attributes is not written to.)"""
+    writer = request.writer
     return (type(writer) is StreamWriter and writer.chunked
             and getattr(writer, "_compress", True) is None
             and getattr(writer, "_on_chunk_sent", True) is None
@@ -228,7 +211,7 @@ async def _pump(stream: _Stream, watcher: Any, matches: Any, bookmarks: bool, de
     request = stream.scope.request
     queue = watcher.queue
     alarm = _Alarm(queue)
-    direct = stream.shared_lines and _plain_chunks(stream.resp)
+    direct = stream.shared_lines and _plain_chunks(request)
 
     def rearm() -> None:
         now = time.monotonic()

@@ -21,6 +21,7 @@ Shape of the contract, after upstream's `rest.RESTCreateStrategy` and friends:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -30,6 +31,7 @@ from draemu.api.types import Obj
 from draemu.apiserver.registry.meta import name_is_dns_subdomain
 from draemu.apiserver.wire.jsoncopy import clone
 from draemu.features import FeatureGates
+from draemu.identity import UserInfo
 
 
 def keep_old(new: Obj, old: Obj, name: str) -> None:
@@ -45,6 +47,13 @@ def keep_old(new: Obj, old: Obj, name: str) -> None:
     new[name] = clone(old[name])
 
 
+# `ctx.lookup(resource, group, namespace, name)` -> the object or None, and
+# `ctx.listing(resource, group, namespace)` -> its objects ("" namespace: all of them, or a
+# cluster-scoped kind's), both read from the watch cache.
+Lookup = Callable[[str, str, str, str], Any]
+Listing = Callable[[str, str, str], list[Any]]
+
+
 @dataclass
 class Context:
     """What a strategy may know about the request."""
@@ -55,19 +64,22 @@ class Context:
     dry_run: bool = False
     subresource: str = ""
     # Lets a strategy look at other objects (e.g. a namespace's labels for adminAccess).
-    # Set by the apiserver: `await ctx.get(resource, group, namespace, name)` -> obj | None.
-    lookup: Any = None
-    # Lists objects from the same cache: `ctx.listing(resource, group, namespace)` -> [obj]
-    # (namespace "" for every namespace or a cluster-scoped kind).
-    listing: Any = None
-    # Request facts ("version") and, under "state", what strategies keep per server
-    # between requests (the same dict for every request of one server).
-    extra: dict[str, Any] = field(default_factory=dict)
-    # The requesting user (draemu.identity.UserInfo) and the apiserver's authorizer, for
-    # strategies whose rules depend on what the user may do (RBAC's escalation checks,
-    # ResourceClaim status authorization): `authorizer.authorize(Attributes)`,
-    # `authorizer.rules_for(user, namespace)`. None outside a request.
-    user_info: Any = None
+    lookup: Lookup | None = None
+    listing: Listing | None = None
+    # The request's version (the one its body was written in) and API verb.
+    version: str = ""
+    verb: str = ""
+    # What strategies keep per server between requests (the same dict for every request
+    # of one server), e.g. the service address reservations.
+    state: dict[str, Any] = field(default_factory=dict)
+    # Validation failures of unchanged values (CRD CEL rules' ratcheting), which the
+    # strategy reports as warnings.
+    ratcheted: list[str] = field(default_factory=list)
+    # The requesting user and the apiserver's authorizer, for strategies whose rules
+    # depend on what the user may do (RBAC's escalation checks, ResourceClaim status
+    # authorization): `authorizer.authorize(Attributes)`, `authorizer.rules_for(user,
+    # namespace)`. None outside a request.
+    user_info: UserInfo | None = None
     authorizer: Any = None
 
 

@@ -16,7 +16,6 @@ from aiohttp import web
 import draemu
 from draemu.api.errors import StatusError, not_found_error
 from draemu.api.jsonfast import loads
-from draemu.apiserver.admission import noderestriction
 from draemu.apiserver.auth.authentication import Authenticator
 from draemu.apiserver.auth.authorization import (
     PUBLIC_PATHS,
@@ -42,16 +41,14 @@ from draemu.apiserver.endpoints import (
 from draemu.apiserver.endpoints.kubeletclient import KubeletClient
 from draemu.apiserver.endpoints.requestinfo import RequestInfo, parse
 from draemu.apiserver.endpoints.scope import VALIDATION_FAILURES, Scope
+from draemu.apiserver.genericregistry.store import WHOLE_OBJECT_SUBRESOURCES, Store
 from draemu.apiserver.registry.resources import ResourceTable
 from draemu.apiserver.server import health, httperrors
 from draemu.apiserver.server.metrics import Metrics
-from draemu.apiserver.storage.storeadapter import Storage
 from draemu.apiserver.wire.codec import (
-    decode,
     json_response,
     negotiate,
     parse_bool,
-    read_body,
     status_response,
 )
 from draemu.apiserver.wire.queryselectors import parse_field_selector
@@ -81,7 +78,7 @@ class API:
     """Everything the handlers share."""
 
     table: ResourceTable
-    storage: Storage
+    store: Store
     gates: FeatureGates
     authenticator: Authenticator
     authorizer: Authorizer
@@ -96,10 +93,6 @@ class API:
     # Seconds a request that is not long-running may take (upstream's --request-timeout).
     request_timeout: float = 60.0
     ready: asyncio.Event = field(default_factory=asyncio.Event)
-    admission: Any = None  # ValidatingAdmission, set by the server
-    # What strategies keep between requests (Context.extra["state"]): one per server.
-    registry_state: dict[str, Any] = field(default_factory=dict)
-    webhooks: Any = None  # Webhooks, set by the server
     # Signs ServiceAccount tokens (serviceaccounts/token); set by the server.
     signer: Any = None
     # --audit-log (server/audit.py AuditLog), or None.
@@ -107,26 +100,6 @@ class API:
     # API Priority and Fairness (apiserver/flowcontrol FlowControl), or None for the
     # max-in-flight limits.
     flowcontrol: Any = None
-
-    # Lookups for strategies (ctx.lookup): synchronous reads of the watch cache.
-    def lookup(self, resource: str, group: str, namespace: str, name: str) -> Any:
-        r = self.table.by_group_resource(group, resource)
-        if r is None:
-            return None
-        return self.storage.cache.get(r.key(namespace, name))
-
-    def lookup_namespace(self, resource: str, group: str, namespace: str) -> list[Any]:
-        r = self.table.by_group_resource(group, resource)
-        if r is None:
-            return []
-        return [obj for _key, obj in self.storage.cache.list(r.key(namespace, ""))]
-
-    def list_objects(self, resource: str, group: str, namespace: str) -> list[Any]:
-        """Every object of a resource in `namespace` ("": all namespaces)."""
-        r = self.table.by_group_resource(group, resource)
-        if r is None:
-            return []
-        return [obj for _key, obj in self.storage.cache.list(r.namespace_prefix(namespace))]
 
     # Middlewares -----------------------------------------------------------------------------
     @web.middleware
@@ -304,12 +277,12 @@ class API:
             self.metrics.gauges.update(self.flowcontrol.gauges())
             self.metrics.counters.update(self.flowcontrol.counters())
         self.metrics.gauges["apiserver_registered_watchers"] = lambda: {
-            (): float(self.storage.cache.watcher_count)}
+            (): float(self.store.cache.watcher_count)}
         self.metrics.gauges["apiserver_storage_objects"] = lambda: {
             (("resource", _resource_label(prefix)),): float(n)
-            for prefix, n in self.storage.cache.object_counts().items()}
+            for prefix, n in self.store.cache.object_counts().items()}
         self.metrics.gauges["draemu_store_revision"] = lambda: {
-            (): float(self.storage.cache.revision)}
+            (): float(self.store.cache.revision)}
         return app
 
     # Routing ---------------------------------------------------------------------------------
@@ -330,15 +303,6 @@ class API:
             request[DECISION_KEY] = decision
         if not decision.allowed:
             raise forbidden(attrs, decision.reason)
-
-    async def _node_restriction(self, request: web.Request, attrs: Attributes) -> None:
-        """NodeRestriction: on create it reads the object (the handler reads it again from
-        the request's cached body)."""
-        obj = None
-        if noderestriction.needs_body(attrs):
-            decoded = decode(await read_body(request), request.headers.get("Content-Type"))
-            obj = decoded if isinstance(decoded, dict) else None
-        noderestriction.admit(attrs, self.lookup, obj)
 
     async def _non_resource(self, request: web.Request, path: str) -> web.StreamResponse:
         trimmed = path.rstrip("/") or "/"
@@ -388,7 +352,7 @@ class API:
         if resource is None and "." in info.group:
             # A custom resource whose CRD was just written (maybe through another
             # apiserver) is served once the watch cache holds the CRD: read your writes.
-            await self.storage.caught_up()
+            await self.store.storage.caught_up()
             resource = self.table.lookup(info.group, info.version, info.resource)
         if resource is None:
             raise StatusError(404, "NotFound", _NOT_FOUND, {})
@@ -399,8 +363,6 @@ class API:
                            info.name or _selected_name(info.verb, field_selector), info.path,
                            field_selector)
         self._authorize(attrs, info, request)
-        if attrs.user.node_name is not None:
-            await self._node_restriction(request, attrs)
         sub = info.subresource
         if sub and sub not in discovery.subresources_of(resource):
             raise StatusError(404, "NotFound", _NOT_FOUND, {})
@@ -416,41 +378,37 @@ class API:
             raise StatusError(405, "MethodNotAllowed",
                               "the server does not allow this method on the requested resource",
                               {})
-        scope = Scope(request, info, resource, info.version, namespace, user,
-                      negotiate(request.headers.get("Accept")), self.gates, self.lookup,
-                      authorizer=self.authorizer, admission=self.admission,
-                      listing=self.list_objects, state=self.registry_state,
-                      webhooks=self.webhooks, resources=self.table)
+        scope = Scope.of(request, info, resource, namespace, user,
+                         negotiate(request.headers.get("Accept")))
         if (resource.group, resource.name) in reviews.RESOURCES:
             return await reviews.create(scope, self.authorizer, self.authenticator)
         if sub == "token" and (resource.group, resource.name) == ("", "serviceaccounts") \
                 and info.verb == "create" and self.signer is not None:
             # The account, pod or secret may have been written through another apiserver
             # on the store a moment ago: read them as GET does, once the cache caught up.
-            await self.storage.caught_up()
-            return await tokenrequest.create_token(scope, self.signer)
+            await self.store.storage.caught_up()
+            return await tokenrequest.create_token(scope, self.store, self.signer)
         if sub == "exec" and resource.name == "pods" and info.verb in ("get", "create"):
-            return await podexec.pod_exec(scope, self.storage, self.log_providers,
-                                                subresources.container_of,
-                                                self.kubelet_client)
+            return await podexec.pod_exec(scope, self.store, self.log_providers,
+                                          subresources.container_of, self.kubelet_client)
         if sub in ("attach", "portforward") and info.verb in ("get", "create"):
-            return await subresources.unsupported_stream(scope, self.storage)
+            return await subresources.unsupported_stream(scope, self.store)
         if sub == "log" and info.verb == "get":
-            return await subresources.pod_log(scope, self.storage, self.log_providers,
+            return await subresources.pod_log(scope, self.store, self.log_providers,
                                               self.kubelet_client)
         if not sub:
             handler = _MAIN_VERBS.get(info.verb)
-        elif sub in rest_write.WHOLE_OBJECT_SUBRESOURCES:
+        elif sub in WHOLE_OBJECT_SUBRESOURCES:
             handler = _WHOLE_OBJECT_VERBS.get(info.verb)
         else:
             handler = _CUSTOM_SUBRESOURCES.get((sub, info.verb))
         if handler is None:
             raise StatusError(405, "MethodNotAllowed", "the server does not allow this method "
                               "on the requested resource", {})
-        return await handler(scope, self.storage)
+        return await handler(scope, self.store)
 
 
-Verb = Callable[[Scope, Storage], Awaitable[web.StreamResponse]]
+Verb = Callable[[Scope, Store], Awaitable[web.StreamResponse]]
 _MAIN_VERBS: dict[str, Verb] = {
     "get": rest_read.get, "list": rest_read.list_, "watch": watch.watch,
     "create": rest_write.create, "update": rest_write.update, "patch": patching.patch,

@@ -25,9 +25,9 @@ from typing import Any
 from aiohttp import web
 
 from draemu import aio, kubeconfig, pki
-from draemu.apiserver.admission.policies import ValidatingAdmission
+from draemu.apiserver.admission.chain import AdmissionChain, AdmissionServices
+from draemu.apiserver.admission.plugins import PLUGINS
 from draemu.apiserver.admission.policystatus import PolicyStatus
-from draemu.apiserver.admission.webhooks import Webhooks
 from draemu.apiserver.auth.authentication import Authenticator, load_token_file
 from draemu.apiserver.auth.authorization import PrivilegedGroupAuthorizer, UnionAuthorizer
 from draemu.apiserver.auth.nodeauthorizer import NodeAuthorizer
@@ -46,6 +46,7 @@ from draemu.apiserver.endpoints import reviews
 from draemu.apiserver.endpoints.kubeletclient import KubeletClient
 from draemu.apiserver.endpoints.subresources import LogProvider, LogProviders
 from draemu.apiserver.flowcontrol.controller import FlowControl
+from draemu.apiserver.genericregistry.store import Store
 from draemu.apiserver.registry import discover
 from draemu.apiserver.registry.resources import ResourceTable
 from draemu.apiserver.server import httperrors
@@ -53,6 +54,7 @@ from draemu.apiserver.server.app import API
 from draemu.apiserver.server.audit import AuditLog
 from draemu.apiserver.server.gcfreeze import GCFreezer
 from draemu.apiserver.server.metrics import Labels
+from draemu.apiserver.storage.cachedobjects import CachedObjects
 from draemu.apiserver.storage.storeadapter import Storage
 from draemu.apiserver.storage.watchcache import HISTORY, WATCHER_QUEUE, WatchCache
 from draemu.client import Client
@@ -289,40 +291,38 @@ class APIServer:
             ssl_context = _ssl_context(self.pki)
         # Plain HTTP to kubelets when this server has no certificates (--insecure-http).
         kubelet_client = KubeletClient(self.pki)
-        self.api = API(table, storage, opts.feature_gates, Authenticator(tokens),
-                       PrivilegedGroupAuthorizer(),
+        objects = CachedObjects(table, self._cache)
+        # --authorization-mode=Node,RBAC behind system:masters, as kubeadm sets it up. The
+        # node and RBAC authorizers read related objects and bindings from the watch cache.
+        authorizer = UnionAuthorizer(
+            PrivilegedGroupAuthorizer(),
+            NodeAuthorizer(objects.lookup, objects.lookup_namespace),
+            RBACAuthorizer(objects.lookup, objects.lookup_namespace, self._rbac_version))
+        admission = AdmissionChain(PLUGINS, AdmissionServices(table, storage, objects,
+                                                              authorizer))
+        store = Store(table, storage, opts.feature_gates, admission, authorizer)
+        self.api = API(table, store, opts.feature_gates, Authenticator(tokens), authorizer,
                        opts.insecure_http, f"{opts.address}:{opts.port}",
                        log_providers=self.log_providers, kubelet_client=kubelet_client,
                        max_readonly=opts.max_requests_inflight,
                        max_mutating=opts.max_mutating_requests_inflight,
                        request_timeout=opts.request_timeout)
-        # --authorization-mode=Node,RBAC behind system:masters, as kubeadm sets it up. The
-        # node and RBAC authorizers read related objects and bindings from the watch cache.
-        self.api.authorizer = UnionAuthorizer(
-            PrivilegedGroupAuthorizer(),
-            NodeAuthorizer(self.api.lookup, self.api.lookup_namespace),
-            RBACAuthorizer(self.api.lookup, self.api.lookup_namespace, self._rbac_version))
         self.api.signer = self.signer
         if opts.audit_log is not None:
             self.api.audit = AuditLog(opts.audit_log)
         self.api.authenticator.service_accounts = ServiceAccountAuthenticator(
-            self.signer, self.api.lookup)
-        await ensure_system_namespaces(table, storage, opts.feature_gates)
-        await ensure_bootstrap_policy(table, storage, opts.feature_gates)
-        self.api.admission = ValidatingAdmission(table, self._cache, self.api.authorizer)
-        self.api.webhooks = Webhooks(table, self._cache)
+            self.signer, objects.lookup)
+        await ensure_system_namespaces(store)
+        await ensure_bootstrap_policy(store)
         self.crds = CRDServing(table, storage)
         self.crds.start()
         self.policy_status = PolicyStatus(table, storage)
         self.policy_status.start()
         if opts.enable_priority_and_fairness:
-            api = self.api
             self.api.flowcontrol = FlowControl(
                 table, storage,
                 opts.max_requests_inflight + opts.max_mutating_requests_inflight,
-                lambda: ensure_flowcontrol_configuration(Bootstrap(
-                    table, storage, opts.feature_gates, api.list_objects,
-                    api.registry_state)),
+                lambda: ensure_flowcontrol_configuration(Bootstrap(store)),
                 opts.apf_ensure_interval, in_flight=self.api.metrics.in_flight)
         self._runner = web.AppRunner(self.api.build(), access_log=None,
                                      shutdown_timeout=SHUTDOWN_TIMEOUT)
@@ -338,12 +338,10 @@ class APIServer:
         self.loopback_path = self._loopback_socket_path()
         await web.UnixSite(self._runner, self.loopback_path).start()
         os.chmod(self.loopback_path, 0o600)
-        await ensure_system_objects(table, storage, opts.feature_gates, self.api.list_objects,
-                                    self.api.registry_state, opts.address, self.port,
+        await ensure_system_objects(store, opts.address, self.port,
                                     self.pki.ca.cert_pem if self.pki is not None else None,
                                     front_proxy_ca)
-        self.service_ips = ServiceIPAddresses(table, storage, opts.feature_gates,
-                                              self.api.list_objects, self.api.registry_state)
+        self.service_ips = ServiceIPAddresses(store)
         self.service_ips.start()
         if self.api.flowcontrol is not None:
             self.api.flowcontrol.start()
@@ -390,8 +388,8 @@ class APIServer:
         if self.service_ips is not None:
             await self.service_ips.stop()
             self.service_ips = None
-        if self.api is not None and self.api.webhooks is not None:
-            await self.api.webhooks.close()
+        if self.api is not None:
+            await self.api.store.admission.close()
         if self._cache is not None:
             await self._cache.stop()
         if self._gc is not None:

@@ -161,7 +161,7 @@ async def test_slow_watcher_is_dropped_without_blocking_writes(tmp_path) -> None
     async with own_apiserver(tmp_path, watcher_queue=2) as (client, server):
         rv = await list_revision(client)
         assert server.api is not None
-        cache = server.api.storage.cache
+        cache = server.api.store.cache
         watcher = cache.watch("/registry/core/configmaps/", int(rv))
         for i in range(5):
             assert (await client.post(CM, configmap(f"s{i}"))).status == 201
@@ -205,7 +205,7 @@ async def test_cache_that_falls_behind_the_store_reloads_and_ends_watches(tmp_pa
     try:
         async with own_apiserver(tmp_path, store=store) as (client, server):
             assert server.api is not None
-            cache = server.api.storage.cache
+            cache = server.api.store.cache
             watcher = cache.watch("/registry/core/configmaps/", int(await list_revision(client)))
             behind = True
             await client.post(CM, configmap("lost"))
@@ -290,4 +290,4 @@ async def test_a_watcher_dropped_for_being_too_slow_gets_its_connection_closed(
             await asyncio.to_thread(read_to_the_end)  # a socket.timeout fails the test
         finally:
             tls.close()
-        assert server.api is not None and server.api.storage.cache.watcher_count == 0
+        assert server.api is not None and server.api.store.cache.watcher_count == 0

@@ -194,7 +194,7 @@ async def test_direct_watchers_with_a_selector_see_objects_enter_and_leave() -> 
 async def _direct_watchers(server: APIServer, n: int) -> None:
     """Until `n` watchers of ConfigMaps are written directly by the cache."""
     assert server.api is not None
-    cache = server.api.storage.cache
+    cache = server.api.store.cache
     for _ in range(500):
         ws = cache._watchers.get("/registry/core/configmaps/", set())
         if sum(1 for w in ws if w.direct is not None) >= n:
@@ -298,7 +298,7 @@ async def test_a_stalled_client_never_holds_back_the_directly_written_watchers(
 
             await asyncio.to_thread(read_to_the_end)  # dropped: its connection ends
             assert server.api is not None
-            assert server.api.storage.cache.watcher_count == 3
+            assert server.api.store.cache.watcher_count == 3
         finally:
             stalled.close()
             for s in streams:

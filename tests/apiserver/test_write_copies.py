@@ -29,7 +29,7 @@ def pod() -> dict[str, Any]:
 async def test_updates_and_patches_leave_the_cached_revision_as_stored(
         apiserver: APIServer) -> None:
     assert apiserver.api is not None
-    cache = apiserver.api.storage.cache
+    cache = apiserver.api.store.cache
     client = apiserver.loopback_client("copies-test")
     try:
         await client.create("v1", "pods", pod(), namespace="default")

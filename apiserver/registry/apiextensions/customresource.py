@@ -141,7 +141,7 @@ class CustomResourceStrategy(Strategy):
 
     # Validation ------------------------------------------------------------------------------
     def _version(self, ctx: Context) -> str:
-        return str(ctx.extra.get("version") or self.storage_version)
+        return ctx.version or self.storage_version
 
     def _validate(self, obj: Obj, old: Obj | None, ctx: Context) -> list[FieldError]:
         schema = self._schemas.get(self._version(ctx)) or {}
@@ -156,12 +156,12 @@ class CustomResourceStrategy(Strategy):
             return errs
         if old is None:
             return errs + celrules.evaluate(schema, obj)
-        ratcheted: list[str] = ctx.extra.setdefault("ratcheted", [])
-        return errs + celrules.evaluate(schema, obj, old, ratcheted)
+        return errs + celrules.evaluate(schema, obj, old, ctx.ratcheted)
 
     def warnings(self, obj: Obj, ctx: Context) -> list[str]:
         """CEL failures on unchanged values (ratcheted by the update's validation)."""
-        return ctx.extra.pop("ratcheted", [])
+        found, ctx.ratcheted = ctx.ratcheted, []
+        return found
 
     def validate(self, obj: Obj, ctx: Context) -> list[FieldError]:
         return self._validate(obj, None, ctx)

@@ -540,7 +540,7 @@ class ServiceStrategy(GenericStrategy):
         super().prepare_for_create(obj, ctx)
         obj["status"] = {"loadBalancer": {}}
         if not validate_service(obj, allocated=False):
-            allocate(obj, self._services(ctx), alloc.reservations(ctx.extra),
+            allocate(obj, self._services(ctx), alloc.reservations(ctx.state),
                      self._addresses(ctx))
 
     def prepare_for_update(self, new: Obj, old: Obj, ctx: Context) -> None:
@@ -560,12 +560,12 @@ class ServiceStrategy(GenericStrategy):
                     if (s.get("metadata") or {}).get("uid") != (old.get("metadata") or {})
                     .get("uid")]
         if needs_cluster_ip(spec) and not needs_cluster_ip(_spec(old)):
-            allocate(new, services, alloc.reservations(ctx.extra), self._addresses(ctx))
+            allocate(new, services, alloc.reservations(ctx.state), self._addresses(ctx))
         elif needs_cluster_ip(spec):
             kept = frozenset(p.get("nodePort") for p in _spec(old).get("ports") or []
                              if p.get("nodePort")) | frozenset(
                                  [_spec(old).get("healthCheckNodePort") or 0])
-            allocate_node_ports(new, services, alloc.reservations(ctx.extra), kept)
+            allocate_node_ports(new, services, alloc.reservations(ctx.state), kept)
 
     @staticmethod
     def _services(ctx: Context) -> list[Obj]:

@@ -40,9 +40,8 @@ class Reservations:
         self.ports: dict[int, float] = {}
 
 
-def reservations(extra: dict[str, Any]) -> Reservations:
-    """The server's reservations, from its strategy state (`Context.extra["state"]`)."""
-    state = extra.setdefault("state", {})
+def reservations(state: dict[str, Any]) -> Reservations:
+    """The server's reservations, from its strategies' state (`Context.state`)."""
     found = state.get("serviceallocation")
     if found is None:
         found = state["serviceallocation"] = Reservations()

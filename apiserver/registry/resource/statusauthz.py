@@ -88,7 +88,7 @@ def status_errors(new: Obj, old: Obj, namespace: str, ctx: Context) -> list[Fiel
     if ctx.authorizer is None or not isinstance(ctx.user_info, UserInfo) or \
             not ctx.gates.enabled("DRAResourceClaimGranularStatusAuthorization"):
         return []
-    user, verb = ctx.user_info, ctx.extra.get("verb", "update")
+    user, verb = ctx.user_info, ctx.verb or "update"
     new_status, old_status = new.get("status") or {}, old.get("status") or {}
     errors: list[FieldError] = []
     base = Attributes(user, verb, GROUP, "", "resourceclaims", namespace=namespace)

@@ -48,7 +48,7 @@ async def test_kubernetes_service_is_corrected_at_start(tmp_path) -> None:
     await first.stop()
     second = await start_apiserver(tmp_path / "a", store_url=f"sqlite:///{tmp_path}/s.db")
     try:
-        svc = second.api.lookup("services", "", "default", "kubernetes")
+        svc = second.api.store.objects.lookup("services", "", "default", "kubernetes")
         assert svc["spec"]["ports"][0]["targetPort"] == second.port
     finally:
         await second.stop()

@@ -1,0 +1,91 @@
+"""The admission plugins, in the order kube-apiserver runs them (its
+`AllOrderedPlugins`, less the plugins draemu does not have): the one place where a
+plugin is named and built. Each entry's factory gets the `AdmissionServices`; the chain
+runs every plugin's `admit` (mutating phase) in this order, then every plugin's
+`validate` (validating phase) in this order.
+
+Upstream's ServiceAccount, Priority, DefaultTolerationSeconds and LimitRanger additions
+are the pod and limit-range strategies' (`prepare_for_create`), after the mutating
+phase; MutatingAdmissionPolicy is not served.
+"""
+
+from __future__ import annotations
+
+from draemu.apiserver.admission.chain import AdmissionServices, Attributes, PluginEntry
+from draemu.apiserver.admission.namespacelifecycle import NamespaceLifecycle
+from draemu.apiserver.admission.noderestriction import NodeRestriction
+from draemu.apiserver.admission.policies import ValidatingAdmission
+from draemu.apiserver.admission.quotaadmission import ResourceQuota
+from draemu.apiserver.admission.webhooks import Webhooks
+
+
+class ValidatingAdmissionPolicy:
+    """ValidatingAdmissionPolicies and their bindings (`policies.py`)."""
+
+    operations = frozenset({"CREATE", "UPDATE", "DELETE"})
+
+    def __init__(self, services: AdmissionServices) -> None:
+        self.policies = ValidatingAdmission(services.table, services.storage.cache,
+                                            services.authorizer)
+
+    async def validate(self, attrs: Attributes) -> None:
+        r, request = attrs.resource, attrs.request
+        self.policies.admit(
+            operation=attrs.operation, group=r.group, version=request.version, resource=r.name,
+            subresource=attrs.subresource, kind=r.kind, namespaced=r.namespaced,
+            namespace=attrs.namespace, name=attrs.name, obj=attrs.served(attrs.obj),
+            old=attrs.served(attrs.old), user=attrs.user, dry_run=attrs.dry_run,
+            warnings=request.warnings, audit=request.audit)
+
+
+class MutatingAdmissionWebhook:
+    """MutatingWebhookConfigurations' webhooks (`webhooks.py`), on creates and updates."""
+
+    operations = frozenset({"CREATE", "UPDATE"})
+
+    def __init__(self, services: AdmissionServices) -> None:
+        self.webhooks = Webhooks(services.table, services.storage.cache)
+
+    async def admit(self, attrs: Attributes) -> None:
+        r, obj = attrs.resource, attrs.obj
+        if obj is None or not self.webhooks.has_any(r.group, r.name):
+            return
+        served = attrs.served(obj)
+        assert served is not None
+        mutated = await self.webhooks.mutate(attrs.matching(), served, attrs.served(attrs.old),
+                                             attrs.user, attrs.dry_run, attrs.request.warnings)
+        if mutated is not served:
+            attrs.obj = r.strategy.to_storage(mutated, attrs.request.version)
+
+    async def close(self) -> None:
+        await self.webhooks.close()
+
+
+class ValidatingAdmissionWebhook:
+    """ValidatingWebhookConfigurations' webhooks (`webhooks.py`), called together."""
+
+    operations = frozenset({"CREATE", "UPDATE", "DELETE"})
+
+    def __init__(self, services: AdmissionServices) -> None:
+        self.webhooks = Webhooks(services.table, services.storage.cache)
+
+    async def validate(self, attrs: Attributes) -> None:
+        r = attrs.resource
+        if not self.webhooks.has_any(r.group, r.name):
+            return
+        await self.webhooks.validate(attrs.matching(), attrs.served(attrs.obj),
+                                     attrs.served(attrs.old), attrs.user, attrs.dry_run,
+                                     attrs.request.warnings)
+
+    async def close(self) -> None:
+        await self.webhooks.close()
+
+
+PLUGINS: list[PluginEntry] = [
+    PluginEntry("NamespaceLifecycle", NamespaceLifecycle),
+    PluginEntry("NodeRestriction", NodeRestriction),
+    PluginEntry("MutatingAdmissionWebhook", MutatingAdmissionWebhook),
+    PluginEntry("ValidatingAdmissionPolicy", ValidatingAdmissionPolicy),
+    PluginEntry("ValidatingAdmissionWebhook", ValidatingAdmissionWebhook),
+    PluginEntry("ResourceQuota", ResourceQuota),
+]
