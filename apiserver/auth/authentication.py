@@ -54,6 +54,10 @@ class Authenticator:
         self._peers: weakref.WeakKeyDictionary[ssl.SSLObject, UserInfo | None] = \
             weakref.WeakKeyDictionary()
 
+    def add_token(self, token: str, user: UserInfo) -> None:
+        """One more bearer token (the loopback socket's identities)."""
+        self.tokens[token] = user
+
     def authenticate(self, ssl_object: ssl.SSLObject | None,
                      authorization: str | None) -> UserInfo | None:
         if ssl_object is not None:

@@ -7,7 +7,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,11 +16,9 @@ from aiohttp import web
 import draemu
 from draemu.api.errors import StatusError, not_found_error
 from draemu.api.jsonfast import loads
-from draemu.apiserver.auth.authentication import Authenticator
 from draemu.apiserver.auth.authorization import (
     PUBLIC_PATHS,
     Attributes,
-    Authorizer,
     Decision,
     forbidden,
 )
@@ -38,13 +36,11 @@ from draemu.apiserver.endpoints import (
     tokenrequest,
     watch,
 )
-from draemu.apiserver.endpoints.kubeletclient import KubeletClient
 from draemu.apiserver.endpoints.requestinfo import RequestInfo, parse
 from draemu.apiserver.endpoints.scope import VALIDATION_FAILURES, Scope
 from draemu.apiserver.genericregistry.store import WHOLE_OBJECT_SUBRESOURCES, Store
-from draemu.apiserver.registry.resources import ResourceTable
 from draemu.apiserver.server import health, httperrors
-from draemu.apiserver.server.metrics import Metrics
+from draemu.apiserver.server.context import APIContext, AppOptions, create_context
 from draemu.apiserver.wire.codec import (
     json_response,
     negotiate,
@@ -52,7 +48,6 @@ from draemu.apiserver.wire.codec import (
     status_response,
 )
 from draemu.apiserver.wire.queryselectors import parse_field_selector
-from draemu.features import FeatureGates
 from draemu.identity import ANONYMOUS, INSECURE_ADMIN, UserInfo
 from draemu.log import get_logger
 from draemu.store.errors import InvalidKeyError
@@ -73,33 +68,26 @@ _STREAMS = frozenset({"attach", "exec", "proxy", "log", "portforward"})
 _EXEMPT_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/metrics"})
 
 
-@dataclass
-class API:
-    """Everything the handlers share."""
+@dataclass(frozen=True)
+class App:
+    """An apiserver's aiohttp application and the context its handlers share."""
 
-    table: ResourceTable
-    store: Store
-    gates: FeatureGates
-    authenticator: Authenticator
-    authorizer: Authorizer
-    insecure: bool
-    server_address: str
-    log_providers: subresources.LogProviders = field(default_factory=subresources.LogProviders)
-    # Reaches kubelets in their own process (pods/log); None without TLS credentials.
-    kubelet_client: KubeletClient | None = None
-    metrics: Metrics = field(default_factory=Metrics)
-    max_readonly: int = 400
-    max_mutating: int = 200
-    # Seconds a request that is not long-running may take (upstream's --request-timeout).
-    request_timeout: float = 60.0
-    ready: asyncio.Event = field(default_factory=asyncio.Event)
-    # Signs ServiceAccount tokens (serviceaccounts/token); set by the server.
-    signer: Any = None
-    # --audit-log (server/audit.py AuditLog), or None.
-    audit: Any = None
-    # API Priority and Fairness (apiserver/flowcontrol FlowControl), or None for the
-    # max-in-flight limits.
-    flowcontrol: Any = None
+    context: APIContext
+    application: web.Application
+
+
+def create_app(options: AppOptions) -> App:
+    """The application of one apiserver: its context wired from `options`, and the
+    handlers (middlewares and router) over it."""
+    context = create_context(options)
+    return App(context, Handlers(context).build())
+
+
+class Handlers:
+    """The middlewares and the router, over one `APIContext`."""
+
+    def __init__(self, ctx: APIContext) -> None:
+        self.ctx = ctx
 
     # Middlewares -----------------------------------------------------------------------------
     @web.middleware
@@ -135,7 +123,7 @@ class API:
         finally:
             info = request[INFO_KEY]
             if info.resource_request:
-                self.metrics.observe(info.verb.upper(), info.group, info.version,
+                self.ctx.metrics.observe(info.verb.upper(), info.group, info.version,
                                      info.resource, info.subresource,
                                      "namespace" if info.namespace else "cluster", code,
                                      time.perf_counter() - started)
@@ -143,7 +131,7 @@ class API:
     @web.middleware
     async def audit_requests(self, request: web.Request, handler: Handler
                              ) -> web.StreamResponse:
-        if self.audit is None:
+        if self.ctx.audit is None:
             return await handler(request)
         received = datetime.now(UTC)
         code = 500
@@ -179,7 +167,7 @@ class API:
                 if value:
                     ref[key] = value
         peer = request.transport.get_extra_info("peername") if request.transport else None
-        self.audit.write(
+        self.ctx.audit.write(
             received=received, uri=request.path_qs, verb=verb,
             user=requester or user, impersonated=user if requester else None,
             source_ip=peer[0] if isinstance(peer, tuple) else "",
@@ -188,12 +176,12 @@ class API:
 
     @web.middleware
     async def authenticate(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        if self.insecure:
+        if self.ctx.insecure:
             user = INSECURE_ADMIN
         else:
             ssl_object = request.transport.get_extra_info("ssl_object") \
                 if request.transport else None
-            found = self.authenticator.authenticate(ssl_object,
+            found = self.ctx.authenticator.authenticate(ssl_object,
                                                     request.headers.get("Authorization"))
             if found is None:
                 if request.path not in PUBLIC_PATHS and not _health_path(request.path):
@@ -205,7 +193,7 @@ class API:
         if wanted is not None:
             # The request is then authorized (and answered) as the impersonated user.
             request[REQUESTER_KEY] = user
-            request[USER_KEY] = Impersonator(self.authorizer).impersonate(
+            request[USER_KEY] = Impersonator(self.ctx.authorizer).impersonate(
                 wanted, self._request_attributes(request, user))
         return await handler(request)
 
@@ -224,14 +212,14 @@ class API:
                               ) -> web.StreamResponse:
         info = request[INFO_KEY]
         long_running = info.verb in _LONG_RUNNING or info.subresource in _STREAMS
-        if self.flowcontrol is not None:
+        if self.ctx.flowcontrol is not None:
             # API Priority and Fairness (apiserver/flowcontrol) instead of the two
             # in-flight limits, as upstream's --enable-priority-and-fairness: streams are
             # not limited, watches while they start; the time budget covers the queue.
             if long_running and info.verb != "watch":
                 return await handler(request)
-            served = self.flowcontrol.handle(request, info, request[USER_KEY], handler,
-                                             self.request_timeout / 4)
+            served = self.ctx.flowcontrol.handle(request, info, request[USER_KEY], handler,
+                                             self.ctx.request_timeout / 4)
             return await (served if long_running else self._within_budget(served))
         if long_running or (
                 not info.resource_request and request.path.rstrip("/") in _EXEMPT_PATHS):
@@ -239,21 +227,21 @@ class API:
             # do not count against the limit.
             return await handler(request)
         kind = "readOnly" if info.verb in ("get", "list") else "mutating"
-        limit = self.max_readonly if kind == "readOnly" else self.max_mutating
-        if self.metrics.in_flight[kind] >= limit:
-            self.metrics.rejected[kind] += 1
+        limit = self.ctx.max_readonly if kind == "readOnly" else self.ctx.max_mutating
+        if self.ctx.metrics.in_flight[kind] >= limit:
+            self.ctx.metrics.rejected[kind] += 1
             raise StatusError(429, "TooManyRequests",
                               "Too many requests, please try again later.",
                               {"retryAfterSeconds": 1}, {"Retry-After": "1"})
-        self.metrics.in_flight[kind] += 1
+        self.ctx.metrics.in_flight[kind] += 1
         try:
             return await self._within_budget(handler(request))
         finally:
-            self.metrics.in_flight[kind] -= 1
+            self.ctx.metrics.in_flight[kind] -= 1
 
     async def _within_budget(self, served: Awaitable[web.StreamResponse]
                              ) -> web.StreamResponse:
-        budget = asyncio.timeout(self.request_timeout)
+        budget = asyncio.timeout(self.ctx.request_timeout)
         try:
             async with budget:
                 return await served
@@ -272,17 +260,17 @@ class API:
                               client_max_size=4 * 1024 * 1024,
                               handler_args=httperrors.HANDLER_ARGS)
         app.router.add_route("*", "/{tail:.*}", self.route)
-        if self.flowcontrol is not None:
-            app.on_response_prepare.append(self.flowcontrol.on_prepare)
-            self.metrics.gauges.update(self.flowcontrol.gauges())
-            self.metrics.counters.update(self.flowcontrol.counters())
-        self.metrics.gauges["apiserver_registered_watchers"] = lambda: {
-            (): float(self.store.cache.watcher_count)}
-        self.metrics.gauges["apiserver_storage_objects"] = lambda: {
+        if self.ctx.flowcontrol is not None:
+            app.on_response_prepare.append(self.ctx.flowcontrol.on_prepare)
+            self.ctx.metrics.gauges.update(self.ctx.flowcontrol.gauges())
+            self.ctx.metrics.counters.update(self.ctx.flowcontrol.counters())
+        self.ctx.metrics.gauges["apiserver_registered_watchers"] = lambda: {
+            (): float(self.ctx.store.cache.watcher_count)}
+        self.ctx.metrics.gauges["apiserver_storage_objects"] = lambda: {
             (("resource", _resource_label(prefix)),): float(n)
-            for prefix, n in self.store.cache.object_counts().items()}
-        self.metrics.gauges["draemu_store_revision"] = lambda: {
-            (): float(self.store.cache.revision)}
+            for prefix, n in self.ctx.store.cache.object_counts().items()}
+        self.ctx.metrics.gauges["draemu_store_revision"] = lambda: {
+            (): float(self.ctx.store.cache.revision)}
         return app
 
     # Routing ---------------------------------------------------------------------------------
@@ -298,7 +286,7 @@ class API:
 
     def _authorize(self, attrs: Attributes, info: RequestInfo,
                    request: web.Request | None = None) -> None:
-        decision = self.authorizer.authorize(attrs)
+        decision = self.ctx.authorizer.authorize(attrs)
         if request is not None:
             request[DECISION_KEY] = decision
         if not decision.allowed:
@@ -307,37 +295,37 @@ class API:
     async def _non_resource(self, request: web.Request, path: str) -> web.StreamResponse:
         trimmed = path.rstrip("/") or "/"
         if trimmed in ("/healthz", "/livez", "/readyz") or _health_path(trimmed):
-            return health.respond(request, trimmed, self.ready.is_set())
+            return health.respond(request, trimmed, self.ctx.ready.is_set())
         if trimmed == "/version":
-            return json_response(version_info(self.gates.emulated_version))
+            return json_response(version_info(self.ctx.gates.emulated_version))
         if trimmed == "/metrics":
-            resp = web.Response(text=self.metrics.render())
+            resp = web.Response(text=self.ctx.metrics.render())
             resp.headers["Content-Type"] = "text/plain; version=0.0.4; charset=utf-8"
             return resp
         if trimmed.startswith("/openapi/"):
-            return openapi_serving.respond(request, trimmed, self.table)
+            return openapi_serving.respond(request, trimmed, self.ctx.table)
         accept = negotiate(request.headers.get("Accept"))
         parts = [p for p in trimmed.split("/") if p]
         doc: Any = None
         content_type = ""
         if parts == ["api"]:
             if accept.discovery_v2:
-                doc, content_type = discovery.aggregated(self.table, True), \
+                doc, content_type = discovery.aggregated(self.ctx.table, True), \
                     discovery.V2_CONTENT_TYPE
             else:
-                doc = discovery.api_versions(self.server_address)
+                doc = discovery.api_versions(self.ctx.server_address)
         elif parts == ["apis"]:
             if accept.discovery_v2:
-                doc, content_type = discovery.aggregated(self.table, False), \
+                doc, content_type = discovery.aggregated(self.ctx.table, False), \
                     discovery.V2_CONTENT_TYPE
             else:
-                doc = discovery.api_group_list(self.table)
+                doc = discovery.api_group_list(self.ctx.table)
         elif len(parts) == 2 and parts[0] == "api":
-            doc = discovery.api_resource_list(self.table, "", parts[1])
+            doc = discovery.api_resource_list(self.ctx.table, "", parts[1])
         elif len(parts) == 2 and parts[0] == "apis":
-            doc = discovery.api_group(self.table, parts[1])
+            doc = discovery.api_group(self.ctx.table, parts[1])
         elif len(parts) == 3 and parts[0] == "apis":
-            doc = discovery.api_resource_list(self.table, parts[1], parts[2])
+            doc = discovery.api_resource_list(self.ctx.table, parts[1], parts[2])
         if doc is None:
             raise StatusError(404, "NotFound", _NOT_FOUND, {})
         resp = json_response(doc)
@@ -348,12 +336,12 @@ class API:
 
     async def _resource(self, request: web.Request, info: RequestInfo, user: UserInfo
                         ) -> web.StreamResponse:
-        resource = self.table.lookup(info.group, info.version, info.resource)
+        resource = self.ctx.table.lookup(info.group, info.version, info.resource)
         if resource is None and "." in info.group:
             # A custom resource whose CRD was just written (maybe through another
             # apiserver) is served once the watch cache holds the CRD: read your writes.
-            await self.store.storage.caught_up()
-            resource = self.table.lookup(info.group, info.version, info.resource)
+            await self.ctx.store.storage.caught_up()
+            resource = self.ctx.table.lookup(info.group, info.version, info.resource)
         if resource is None:
             raise StatusError(404, "NotFound", _NOT_FOUND, {})
         namespace = info.namespace if resource.namespaced else ""
@@ -381,21 +369,21 @@ class API:
         scope = Scope.of(request, info, resource, namespace, user,
                          negotiate(request.headers.get("Accept")))
         if (resource.group, resource.name) in reviews.RESOURCES:
-            return await reviews.create(scope, self.authorizer, self.authenticator)
+            return await reviews.create(scope, self.ctx.authorizer, self.ctx.authenticator)
         if sub == "token" and (resource.group, resource.name) == ("", "serviceaccounts") \
-                and info.verb == "create" and self.signer is not None:
+                and info.verb == "create" and self.ctx.signer is not None:
             # The account, pod or secret may have been written through another apiserver
             # on the store a moment ago: read them as GET does, once the cache caught up.
-            await self.store.storage.caught_up()
-            return await tokenrequest.create_token(scope, self.store, self.signer)
+            await self.ctx.store.storage.caught_up()
+            return await tokenrequest.create_token(scope, self.ctx.store, self.ctx.signer)
         if sub == "exec" and resource.name == "pods" and info.verb in ("get", "create"):
-            return await podexec.pod_exec(scope, self.store, self.log_providers,
-                                          subresources.container_of, self.kubelet_client)
+            return await podexec.pod_exec(scope, self.ctx.store, self.ctx.log_providers,
+                                          subresources.container_of, self.ctx.kubelet_client)
         if sub in ("attach", "portforward") and info.verb in ("get", "create"):
-            return await subresources.unsupported_stream(scope, self.store)
+            return await subresources.unsupported_stream(scope, self.ctx.store)
         if sub == "log" and info.verb == "get":
-            return await subresources.pod_log(scope, self.store, self.log_providers,
-                                              self.kubelet_client)
+            return await subresources.pod_log(scope, self.ctx.store, self.ctx.log_providers,
+                                              self.ctx.kubelet_client)
         if not sub:
             handler = _MAIN_VERBS.get(info.verb)
         elif sub in WHOLE_OBJECT_SUBRESOURCES:
@@ -405,7 +393,7 @@ class API:
         if handler is None:
             raise StatusError(405, "MethodNotAllowed", "the server does not allow this method "
                               "on the requested resource", {})
-        return await handler(scope, self.store)
+        return await handler(scope, self.ctx.store)
 
 
 Verb = Callable[[Scope, Store], Awaitable[web.StreamResponse]]

@@ -14,51 +14,39 @@ import ipaddress
 import os
 import secrets
 import shutil
+import socket
 import ssl
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
 from draemu import aio, kubeconfig, pki
-from draemu.apiserver.admission.chain import AdmissionChain, AdmissionServices
-from draemu.apiserver.admission.plugins import PLUGINS
 from draemu.apiserver.admission.policystatus import PolicyStatus
-from draemu.apiserver.auth.authentication import Authenticator, load_token_file
-from draemu.apiserver.auth.authorization import PrivilegedGroupAuthorizer, UnionAuthorizer
-from draemu.apiserver.auth.nodeauthorizer import NodeAuthorizer
-from draemu.apiserver.auth.rbac.authorizer import RBACAuthorizer
-from draemu.apiserver.auth.serviceaccounttokens import ServiceAccountAuthenticator
+from draemu.apiserver.auth.authentication import load_token_file
 from draemu.apiserver.controlplane.bootstraproles import ensure_bootstrap_policy
 from draemu.apiserver.controlplane.crdserving import CRDServing
 from draemu.apiserver.controlplane.serviceips import ServiceIPAddresses
 from draemu.apiserver.controlplane.systemobjects import (
-    Bootstrap,
-    ensure_flowcontrol_configuration,
     ensure_system_namespaces,
     ensure_system_objects,
 )
 from draemu.apiserver.endpoints import reviews
-from draemu.apiserver.endpoints.kubeletclient import KubeletClient
 from draemu.apiserver.endpoints.subresources import LogProvider, LogProviders
-from draemu.apiserver.flowcontrol.controller import FlowControl
-from draemu.apiserver.genericregistry.store import Store
 from draemu.apiserver.registry import discover
 from draemu.apiserver.registry.resources import ResourceTable
 from draemu.apiserver.server import httperrors
-from draemu.apiserver.server.app import API
-from draemu.apiserver.server.audit import AuditLog
+from draemu.apiserver.server.app import create_app
+from draemu.apiserver.server.context import APIContext, AppOptions
 from draemu.apiserver.server.gcfreeze import GCFreezer
 from draemu.apiserver.server.metrics import Labels
-from draemu.apiserver.storage.cachedobjects import CachedObjects
+from draemu.apiserver.server.options import APIServerOptions
 from draemu.apiserver.storage.storeadapter import Storage
-from draemu.apiserver.storage.watchcache import HISTORY, WATCHER_QUEUE, WatchCache
+from draemu.apiserver.storage.watchcache import WatchCache
 from draemu.client import Client
-from draemu.features import FeatureGates
 from draemu.identity import AUTHENTICATED, MASTERS, UserInfo
 from draemu.log import get_logger
 from draemu.privatefiles import tighten
@@ -70,44 +58,6 @@ SHUTDOWN_TIMEOUT = 5.0
 # The identity of in-process components on the loopback socket, as kube-apiserver's
 # loopback client.
 LOOPBACK_USER = "system:apiserver"
-
-
-@dataclass
-class APIServerOptions:
-    data_dir: Path
-    # None: a SQLite file in data_dir; "sqlite://:memory:" for tests; "postgresql://...".
-    store_url: str | None = None
-    address: str = "127.0.0.1"
-    port: int = 0
-    insecure_http: bool = False
-    feature_gates: FeatureGates = field(default_factory=FeatureGates)
-    # Also serve the versions draemu keeps for old manifests (resource.k8s.io/v1alpha3 of
-    # Kubernetes 1.31), which no release it emulates serves.
-    legacy_versions: bool = False
-    token_file: Path | None = None
-    # Audit events (audit.k8s.io/v1, Metadata level) appended to this file, as JSON lines.
-    audit_log: Path | None = None
-    max_requests_inflight: int = 400
-    max_mutating_requests_inflight: int = 200
-    # API Priority and Fairness (their sum is its server concurrency); off: the two
-    # max-in-flight limits above, as kube-apiserver's --enable-priority-and-fairness.
-    enable_priority_and_fairness: bool = True
-    # Seconds between passes of the APF config producer (upstream: a minute).
-    apf_ensure_interval: float = 60.0
-    request_timeout: float = 60.0  # kube-apiserver's --request-timeout, in seconds
-    # The watch cache's sizes (see WatchCache).
-    watch_history: int = HISTORY
-    watcher_queue: int = WATCHER_QUEUE
-    # An already opened store to serve instead of opening `store_url` (it is then
-    # not closed by stop()).
-    store: Any = None
-    # Where the CA, serving and client certificates and the service-account keys live
-    # (None: data_dir/pki). Several apiservers on one PostgreSQL store share one folder,
-    # so one kubeconfig and one token signer serve for all of them.
-    pki_dir: Path | None = None
-    # Keep the cyclic garbage collector off the watch cache (see gcfreeze.py): for a
-    # process that is this apiserver's alone (the commands), not for servers in tests.
-    freeze_gc: bool = False
 
 
 def _loopback(address: str) -> bool:
@@ -128,13 +78,15 @@ class APIServer:
         self.data_dir = Path(options.data_dir).absolute()
         self.log_providers = LogProviders()
         self.pki: pki.PKI | None = None
+        self.signer: Signer | None = None
         self.store: Any = None
         self.port = 0
         self.ready_seconds = 0.0
         self._owns_store = options.store is None
         self._runner: web.AppRunner | None = None
         self._cache: WatchCache | None = None
-        self.api: API | None = None
+        self.api: APIContext | None = None
+        self._sockets: list[socket.socket] = []
         self.crds: CRDServing | None = None
         self.policy_status: PolicyStatus | None = None
         self.service_ips: ServiceIPAddresses | None = None
@@ -203,7 +155,7 @@ class APIServer:
         if token is None:
             token = self._loopback_tokens[identity] = secrets.token_urlsafe(32)
             all_groups = tuple(groups) if AUTHENTICATED in groups else (*groups, AUTHENTICATED)
-            self.api.authenticator.tokens[token] = UserInfo(user, groups=all_groups)
+            self.api.authenticator.add_token(token, UserInfo(user, groups=all_groups))
         return token
 
     # Components in this process -----------------------------------------------------------------
@@ -263,7 +215,7 @@ class APIServer:
         self.ready_seconds = time.perf_counter() - started
         log.info("apiserver ready", url=self.url, seconds=round(self.ready_seconds, 3))
 
-    async def _serve(self, tokens: dict[str, Any]) -> None:
+    async def _serve(self, tokens: dict[str, UserInfo]) -> None:
         opts = self.options
         self._cache = WatchCache(self.store, history=opts.watch_history,
                                  watcher_queue=opts.watcher_queue)
@@ -273,80 +225,62 @@ class APIServer:
         served = {(s.group, s.resource) for s in strategies}
         strategies += [s for s in reviews.STRATEGIES if (s.group, s.resource) not in served]
         table = ResourceTable(strategies, opts.feature_gates, opts.legacy_versions)
-        ssl_context = None
-        kubelet_client = None
-        pki_dir = Path(opts.pki_dir).absolute() if opts.pki_dir else self.data_dir / "pki"
-
-        def credentials() -> tuple[pki.PKI | None, Signer, bytes | None]:
-            # Under the folder's lock: apiservers sharing it may be starting together.
-            with pki.locked(pki_dir):
-                made = None if opts.insecure_http else pki.ensure_pki(pki_dir, opts.address)
-                # The ServiceAccount token signer: its key lives beside the CA.
-                signer = Signer.ensure(pki_dir)
-                front = pki.ensure_front_proxy(pki_dir)[0].cert_pem if made else None
-            return made, signer, front
-
-        self.pki, self.signer, front_proxy_ca = await asyncio.to_thread(credentials)
-        if self.pki is not None:
-            ssl_context = _ssl_context(self.pki)
-        # Plain HTTP to kubelets when this server has no certificates (--insecure-http).
-        kubelet_client = KubeletClient(self.pki)
-        objects = CachedObjects(table, self._cache)
-        # --authorization-mode=Node,RBAC behind system:masters, as kubeadm sets it up. The
-        # node and RBAC authorizers read related objects and bindings from the watch cache.
-        authorizer = UnionAuthorizer(
-            PrivilegedGroupAuthorizer(),
-            NodeAuthorizer(objects.lookup, objects.lookup_namespace),
-            RBACAuthorizer(objects.lookup, objects.lookup_namespace, self._rbac_version))
-        admission = AdmissionChain(PLUGINS, AdmissionServices(table, storage, objects,
-                                                              authorizer))
-        store = Store(table, storage, opts.feature_gates, admission, authorizer)
-        self.api = API(table, store, opts.feature_gates, Authenticator(tokens), authorizer,
-                       opts.insecure_http, f"{opts.address}:{opts.port}",
-                       log_providers=self.log_providers, kubelet_client=kubelet_client,
-                       max_readonly=opts.max_requests_inflight,
-                       max_mutating=opts.max_mutating_requests_inflight,
-                       request_timeout=opts.request_timeout)
-        self.api.signer = self.signer
-        if opts.audit_log is not None:
-            self.api.audit = AuditLog(opts.audit_log)
-        self.api.authenticator.service_accounts = ServiceAccountAuthenticator(
-            self.signer, objects.lookup)
-        await ensure_system_namespaces(store)
-        await ensure_bootstrap_policy(store)
+        self.pki, signer, front_proxy_ca = await asyncio.to_thread(self._credentials)
+        self.signer = signer
+        # Bound now, listening once the application serves: its port is known to the
+        # application (discovery) and to the start-up objects.
+        sockets = bind_sockets(opts.address, opts.port)
+        self._sockets = sockets
+        self.port = sockets[0].getsockname()[1]
+        app = create_app(AppOptions(opts, table, storage, signer, self.pki,
+                                    f"{opts.address}:{self.port}", tokens, self.log_providers,
+                                    self._rbac_version))
+        self.api = api = app.context
+        await ensure_system_namespaces(api.store)
+        await ensure_bootstrap_policy(api.store)
         self.crds = CRDServing(table, storage)
         self.crds.start()
         self.policy_status = PolicyStatus(table, storage)
         self.policy_status.start()
-        if opts.enable_priority_and_fairness:
-            self.api.flowcontrol = FlowControl(
-                table, storage,
-                opts.max_requests_inflight + opts.max_mutating_requests_inflight,
-                lambda: ensure_flowcontrol_configuration(Bootstrap(store)),
-                opts.apf_ensure_interval, in_flight=self.api.metrics.in_flight)
-        self._runner = web.AppRunner(self.api.build(), access_log=None,
+        await self._listen(app.application, sockets)
+        await ensure_system_objects(api.store, opts.address, self.port,
+                                    self.pki.ca.cert_pem if self.pki is not None else None,
+                                    front_proxy_ca)
+        self.service_ips = ServiceIPAddresses(api.store)
+        self.service_ips.start()
+        if api.flowcontrol is not None:
+            api.flowcontrol.start()
+        self.write_kubeconfig(self.kubeconfig_path)
+        api.ready.set()
+
+    def _credentials(self) -> tuple[pki.PKI | None, Signer, bytes | None]:
+        """The cluster CA and certificates (none under --insecure-http), the ServiceAccount
+        token signer (its key lives beside the CA) and the front-proxy CA. Under the
+        folder's lock: apiservers sharing it may be starting together."""
+        opts = self.options
+        pki_dir = Path(opts.pki_dir).absolute() if opts.pki_dir else self.data_dir / "pki"
+        with pki.locked(pki_dir):
+            made = None if opts.insecure_http else pki.ensure_pki(pki_dir, opts.address)
+            signer = Signer.ensure(pki_dir)
+            front = pki.ensure_front_proxy(pki_dir)[0].cert_pem if made else None
+        return made, signer, front
+
+    async def _listen(self, application: web.Application, sockets: list[socket.socket]
+                      ) -> None:
+        """Serve `application` on the bound sockets (HTTPS unless --insecure-http) and on
+        the loopback socket."""
+        self._runner = web.AppRunner(application, access_log=None,
                                      shutdown_timeout=SHUTDOWN_TIMEOUT)
         await self._runner.setup()
         httperrors.answer_with_status(self._runner)
-        site = web.TCPSite(self._runner, opts.address, opts.port, ssl_context=ssl_context,
-                           backlog=1024, reuse_address=True)
-        await site.start()
-        server = site._server  # aiohttp exposes the bound port only here
-        assert server is not None and server.sockets
-        self.port = server.sockets[0].getsockname()[1]
-        self.api.server_address = f"{opts.address}:{self.port}"
+        ssl_context = _ssl_context(self.pki) if self.pki is not None else None
+        for sock in sockets:
+            await web.SockSite(self._runner, sock, ssl_context=ssl_context,
+                               backlog=1024).start()
+        self._sockets = []  # the sites own them now
         self.loopback_path = self._loopback_socket_path()
         await web.UnixSite(self._runner, self.loopback_path).start()
         os.chmod(self.loopback_path, 0o600)
-        await ensure_system_objects(store, opts.address, self.port,
-                                    self.pki.ca.cert_pem if self.pki is not None else None,
-                                    front_proxy_ca)
-        self.service_ips = ServiceIPAddresses(store)
-        self.service_ips.start()
-        if self.api.flowcontrol is not None:
-            self.api.flowcontrol.start()
-        self.write_kubeconfig(self.kubeconfig_path)
-        self.api.ready.set()
 
     def _rbac_version(self) -> tuple[int, ...]:
         """Moves whenever a Role, ClusterRole or binding changes in the watch cache."""
@@ -372,6 +306,9 @@ class APIServer:
             self.api.ready.clear()
         if self._cache is not None:
             self._cache.end_watches()  # watch streams would hold the shutdown up
+        for sock in self._sockets:  # bound, never served (a start that failed)
+            sock.close()
+        self._sockets = []
         if self._runner is not None:
             # Stops listening and lets in-flight requests finish (the cache still follows
             # the store, so their reads and writes complete).
@@ -395,11 +332,10 @@ class APIServer:
         if self._gc is not None:
             await self._gc.stop()
             self._gc = None
-        if self.api is not None and self.api.kubelet_client is not None:
+        if self.api is not None:
             await self.api.kubelet_client.close()
-        if self.api is not None and self.api.audit is not None:
-            self.api.audit.close()
-            self.api.audit = None
+            if self.api.audit is not None:
+                self.api.audit.close()
         if self.store is not None and self._owns_store:
             await self.store.close()
         self.store = None
@@ -409,6 +345,30 @@ class APIServer:
         if self._loopback_dir is not None:
             shutil.rmtree(self._loopback_dir, ignore_errors=True)
             self._loopback_dir = None
+
+
+def bind_sockets(address: str, port: int) -> list[socket.socket]:
+    """Sockets bound to every address `address` names (both of `localhost`'s), on one
+    port: `port`, or the one the system gave the first when `port` is 0. They listen once
+    a site serves them."""
+    infos = socket.getaddrinfo(address, port, type=socket.SOCK_STREAM,
+                               flags=socket.AI_PASSIVE)
+    sockets: list[socket.socket] = []
+    try:
+        for family, kind, proto, _name, sockaddr in dict.fromkeys(infos):
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            if sockets[1:]:  # the others on the first one's port
+                sockaddr = (sockaddr[0], sockets[0].getsockname()[1], *sockaddr[2:])
+            sock.bind(sockaddr)
+    except OSError:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
 
 
 def _ssl_context(p: pki.PKI) -> ssl.SSLContext:
