@@ -16,6 +16,7 @@ than when the CRD is created; the cost estimate does know the schema's types.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,21 @@ def _uses_old_self(rule: str) -> bool:
     return "oldSelf" in rule
 
 
+def go_rule_value(rule: Obj) -> str:
+    """A ValidationRule as upstream prints the bad value of a rule error (Go's %#v of
+    the internal type)."""
+    def ptr(value: Any, type_: str) -> str:
+        if value is None:
+            return f"(*{type_})(nil)"
+        return f"(*{type_})({json.dumps(value)})"
+    return ("apiextensions.ValidationRule{" + f"Rule:{json.dumps(rule.get('rule', ''))}, "
+            f"Message:{json.dumps(rule.get('message', ''))}, "
+            f"MessageExpression:{json.dumps(rule.get('messageExpression', ''))}, "
+            f"Reason:{ptr(rule.get('reason'), 'apiextensions.FieldValueErrorReason')}, "
+            f"FieldPath:{json.dumps(rule.get('fieldPath', ''))}, "
+            f"OptionalOldSelf:{ptr(rule.get('optionalOldSelf'), 'bool')}" + "}")
+
+
 @dataclass
 class _Check:
     """One schema's rule checks at CRD create or update."""
@@ -53,8 +69,6 @@ class _Check:
 
     def rule(self, rule: Obj, rpath: Path, types: RuleTypes | None, cardinality: int | None,
              decl: Any) -> None:
-        from draemu.apiserver.apiextensions.crdvalidation import go_rule_value
-
         text = rule.get("rule") or ""
         try:
             program = compile_kubernetes(text, VARIABLES, types=types)
@@ -75,8 +89,6 @@ class _Check:
                                      "may not be set if oldSelf is not used in rule"))
 
     def message(self, rule: Obj, expr: str, rpath: Path, types: RuleTypes | None) -> None:
-        from draemu.apiserver.apiextensions.crdvalidation import go_rule_value
-
         try:
             mp = compile_kubernetes(expr, VARIABLES, types=types)
             if mp.result_type not in ("string", "dyn"):

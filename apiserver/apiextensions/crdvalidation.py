@@ -7,7 +7,6 @@ columns."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from draemu.api.errors import (
@@ -566,18 +565,3 @@ def _rule_shape(rule: Obj, path: Path) -> list[FieldError]:
                 errs.append(invalid(path.child("fieldPath"), field_path, "must be a valid "
                                     "path"))
     return errs
-
-
-def go_rule_value(rule: Obj) -> str:
-    """A ValidationRule as upstream prints the bad value of a rule error (Go's %#v of
-    the internal type)."""
-    def ptr(value: Any, type_: str) -> str:
-        if value is None:
-            return f"(*{type_})(nil)"
-        return f"(*{type_})({json.dumps(value)})"
-    return ("apiextensions.ValidationRule{" + f"Rule:{json.dumps(rule.get('rule', ''))}, "
-            f"Message:{json.dumps(rule.get('message', ''))}, "
-            f"MessageExpression:{json.dumps(rule.get('messageExpression', ''))}, "
-            f"Reason:{ptr(rule.get('reason'), 'apiextensions.FieldValueErrorReason')}, "
-            f"FieldPath:{json.dumps(rule.get('fieldPath', ''))}, "
-            f"OptionalOldSelf:{ptr(rule.get('optionalOldSelf'), 'bool')}" + "}")
