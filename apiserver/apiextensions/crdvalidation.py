@@ -333,23 +333,32 @@ def validate_schema(schema: Obj, path: Path, status_enabled: bool, *,
 
 def _walk(s: Obj, path: Path, level: str) -> list[FieldError]:
     """Structural invariants (pkg/apiserver/schema/validation.go) and the OpenAPI rules
-    upstream checks on each node."""
-    errs: list[FieldError] = []
+    upstream checks on each node, in upstream's order."""
     if not isinstance(s, dict):
         return [invalid(path, s, "must be a schema object")]
+    kind = s.get("type") or ""
+    errs = _shape_errors(s, path, kind, level)
+    errs += _type_errors(s, path, kind, level)
+    errs += _metadata_errors(s, path, level)
+    errs += _map_type_errors(s, path, kind)
+    errs += _list_type(s, path, kind)
+    for i, rule in enumerate(s.get("x-kubernetes-validations") or []):
+        errs += _rule_shape(rule, path.child("x-kubernetes-validations").index(i))
+    return errs + _children_errors(s, path)
+
+
+def _shape_errors(s: Obj, path: Path, kind: str, level: str) -> list[FieldError]:
+    """Unsupported keys, the type's name, items and properties."""
+    errs: list[FieldError] = []
     for key, detail in _UNSUPPORTED:
         if s.get(key):
             errs.append(forbidden(path.child(key), detail))
-    kind = s.get("type") or ""
     if kind and kind not in SCHEMA_TYPES:
         errs.append(not_supported(path.child("type"), kind, SCHEMA_TYPES))
     if kind == "null":
         errs.append(forbidden(path.child("type"), "type cannot be set to null, use nullable "
                               "as an alternative"))
-    int_or_string = bool(s.get("x-kubernetes-int-or-string"))
-    preserve = s.get("x-kubernetes-preserve-unknown-fields")
-    embedded = bool(s.get("x-kubernetes-embedded-resource"))
-    if preserve is False:
+    if s.get("x-kubernetes-preserve-unknown-fields") is False:
         errs.append(invalid(path.child("x-kubernetes-preserve-unknown-fields"), False,
                             "must be true or undefined"))
     if kind == "array" and s.get("items") is None:
@@ -366,7 +375,16 @@ def _walk(s: Obj, path: Path, level: str) -> list[FieldError]:
     if s.get("additionalProperties") is not None and level == "root":
         errs.append(forbidden(path.child("additionalProperties"), "must not be used at the "
                               "root"))
-    if embedded and kind != "object":
+    return errs
+
+
+def _type_errors(s: Obj, path: Path, kind: str, level: str) -> list[FieldError]:
+    """The type an embedded resource, the root or an untyped node must have; the
+    pattern."""
+    errs: list[FieldError] = []
+    int_or_string = bool(s.get("x-kubernetes-int-or-string"))
+    preserve = s.get("x-kubernetes-preserve-unknown-fields")
+    if s.get("x-kubernetes-embedded-resource") and kind != "object":
         if not kind:
             errs.append(required(path.child("type"), "must be object if "
                                  "x-kubernetes-embedded-resource is true"))
@@ -388,39 +406,54 @@ def _walk(s: Obj, path: Path, level: str) -> list[FieldError]:
         errs.append(invalid(path.child("pattern"), pattern,
                             "must be a valid regular expression, but isn't: " +
                             pattern_error(pattern)))
+    return errs
+
+
+def _metadata_errors(s: Obj, path: Path, level: str) -> list[FieldError]:
+    """kind, apiVersion and metadata of the root and of embedded resources."""
+    errs: list[FieldError] = []
     props = s.get("properties") or {}
-    check_meta = level == "root" or embedded
-    if check_meta:
-        for key in ("kind", "apiVersion"):
-            if key in props and (props[key] or {}).get("type") != "string":
-                errs.append(invalid(path.child("properties").key(key).child("type"),
-                                    (props[key] or {}).get("type", ""), "must be string"))
+    if not (level == "root" or s.get("x-kubernetes-embedded-resource")):
+        return errs
+    for key in ("kind", "apiVersion"):
+        if key in props and (props[key] or {}).get("type") != "string":
+            errs.append(invalid(path.child("properties").key(key).child("type"),
+                                (props[key] or {}).get("type", ""), "must be string"))
     meta = props.get("metadata")
-    if meta is not None:
-        mpath = path.child("properties").key("metadata")
-        if not check_meta:
-            pass
-        elif (meta or {}).get("type") != "object":
-            errs.append(invalid(mpath.child("type"), (meta or {}).get("type", ""),
-                                "must be object"))
-        elif set((meta or {}).get("properties") or {}) - {"name", "generateName"} and \
-                level == "root":
-            errs.append(forbidden(mpath, "must not specify anything other than name and "
-                                  "generateName, but metadata is implicitly specified"))
-    if s.get("x-kubernetes-map-type") is not None:
-        map_type = s["x-kubernetes-map-type"]
-        if map_type not in ("atomic", "granular"):
-            errs.append(not_supported(path.child("x-kubernetes-map-type"), map_type,
-                                      ["atomic", "granular"]))
-        if kind != "object":
-            errs.append(required(path.child("type"), "must be object if "
-                                 "x-kubernetes-map-type is specified") if not kind else
-                        invalid(path.child("type"), kind, "must be object if "
-                                "x-kubernetes-map-type is specified"))
-    errs += _list_type(s, path, kind)
-    for i, rule in enumerate(s.get("x-kubernetes-validations") or []):
-        errs += _rule_shape(rule, path.child("x-kubernetes-validations").index(i))
-    for key, sub in props.items():
+    if meta is None:
+        return errs
+    mpath = path.child("properties").key("metadata")
+    if (meta or {}).get("type") != "object":
+        errs.append(invalid(mpath.child("type"), (meta or {}).get("type", ""),
+                            "must be object"))
+    elif set((meta or {}).get("properties") or {}) - {"name", "generateName"} and \
+            level == "root":
+        errs.append(forbidden(mpath, "must not specify anything other than name and "
+                              "generateName, but metadata is implicitly specified"))
+    return errs
+
+
+def _map_type_errors(s: Obj, path: Path, kind: str) -> list[FieldError]:
+    if s.get("x-kubernetes-map-type") is None:
+        return []
+    errs: list[FieldError] = []
+    map_type = s["x-kubernetes-map-type"]
+    if map_type not in ("atomic", "granular"):
+        errs.append(not_supported(path.child("x-kubernetes-map-type"), map_type,
+                                  ["atomic", "granular"]))
+    if kind != "object":
+        errs.append(required(path.child("type"), "must be object if "
+                             "x-kubernetes-map-type is specified") if not kind else
+                    invalid(path.child("type"), kind, "must be object if "
+                            "x-kubernetes-map-type is specified"))
+    return errs
+
+
+def _children_errors(s: Obj, path: Path) -> list[FieldError]:
+    """Properties, items and additionalProperties walked; the value validations of
+    allOf, anyOf, oneOf and not."""
+    errs: list[FieldError] = []
+    for key, sub in (s.get("properties") or {}).items():
         errs += _walk(sub, path.child("properties").key(key), "field")
     if isinstance(s.get("items"), dict):
         errs += _walk(s["items"], path.child("items"), "item")

@@ -174,12 +174,33 @@ def _cluster_ip_errors(spec: Obj) -> list[FieldError]:
 
 
 def validate_service(obj: Obj, allocated: bool = True) -> list[FieldError]:
-    """Upstream's rules; `allocated=False` before allocation (what it fills in may be
-    missing yet)."""
+    """Upstream's rules, in upstream's order; `allocated=False` before allocation (what
+    it fills in may be missing yet)."""
     spec = _spec(obj)
     path = Path("spec")
-    errs: list[FieldError] = []
     kind = spec.get("type") or ""
+    errs = _kind_errors(spec, path, kind)
+    errs += _affinity_errors(spec, path)
+    if kind != "ExternalName":
+        errs += _cluster_ip_errors(spec)
+    for i, ip in enumerate(spec.get("externalIPs") or []):
+        try:
+            ipaddress.ip_address(ip)
+        except ValueError:
+            errs.append(invalid(path.child("externalIPs").index(i), ip, "must be a valid IP "
+                                "address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
+    if not kind:
+        errs.append(required(path.child("type")))
+    elif kind not in TYPES:
+        errs.append(not_supported(path.child("type"), kind, TYPES))
+    errs += _port_uniqueness_errors(spec, path, kind)
+    errs += _load_balancer_errors(spec, path, kind)
+    return errs + _traffic_errors(spec, path, kind, allocated)
+
+
+def _kind_errors(spec: Obj, path: Path, kind: str) -> list[FieldError]:
+    """Ports, headless and ExternalName services, each port, the selector."""
+    errs: list[FieldError] = []
     ports = spec.get("ports") or []
     headless = is_headless(spec)
     if not ports and not headless and kind != "ExternalName":
@@ -188,23 +209,34 @@ def validate_service(obj: Obj, allocated: bool = True) -> list[FieldError]:
         errs.append(invalid(path.child("clusterIPs").index(0), "None",
                             f"may not be set to 'None' for {kind} services"))
     if kind == "ExternalName":
-        for name in ("clusterIPs", "ipFamilies"):
-            if spec.get(name):
-                errs.append(forbidden(path.child(name), "may not be set for ExternalName "
-                                      "services"))
-        if spec.get("ipFamilyPolicy") is not None:
-            errs.append(forbidden(path.child("ipFamilyPolicy"), "may not be set for "
-                                  "ExternalName services"))
-        cname = (spec.get("externalName") or "").removesuffix(".")
-        if cname:
-            errs += dns_subdomain(cname, path.child("externalName"))
-        else:
-            errs.append(required(path.child("externalName")))
+        errs += _external_name_errors(spec, path)
     names: set[str] = set()
     for i, port in enumerate(ports):
         errs += _port_errors(port, len(ports) > 1, names, path.child("ports").index(i))
     if spec.get("selector") is not None:
         errs += validate_labels(spec["selector"], path.child("selector"))
+    return errs
+
+
+def _external_name_errors(spec: Obj, path: Path) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for name in ("clusterIPs", "ipFamilies"):
+        if spec.get(name):
+            errs.append(forbidden(path.child(name), "may not be set for ExternalName "
+                                  "services"))
+    if spec.get("ipFamilyPolicy") is not None:
+        errs.append(forbidden(path.child("ipFamilyPolicy"), "may not be set for "
+                              "ExternalName services"))
+    cname = (spec.get("externalName") or "").removesuffix(".")
+    if cname:
+        errs += dns_subdomain(cname, path.child("externalName"))
+    else:
+        errs.append(required(path.child("externalName")))
+    return errs
+
+
+def _affinity_errors(spec: Obj, path: Path) -> list[FieldError]:
+    errs: list[FieldError] = []
     affinity = spec.get("sessionAffinity") or ""
     if not affinity:
         errs.append(required(path.child("sessionAffinity")))
@@ -221,18 +253,13 @@ def validate_service(obj: Obj, allocated: bool = True) -> list[FieldError]:
     elif affinity == "None" and spec.get("sessionAffinityConfig") is not None:
         errs.append(forbidden(path.child("sessionAffinityConfig"),
                               "must not be set when session affinity is None"))
-    if kind != "ExternalName":
-        errs += _cluster_ip_errors(spec)
-    for i, ip in enumerate(spec.get("externalIPs") or []):
-        try:
-            ipaddress.ip_address(ip)
-        except ValueError:
-            errs.append(invalid(path.child("externalIPs").index(i), ip, "must be a valid IP "
-                                "address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
-    if not kind:
-        errs.append(required(path.child("type")))
-    elif kind not in TYPES:
-        errs.append(not_supported(path.child("type"), kind, TYPES))
+    return errs
+
+
+def _port_uniqueness_errors(spec: Obj, path: Path, kind: str) -> list[FieldError]:
+    """No nodePort on a ClusterIP service; node ports and (protocol, port) pairs once."""
+    errs: list[FieldError] = []
+    ports = spec.get("ports") or []
     if kind == "ClusterIP":
         for i, port in enumerate(ports):
             if port.get("nodePort"):
@@ -252,6 +279,11 @@ def validate_service(obj: Obj, allocated: bool = True) -> list[FieldError]:
             errs.append(duplicate(p, {"port": port.get("port"), "protocol": port.get("protocol"),
                                       "targetPort": 0, "nodePort": 0}))
         pairs.add(key)
+    return errs
+
+
+def _load_balancer_errors(spec: Obj, path: Path, kind: str) -> list[FieldError]:
+    errs: list[FieldError] = []
     if spec.get("loadBalancerSourceRanges"):
         if kind != "LoadBalancer":
             errs.append(forbidden(path.child("LoadBalancerSourceRanges"),
@@ -271,6 +303,13 @@ def validate_service(obj: Obj, allocated: bool = True) -> list[FieldError]:
     if spec.get("loadBalancerClass") is not None and kind != "LoadBalancer":
         errs.append(forbidden(path.child("loadBalancerClass"),
                               "may only be used when `type` is 'LoadBalancer'"))
+    return errs
+
+
+def _traffic_errors(spec: Obj, path: Path, kind: str, allocated: bool) -> list[FieldError]:
+    """External and internal traffic policies, the health check node port, the traffic
+    distribution."""
+    errs: list[FieldError] = []
     external_policy = spec.get("externalTrafficPolicy") or ""
     if not externally_accessible(spec):
         if external_policy:
