@@ -185,6 +185,15 @@ class _Bucket:
         self._share = share
         self.undecoded = 0  # entries still key-values
 
+    def load(self, keys: list[str], items: list[KeyValue]) -> None:
+        """Key-values read at start-up, in key order (kept undecoded until first read)."""
+        if self._sorted is None:
+            self._sorted = []
+        self.version += 1
+        self.objects.update(zip(keys, items, strict=True))
+        self._sorted.extend(keys)
+        self.undecoded += len(keys)
+
     def put(self, key: str, obj: Obj) -> None:
         self.version += 1
         old = self.objects.get(key)
@@ -310,11 +319,7 @@ class WatchCache:
                 bucket = buckets.get(prefix)
                 if bucket is None:
                     bucket = buckets[prefix] = self._new_bucket()
-                    bucket._sorted = []
-                bucket.version += 1
-                bucket.objects.update(zip(keys[i:j], items[i:j], strict=True))
-                bucket._sorted.extend(keys[i:j])  # type: ignore[union-attr]
-                bucket.undecoded += j - i
+                bucket.load(keys[i:j], items[i:j])
                 i = j
             if not result.more or not items:
                 break
