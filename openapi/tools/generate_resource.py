@@ -13,6 +13,7 @@
   §8.3), pruned from the v1beta1 derivation plus the 1.31-only fields.
 
     .venv/bin/python openapi/tools/generate_resource.py [--reference DIR] [--out DIR]
+    .venv/bin/python openapi/tools/generate_resource.py --describe-only   # descriptions
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import generate  # the sibling generator: description helpers, kubernetes-validate
+import resource_descriptions as descriptions  # our words for every kind and field
 
 REFERENCE = Path("/work/shared/reference/openapi")
 PREFIX = "io.k8s.api.resource."
@@ -87,71 +89,33 @@ POOL_STATUS_TYPES = ("ResourcePoolStatusRequest", "PoolStatus", "PartitionTypeSt
                      "ShareableCapacityStatus", "ShareableSummaryStatus")
 
 
-# Our own one-line descriptions of the fields users meet first in `kubectl explain`
-# (type, property) -> text; every other field gets a phrase derived from its name.
-FIELD_DESCRIPTIONS: dict[tuple[str, str], str] = {
-    ("DeviceRequest", "name"): "Name of the request, referenced by constraints, config and "
-                               "container resources.claims[].request (a DNS label).",
-    ("DeviceRequest", "exactly"): "A request for devices of one class; exactly one of "
-                                  "`exactly` or `firstAvailable` must be set.",
-    ("DeviceRequest", "firstAvailable"): "Alternatives in order of preference; the first one "
-                                         "that can be allocated is used (at most 8).",
-    ("DeviceRequest", "deviceClassName"): "The DeviceClass whose devices may satisfy the "
-                                          "request.",
-    ("ExactDeviceRequest", "deviceClassName"): "The DeviceClass whose devices may satisfy the "
-                                               "request.",
-    ("DeviceSubRequest", "deviceClassName"): "The DeviceClass whose devices may satisfy this "
-                                             "alternative.",
-    ("ExactDeviceRequest", "allocationMode"): "ExactCount (the default: `count` devices) or "
-                                              "All (every matching device).",
-    ("ExactDeviceRequest", "count"): "Number of devices when allocationMode is ExactCount "
-                                     "(default 1).",
-    ("ExactDeviceRequest", "adminAccess"): "Access devices that are in use by others, for "
-                                           "monitoring; needs the namespace label "
-                                           "resource.kubernetes.io/admin-access=true.",
-    ("ExactDeviceRequest", "selectors"): "CEL expressions that every allocated device must "
-                                         "satisfy.",
-    ("DeviceConstraint", "matchAttribute"): "A fully qualified attribute name (domain/name, "
-                                            "e.g. resource.kubernetes.io/pcieRoot) that must "
-                                            "have the same value on all allocated devices.",
-    ("DeviceConstraint", "distinctAttribute"): "A fully qualified attribute name whose value "
-                                               "must differ between all allocated devices.",
-    ("DeviceConstraint", "requests"): "The requests (or request/subrequest) the constraint "
-                                      "applies to; empty means all.",
-    ("CELDeviceSelector", "expression"): "A CEL expression over `device` (driver, attributes, "
-                                         "capacity) that must evaluate to true.",
-    ("ResourceSliceSpec", "driver"): "The DRA driver that publishes the devices (a DNS "
-                                     "subdomain); immutable.",
-    ("ResourceSliceSpec", "nodeName"): "The node whose local devices the slice lists; "
-                                       "immutable. One of nodeName, nodeSelector, allNodes, "
-                                       "perDeviceNodeSelection is required.",
-    ("ResourceSliceSpec", "pool"): "The resource pool the slice belongs to.",
-    ("ResourcePool", "generation"): "Bumped by the driver when the pool changes; slices of "
-                                    "older generations are ignored.",
-    ("ResourcePool", "resourceSliceCount"): "Number of slices in the pool at this "
-                                             "generation.",
-    ("ResourceClaimStatus", "allocation"): "The allocated devices; set once by the scheduler "
-                                           "and then only removed.",
-    ("ResourceClaimStatus", "reservedFor"): "The consumers (usually pods) allowed to use the "
-                                            "claim; at most 256.",
-}
-
-
 def short(name: str) -> str:
     return name.rsplit(".", 1)[-1]
 
 
 def describe(schemas: Schemas) -> Schemas:
-    """Our own descriptions in place of upstream's prose."""
+    """Our own descriptions in place of upstream's prose (resource_descriptions.py; a
+    phrase derived from the name where it has none)."""
     out: Schemas = {}
     for name, schema in schemas.items():
         schema = _strip_descriptions(schema)
-        schema["description"] = generate.type_description(name, schema)
+        schema["description"] = descriptions.TYPES.get(short(name)) or \
+            generate.type_description(name, schema)
         for prop, node in schema.get("properties", {}).items():
-            node["description"] = FIELD_DESCRIPTIONS.get(
-                (short(name), prop), generate.property_description(name, prop))
+            node["description"] = descriptions.field_description(short(name), prop) or \
+                generate.property_description(name, prop)
         out[name] = dict(sorted(schema.items()))
     return out
+
+
+def describe_files(out: Path) -> None:
+    """Our descriptions into the schema files as they are (nothing else changes)."""
+    for path in sorted(out.glob("resource.k8s.io__*.json")):
+        doc = json.loads(path.read_text())
+        doc["components"]["schemas"] = dict(sorted(describe(doc["components"]["schemas"])
+                                                   .items()))
+        path.write_text(json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+        print(f"{path}: described")
 
 
 def _strip_descriptions(node: Any) -> Any:
@@ -228,7 +192,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reference", type=Path, default=REFERENCE)
     parser.add_argument("--out", type=Path, default=generate.OUT)
+    parser.add_argument("--describe-only", action="store_true",
+                        help="only rewrite the descriptions of the files in --out (after an "
+                        "edit of resource_descriptions.py)")
     args = parser.parse_args(argv)
+    if args.describe_only:
+        describe_files(args.out)
+        return 0
     v1 = from_reference(args.reference, "v1")
     v1beta2 = from_reference(args.reference, "v1beta2")
     v1beta1 = v1beta1_from_v1(v1)

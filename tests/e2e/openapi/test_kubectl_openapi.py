@@ -129,3 +129,15 @@ def test_moving_from_client_side_to_server_side_apply_needs_no_force(kubectl, re
                stdin=manifest.replace("replicas: 1", "replicas: 4")))
     obj = json.loads(ok(kubectl("get", "deployment", name, "-n", "default", "-o", "json")))
     assert obj["spec"]["replicas"] == 4
+
+
+def test_explain_describes_dra_fields_in_words_not_their_names(kubectl):
+    """Issue 36, point 10: `kubectl explain` said 'Capacity of the exact device request.'"""
+    out = ok(kubectl("explain", "resourceclaims.spec.devices.requests.exactly.capacity"))
+    assert "Amounts of the devices' capacities each device must provide" in out
+    out = ok(kubectl("explain", "resourceslices.spec.devices.consumesCounters"))
+    assert "partitionable devices" in out
+    out = ok(kubectl("explain", "resourceclaims.spec.devices.constraints.matchAttribute"))
+    assert "resource.kubernetes.io/numaNode" in out
+    out = ok(kubectl("explain", "deviceclasses"))
+    assert "A kind of device a claim can ask for" in out
