@@ -71,6 +71,22 @@ def _json(body: bytes, headers: dict[str, str] | None = None) -> web.Response:
     return resp
 
 
+def _legacy_hint(key: str, table: ResourceTable) -> str | None:
+    """kubectl reads a group-version's document to validate a manifest of that version,
+    before it finds out the kind is not served ("no matches for kind ... ensure CRDs are
+    installed first"): the one moment to say that draemu serves the kind there when asked
+    (resource.k8s.io/v1alpha3 of Kubernetes 1.31, `--legacy-v1alpha3`)."""
+    _, _, group_version = key.partition("/")
+    group, _, version = group_version.rpartition("/")
+    missing = sorted(r.kind for r in table.resources if r.group == group
+                     and version in r.strategy.legacy_versions
+                     and version not in r.strategy.versions)
+    if not missing:
+        return None
+    return (f"{group}/{version} {', '.join(missing)} (Kubernetes 1.31) are not served here: "
+            f"start draemu up with --legacy-{version} for such manifests, or use {group}/v1")
+
+
 def respond(request: web.Request, path: str, table: ResourceTable) -> web.Response:
     if path == "/openapi/v3":
         return _json(_index(table, table.generation))
@@ -84,8 +100,12 @@ def respond(request: web.Request, path: str, table: ResourceTable) -> web.Respon
         if asked and asked != digest:
             return web.Response(status=301,
                                 headers={"Location": f"/openapi/v3/{key}?hash={digest}"})
-        return _json(body, {**_IMMUTABLE, "ETag": f'"{digest}"'} if asked else
+        resp = _json(body, {**_IMMUTABLE, "ETag": f'"{digest}"'} if asked else
                      {"ETag": f'"{digest}"'})
+        hint = _legacy_hint(key, table)
+        if hint:
+            resp.headers["Warning"] = f'299 - "{hint}"'
+        return resp
     if path == "/openapi/v2":
         first = request.headers.get("Accept", "").split(",")[0]
         if "protobuf" in first:
