@@ -19,6 +19,12 @@ revision published, so watchers see every revision once, in order. A watch from 
 revision reads that history through an etcd watch of its own, to the revision the
 process had published when it began, which a progress notification confirms complete.
 
+Revisions are the cluster's, so keys other than the store's (another prefix's) take
+some: the store's current revision is then its own newest, once its watch has confirmed
+(a progress notification) that no event of its keys up to etcd's revision is missing, so
+that a read waiting for its watch cache to reach the current revision does not wait for
+revisions that never come to it (kube-apiserver's cacher asks etcd for progress too).
+
 Compaction is etcd's Compact, to the revision seen one interval earlier (as
 kube-apiserver's compactor does); the watch waits until it has published that revision,
 so that this process's watchers lose nothing. Reads and watches below the compacted
@@ -57,6 +63,7 @@ log = get_logger("store")
 
 OPEN_TIMEOUT = 10.0  # seconds to reach the cluster when opening
 CLOSE_TIMEOUT = 10.0
+OBSERVE_TIMEOUT = 3.0  # seconds to wait for the watch to confirm a revision (see above)
 PROGRESS_INTERVAL = 0.05  # seconds between progress requests while waiting for one
 HISTORY_TIMEOUT = 60.0  # seconds a history read may take
 RESUME_PAUSE = (0.05, 2.0)  # first and longest pause before watching again after a failure
@@ -90,6 +97,9 @@ class EtcdStore(Store):
         self._feed: WatchStream | None = None
         # Set whenever the feeder publishes (events or progress).
         self._published = asyncio.Event()
+        # The revision of the last event published, or the opening revision: the newest
+        # this process's watchers can be sure to reach (see _current_revision).
+        self._observed = revision
 
     async def start(self) -> None:
         """Learn the compacted revision and start watching the store's keys for this
@@ -137,6 +147,17 @@ class EtcdStore(Store):
         return error
 
     async def _current_revision(self) -> int:
+        """The newest revision of the store's keys: etcd's, unless other keys (another
+        prefix's, another program's) were written last; then the newest of the store's
+        own that the feeding watch confirms it has published up to etcd's (a reader
+        waiting for the revision this returns must see it come through the watch)."""
+        latest = await self._etcd_revision()
+        if latest <= self._observed:
+            return latest
+        await self._wait_published(latest, OBSERVE_TIMEOUT)
+        return self._observed if self._hub.revision >= latest else latest
+
+    async def _etcd_revision(self) -> int:
         response = await self._client.range(pb.RangeRequest(key=self._all, keys_only=True),
                                             "reading the revision")
         return response.header.revision
@@ -242,6 +263,7 @@ class EtcdStore(Store):
             events = [self._event(e) for e in response.events if e.kv.mod_revision > hub.revision]
             if events:
                 hub.publish(events)
+                self._observed = events[-1].revision
         elif not response.created and response.header.revision > hub.revision:
             # A progress notification: no event of the store's keys up to its revision.
             hub.revision = response.header.revision
@@ -320,7 +342,7 @@ class EtcdStore(Store):
     # -- compaction --------------------------------------------------------------------
 
     async def _compact(self, revision: int) -> None:
-        await self._wait_published(revision)
+        await self._wait_published(revision, CLOSE_TIMEOUT)
         try:
             await self._client.compact(revision)
         except EtcdCallError as error:
@@ -328,10 +350,11 @@ class EtcdStore(Store):
                 raise StoreError(f"compaction to {revision} failed: {error.details}") from None
         self._compacted = max(self._compacted, revision)
 
-    async def _wait_published(self, revision: int) -> None:
-        """Wait (a while) until the feeding watch has published `revision`."""
+    async def _wait_published(self, revision: int, timeout: float) -> None:
+        """Wait (at most `timeout` seconds) until the feeding watch has published
+        `revision`."""
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(CLOSE_TIMEOUT):
+            async with asyncio.timeout(timeout):
                 while self._hub.revision < revision:
                     self._published.clear()
                     if self._feed is not None:
