@@ -162,6 +162,26 @@ async def test_the_current_revision_is_the_newest_of_the_stores_own_keys(
         assert store.compacted_revision == again.mod_revision
 
 
+@server
+@pytest.mark.e2e
+async def test_history_larger_than_etcds_request_limit_arrives_whole(store_url: str) -> None:
+    # etcd splits a watch response over its request limit (1.5 MiB) into fragments.
+    async with await open_store(store_url, compaction_interval=0) as store:
+        start = await store.current_revision()
+        values = [bytes([65 + i]) * (1024 * 1024) for i in range(6)]
+        for i, value in enumerate(values):
+            await store.create(f"/registry/cm/ns/big{i}", value)
+        watch = store.watch("/registry/cm/", start)
+        got = []
+        async with asyncio.timeout(TIMEOUT):
+            async for event in watch:
+                got.append(event.kv.value)
+                if len(got) == len(values):
+                    break
+        await watch.aclose()
+        assert got == values
+
+
 @pytest.fixture(scope="module")
 def tls_cluster() -> Iterator[EtcdCluster]:
     try:
