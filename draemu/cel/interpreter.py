@@ -318,6 +318,8 @@ def relation(op: str) -> Callable[[Any, Any], bool]:
 
 def membership(x: Any, container: Any) -> bool:
     if isinstance(container, (list, tuple)):
+        if type(x) is str or type(x) is bytes:
+            return x in container  # a string equals only that string, in Python as in CEL
         return any(equal(x, e) for e in container)
     if isinstance(container, dict):
         return map_lookup(container, x) is not MISSING

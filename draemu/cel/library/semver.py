@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from draemu.cel.errors import CELRuntimeError
 from draemu.cel.library.registry import register, want
 from draemu.cel.values import (
@@ -13,20 +15,25 @@ from draemu.cel.values import (
 def semver(s: str, normalize: bool = False) -> Semver:
     want("semver", s, str)
     want("semver", normalize, bool)
+    found = _parse(s, normalize)
+    if isinstance(found, str):
+        raise CELRuntimeError(f"could not parse semver: {found}")
+    return found
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse(s: str, normalize: bool) -> Semver | str:
+    """The version, or why it is none (parsed once per text: versions are immutable)."""
     try:
         return Semver(s, normalize=normalize)
     except ValueError as e:
-        raise CELRuntimeError(f"could not parse semver: {e}") from None
+        return str(e)
 
 
 @register("isSemver", False, (1, 2), "bool")
 def is_semver(s: str, normalize: bool = False) -> bool:
     want("isSemver", s, str)
-    try:
-        Semver(s, normalize=bool(normalize))
-    except ValueError:
-        return False
-    return True
+    return not isinstance(_parse(s, bool(normalize)), str)
 
 
 @register("major", True, (0,), "int", ("semver",))

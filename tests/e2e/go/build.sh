@@ -2,6 +2,7 @@
 # Builds the Go programs of the end-to-end suite into <repo>/.cache/go/bin:
 #   conformance, minidriver            (this module, ./cmd/...)
 #   dra-example-kubeletplugin          (sigs.k8s.io/dra-example-driver, pinned in exampledriver/go.mod)
+#   celcost                            (celcost/: cel-go and Kubernetes' CEL cost, its own module)
 # Every Go cache (modules, build cache, binaries) lives under <repo>/.cache/go, which git
 # ignores, so a second run only checks that everything is up to date.
 set -euo pipefail
@@ -21,5 +22,8 @@ mkdir -p "$GOBIN"
 # builds run at once: on a cold cache one downloads while the other compiles.
 (cd "$here/exampledriver" && go install tool) &
 example=$!
+(cd "$here/celcost" && go build -o "$GOBIN/celcost" .) &
+celcost=$!
 (cd "$here" && go install ./cmd/...)
 wait "$example"
+wait "$celcost"
