@@ -45,3 +45,6 @@ def test_two_kubelets_never_hand_out_the_same_range(tmp_path: Path):
     assert mine.base >= FIRST and (mine.base - FIRST) % SIZE == 0
     first.release("pod-a")
     assert IdRanges(tmp_path).for_pod("pod-a") == mine  # free again
+    second.close()  # a kubelet that ends frees its ranges
+    assert IdRanges(tmp_path).for_pod("pod-a") == theirs
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ranges.lock"]
