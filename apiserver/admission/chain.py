@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from draemu.api.types import Obj
@@ -26,6 +26,7 @@ from draemu.apiserver.registry.request import RequestContext
 from draemu.apiserver.registry.resources import Resource, ResourceTable
 from draemu.apiserver.storage.cachedobjects import CachedObjects
 from draemu.apiserver.storage.storeadapter import Storage
+from draemu.features import FeatureGates
 from draemu.identity import UserInfo
 
 OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
@@ -94,6 +95,8 @@ class AdmissionServices:
     storage: Storage
     objects: CachedObjects
     authorizer: Authorizer
+    # The apiserver's feature gates and emulated release.
+    gates: FeatureGates = field(default_factory=FeatureGates)
 
 
 @dataclass(frozen=True)

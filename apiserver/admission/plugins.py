@@ -14,6 +14,7 @@ from __future__ import annotations
 from draemu.apiserver.admission.chain import AdmissionServices, Attributes, PluginEntry
 from draemu.apiserver.admission.namespacelifecycle import NamespaceLifecycle
 from draemu.apiserver.admission.noderestriction import NodeRestriction
+from draemu.apiserver.admission.podsecurity.plugin import PodSecurity
 from draemu.apiserver.admission.policies import ValidatingAdmission
 from draemu.apiserver.admission.quotaadmission import ResourceQuota
 from draemu.apiserver.admission.webhooks import Webhooks
@@ -84,6 +85,7 @@ class ValidatingAdmissionWebhook:
 PLUGINS: list[PluginEntry] = [
     PluginEntry("NamespaceLifecycle", NamespaceLifecycle),
     PluginEntry("NodeRestriction", NodeRestriction),
+    PluginEntry("PodSecurity", PodSecurity),
     PluginEntry("MutatingAdmissionWebhook", MutatingAdmissionWebhook),
     PluginEntry("ValidatingAdmissionPolicy", ValidatingAdmissionPolicy),
     PluginEntry("ValidatingAdmissionWebhook", ValidatingAdmissionWebhook),

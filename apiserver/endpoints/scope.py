@@ -20,6 +20,8 @@ from draemu.identity import UserInfo
 
 # ValidatingAdmissionPolicy failures with the Audit action, for the request's audit event.
 VALIDATION_FAILURES = web.RequestKey("validation_failures", list)
+# What admission plugins annotate the request's audit event with.
+AUDIT_ANNOTATIONS = web.RequestKey("audit_annotations", dict)
 
 
 @dataclass(eq=False, kw_only=True)
@@ -36,7 +38,8 @@ class Scope(RequestContext):
            user: UserInfo, accept: Accept) -> Scope:
         return cls(resource=resource, version=info.version, namespace=namespace, user=user,
                    name=info.name, subresource=info.subresource, verb=info.verb,
-                   audit=request.setdefault(VALIDATION_FAILURES, []), request=request,
+                   audit=request.setdefault(VALIDATION_FAILURES, []),
+                   annotations=request.setdefault(AUDIT_ANNOTATIONS, {}), request=request,
                    info=info, accept=accept)
 
     @property

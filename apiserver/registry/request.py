@@ -31,6 +31,9 @@ class RequestContext:
     warnings: list[str] = field(default_factory=list)
     # ValidatingAdmissionPolicy failures with the Audit action, for the audit event.
     audit: list[Obj] = field(default_factory=list)
+    # Annotations admission plugins add to the audit event (upstream's
+    # audit.AddAuditAnnotations), e.g. pod-security.kubernetes.io/enforce-policy.
+    annotations: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def system(cls, resource: Resource, verb: str, namespace: str = "", name: str = "",

@@ -37,7 +37,7 @@ from draemu.apiserver.endpoints import (
     watch,
 )
 from draemu.apiserver.endpoints.requestinfo import RequestInfo, parse
-from draemu.apiserver.endpoints.scope import VALIDATION_FAILURES, Scope
+from draemu.apiserver.endpoints.scope import AUDIT_ANNOTATIONS, VALIDATION_FAILURES, Scope
 from draemu.apiserver.genericregistry.store import WHOLE_OBJECT_SUBRESOURCES, Store
 from draemu.apiserver.server import health, httperrors
 from draemu.apiserver.server.context import APIContext, AppOptions, create_context
@@ -411,13 +411,15 @@ _CUSTOM_SUBRESOURCES: dict[tuple[str, str], Verb] = {
 
 
 def _audit_annotations(request: web.Request) -> dict[str, str]:
-    """What admission adds to the audit event (ValidatingAdmissionPolicies' Audit
-    action, as upstream's `validation.policy.admission.k8s.io/validation_failure`)."""
+    """What admission adds to the audit event: its plugins' annotations (PodSecurity's
+    `pod-security.kubernetes.io/*`) and ValidatingAdmissionPolicies' Audit action, as
+    upstream's `validation.policy.admission.k8s.io/validation_failure`."""
+    notes = dict(request.get(AUDIT_ANNOTATIONS) or {})
     failures = request.get(VALIDATION_FAILURES)
-    if not failures:
-        return {}
-    return {"validation.policy.admission.k8s.io/validation_failure":
-            json.dumps(failures, separators=(",", ":"))}
+    if failures:
+        notes["validation.policy.admission.k8s.io/validation_failure"] = \
+            json.dumps(failures, separators=(",", ":"))
+    return notes
 
 
 def _resource_label(prefix: str) -> str:

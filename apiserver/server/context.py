@@ -96,7 +96,8 @@ def create_context(app: AppOptions) -> APIContext:
         PrivilegedGroupAuthorizer(),
         NodeAuthorizer(objects.lookup, objects.lookup_namespace),
         RBACAuthorizer(objects.lookup, objects.lookup_namespace, app.rbac_version))
-    admission = AdmissionChain(PLUGINS, AdmissionServices(table, storage, objects, authorizer))
+    admission = AdmissionChain(PLUGINS, AdmissionServices(table, storage, objects, authorizer,
+                                                          opts.feature_gates))
     store = Store(table, storage, opts.feature_gates, admission, authorizer)
     authenticator = Authenticator(app.tokens, ServiceAccountAuthenticator(app.signer,
                                                                           objects.lookup))

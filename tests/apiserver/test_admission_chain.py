@@ -68,7 +68,7 @@ def test_an_unknown_operation_is_refused() -> None:
 
 def test_the_built_in_plugins_run_in_upstreams_order() -> None:
     assert [entry.name for entry in PLUGINS] == [
-        "NamespaceLifecycle", "NodeRestriction", "MutatingAdmissionWebhook",
+        "NamespaceLifecycle", "NodeRestriction", "PodSecurity", "MutatingAdmissionWebhook",
         "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook", "ResourceQuota"]
 
 
