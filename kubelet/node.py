@@ -17,6 +17,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
+
 import draemu
 from draemu.api.meta import micro_time_now, time_now
 from draemu.client import ApiError, Client
@@ -24,6 +26,12 @@ from draemu.kubelet.csinode import ensure_csinode
 from draemu.log import get_logger
 
 log = get_logger("kubelet.node")
+
+# What the client raises when the apiserver cannot be reached (or the connection broke):
+# a heartbeat or a registration tries again later.
+UNREACHABLE = (aiohttp.ClientError, OSError, TimeoutError)
+# The pause between registration attempts: first and longest (the kubelet's is 7 s).
+REGISTER_BACKOFF = (0.2, 7.0)
 
 LEASE_DURATION = 40
 _CONDITIONS = [
@@ -147,13 +155,21 @@ class NodeAgent:
         self._last_status = 0.0
 
     async def register(self) -> dict[str, Any]:
-        try:
-            self.node = await self.client.create("v1", "nodes",
-                                                 node_object(self.cfg, self.boot_id))
-        except ApiError as err:
-            if err.code != 409:
-                raise
-            self.node = await self.client.get("v1", "nodes", self.cfg.name)
+        """Create the Node (or take the one there), as the kubelet: again and again while
+        the apiserver cannot be reached or answers a server error, with a pause that
+        grows to REGISTER_BACKOFF_MAX."""
+        pause = REGISTER_BACKOFF[0]
+        while True:
+            try:
+                self.node = await self._create_or_get()
+                break
+            except (ApiError, *UNREACHABLE) as err:
+                if isinstance(err, ApiError) and err.code < 500 and err.code != 429:
+                    raise
+                log.warning("unable to register node with the API server; retrying",
+                            node=self.cfg.name, error=str(err), retry_in=pause)
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, REGISTER_BACKOFF[1])
         # Status is not set on create by a real apiserver; post it through /status.
         await self.update_status()
         log.info("node registered", node=self.cfg.name)
@@ -162,6 +178,14 @@ class NodeAgent:
         except (ApiError, OSError) as err:  # not fatal: a kubelet would retry it later
             log.warning("cannot publish the CSINode", node=self.cfg.name, error=str(err))
         return self.node
+
+    async def _create_or_get(self) -> dict[str, Any]:
+        try:
+            return await self.client.create("v1", "nodes", node_object(self.cfg, self.boot_id))
+        except ApiError as err:
+            if err.code != 409:
+                raise
+            return await self.client.get("v1", "nodes", self.cfg.name)
 
     async def update_status(self) -> None:
         previous = (self.node or {}).get("status")
@@ -204,7 +228,7 @@ class NodeAgent:
             try:
                 await self.renew_lease()
                 await self.sync_status()
-            except (ApiError, OSError) as err:
+            except (ApiError, *UNREACHABLE) as err:
                 log.warning("node heartbeat failed", node=self.cfg.name, error=str(err))
 
     async def sync_status(self) -> None:

@@ -188,7 +188,8 @@ async def start_nodes(preset: str | Path | Preset, *, data_dir: Path,
                       nodes: int | None = None, feature_gates: FeatureGates | None = None,
                       wait: bool = True, image_map: ImageMap | None = None,
                       access: NodeAccess | None = None,
-                      runtime_unconfined: bool = False, first_index: int = 0) -> NodesHandle:
+                      runtime_unconfined: bool = False, first_index: int = 0,
+                      concurrency: int | None = None) -> NodesHandle:
     """Start every node of a preset (concurrently) and create its DeviceClasses.
 
     `server`: the in-process `APIServer` (node credentials, log providers); `access`:
@@ -197,6 +198,8 @@ async def start_nodes(preset: str | Path | Preset, *, data_dir: Path,
     return once all slices are published and all drivers registered. `first_index`: the
     first node's place among all of the cluster's nodes, which gives its addresses and
     pod CIDR (processes that each run a part of the nodes: `draemu nodes --first`).
+    `concurrency`: nodes starting at once (None: all), for an apiserver reached over TCP
+    and TLS, which a thousand handshakes at once would time out.
     """
     started = time.perf_counter()
     chosen = preset if isinstance(preset, Preset) else load_preset(preset, nodes)
@@ -209,7 +212,13 @@ async def start_nodes(preset: str | Path | Preset, *, data_dir: Path,
                 else Client.from_kubeconfig(str(admin))) as client:
         await ensure_device_classes(client, chosen)
 
+    gate = asyncio.Semaphore(concurrency or len(chosen.nodes) or 1)
+
     async def one(index: int, spec: NodeSpec) -> Node:
+        async with gate:
+            return await start(index, spec)
+
+    async def start(index: int, spec: NodeSpec) -> Node:
         if server is not None:
             path = node_kubeconfig(server, data_dir, spec.name)
         elif access is not None:

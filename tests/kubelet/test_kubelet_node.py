@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from draemu.client import Client
@@ -82,3 +84,45 @@ async def test_the_node_publishes_its_csinode_owned_by_its_node(agent):
         == ("kubernetes.io/aws-ebs,kubernetes.io/azure-disk,kubernetes.io/azure-file,"
             "kubernetes.io/cinder,kubernetes.io/gce-pd,kubernetes.io/portworx-volume,"
             "kubernetes.io/vsphere-volume")
+
+
+@pytest.mark.slow
+async def test_a_node_registers_once_the_apiserver_comes_up_and_outlives_its_restart(
+        tmp_path, monkeypatch):
+    import socket
+
+    from draemu.cmd.testing.apiserver import start_apiserver
+    from draemu.kubelet import node as node_module
+
+    monkeypatch.setattr(node_module, "REGISTER_BACKOFF", (0.05, 0.2))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    store = tmp_path / "state.db"
+    options = {"port": port, "insecure_http": True, "store_url": f"sqlite:///{store}"}
+    async with Client(f"http://127.0.0.1:{port}") as client:
+        agent = NodeAgent(client, NodeConfig("node-1"), lease_interval=0.05)
+        registering = asyncio.ensure_future(agent.start())
+        await asyncio.sleep(0.5)  # refused, and tried again
+        assert not registering.done()
+        server = await start_apiserver(tmp_path / "a", **options)
+        try:
+            await asyncio.wait_for(registering, 10)
+            assert (await client.get("v1", "nodes", "node-1"))["metadata"]["name"] == "node-1"
+        finally:
+            await server.stop()
+        await asyncio.sleep(0.3)  # heartbeats fail meanwhile, and go on
+        server = await start_apiserver(tmp_path / "b", **options)
+        try:
+            first = await client.get("coordination.k8s.io/v1", "leases", "node-1",
+                                     "kube-node-lease")
+
+            async def renewed():
+                lease = await client.get("coordination.k8s.io/v1", "leases", "node-1",
+                                         "kube-node-lease")
+                return lease["spec"]["renewTime"] != first["spec"]["renewTime"]
+
+            await eventually(renewed)
+        finally:
+            await agent.stop()
+            await server.stop()

@@ -25,6 +25,11 @@ if TYPE_CHECKING:
     from draemu.kubelet.servingcert import ServingTLS
     from draemu.pki import KeyPair
 
+# Nodes starting at once: each opens TLS connections to the apiserver and registers.
+STARTING = 64
+# Seconds to wait for every driver's slices and registration before saying so.
+READY_TIMEOUT = 120.0
+
 HELP = "run N emulated nodes (kubelets with their DRA drivers) against any apiserver"
 
 
@@ -90,14 +95,23 @@ def run(args: argparse.Namespace) -> int:
 
     async def start() -> None:
         nonlocal handle
+        import time
+
         from draemu.cmd.nodes import start_nodes
+
+        started = time.perf_counter()
 
         handle = await start_nodes(preset, data_dir=data_dir, runtime=args.runtime,
                                    feature_gates=gates, image_map=image_map, access=access,
                                    runtime_unconfined=args.runtime_unconfined,
-                                   first_index=max(args.first - 1, 0))
+                                   first_index=max(args.first - 1, 0),
+                                   concurrency=STARTING, wait=False)
+        try:
+            await handle.wait_ready(READY_TIMEOUT)
+        except TimeoutError as e:  # they go on trying: a slow apiserver is no reason to stop
+            print(f"warning: {e} within {READY_TIMEOUT:.0f} s; still trying", flush=True)
         names = list(handle.nodes)
-        print(f"{len(names)} nodes up in {handle.started_seconds:.1f} s "
+        print(f"{len(names)} nodes up in {time.perf_counter() - started:.1f} s "
               f"({names[0]} ... {names[-1]}) against {connection.server}", flush=True)
         print(f"  kubelet folders: {data_dir / 'nodes'}", flush=True)
 
