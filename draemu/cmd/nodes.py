@@ -29,6 +29,7 @@ from draemu.drivers.presets import NodeSpec, Preset, device_class_object, load_p
 from draemu.drivers.sdk import KubeletPlugin
 from draemu.features import FeatureGates
 from draemu.kubelet.kubelet import Kubelet, KubeletOptions
+from draemu.kubelet.node import UNREACHABLE
 from draemu.kubelet.runtime import ImageMap
 from draemu.log import get_logger
 
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
     from draemu.apiserver.server.lifecycle import APIServer
 
 log = get_logger("nodes")
+
+LABEL_RETRY = 120.0  # seconds
 
 __all__ = ["Node", "NodeAccess", "NodesHandle", "ensure_device_classes", "loopback_address",
            "node_kubeconfig", "start_node", "start_nodes"]
@@ -163,11 +166,7 @@ async def start_node(spec: NodeSpec, *, kubeconfig: Path, data_dir: Path,
         if server is not None:
             server.register_log_provider(spec.name, kubelet.log_provider)
         if admin_labels:
-            admin = server.loopback_client("draemu") if server is not None else \
-                access.admin_client()  # type: ignore[union-attr]
-            async with admin:
-                await admin.patch("v1", "nodes", spec.name,
-                                  {"metadata": {"labels": admin_labels}})
+            await _label_as_admin(server, access, spec.name, admin_labels)
         layout = kubelet.layout
         started = await asyncio.gather(*(start_builtin_driver(
             driver, spec.name, client, layout.registry_dir, layout.plugin_dir(driver.name),
@@ -180,6 +179,27 @@ async def start_node(spec: NodeSpec, *, kubeconfig: Path, data_dir: Path,
         await node.stop()
         raise
     return node
+
+
+async def _label_as_admin(server: APIServer | None, access: NodeAccess | None, name: str,
+                          labels: dict[str, str]) -> None:
+    """The administrator's labels on a new Node; again while the apiserver cannot be
+    reached (a busy one, or thousands of nodes starting), for up to LABEL_RETRY seconds."""
+    deadline = time.monotonic() + LABEL_RETRY
+    pause = 0.2
+    while True:
+        admin = server.loopback_client("draemu") if server is not None else \
+            access.admin_client()  # type: ignore[union-attr]
+        try:
+            async with admin:
+                await admin.patch("v1", "nodes", name, {"metadata": {"labels": labels}})
+            return
+        except UNREACHABLE as err:
+            if time.monotonic() + pause > deadline:
+                raise
+            log.warning("cannot label the node yet; retrying", node=name, error=str(err))
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, 5.0)
 
 
 async def start_nodes(preset: str | Path | Preset, *, data_dir: Path,
