@@ -237,7 +237,7 @@ class EtcdStore(Store):
                 while True:
                     self._take(await stream.read())
                     pause = RESUME_PAUSE[0]
-            except StoreError as error:
+            except Exception as error:  # the feeder must outlive any failure
                 if self._closed:
                     return
                 log.warning("etcd watch failed; watching again", error=str(error),
