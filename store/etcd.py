@@ -89,7 +89,6 @@ class EtcdStore(Store):
                          compaction_interval=compaction_interval,
                          watch_queue_limit=watch_queue_limit)
         self._client = client
-        self._config = config
         self._prefix = config.prefix.encode()
         # Every key of the store: the prefix's keys, all of which start with "/".
         self._all = self._prefix + b"/"
