@@ -18,6 +18,7 @@ from draemu.apiserver.admission.podsecurity.plugin import PodSecurity
 from draemu.apiserver.admission.policies import ValidatingAdmission
 from draemu.apiserver.admission.quotaadmission import ResourceQuota
 from draemu.apiserver.admission.webhooks import Webhooks
+from draemu.cel.offload import run_off_loop, through_loop
 
 
 class ValidatingAdmissionPolicy:
@@ -31,12 +32,17 @@ class ValidatingAdmissionPolicy:
 
     async def validate(self, attrs: Attributes) -> None:
         r, request = attrs.resource, attrs.request
-        self.policies.admit(
+        plan = self.policies.plan(
             operation=attrs.operation, group=r.group, version=request.version, resource=r.name,
             subresource=attrs.subresource, kind=r.kind, namespaced=r.namespaced,
             namespace=attrs.namespace, name=attrs.name, obj=attrs.served(attrs.obj),
             old=attrs.served(attrs.old), user=attrs.user, dry_run=attrs.dry_run,
             warnings=request.warnings, audit=request.audit)
+        if plan is None:
+            return
+        # The CEL off the event loop: a policy may cost seconds within its budget.
+        authorize = through_loop(self.policies.authorize)
+        await run_off_loop(lambda deadline: self.policies.decide(plan, deadline, authorize))
 
 
 class MutatingAdmissionWebhook:

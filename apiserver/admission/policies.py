@@ -15,6 +15,7 @@ authorizer (RBAC, the node authorizer, system:masters).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +58,33 @@ class Decision:
     reason: str = "Invalid"
     index: int = 0  # of the validation in the policy (audit annotations name it)
     error: bool = False  # the evaluation failed (failurePolicy decided `deny`)
+
+
+@dataclass
+class Matched:
+    """A binding that applies to a request, with its policy and params (or the
+    configuration error that stands for them)."""
+
+    policy: str
+    binding: str
+    actions: list[str]
+    pspec: Obj
+    params: list[Obj | None] | str
+
+
+@dataclass
+class Plan:
+    """What a request's policies are evaluated with, read from the watch cache."""
+
+    req: Request
+    obj: Obj | None
+    old: Obj | None
+    request: Obj  # the `request` variable
+    ns_obj: Obj | None
+    user: Any
+    matched: list[Matched]
+    warnings: list[str]
+    audit: list[Obj] | None
 
 
 class Budget:
@@ -127,7 +155,7 @@ class ValidatingAdmission:
         # policies' `authorizer` variable; None: every check is denied.
         self.authorizer = authorizer
 
-    def _authorize(self, user: Any, verb: str, group: str, resource: str, subresource: str,
+    def authorize(self, user: Any, verb: str, group: str, resource: str, subresource: str,
                    namespace: str, name: str, path: str) -> tuple[bool, str]:
         if self.authorizer is None:
             return False, "no authorizer"
@@ -145,27 +173,41 @@ class ValidatingAdmission:
               deadline: float | None = None) -> None:
         """Raises the first denial; Warn failures go to `warnings`, Audit failures to
         `audit` (the audit log's `validation.policy.admission.k8s.io/validation_failure`
-        annotation). `deadline` (time.monotonic()) interrupts evaluations past it: run
-        this off the event loop (`draemu.cel.offload`) when any binding matches."""
+        annotation). `deadline` (time.monotonic()) interrupts evaluations past it.
+
+        In two steps for callers on an event loop: `plan` (the watch cache's bindings,
+        policies, params and namespace: on the loop) and `decide` (the CEL: in a worker,
+        `draemu.cel.offload`)."""
+        found = self.plan(operation=operation, group=group, version=version,
+                          resource=resource, subresource=subresource, kind=kind,
+                          namespaced=namespaced, namespace=namespace, name=name, obj=obj,
+                          old=old, user=user, dry_run=dry_run, warnings=warnings, audit=audit)
+        if found is not None:
+            self.decide(found, deadline)
+
+    def plan(self, *, operation: str, group: str, version: str, resource: str,
+             subresource: str, kind: str, namespaced: bool, namespace: str, name: str,
+             obj: Obj | None, old: Obj | None, user: Any, dry_run: bool,
+             warnings: list[str], audit: list[Obj] | None = None) -> Plan | None:
+        """The bindings that apply to the request, with their policies and params (None:
+        nothing to evaluate). Reads the watch cache: call it on the event loop."""
         if group == GROUP and resource in EXEMPT:
-            return
+            return None
         bindings_res = self.resource_of(GROUP, BINDINGS)
         policies_res = self.resource_of(GROUP, POLICIES)
         if bindings_res is None or policies_res is None:
-            return
+            return None
         bindings = self.cache.list(bindings_res.prefix)
         if not bindings:
-            return
+            return None
         req = Request(operation, group, version, resource, subresource, kind, namespace, name,
                       namespaced)
         ns_obj = None
         if namespaced and namespace:
             ns_res = self.resource_of("", "namespaces")
             ns_obj = self.cache.get(ns_res.key("", namespace)) if ns_res is not None else None
-        request = request_variable(req, user, dry_run)
-        authorizer = Authorizer(self._authorize, user, ResourceCheck(
-            None, req.group, req.resource, req.subresource, req.namespace, req.name))
-        denied: tuple[str, str, Decision] | None = None
+        out = Plan(req, obj, old, request_variable(req, user, dry_run), ns_obj, user, [],
+                   warnings, audit)
         for _key, binding in bindings:
             spec = binding.get("spec") or {}
             policy = self.cache.get(policies_res.key("", spec.get("policyName") or ""))
@@ -177,23 +219,37 @@ class ValidatingAdmission:
             if spec.get("matchResources") is not None and not resources_match(
                     spec["matchResources"], req, obj, old, ns_obj):
                 continue
-            policy_name = policy["metadata"]["name"]
-            binding_name = binding["metadata"]["name"]
-            actions = spec.get("validationActions") or []
-            for decision in self._evaluate(pspec, spec, req, obj, old, request, ns_obj,
-                                           authorizer, deadline):
+            try:
+                params: list[Obj | None] | str = self._params(pspec, spec, req)
+            except _ConfigError as e:
+                params = str(e)
+            out.matched.append(Matched(policy["metadata"]["name"], binding["metadata"]["name"],
+                                       spec.get("validationActions") or [], pspec, params))
+        return out if out.matched else None
+
+    def decide(self, plan: Plan, deadline: float | None,
+               authorize: Callable[..., tuple[bool, str]] | None = None) -> None:
+        """The CEL of the planned bindings; raises the first denial. `authorize`: how the
+        `authorizer` variable's checks reach the apiserver's authorizer (default: called
+        directly; from a worker thread, through the event loop)."""
+        req = plan.req
+        authorizer = Authorizer(authorize or self.authorize, plan.user, ResourceCheck(
+            None, req.group, req.resource, req.subresource, req.namespace, req.name))
+        denied: tuple[str, str, Decision] | None = None
+        for m in plan.matched:
+            for decision in self._evaluate(m, plan, authorizer, deadline):
                 if not decision.deny:
                     continue
-                if "Deny" in actions and denied is None:
-                    denied = (policy_name, binding_name, decision)
-                if "Warn" in actions:
-                    warnings.append(f"Validation failed for ValidatingAdmissionPolicy "
-                                    f"'{policy_name}' with binding '{binding_name}': "
-                                    f"{decision.message}")
-                if "Audit" in actions and audit is not None:
-                    audit.append({"message": decision.message, "policy": policy_name,
-                                  "binding": binding_name, "expressionIndex": decision.index,
-                                  "validationActions": list(actions)})
+                if "Deny" in m.actions and denied is None:
+                    denied = (m.policy, m.binding, decision)
+                if "Warn" in m.actions:
+                    plan.warnings.append(f"Validation failed for ValidatingAdmissionPolicy "
+                                         f"'{m.policy}' with binding '{m.binding}': "
+                                         f"{decision.message}")
+                if "Audit" in m.actions and plan.audit is not None:
+                    plan.audit.append({"message": decision.message, "policy": m.policy,
+                                       "binding": m.binding, "expressionIndex": decision.index,
+                                       "validationActions": list(m.actions)})
         if denied is not None:
             policy_name, binding_name, decision = denied
             raise _forbidden(req, f"ValidatingAdmissionPolicy '{policy_name}' with binding "
@@ -201,19 +257,18 @@ class ValidatingAdmission:
                              decision.reason)
 
     # Evaluation -----------------------------------------------------------------------------
-    def _evaluate(self, pspec: Obj, bspec: Obj, req: Request, obj: Obj | None,
-                  old: Obj | None, request: Obj, ns_obj: Obj | None,
-                  authorizer: Authorizer, deadline: float | None) -> list[Decision]:
+    def _evaluate(self, m: Matched, plan: Plan, authorizer: Authorizer,
+                  deadline: float | None) -> list[Decision]:
+        pspec = m.pspec
         fail = (pspec.get("failurePolicy") or "Fail") == "Fail"
-        try:
-            params = self._params(pspec, bspec, req)
-        except _ConfigError as e:
-            return [_error(fail, str(e))]
+        if isinstance(m.params, str):
+            return [_error(fail, m.params)]
         out: list[Decision] = []
-        for param in params:
+        for param in m.params:
             context: dict[str, Any] = {
-                "object": obj, "oldObject": old, "request": request, "params": param,
-                "namespaceObject": _namespace_variable(ns_obj), "authorizer": authorizer}
+                "object": plan.obj, "oldObject": plan.old, "request": plan.request,
+                "params": param, "namespaceObject": _namespace_variable(plan.ns_obj),
+                "authorizer": authorizer}
             budget = Budget(RUNTIME_CEL_COST_BUDGET_MATCH_CONDITIONS, deadline)
             context["variables"] = LazyVariables(pspec.get("variables") or [], context,
                                                  budget)

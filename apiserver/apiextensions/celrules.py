@@ -24,7 +24,7 @@ from draemu.api.errors import FieldError, Path, duplicate, forbidden, invalid, r
 from draemu.api.types import Obj
 from draemu.apiserver.apiextensions import rulecost
 from draemu.cel.cost import PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET, Meter
-from draemu.cel.errors import CELCompileError, CELRuntimeError, CostLimitExceeded
+from draemu.cel.errors import CELCompileError, CELRuntimeError, CostLimitExceeded, Interrupted
 from draemu.cel.kubernetes import KubernetesProgram, RuleTypes, compile_kubernetes
 
 VARIABLES = ("self", "oldSelf")
@@ -269,6 +269,10 @@ class _Evaluation:
         if isinstance(error, CostLimitExceeded):
             self.stop(invalid(path, type_name, f"'{error.message}': no further validation "
                               "rules will be run due to call cost exceeds limit for rule: "
+                              f"{_rule_text(rule)}"))
+            return
+        if isinstance(error, Interrupted):  # the request's time is up: so is every rule's
+            self.stop(invalid(path, type_name, f"{error.message} evaluating rule: "
                               f"{_rule_text(rule)}"))
             return
         if error is not None:

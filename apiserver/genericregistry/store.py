@@ -45,11 +45,12 @@ from draemu.apiserver.genericregistry.managedfields import track
 from draemu.apiserver.registry.meta import validate_object_meta, validate_object_meta_update
 from draemu.apiserver.registry.request import RequestContext
 from draemu.apiserver.registry.resources import ResourceTable
-from draemu.apiserver.registry.strategy import Context
+from draemu.apiserver.registry.strategy import Context, Strategy
 from draemu.apiserver.storage.cachedobjects import CachedObjects
 from draemu.apiserver.storage.storeadapter import MODIFIED, Storage, Unchanged
 from draemu.apiserver.storage.watchcache import TooOld, WatchCache, Watcher
 from draemu.apiserver.wire.jsoncopy import clone
+from draemu.cel.offload import run_off_loop
 from draemu.features import FeatureGates
 
 # Metadata only the server sets; a client's values are dropped on create.
@@ -211,14 +212,26 @@ class Store:
         await self.admission.admit(attrs)
         obj = attrs.obj
         assert obj is not None
-        self._before_create(req, obj, manager, operation, dry_run, wanted_name)
+        await self._before_create(req, obj, manager, operation, dry_run, wanted_name)
         await self.admission.validate(attrs)
         if dry_run:
             return obj
         return await self._store_new(req, obj, wanted_name, prefix)
 
-    def _before_create(self, req: RequestContext, obj: Obj, manager: str, operation: str,
-                       dry_run: bool, wanted_name: str) -> None:
+    async def _validated(self, strategy: Strategy, ctx: Context,
+                         check: Callable[[], list[FieldError]]) -> list[FieldError]:
+        """A strategy's validation: off the event loop when it may evaluate CEL for
+        seconds (custom resources' rules), so other requests go on meanwhile."""
+        if not strategy.long_validation(ctx):
+            return check()
+
+        def run(deadline: float) -> list[FieldError]:
+            ctx.cel_deadline = deadline
+            return check()
+        return await run_off_loop(run)
+
+    async def _before_create(self, req: RequestContext, obj: Obj, manager: str,
+                             operation: str, dry_run: bool, wanted_name: str) -> None:
         """Managed fields, the strategy's preparation and validation (upstream's
         BeforeCreate)."""
         strategy = req.strategy
@@ -237,7 +250,7 @@ class Store:
         strategy.prepare_for_create(obj, ctx)
         errors = validate_object_meta(meta, strategy.namespaced, Path("metadata"),
                                       strategy.validate_name)
-        errors += strategy.validate(obj, ctx)
+        errors += await self._validated(strategy, ctx, lambda: strategy.validate(obj, ctx))
         if errors:
             if not wanted_name:
                 meta.pop("name", None)
@@ -325,11 +338,13 @@ class Store:
             meta["generation"] = int(old_meta.get("generation") or 0) + 1
         errors = validate_object_meta_update(meta, old_meta, Path("metadata"))
         if whole_object_sub:
-            errors += strategy.validate_subresource_update(sub, new, old, ctx)
+            errors += await self._validated(strategy, ctx, lambda: (
+                strategy.validate_subresource_update(sub, new, old, ctx)))
         elif sub == "":
             # Custom subresources (binding, scale) change only what they own, and check it
             # themselves.
-            errors += strategy.validate_update(new, old, ctx)
+            errors += await self._validated(strategy, ctx, lambda: (
+                strategy.validate_update(new, old, ctx)))
         if errors:
             raise _invalid(req, new, errors)
         req.warnings.extend(strategy.warnings(new, ctx))

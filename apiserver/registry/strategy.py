@@ -81,6 +81,9 @@ class Context:
     # namespace)`. None outside a request.
     user_info: UserInfo | None = None
     authorizer: Any = None
+    # When the CEL a validation evaluates is interrupted (time.monotonic()); set when the
+    # store runs a long validation (`Strategy.long_validation`) in a CEL worker.
+    cel_deadline: float | None = None
 
 
 @dataclass(frozen=True)
@@ -235,6 +238,12 @@ class Strategy:
 
     def validate(self, obj: Obj, ctx: Context) -> list[FieldError]:
         return []
+
+    def long_validation(self, ctx: Context) -> bool:
+        """True when `validate*` may evaluate CEL for seconds (a custom resource's
+        `x-kubernetes-validations`): the store then calls them off the event loop
+        (`draemu.cel.offload`), with `ctx.cel_deadline` set."""
+        return False
 
     def validate_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
         return self.validate(new, ctx)

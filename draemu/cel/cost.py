@@ -6,7 +6,7 @@ cel-go charges a step after it ran; draemu charges a function call from its argu
 before it runs (the same number), so a call that would pass the limit never starts: the
 verdict is upstream's, the time to it is not the call's. Comprehensions are charged per
 iteration; the deadline (cel-go's interrupt check on the request's context) is looked at
-on every iteration and call.
+every DEADLINE_CHECK_EVERY iterations and calls.
 
 Figures are upstream's: the limits in k8s.io/apiserver/pkg/apis/cel/config.go, the base
 costs in cel-go's common/cost.go.
@@ -44,29 +44,31 @@ MAX_NAME_FORMAT_REGEX_SIZE = 128
 UINT64_MAX = 2**64 - 1
 
 
+# How many charges and iterations pass between two looks at the clock (cel-go looks
+# every 100 iterations; a Python iteration takes longer, a clock read is not free).
+DEADLINE_CHECK_EVERY = 32
+
+
 class Meter:
     """The cost of one evaluation so far, its limit and its deadline (a
     `time.monotonic()` value, or None), shared by the nested activations of
-    comprehensions and bindings.
+    comprehensions and bindings."""
 
-    cel-go looks at its context every CHECK_FREQUENCY iterations; a Python iteration
-    can take far longer than a Go one, so the deadline is looked at on every iteration
-    and every call instead."""
-
-    __slots__ = ("cost", "deadline", "limit")
+    __slots__ = ("cost", "deadline", "limit", "ticks")
 
     def __init__(self, limit: int | None = PER_CALL_LIMIT, deadline: float | None = None
                  ) -> None:
         self.cost = 0
         self.limit = UINT64_MAX if limit is None else limit
         self.deadline = deadline
+        self.ticks = 0
 
     def charge(self, cost: int) -> None:
         self.cost += cost
         if self.cost > self.limit:
             raise CostLimitExceeded()
-        if self.deadline is not None and time.monotonic() > self.deadline:
-            raise Interrupted()
+        if self.deadline is not None:
+            self.tick()
 
     def over(self) -> None:
         """Raise for a cost already added past the limit (the closures of variables and
@@ -87,9 +89,13 @@ class Meter:
             raise CostLimitExceeded()
 
     def tick(self) -> None:
-        """One comprehension iteration."""
-        if self.deadline is not None and time.monotonic() > self.deadline:
-            raise Interrupted()
+        """A comprehension iteration or a call: every DEADLINE_CHECK_EVERY of them, a look
+        at the deadline."""
+        self.ticks += 1
+        if self.ticks >= DEADLINE_CHECK_EVERY:
+            self.ticks = 0
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                raise Interrupted()
 
 
 def ceil_factor(size: int, factor: float) -> int:

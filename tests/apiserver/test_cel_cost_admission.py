@@ -201,7 +201,7 @@ async def test_a_policy_with_a_nested_comprehension_over_100k_items_stops_soon(
     assert reply.status == 422
     assert reply.json["message"].endswith(
         "resulted in error: operation cancelled: actual cost limit exceeded")
-    assert took < 3  # 11.4 s in the issue
+    assert took < 8  # 11.4 s in the issue (18 s on d164d3e here); ~0.4 s on an idle machine
 
 
 async def test_a_nested_rule_over_100k_items_is_refused_at_crd_creation(
@@ -242,3 +242,56 @@ async def test_webhook_match_conditions_share_their_budget(client: Client) -> No
         'Internal error occurred: failed calling webhook "conditions.example.com": '
         "validation failed due to running out of cost budget, no further validation rules "
         "will be run")
+
+
+async def test_a_long_evaluation_leaves_the_apiserver_responsive(client: Client) -> None:
+    # Twelve rules of ~0.9 million each: seconds of CEL (upstream too, in Go: 5 s on this
+    # machine), in a worker thread: /readyz answers meanwhile (14.5 s stalled in the
+    # issue: evaluations ran on the event loop).
+    rule = "self.items.all(x, self.items.exists(y, x == y))"
+    assert (await client.post(CRDS, crd({"items": array(INTEGER, 500)},
+                                        [rule] * 20))).status == 201
+    await create_thing(client, thing(items=[]))
+    await client.delete(f"{THINGS}/t")
+    worst, began = 0.0, time.perf_counter()
+    create = asyncio.ensure_future(client.post(THINGS, thing(items=list(range(500)))))
+    while not create.done():
+        # The test shares the apiserver's event loop: a stalled loop shows as a late
+        # wake-up as much as a late answer.
+        started = time.perf_counter()
+        await asyncio.sleep(0.02)
+        assert (await client.get("/readyz")).status == 200
+        worst = max(worst, time.perf_counter() - started - 0.02)
+    reply = await create
+    took = time.perf_counter() - began
+    assert reply.status == 422
+    # A stalled loop answers /readyz when the evaluation is over; a free one meanwhile
+    # (how soon depends on the machine's load: a share of the evaluation's time).
+    assert worst < took / 3, f"/readyz waited {worst:.2f} s of the {took:.2f} s"
+
+
+async def test_a_long_policy_leaves_the_apiserver_responsive(client: Client) -> None:
+    definition = crd({}, [])
+    definition["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = {
+        "type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    assert (await client.post(CRDS, definition)).status == 201
+    expression = "object.spec.items.all(x, object.spec.items.exists(y, x == y))"
+    body = policy("slow.example.com", expression, ["things"], ["example.com"])
+    body["spec"]["validations"] *= 12  # ~0.9 million each: the twelfth runs out of budget
+    assert (await client.post(f"{ADMISSION}/validatingadmissionpolicies", body)).status == 201
+    await bind(client, "slow.example.com")
+    await create_thing(client, thing(items=[]))
+    await client.delete(f"{THINGS}/t")
+    worst, began = 0.0, time.perf_counter()
+    create = asyncio.ensure_future(client.post(THINGS, thing(items=list(range(500)))))
+    while not create.done():
+        started = time.perf_counter()
+        await asyncio.sleep(0.02)
+        assert (await client.get("/readyz")).status == 200
+        worst = max(worst, time.perf_counter() - started - 0.02)
+    reply = await create
+    took = time.perf_counter() - began
+    assert reply.status == 422
+    assert reply.json["message"].endswith("validation failed due to running out of cost "
+                                          "budget, no further validation rules will be run")
+    assert worst < took / 3, f"/readyz waited {worst:.2f} s of the {took:.2f} s"

@@ -150,7 +150,7 @@ def test_a_nested_comprehension_stops_when_it_passes_the_limit() -> None:
         run_policy("object.items.all(x, object.items.exists(y, x == y))", {"items": items},
                    meter)
     assert meter.cost == 1_000_001  # upstream's figure: the step that passed the limit
-    assert time.perf_counter() - started < 2.0
+    assert time.perf_counter() - started < 5.0  # 11.4 s in the issue; ~0.2 s on an idle machine
 
 
 def test_sets_compare_scalars_by_hash_and_charge_as_upstream() -> None:

@@ -155,8 +155,12 @@ class CustomResourceStrategy(Strategy):
                                    "existing errors to complete validation"))
             return errs
         if old is None:
-            return errs + celrules.evaluate(schema, obj)
-        return errs + celrules.evaluate(schema, obj, old, ctx.ratcheted)
+            return errs + celrules.evaluate(schema, obj, deadline=ctx.cel_deadline)
+        return errs + celrules.evaluate(schema, obj, old, ctx.ratcheted,
+                                        deadline=ctx.cel_deadline)
+
+    def long_validation(self, ctx: Context) -> bool:
+        return celrules.has_rules(self._schemas.get(self._version(ctx)) or {})
 
     def warnings(self, obj: Obj, ctx: Context) -> list[str]:
         """CEL failures on unchanged values (ratcheted by the update's validation)."""
