@@ -216,7 +216,7 @@ def equal(a: object, b: object) -> bool:
     if isinstance(a, (list, tuple)):
         if len(a) != len(b):  # type: ignore[arg-type]
             return False
-        if all(type(x) in _PLAIN for x in a) and all(type(y) in _PLAIN for y in b):  # type: ignore[attr-defined]
+        if _PLAIN.issuperset(map(type, a)) and _PLAIN.issuperset(map(type, b)):  # type: ignore[arg-type]
             return list(a) == list(b)  # type: ignore[arg-type]
         return all(equal(x, y) for x, y in zip(a, b, strict=True))  # type: ignore
     if isinstance(a, dict):

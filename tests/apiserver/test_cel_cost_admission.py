@@ -295,3 +295,30 @@ async def test_a_long_policy_leaves_the_apiserver_responsive(client: Client) -> 
     assert reply.json["message"].endswith("validation failed due to running out of cost "
                                           "budget, no further validation rules will be run")
     assert worst < took / 3, f"/readyz waited {worst:.2f} s of the {took:.2f} s"
+
+
+def claim(name: str, expression: str) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name},
+            "spec": {"devices": {"requests": [{"name": "r", "exactly": {
+                "deviceClassName": "gpu.example.com",
+                "selectors": [{"cel": {"expression": expression}}]}}]}}}
+
+
+def intersects(n: int) -> str:
+    a = ",".join(str(i) for i in range(n))
+    b = ",".join(str(i + 1000) for i in range(n))
+    return f"!sets.intersects([{a}], [{b}]) && device.driver == 'none-i'"
+
+
+async def test_a_selector_whose_estimate_passes_the_limit_is_refused(client: Client) -> None:
+    # Upstream's estimate: 950 x 950 comparisons and the rest, 902,525 (allowed); 1000 x
+    # 1000 passes CELSelectorExpressionMaxCost.
+    claims = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
+    assert (await client.post(claims, claim("allowed", intersects(950)))).status == 201
+    reply = await client.post(claims, claim("refused", intersects(1000)))
+    assert reply.status == 422
+    assert reply.json["details"]["causes"] == [{
+        "reason": "FieldValueForbidden",
+        "field": "spec.devices.requests[0].exactly.selectors[0].cel.expression",
+        "message": "Forbidden: too complex, exceeds cost limit"}]
