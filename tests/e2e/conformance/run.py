@@ -136,9 +136,9 @@ class Draemu:
 
 
 def ginkgo_argv(bins: Path, suite: Suite, out: Path, kubeconfig: Path,
-                procs: int, extra: list[str]) -> list[str]:
+                procs: int, extra: list[str], timeout: str = "") -> list[str]:
     argv = [str(bins / "ginkgo"), f"--procs={procs}", f"--focus={suite.focus}",
-            f"--timeout={suite.timeout}", "--no-color", "--output-dir", str(out),
+            f"--timeout={timeout or suite.timeout}", "--no-color", "--output-dir", str(out),
             "--json-report=report.json", "--junit-report=junit.xml",
             "--silence-skips", "--poll-progress-after=10m"]
     if suite.skip:
@@ -163,7 +163,8 @@ def run_suite(bins: Path, suite: Suite, out: Path, image_map: Path, args: argpar
     started = time.monotonic()
     try:
         cluster.wait_ready()
-        argv = ginkgo_argv(bins, suite, out, cluster.kubeconfig, args.procs, args.e2e_arg)
+        argv = ginkgo_argv(bins, suite, out, cluster.kubeconfig, args.procs, args.e2e_arg,
+                           args.timeout)
         (out / "command.txt").write_text(" ".join(argv) + f"\n# feature gates: {gates}\n")
         print(f"== {suite.name}: {suite.focus} ({args.procs} ginkgo processes; "
               f"log {out / 'ginkgo.log'})", flush=True)
@@ -221,6 +222,9 @@ def main() -> int:
                         help="reports, one folder per suite (default: .cache/conformance)")
     parser.add_argument("--e2e-arg", action="append", default=[],
                         help="another flag for e2e.test (repeatable)")
+    parser.add_argument("--timeout", default="",
+                        help="ginkgo's --timeout for each suite (default: 3h, 12h for "
+                        "conformance); specs still running then are interrupted")
     parser.add_argument("--report-only", action="store_true",
                         help="run nothing: print the tables of the reports under --out")
     args = parser.parse_args()
