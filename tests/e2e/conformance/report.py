@@ -27,6 +27,7 @@ _NORMALISE = [
     (re.compile(r"\b\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?( ?[+-]\d{4})?( [A-Z]{3,4})?(Z)?"),
      "<time>"),
     (re.compile(r"(?<=[a-z])-\d{3,5}\b"), "-NNNN"),  # test namespaces: dra-1234
+    (re.compile(r"(?<=[a-z0-9])-[bcdfghjklmnpqrstvwxz2-9]{8,10}\b"), "-<hash>"),  # templates
     (re.compile(r"(?<=[a-z0-9])-[a-z0-9]{5}\b(?=[^-]|$)"), "-xxxxx"),  # generated names
     (re.compile(r"\b\d+(\.\d+)?(ns|µs|ms|s|m|h)\b"), "<duration>"),
     (re.compile(r"\b\d{2,}\b"), "N"),
@@ -83,9 +84,9 @@ class Spec:
 
 @dataclass
 class FailureGroup:
-    location: str
     line: str  # the normalised first error line
     example: str  # one raw first line
+    locations: list[str] = field(default_factory=list)  # where the specs failed
     specs: list[str] = field(default_factory=list)
 
 
@@ -96,6 +97,7 @@ class SuiteResult:
     specs: list[Spec]
     seconds: float
     suite_failures: list[Spec] = field(default_factory=list)  # BeforeSuite and the like
+    notes: list[str] = field(default_factory=list)
 
     def count(self, *states: str) -> int:
         return sum(1 for s in self.specs if s.state in states)
@@ -117,17 +119,18 @@ class SuiteResult:
         return max(0, self.selected - self.passed - self.failed - self.skipped)
 
     def groups(self) -> list[FailureGroup]:
-        found: dict[tuple[str, str], FailureGroup] = {}
+        found: dict[str, FailureGroup] = {}
         for spec in [*self.suite_failures, *self.specs]:
             if spec.state not in FAILED_STATES:
                 continue
             raw = first_line(spec.message)
             if spec.state != "failed":
                 raw = f"[{spec.state}] {raw}"
-            key = (spec.location, normalise(raw))
-            group = found.setdefault(key, FailureGroup(spec.location, key[1], raw))
+            group = found.setdefault(normalise(raw), FailureGroup(normalise(raw), raw))
             group.specs.append(spec.name)
-        return sorted(found.values(), key=lambda g: (-len(g.specs), g.location, g.line))
+            if spec.location not in group.locations:
+                group.locations.append(spec.location)
+        return sorted(found.values(), key=lambda g: (-len(g.specs), g.line))
 
 
 def _spec_name(report: dict[str, Any]) -> str:
@@ -185,10 +188,76 @@ def table(results: list[SuiteResult]) -> str:
 def failures(result: SuiteResult, specs_per_group: int | None = None) -> str:
     lines = [f"Failures of {result.name}, grouped by first error line "
              f"({result.failed} specs, {len(result.groups())} groups):", ""]
+    lines[1:1] = [f"({note})" for note in result.notes]
     for group in result.groups():
-        lines.append(f"- {len(group.specs)} × `{group.location}`: {group.example}")
+        where = ", ".join(f"`{loc}`" for loc in sorted(group.locations)[:4])
+        more = len(group.locations) - 4
+        where += f" and {more} more places" if more > 0 else ""
+        lines.append(f"- {len(group.specs)} × {group.example} (at {where})")
         shown = group.specs if specs_per_group is None else group.specs[:specs_per_group]
         lines += [f"    - {name}" for name in shown]
         if len(shown) < len(group.specs):
             lines.append(f"    - ... and {len(group.specs) - len(shown)} more")
     return "\n".join(lines)
+
+
+# ginkgo's console output, for a run whose aggregated report was lost (a parallel process
+# died: ginkgo then writes an empty JSON report). A spec's block starts with its state
+# line, `• [FAILED] [30.037 seconds]` (`• [12.3 seconds]` for a pass under -v), then its
+# hierarchy (`[sig-x] Container [It] leaf [labels]`), its location, and for a failure
+# `[FAILED] message` ... `In [It] at: file:line @ time`. Passes print `•` alone unless -v.
+_STATE = re.compile(r"^(?:• |S )?\[(FAILED|PANICKED|TIMEDOUT|INTERRUPTED|ABORTED|SKIPPED)\]"
+                    r" \[[\d.]+ seconds\]$|^• \[[\d.]+ seconds\]$")
+_FAILURE = re.compile(r"^\s+\[(?:FAILED|PANICKED|TIMEDOUT|INTERRUPTED|ABORTED)\] (?!in \[)(.*)$")
+_NODE = re.compile(r" \[(It|BeforeEach|AfterEach|JustBeforeEach|JustAfterEach|BeforeAll|AfterAll"
+                   r"|DeferCleanup \(Each\)|DeferCleanup \(All\))\] ")
+_WHERE = re.compile(r"^\s+In \[[^\]]+\] at: (\S+):(\d+)")
+_DOTS = re.compile(r"^[•S]+$")
+
+
+def _console_name(line: str) -> str:
+    name = _NODE.sub(" ", line).strip()
+    head, sep, last = name.rpartition(" [")
+    return head if sep and ", " in last else name  # the trailing label list
+
+
+def _console_spec(lines: list[str], at: int, state_line: str) -> Spec:
+    state = "passed"
+    found = re.search(r"\[(FAILED|PANICKED|TIMEDOUT|INTERRUPTED|ABORTED|SKIPPED)\]", state_line)
+    if found:
+        state = found.group(1).lower()
+    name = _console_name(lines[at + 1]) if at + 1 < len(lines) else "?"
+    spec = Spec(name=name, state=state, seconds=0.0)
+    message: list[str] = []
+    for line in lines[at + 2:]:
+        if line.startswith("------------------------------"):
+            break
+        where = _WHERE.match(line)
+        if message and where:
+            spec.location = short_location(where.group(1), int(where.group(2)))
+            break
+        failure = _FAILURE.match(line)
+        if failure and not message:
+            message.append(failure.group(1))
+        elif message:
+            message.append(line.strip())
+    spec.message = "\n".join(message)
+    return spec
+
+
+def parse_console(name: str, text: str, selected: int) -> SuiteResult:
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in text.splitlines()]
+    specs: list[Spec] = []
+    quiet_passes = 0
+    for at, line in enumerate(lines):
+        stripped = line.strip()
+        if _DOTS.match(stripped):
+            quiet_passes += stripped.count("•")
+        elif _STATE.match(stripped) and at + 1 < len(lines) \
+                and not lines[at + 1].startswith("[ReportAfterSuite]"):
+            spec = _console_spec(lines, at, stripped)
+            if spec.name.startswith("["):
+                specs.append(spec)
+    specs += [Spec(name="(a pass ginkgo printed as a dot)", state="passed", seconds=0.0)
+              for _ in range(quiet_passes)]
+    return SuiteResult(name, selected, specs, 0.0)

@@ -140,7 +140,7 @@ def ginkgo_argv(bins: Path, suite: Suite, out: Path, kubeconfig: Path,
     argv = [str(bins / "ginkgo"), f"--procs={procs}", f"--focus={suite.focus}",
             f"--timeout={timeout or suite.timeout}", "--no-color", "--output-dir", str(out),
             "--json-report=report.json", "--junit-report=junit.xml",
-            "--silence-skips", "--poll-progress-after=10m"]
+            "--silence-skips", "--poll-progress-after=10m", "-v"]
     if suite.skip:
         argv.append(f"--skip={suite.skip}")
     argv += [str(bins / "e2e.test"), "--", "--provider=skeleton",
@@ -152,11 +152,36 @@ def ginkgo_argv(bins: Path, suite: Suite, out: Path, kubeconfig: Path,
     return argv
 
 
+def selected(bins: Path, suite: Suite, out: Path) -> int:
+    """How many specs the focus selects (ginkgo --dry-run: nothing runs)."""
+    argv = [str(bins / "ginkgo"), "--dry-run", f"--focus={suite.focus}", "--silence-skips",
+            "--output-dir", str(out), "--json-report=selected.json"]
+    if suite.skip:
+        argv.append(f"--skip={suite.skip}")
+    subprocess.run([*argv, str(bins / "e2e.test"), "--", "--provider=skeleton"],
+                   capture_output=True, check=False, timeout=300)
+    return report.load(suite.name, out / "selected.json").selected
+
+
+def outcome(suite: Suite, out: Path, count: int) -> report.SuiteResult:
+    """The suite's result from ginkgo's JSON report, or from its console output when a
+    ginkgo process died and the report came out empty."""
+    result = report.load(suite.name, out / "report.json")
+    if result.specs or result.suite_failures:
+        return result
+    result = report.parse_console(suite.name, (out / "ginkgo.log").read_text(errors="replace"),
+                                  count)
+    result.notes.append("ginkgo's JSON report is empty (a parallel process died): counted "
+                        "from its console output; see ginkgo.log")
+    return result
+
+
 def run_suite(bins: Path, suite: Suite, out: Path, image_map: Path, args: argparse.Namespace
               ) -> report.SuiteResult:
     if out.exists():
         shutil.rmtree(out)
     (out / "e2e").mkdir(parents=True)
+    count = selected(bins, suite, out)
     gates = ",".join(g for g in (dra_gates(args.emulated) if suite.dra_gates else "",
                                  args.feature_gates) if g)
     cluster = Draemu(out, image_map, args.nodes, gates)
@@ -175,7 +200,7 @@ def run_suite(bins: Path, suite: Suite, out: Path, image_map: Path, args: argpar
         cluster.stop()
     if not (out / "report.json").exists():
         raise RuntimeError(f"ginkgo exited {code} without a report: see {out / 'ginkgo.log'}")
-    result = report.load(suite.name, out / "report.json")
+    result = outcome(suite, out, count)
     if not result.seconds:
         result.seconds = time.monotonic() - started
     (out / "summary.md").write_text(report.table([result]) + "\n\n" + report.failures(result)
@@ -184,8 +209,8 @@ def run_suite(bins: Path, suite: Suite, out: Path, image_map: Path, args: argpar
         "suite": suite.name, "focus": suite.focus, "selected": result.selected,
         "passed": result.passed, "failed": result.failed, "skipped": result.skipped,
         "not_run": result.not_run, "seconds": round(result.seconds),
-        "ginkgo_exit": code, "feature_gates": gates,
-        "failures": [{"location": g.location, "first_line": g.example, "specs": g.specs}
+        "ginkgo_exit": code, "feature_gates": gates, "notes": result.notes,
+        "failures": [{"first_line": g.example, "locations": g.locations, "specs": g.specs}
                      for g in result.groups()]}, indent=1) + "\n")
     return result
 
@@ -229,8 +254,12 @@ def main() -> int:
                         help="run nothing: print the tables of the reports under --out")
     args = parser.parse_args()
     if args.report_only:
-        results = [report.load(s.name, args.out / s.name / "report.json")
-                   for s in chosen_suites(args.suite)]
+        results = []
+        for suite in chosen_suites(args.suite):
+            folder = args.out / suite.name
+            count = report.load(suite.name, folder / "selected.json").selected \
+                if (folder / "selected.json").exists() else 0
+            results.append(outcome(suite, folder, count))
         for result in results:
             print(report.failures(result) + "\n")
         print(report.table(results))
