@@ -128,6 +128,9 @@ class FlowControl:
         # reports it ("readOnly" for get, list and watch, else "mutating").
         self.in_flight = in_flight if in_flight is not None else {"mutating": 0,
                                                                    "readOnly": 0}
+        # Requests that arrive before start() (the listeners open first) are classified
+        # by the mandatory configuration: /readyz answered 500 with KeyError 'catch-all'.
+        self._digest([], [])
 
     # Configuration -----------------------------------------------------------------------
     def start(self) -> None:
@@ -159,7 +162,10 @@ class FlowControl:
         """Digest the FlowSchemas and levels in the watch cache (upstream's
         digestConfigObjects); broken levels and schemas naming no level are ignored."""
         self._dirty = False
-        level_objects = {o["metadata"]["name"]: o for o in self._objects(self.levels_resource)}
+        self._digest(self._objects(self.levels_resource), self._objects(self.schemas_resource))
+
+    def _digest(self, level_list: list[Obj], schema_objects: list[Obj]) -> None:
+        level_objects = {o["metadata"]["name"]: o for o in level_list}
         for mandatory in MANDATORY_LEVELS:
             level_objects.setdefault(mandatory["metadata"]["name"], mandatory)
         shares = {name: _shares(obj) for name, obj in level_objects.items()}
@@ -174,7 +180,6 @@ class FlowControl:
                                                              / total))
         self.levels = levels
         schemas, found = [], set()
-        schema_objects = self._objects(self.schemas_resource)
         for obj in schema_objects:
             schema = compile_schema(obj)
             self._check_dangling(obj, schema.level in levels)

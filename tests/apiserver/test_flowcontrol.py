@@ -333,3 +333,17 @@ async def test_an_auto_updated_object_no_longer_bootstrapped_is_removed(users: U
         await asyncio.sleep(0.1)
     assert (await admin.get(f"{FC}/flowschemas/workload-leader-election")).status == 404
     assert (await admin.get(f"{FC}/flowschemas/mine")).status == 200
+
+
+def test_requests_before_the_configuration_is_read_find_the_mandatory_levels() -> None:
+    """The listeners open before the controller reads its objects: a request then (a
+    /readyz of an apiserver starting up) is classified by the mandatory configuration,
+    not refused with KeyError 'catch-all' (seen as a 500 during a start-up)."""
+    from draemu.apiserver.flowcontrol.controller import FlowControl
+    from draemu.apiserver.registry import discover
+    from draemu.apiserver.registry.resources import ResourceTable
+    from draemu.features import FeatureGates
+
+    control = FlowControl(ResourceTable(discover(), FeatureGates()), None, 600)  # type: ignore[arg-type]
+    assert {"catch-all", "exempt"} <= set(control.levels)
+    assert {s.name for s in control.classifier.schemas} >= {"catch-all", "exempt"}
