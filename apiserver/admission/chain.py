@@ -32,7 +32,7 @@ from draemu.identity import UserInfo
 OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Attributes:
     """One write as admission sees it (upstream's admission.Attributes). Objects are in
     the storage version; `served` gives them in the request's."""
@@ -138,20 +138,21 @@ class AdmissionChain:
             plugin = entry.factory(services)
             check_plugin(entry.name, plugin)
             self.plugins.append((entry.name, plugin))
-        self._mutating = [p for _, p in self.plugins if isinstance(p, MutatingPlugin)]
-        self._validating = [p for _, p in self.plugins if isinstance(p, ValidatingPlugin)]
+        # Operation -> the plugins of each phase that look at it, in order.
+        self._mutating = {op: [p for _, p in self.plugins if isinstance(p, MutatingPlugin)
+                               and op in p.operations] for op in OPERATIONS}
+        self._validating = {op: [p for _, p in self.plugins if isinstance(p, ValidatingPlugin)
+                                 and op in p.operations] for op in OPERATIONS}
 
     async def admit(self, attrs: Attributes) -> None:
         """The mutating phase: refuses (raises a StatusError) or replaces `attrs.obj`."""
-        for plugin in self._mutating:
-            if attrs.operation in plugin.operations:
-                await plugin.admit(attrs)
+        for plugin in self._mutating[attrs.operation]:
+            await plugin.admit(attrs)
 
     async def validate(self, attrs: Attributes) -> None:
         """The validating phase: refuses (raises a StatusError)."""
-        for plugin in self._validating:
-            if attrs.operation in plugin.operations:
-                await plugin.validate(attrs)
+        for plugin in self._validating[attrs.operation]:
+            await plugin.validate(attrs)
 
     async def close(self) -> None:
         for _name, plugin in self.plugins:

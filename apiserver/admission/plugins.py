@@ -15,7 +15,7 @@ from draemu.apiserver.admission.chain import AdmissionServices, Attributes, Plug
 from draemu.apiserver.admission.namespacelifecycle import NamespaceLifecycle
 from draemu.apiserver.admission.noderestriction import NodeRestriction
 from draemu.apiserver.admission.podsecurity.plugin import PodSecurity
-from draemu.apiserver.admission.policies import ValidatingAdmission
+from draemu.apiserver.admission.policies import BINDINGS, GROUP, ValidatingAdmission
 from draemu.apiserver.admission.quotaadmission import ResourceQuota
 from draemu.apiserver.admission.webhooks import Webhooks
 from draemu.cel.offload import run_off_loop, through_loop
@@ -29,8 +29,12 @@ class ValidatingAdmissionPolicy:
     def __init__(self, services: AdmissionServices) -> None:
         self.policies = ValidatingAdmission(services.table, services.storage.cache,
                                             services.authorizer)
+        self.cache = services.storage.cache
+        self.bindings = services.table.by_group_resource(GROUP, BINDINGS)
 
     async def validate(self, attrs: Attributes) -> None:
+        if self.bindings is None or not self.cache.list(self.bindings.prefix):
+            return  # no policy is bound: nothing to evaluate (most writes)
         r, request = attrs.resource, attrs.request
         plan = self.policies.plan(
             operation=attrs.operation, group=r.group, version=request.version, resource=r.name,
