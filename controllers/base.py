@@ -38,6 +38,9 @@ class ControllerContext:
     client_for: Callable[[str], Client] | None = None
     # Signs legacy ServiceAccount token Secrets (draemu.satokens.Signer); None: not done.
     signer: Any = None
+    # --cluster-cidr with --allocate-node-cidrs (node-ipam), and --node-cidr-mask-size.
+    cluster_cidr: str | None = None
+    node_cidr_mask_size: int = 24
 
     def setting(self, name: str, default: float) -> float:
         return float(self.settings.get(name, default))

@@ -26,13 +26,16 @@ class ControllerManager:
                  settings: dict[str, float] | None = None,
                  client_for: Callable[[str], Client] | None = None,
                  service_account_key_file: Path | None = None,
-                 informers: SharedInformers | None = None) -> None:
+                 informers: SharedInformers | None = None,
+                 cluster_cidr: str | None = None, node_cidr_mask_size: int = 24) -> None:
         """`client_for(account)`: the client of a controller's ServiceAccount (see
         registry.py); without it every controller uses `client`.
         `service_account_key_file`: the key that signs legacy token Secrets (the
         serviceaccount-token controller runs only with it).
         `informers`: the shared informers to use (others in the process may share them);
-        by default informers of our own over `client`. The manager starts and stops them."""
+        by default informers of our own over `client`. The manager starts and stops them.
+        `cluster_cidr`: node-ipam gives each Node a `node_cidr_mask_size` block of it
+        (kube-controller-manager's --allocate-node-cidrs --cluster-cidr)."""
         unknown = set(enabled or []) - set(BY_NAME)
         if unknown:
             raise ValueError(f"unknown controllers: {', '.join(sorted(unknown))}; "
@@ -42,7 +45,8 @@ class ControllerManager:
                                      gates or FeatureGates(),
                                      dict(settings or {}), client_for,
                                      Signer.load(service_account_key_file)
-                                     if service_account_key_file else None)
+                                     if service_account_key_file else None,
+                                     cluster_cidr, node_cidr_mask_size)
         self.controllers: list[Controller] = []
 
     async def start(self) -> None:

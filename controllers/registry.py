@@ -58,6 +58,8 @@ CONTROLLERS = (
                     "device-taint-eviction-controller", gates=("DRADeviceTaints",)),
     ControllerEntry("node-lifecycle", "nodelifecycle:NodeLifecycleController",
                     "node-controller"),
+    # Allocates only with a cluster CIDR (kube-controller-manager's --allocate-node-cidrs).
+    ControllerEntry("node-ipam", "nodeipam:NodeIPAMController", "node-controller"),
     ControllerEntry("job", "job:JobController", "job-controller"),
     ControllerEntry("replicaset", "replicaset:ReplicaSetController", "replicaset-controller"),
     ControllerEntry("deployment", "deployment:DeploymentController", "deployment-controller"),

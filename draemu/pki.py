@@ -97,8 +97,10 @@ def _sign(ca: KeyPair, subject: x509.Name, usage: x509.ObjectIdentifier,
     return KeyPair(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))
 
 
-def serving_sans(address: str) -> list[x509.GeneralName]:
-    """localhost, 127.0.0.1, ::1 and the bind address (an IP or a host name)."""
+def serving_sans(address: str, extra_names: list[str] | tuple[str, ...] = ()
+                 ) -> list[x509.GeneralName]:
+    """localhost, 127.0.0.1, ::1, the bind address (an IP or a host name) and
+    `extra_names`."""
     names: list[x509.GeneralName] = [x509.DNSName("localhost"),
                                      x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
                                      x509.IPAddress(ipaddress.ip_address("::1"))]
@@ -106,6 +108,7 @@ def serving_sans(address: str) -> list[x509.GeneralName]:
     if address in ("0.0.0.0", "::"):
         # Serving on every interface: clients may come by host name or address.
         extra += _host_names()
+    extra += extra_names
     for general in host_names(extra):
         if general not in names:
             names.append(general)
@@ -132,9 +135,10 @@ def _host_names() -> list[str]:
     return names
 
 
-def make_serving_cert(ca: KeyPair, address: str) -> KeyPair:
+def make_serving_cert(ca: KeyPair, address: str, extra_names: list[str] | tuple[str, ...] = ()
+                      ) -> KeyPair:
     return _sign(ca, _name("draemu-apiserver"), ExtendedKeyUsageOID.SERVER_AUTH,
-                 serving_sans(address), _VALIDITY)
+                 serving_sans(address, extra_names), _VALIDITY)
 
 
 def make_kubelet_serving_cert(ca: KeyPair, node: str, hosts: list[str]) -> KeyPair:
@@ -218,9 +222,11 @@ def locked(directory: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def ensure_pki(directory: Path, address: str) -> PKI:
+def ensure_pki(directory: Path, address: str, extra_names: list[str] | tuple[str, ...] = ()
+               ) -> PKI:
     """Load the certificates kept in `directory`, making what is missing. The serving
-    certificate is remade when the bind address is not among its SANs."""
+    certificate is remade when the bind address or one of `extra_names` (the kubernetes
+    Service's names and address, an advertised address) is not among its SANs."""
     directory.mkdir(parents=True, exist_ok=True)
     ca = _load(directory, "ca")
     if ca is None:
@@ -230,9 +236,9 @@ def ensure_pki(directory: Path, address: str) -> PKI:
             for suffix in (".crt", ".key"):
                 (directory / f"{stale}{suffix}").unlink(missing_ok=True)
     serving = _load(directory, "apiserver")
-    wanted = {str(n.value) for n in serving_sans(address)}
+    wanted = {str(n.value) for n in serving_sans(address, extra_names)}
     if serving is None or not wanted <= _sans_of(serving.cert_pem):
-        serving = make_serving_cert(ca, address)
+        serving = make_serving_cert(ca, address, extra_names)
         _save(directory, "apiserver", serving)
     admin = _load(directory, "admin")
     if admin is None:

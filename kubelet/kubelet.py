@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from draemu.client import Client, EventRecorder
+from draemu.client import Client, EventRecorder, Informer
 from draemu.features import FeatureGates
 from draemu.kubelet.cdi import CDIRegistry
 from draemu.kubelet.dra.claiminfo import ClaimCache
@@ -28,6 +28,7 @@ from draemu.kubelet.volumes import VolumeManager
 from draemu.kubeletapi import pluginregistration as reg
 from draemu.log import get_logger
 from draemu.nodelayout import NodeLayout
+from draemu.podnetwork import NetworkError, NodeNetwork
 
 log = get_logger("kubelet")
 
@@ -66,6 +67,11 @@ class KubeletOptions:
     # Pods without a user namespace of their own, as this machine's root (only where the
     # machine cannot make user namespaces, and only when the user says so).
     runtime_unconfined: bool = False
+    # The node on the pod network (process runtime): its namespace is where the kubelet
+    # API listens (at its address, which is then the InternalIP) and hostNetwork pods
+    # run; pods get addresses of the podCIDR node-ipam gives the Node. None: no pod
+    # network (pod IPs are picked from `pod_cidr` and reach nothing).
+    network: NodeNetwork | None = None
 
 
 class Kubelet:
@@ -74,10 +80,14 @@ class Kubelet:
         self.options = options
         self.layout = NodeLayout(options.root_dir)
         gates = options.feature_gates
-        self.runtime = make_runtime(options.runtime, options.image_map,
-                                    _host_port(options.api_server_url or client.server),
+        network = options.network
+        # As a kubelet sets KUBERNETES_SERVICE_HOST/PORT: the kubernetes Service's
+        # address on the pod network; else the apiserver forwarded into each pod.
+        api_server = (network.networks.ranges.service_ip(1), 443) if network is not None \
+            else _host_port(options.api_server_url or client.server)
+        self.runtime = make_runtime(options.runtime, options.image_map, api_server,
                                     unconfined=options.runtime_unconfined,
-                                    node_folder=self.layout.root)
+                                    node_folder=self.layout.root, network=network)
         self.plugins = DRAPluginManager(client, options.node_name,
                                         health_enabled=gates.enabled("ResourceHealthStatus"),
                                         wipe_delay=options.slice_wipe_delay,
@@ -94,7 +104,8 @@ class Kubelet:
                                      endpoint_path=lambda e: plugin_endpoint(self.layout, e))
         self.server = None if options.port is None else KubeletServer(
             self.layout.pods_dir, self._find_pod, self._running, self._list_pods,
-            options.address, options.port, options.tls, self._log_instance, self._exec)
+            options.address, options.port, options.tls, self._log_instance, self._exec,
+            netns=network.netns if network is not None else None)
         self.log_provider = LogProvider(self.layout.pods_dir, self._running, self._log_instance,
                                         self._exec)
         self.podresources = PodResourcesServer(
@@ -102,6 +113,8 @@ class Kubelet:
             self._running, use_active_pods=gates.enabled("KubeletPodResourcesListUseActivePods"))
         self.node: NodeAgent | None = None
         self.pods: PodWorkers | None = None
+        self._node_informer: Informer | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
 
     @property
     def node_name(self) -> str:
@@ -115,9 +128,14 @@ class Kubelet:
                          internal_ip=o.internal_ip, pod_cidr=o.pod_cidr,
                          declared_features=[f for f in DECLARABLE_FEATURES
                                             if o.feature_gates.enabled(f)])
+        if o.network is not None:
+            # The podCIDR is node-ipam's to give (kube-controller-manager's
+            # --allocate-node-cidrs), as on a kubeadm cluster.
+            cfg.internal_ip, cfg.pod_cidr = o.network.ip, None
         if self.server is not None:
             await self.server.start()
-            cfg.internal_ip = reachable_address(o.address)
+            cfg.internal_ip = o.network.ip if o.network is not None else \
+                reachable_address(o.address)
             cfg.kubelet_port = self.server.port
         if o.capacity:
             cfg.capacity = dict(o.capacity)
@@ -134,12 +152,44 @@ class Kubelet:
             health_messages=gates.enabled("ResourceHealthStatusMessage"),
             crash_backoff=o.crash_loop_backoff,
             volumes=VolumeManager(self.client, self.layout) if o.runtime == "process" else None)
-        await asyncio.gather(self.watcher.start(), self.pods.start())
+        await asyncio.gather(self.watcher.start(), self.pods.start(), self._watch_pod_cidr())
         await self.podresources.start()
         log.info("kubelet started", node=o.node_name, root=str(self.layout.root),
                  registry=str(self.layout.registry_dir))
 
+    async def _watch_pod_cidr(self) -> None:
+        """On the pod network: hand the Node's podCIDR to the runtime's network once
+        node-ipam has set it (upstream: the kubelet's UpdateRuntimeConfig to the CRI)."""
+        network = self.options.network
+        if network is None:
+            return
+        informer = Informer(self.client, "v1", "nodes",
+                            field_selector=f"metadata.name={self.node_name}")
+
+        def changed(node: dict[str, Any]) -> None:
+            cidr = (node.get("spec") or {}).get("podCIDR")
+            if cidr and cidr != network.pod_cidr:
+                task = asyncio.create_task(self._set_pod_cidr(cidr))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+        informer.add_handler(on_add=changed, on_update=lambda _old, new: changed(new))
+        self._node_informer = informer
+        await informer.start()
+
+    async def _set_pod_cidr(self, cidr: str) -> None:
+        assert self.options.network is not None
+        try:
+            await self.options.network.set_pod_cidr(cidr)
+        except NetworkError as err:
+            log.error("routing the node's podCIDR failed", cidr=cidr, error=str(err))
+            return
+        if self.pods:
+            self.pods.retry_pending()
+
     async def stop(self) -> None:
+        if self._node_informer is not None:
+            await self._node_informer.stop()
         await self.podresources.stop()
         if self.pods:
             await self.pods.stop()

@@ -53,7 +53,8 @@ class NodeConfig:
         "cpu": "8", "memory": "32Gi", "pods": "110", "ephemeral-storage": "100Gi",
         "hugepages-1Gi": "0", "hugepages-2Mi": "0"})
     internal_ip: str = ""
-    pod_cidr: str = ""
+    # "": derived from the name; None: not set by the kubelet (node-ipam sets it).
+    pod_cidr: str | None = ""
     kubelet_port: int = 10250
     # status.declaredFeatures (NodeDeclaredFeatures): what this kubelet supports that the
     # scheduler must know, e.g. DRAOptionalNodeOperations.
@@ -96,7 +97,8 @@ def node_object(cfg: NodeConfig, boot_id: str) -> dict[str, Any]:
     annotations = {"node.alpha.kubernetes.io/ttl": "0",
                    "volumes.kubernetes.io/controller-managed-attach-detach": "true",
                    **cfg.annotations}
-    spec: dict[str, Any] = {"podCIDR": cfg.pod_cidr, "podCIDRs": [cfg.pod_cidr]}
+    spec: dict[str, Any] = {"podCIDR": cfg.pod_cidr, "podCIDRs": [cfg.pod_cidr]} \
+        if cfg.pod_cidr else {}
     if cfg.taints:
         spec["taints"] = cfg.taints
     return {"apiVersion": "v1", "kind": "Node",

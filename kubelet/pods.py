@@ -34,8 +34,13 @@ from draemu.kubelet.podstatus import (
     terminated_state,
 )
 from draemu.kubelet.probes import ContainerProber, ProbeRunner
-from draemu.kubelet.runtime.base import Container, ContainerConfig, Runtime, RuntimeError_
-from draemu.kubelet.runtime.netns import dial as netns_dial
+from draemu.kubelet.runtime.base import (
+    Container,
+    ContainerConfig,
+    NetworkNotReady,
+    Runtime,
+    RuntimeError_,
+)
 from draemu.kubelet.runtime.process import container_env
 from draemu.kubelet.security import (
     container_security,
@@ -44,6 +49,7 @@ from draemu.kubelet.security import (
 )
 from draemu.kubelet.volumes import VolumeError, VolumeManager, container_mounts
 from draemu.log import get_logger
+from draemu.netns import dial as netns_dial
 
 log = get_logger("kubelet.pods")
 
@@ -55,7 +61,7 @@ class Retry(Exception):
 
 
 class PodWorkers:
-    def __init__(self, client: Client, node_name: str, host_ip: str, pod_cidr: str,
+    def __init__(self, client: Client, node_name: str, host_ip: str, pod_cidr: str | None,
                  pods_dir: Path, dra: DRAManager, plugins: DRAPluginManager,
                  cdi: CDIRegistry, runtime: Runtime, events: EventRecorder, *,
                  health_enabled: bool = False, health_messages: bool = False,
@@ -83,8 +89,10 @@ class PodWorkers:
         self.informer.add_handler(on_add=self._enqueue,
                                   on_update=lambda _o, n: self._enqueue(n),
                                   on_delete=self._enqueue)
-        network = ipaddress.ip_network(pod_cidr, strict=False)
-        self._free_ips = [str(ip) for ip in list(network.hosts())[1:]]
+        # Pod IPs the kubelet picks itself, when the runtime has no pod network.
+        self._free_ips = [str(ip) for ip in list(ipaddress.ip_network(
+            pod_cidr, strict=False).hosts())[1:]] if pod_cidr else []
+        self._owns_ips = bool(pod_cidr)
         self._workers = workers
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -238,10 +246,7 @@ class PodWorkers:
                                         f"Failed to prepare dynamic resources: {err}")
                 raise Retry from err
             state.prepared = True
-            if spec.get("hostNetwork"):
-                state.ip = self.host_ip
-            elif not state.ip and self._free_ips:
-                state.ip = self._free_ips.pop(0)
+            await self._sandbox(pod, state)
             if self.volumes is not None and state.volumes is None:
                 try:
                     state.volumes = await self.volumes.setup(pod, self.host_ip, state.ip)
@@ -286,6 +291,25 @@ class PodWorkers:
             await self._unprepare(state.uid, pod)
             state.prepared = False
 
+    async def _sandbox(self, pod: Obj, state: PodState) -> None:
+        """The pod's sandbox and IP: the runtime's on its pod network, else one of ours."""
+        host_network = bool((pod.get("spec") or {}).get("hostNetwork"))
+        try:
+            ip = await self.runtime.run_pod_sandbox(state.uid, host_network)
+        except NetworkNotReady as err:
+            await self.events.event(pod, "Warning", "NetworkNotReady", str(err))
+            raise Retry from err
+        except RuntimeError_ as err:
+            await self.events.event(pod, "Warning", "FailedCreatePodSandBox",
+                                    f"Failed to create pod sandbox: {err}")
+            raise Retry from err
+        if ip is not None:
+            state.ip = ip
+        elif host_network:
+            state.ip = self.host_ip
+        elif not state.ip and self._free_ips:
+            state.ip = self._free_ips.pop(0)
+
     async def _start(self, key: str, pod: Obj, container: Obj, rec: ContainerRecord) -> None:
         meta = pod["metadata"]
         state = self.states[key]
@@ -302,12 +326,14 @@ class PodWorkers:
                     *pod_file_mounts(state.pod_files or {}, container),
                     *self.volumes.cdi_mounts(edits.mounts)]]
             if self.volumes is not None and spec.get("hostNetwork"):
-                taken = host_port_conflicts(container)
+                host_netns = getattr(self.runtime, "host_netns", None)
+                taken = await asyncio.to_thread(host_port_conflicts, container, host_netns)
                 if taken:
+                    where = f"on node {self.node_name}" if host_netns else \
+                        "on this machine (hostNetwork pods of every emulated node share its " \
+                        "ports)"
                     raise RuntimeError_(f"host port(s) {', '.join(taken)} of container "
-                                        f"{container['name']} already in use on this machine "
-                                        "(hostNetwork pods of every emulated node share its "
-                                        "ports)")
+                                        f"{container['name']} already in use {where}")
             pod_sc, sc = spec.get("securityContext") or {}, container.get("securityContext") or {}
             security = container_security(pod, container)
             if self.volumes is not None and sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot")) \
@@ -369,7 +395,7 @@ class PodWorkers:
         handle = rec.handle
         assert handle is not None
         runtime: Any = self.runtime
-        netns = None if (pod.get("spec") or {}).get("hostNetwork") else \
+        netns = runtime.host_netns if (pod.get("spec") or {}).get("hostNetwork") else \
             runtime.netns(pod["metadata"]["uid"])
 
         async def dial(host: str, port: int, timeout: float) -> Any:
@@ -466,7 +492,7 @@ class PodWorkers:
         if self.volumes is not None:
             self.volumes.teardown(state.uid)
             remove_pod_files(self.pods_dir / state.uid)
-        if state.ip and state.ip != self.host_ip:
+        if state.ip and state.ip != self.host_ip and self._owns_ips:
             self._free_ips.append(state.ip)
         self.events.forget(state.uid)
 

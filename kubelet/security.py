@@ -19,6 +19,7 @@ import socket
 
 from draemu.api.types import Obj
 from draemu.kubelet.runtime.base import ContainerSecurity, RuntimeError_
+from draemu.netns import in_netns
 
 # Linux's capability numbers, by name without CAP_.
 CAPABILITIES = (
@@ -102,9 +103,11 @@ def unenforced_settings(pod: Obj, container: Obj) -> str:
     return "not enforced by the process runtime: " + ", ".join(names)
 
 
-def host_port_conflicts(container: Obj) -> list[str]:
-    """The container's ports (hostNetwork: its host ports) that something on this machine
-    already listens on."""
+def host_port_conflicts(container: Obj, netns: str | None = None) -> list[str]:
+    """The container's ports (hostNetwork: its host ports) that something already listens
+    on, on this machine or in the network namespace `netns` (its node's)."""
+    if netns is not None:
+        return in_netns(netns, lambda: host_port_conflicts(container))
     taken = []
     for port in container.get("ports") or []:
         number = port.get("hostPort") or port.get("containerPort")

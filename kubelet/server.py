@@ -20,6 +20,7 @@ kube-apiserver-kubelet-client identity) may call: a real kubelet asks the apiser
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from draemu.identity import MASTERS, user_from_peercert
 from draemu.kubelet.execsession import ExecError
 from draemu.kubelet.logs import LogOptions, pick_log_file, pod_log_dir, stream_log
 from draemu.kubelet.servingcert import ServingTLS
+from draemu.netns import listening_socket
 from draemu.remotecommand import PROTOCOLS, serve_session
 
 # Which instance (restart count) of a container pods/log reads (PodWorkers.log_instance).
@@ -46,8 +48,10 @@ class KubeletServer:
                  running: Callable[[str, str, str], bool], list_pods: Callable[[], list[Any]],
                  address: str = "127.0.0.1", port: int = 0, tls: ServingTLS | None = None,
                  instance: LogInstance = lambda _ns, _pod, _c, _prev: None,
-                 exec_: Callable[..., Awaitable[Any]] | None = None) -> None:
+                 exec_: Callable[..., Awaitable[Any]] | None = None,
+                 netns: str | None = None) -> None:
         self.pods_dir = pods_dir
+        self.netns = netns  # listen in this network namespace (its node's), not here
         self.exec = exec_
         self.instance = instance
         self.find_pod = find_pod
@@ -67,10 +71,10 @@ class KubeletServer:
         app.router.add_get("/pods", self._pods)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.address, self.port,
-                           ssl_context=self.tls.ssl_context() if self.tls else None)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        sock = await asyncio.to_thread(listening_socket, self.netns, self.address, self.port)
+        self.port = sock.getsockname()[1]
+        await web.SockSite(self._runner, sock,
+                           ssl_context=self.tls.ssl_context() if self.tls else None).start()
 
     async def stop(self) -> None:
         self._stopping = True
@@ -169,8 +173,10 @@ class LogProvider:
 
     def __init__(self, pods_dir: Path, running: Callable[[str, str, str], bool],
                  instance: LogInstance = lambda _ns, _pod, _c, _prev: None,
-                 exec_: Callable[..., Awaitable[Any]] | None = None) -> None:
+                 exec_: Callable[..., Awaitable[Any]] | None = None,
+                 netns: str | None = None) -> None:
         self.pods_dir = pods_dir
+        self.netns = netns  # listen in this network namespace (its node's), not here
         self.running = running
         self.instance = instance
         self.exec = exec_

@@ -28,6 +28,7 @@ from draemu.apiserver.storage.cachedobjects import CachedObjects
 from draemu.apiserver.storage.storeadapter import Storage
 from draemu.features import FeatureGates
 from draemu.identity import UserInfo
+from draemu.netns import NetnsDialer
 
 OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 
@@ -97,6 +98,8 @@ class AdmissionServices:
     authorizer: Authorizer
     # The apiserver's feature gates and emulated release.
     gates: FeatureGates = field(default_factory=FeatureGates)
+    # Where webhooks on the pod network are dialled from (None: this namespace).
+    dialer: NetnsDialer | None = None
 
 
 @dataclass(frozen=True)

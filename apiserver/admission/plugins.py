@@ -55,7 +55,7 @@ class MutatingAdmissionWebhook:
     operations = frozenset({"CREATE", "UPDATE"})
 
     def __init__(self, services: AdmissionServices) -> None:
-        self.webhooks = Webhooks(services.table, services.storage.cache)
+        self.webhooks = Webhooks(services.table, services.storage.cache, services.dialer)
 
     async def admit(self, attrs: Attributes) -> None:
         r, obj = attrs.resource, attrs.obj
@@ -78,7 +78,7 @@ class ValidatingAdmissionWebhook:
     operations = frozenset({"CREATE", "UPDATE", "DELETE"})
 
     def __init__(self, services: AdmissionServices) -> None:
-        self.webhooks = Webhooks(services.table, services.storage.cache)
+        self.webhooks = Webhooks(services.table, services.storage.cache, services.dialer)
 
     async def validate(self, attrs: Attributes) -> None:
         r = attrs.resource

@@ -13,8 +13,10 @@ kube-apiserver's MutatingAdmissionWebhook and ValidatingAdmissionWebhook plugins
   Ignore: the request goes on); warnings become Warning headers; mutating webhooks'
   JSONPatch responses are applied in order (no reinvocation).
 
-Emulated pods run no servers: a webhook served by a pod in the cluster is unreachable
-(its Service has no usable endpoints), which upstream answers the same way, through the
+A webhook served by a pod is reached on the pod network (draemu/podnetwork.py), with
+sockets made in its cluster namespace (`dialer`), as kube-apiserver with
+--enable-aggregator-routing reaches a Service's endpoints; without a pod network (the
+fake runtime) pods serve nothing, and the call fails as upstream's would, through the
 webhook's failurePolicy.
 """
 
@@ -39,6 +41,7 @@ from draemu.cel.errors import CELCompileError, CELRuntimeError
 from draemu.cel.kubernetes import compile_kubernetes
 from draemu.cel.offload import run_off_loop
 from draemu.log import get_logger
+from draemu.netns import NetnsDialer
 
 log = get_logger("apiserver.webhooks")
 
@@ -53,9 +56,11 @@ class CallError(Exception):
 
 
 class Webhooks:
-    def __init__(self, table: ResourceTable, cache: Any) -> None:
+    def __init__(self, table: ResourceTable, cache: Any, dialer: NetnsDialer | None = None
+                 ) -> None:
         self.table = table
         self.cache = cache
+        self.dialer = dialer
         self._session: aiohttp.ClientSession | None = None
         self._contexts: dict[str, ssl.SSLContext] = {}
 
@@ -152,7 +157,8 @@ class Webhooks:
         timeout = int(hook.get("timeoutSeconds") or 10)
         target = f"{url}{'&' if '?' in url else '?'}timeout={timeout}s"
         if self._session is None:
-            self._session = aiohttp.ClientSession()
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(
+                socket_factory=self.dialer.socket_factory if self.dialer else None))
         try:
             async with self._session.post(
                     target, data=json.dumps(body).encode(),

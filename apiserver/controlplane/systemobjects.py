@@ -25,6 +25,7 @@ import ipaddress
 import json
 import socket
 from collections.abc import Callable
+from typing import Any
 
 from draemu.api.errors import StatusError
 from draemu.api.meta import time_now
@@ -119,17 +120,20 @@ async def ensure_system_namespaces(store: Store) -> None:
 
 
 async def ensure_system_objects(store: Store, address: str, port: int,
-                                client_ca: bytes | None, front_proxy_ca: bytes | None) -> None:
+                                client_ca: bytes | None, front_proxy_ca: bytes | None,
+                                service_cidr: str = str(serviceallocation.SERVICE_CIDR)
+                                ) -> None:
     """Everything but the namespaces (which must exist before the server serves)."""
+    cidr = ipaddress.ip_network(service_cidr)
     boot = Bootstrap(store)
     storage = store.storage
     for known in SYSTEM_PRIORITY_CLASSES:
         await boot.ensure("scheduling.k8s.io", "priorityclasses", {
             "metadata": {"name": known["name"]}, "value": known["value"],
             "description": known["description"], "preemptionPolicy": "PreemptLowerPriority"})
-    await _ensure_service_cidr(boot)
+    await _ensure_service_cidr(boot, cidr)
     await storage.caught_up()
-    await _ensure_kubernetes_service(boot, advertise_address(address), port)
+    await _ensure_kubernetes_service(boot, advertise_address(address), port, cidr)
     if client_ca is not None:
         await _ensure_authentication_configmap(boot, client_ca, front_proxy_ca)
     await ensure_flowcontrol_configuration(boot)
@@ -208,10 +212,9 @@ def advertise_address(bind: str) -> str:
     return "127.0.0.1"
 
 
-async def _ensure_service_cidr(boot: Bootstrap) -> None:
+async def _ensure_service_cidr(boot: Bootstrap, cidr: Any) -> None:
     await boot.ensure("networking.k8s.io", "servicecidrs", {
-        "metadata": {"name": "kubernetes"},
-        "spec": {"cidrs": [str(serviceallocation.SERVICE_CIDR)]}})
+        "metadata": {"name": "kubernetes"}, "spec": {"cidrs": [str(cidr)]}})
 
     def ready(obj: Obj) -> None:
         conditions = obj.setdefault("status", {}).setdefault("conditions", [])
@@ -225,12 +228,13 @@ async def _ensure_service_cidr(boot: Bootstrap) -> None:
                        subresource="status")
 
 
-async def _ensure_kubernetes_service(boot: Bootstrap, address: str, port: int) -> None:
+async def _ensure_kubernetes_service(boot: Bootstrap, address: str, port: int,
+                                     cidr: Any) -> None:
     ports = [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]
     await boot.ensure("", "services", {
         "metadata": {"name": "kubernetes", "namespace": "default",
                      "labels": {"provider": "kubernetes", "component": "apiserver"}},
-        "spec": {"type": "ClusterIP", "clusterIP": serviceallocation.first_address(),
+        "spec": {"type": "ClusterIP", "clusterIP": serviceallocation.first_address(cidr),
                  "ipFamilyPolicy": "SingleStack", "sessionAffinity": "None",
                  "ports": ports}})
 

@@ -27,6 +27,7 @@ import aiohttp
 
 from draemu.api.errors import StatusError, bad_request
 from draemu.log import get_logger
+from draemu.netns import NetnsDialer
 from draemu.pki import PKI
 
 log = get_logger("apiserver")
@@ -56,10 +57,12 @@ def kubelet_endpoint(node: dict[str, Any]) -> tuple[str, int]:
 
 
 class KubeletClient:
-    def __init__(self, pki: PKI | None) -> None:
-        """`pki` None: plain HTTP, no client certificate."""
+    def __init__(self, pki: PKI | None, dialer: NetnsDialer | None = None) -> None:
+        """`pki` None: plain HTTP, no client certificate. `dialer`: where kubelets on
+        the pod network are dialled from (None: this namespace)."""
         self.scheme = "https" if pki is not None else "http"
         self._pki = pki
+        self._dialer = dialer
         # Made on first use (loading certificates is a fifth of a second of start-up).
         self._contexts: dict[bool, ssl.SSLContext] = {}
         self._sessions: dict[bool, aiohttp.ClientSession] = {}
@@ -84,8 +87,9 @@ class KubeletClient:
                 context = self._contexts.get(verify)
                 if context is None:
                     context = self._contexts[verify] = self._context(self._pki, verify)
-            connector = aiohttp.TCPConnector(ssl=context if context is not None else False,
-                                             limit=0)
+            connector = aiohttp.TCPConnector(
+                ssl=context if context is not None else False, limit=0,
+                socket_factory=self._dialer.socket_factory if self._dialer else None)
             session = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(
                 total=None, sock_connect=_CONNECT_TIMEOUT))
             self._sessions[verify] = session

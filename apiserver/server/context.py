@@ -97,7 +97,7 @@ def create_context(app: AppOptions) -> APIContext:
         NodeAuthorizer(objects.lookup, objects.lookup_namespace),
         RBACAuthorizer(objects.lookup, objects.lookup_namespace, app.rbac_version))
     admission = AdmissionChain(PLUGINS, AdmissionServices(table, storage, objects, authorizer,
-                                                          opts.feature_gates))
+                                                          opts.feature_gates, opts.dialer))
     store = Store(table, storage, opts.feature_gates, admission, authorizer)
     authenticator = Authenticator(app.tokens, ServiceAccountAuthenticator(app.signer,
                                                                           objects.lookup))
@@ -113,7 +113,7 @@ def create_context(app: AppOptions) -> APIContext:
         authorizer=authorizer, insecure=opts.insecure_http, server_address=app.server_address,
         signer=app.signer, log_providers=app.log_providers,
         # Plain HTTP to kubelets when this server has no certificates (--insecure-http).
-        kubelet_client=KubeletClient(app.pki), metrics=metrics,
+        kubelet_client=KubeletClient(app.pki, opts.dialer), metrics=metrics,
         max_readonly=opts.max_requests_inflight,
         max_mutating=opts.max_mutating_requests_inflight,
         request_timeout=opts.request_timeout, ready=asyncio.Event(),

@@ -37,6 +37,7 @@ from draemu.apiserver.controlplane.systemobjects import (
 from draemu.apiserver.endpoints import reviews
 from draemu.apiserver.endpoints.subresources import LogProvider, LogProviders
 from draemu.apiserver.registry import discover
+from draemu.apiserver.registry.core.serviceallocation import first_address, reservations
 from draemu.apiserver.registry.resources import ResourceTable
 from draemu.apiserver.server import httperrors
 from draemu.apiserver.server.app import create_app
@@ -49,6 +50,7 @@ from draemu.apiserver.storage.watchcache import WatchCache
 from draemu.client import Client
 from draemu.identity import AUTHENTICATED, MASTERS, UserInfo
 from draemu.log import get_logger
+from draemu.netns import listening_socket
 from draemu.privatefiles import tighten
 from draemu.satokens import Signer
 
@@ -232,10 +234,15 @@ class APIServer:
         sockets = bind_sockets(opts.address, opts.port)
         self._sockets = sockets
         self.port = sockets[0].getsockname()[1]
+        if opts.cluster_listener is not None:
+            netns, address = opts.cluster_listener
+            sockets.append(await asyncio.to_thread(listening_socket, netns, address,
+                                                   self.port, 1024))
         app = create_app(AppOptions(opts, table, storage, signer, self.pki,
                                     f"{opts.address}:{self.port}", tokens, self.log_providers,
                                     self._rbac_version))
         self.api = api = app.context
+        reservations(api.store.state).cidr = ipaddress.ip_network(opts.service_cidr)
         await ensure_system_namespaces(api.store)
         await ensure_bootstrap_policy(api.store)
         self.crds = CRDServing(table, storage)
@@ -243,9 +250,9 @@ class APIServer:
         self.policy_status = PolicyStatus(table, storage)
         self.policy_status.start()
         await self._listen(app.application, sockets)
-        await ensure_system_objects(api.store, opts.address, self.port,
+        await ensure_system_objects(api.store, self.advertised_address, self.port,
                                     self.pki.ca.cert_pem if self.pki is not None else None,
-                                    front_proxy_ca)
+                                    front_proxy_ca, opts.service_cidr)
         self.service_ips = ServiceIPAddresses(api.store)
         self.service_ips.start()
         if api.flowcontrol is not None:
@@ -260,7 +267,8 @@ class APIServer:
         opts = self.options
         pki_dir = Path(opts.pki_dir).absolute() if opts.pki_dir else self.data_dir / "pki"
         with pki.locked(pki_dir):
-            made = None if opts.insecure_http else pki.ensure_pki(pki_dir, opts.address)
+            made = None if opts.insecure_http else pki.ensure_pki(
+                pki_dir, opts.address, self._service_names())
             signer = Signer.ensure(pki_dir)
             front = pki.ensure_front_proxy(pki_dir)[0].cert_pem if made else None
         return made, signer, front
@@ -281,6 +289,22 @@ class APIServer:
         self.loopback_path = self._loopback_socket_path()
         await web.UnixSite(self._runner, self.loopback_path).start()
         os.chmod(self.loopback_path, 0o600)
+
+    @property
+    def advertised_address(self) -> str:
+        """Where the apiserver says it is (default/kubernetes's endpoint)."""
+        listener = self.options.cluster_listener
+        return listener[1] if listener is not None else self.options.address
+
+    def _service_names(self) -> list[str]:
+        """What the serving certificate also names, as kube-apiserver's does: the
+        kubernetes Service's address and names, and the advertised address."""
+        names = [first_address(ipaddress.ip_network(self.options.service_cidr)),
+                 "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+                 "kubernetes.default.svc.cluster.local"]
+        if self.options.cluster_listener is not None:
+            names.append(self.options.cluster_listener[1])
+        return names
 
     def _rbac_version(self) -> tuple[int, ...]:
         """Moves whenever a Role, ClusterRole or binding changes in the watch cache."""

@@ -9,6 +9,7 @@ from typing import Any
 
 from draemu.apiserver.storage.watchcache import HISTORY, WATCHER_QUEUE
 from draemu.features import FeatureGates
+from draemu.netns import NetnsDialer
 
 
 @dataclass
@@ -47,3 +48,12 @@ class APIServerOptions:
     # Keep the cyclic garbage collector off the watch cache (see gcfreeze.py): for a
     # process that is this apiserver's alone (the commands), not for servers in tests.
     freeze_gc: bool = False
+    # --service-cluster-ip-range: where ClusterIPs come from (its first address is
+    # default/kubernetes's).
+    service_cidr: str = "10.96.0.0/12"
+    # Also listen in another network namespace, on the same port: (its path, address).
+    # That address is then the one advertised (--advertise-address: default/kubernetes's
+    # endpoint), as where the pod network (draemu/podnetwork.py) reaches the apiserver.
+    cluster_listener: tuple[str, str] | None = None
+    # Where connections to the pod network are made: webhooks, kubelets (None: here).
+    dialer: NetnsDialer | None = None

@@ -26,6 +26,7 @@ from draemu.identity import (
     service_account_user,
 )
 from draemu.log import get_logger
+from draemu.podnetwork import ClusterNetwork, NetworkRanges, PodNetworkUnavailable
 from draemu.privatefiles import private_dir, private_file
 
 log = get_logger("cluster")
@@ -56,6 +57,11 @@ class ClusterOptions:
     runtime: str = "fake"
     image_map: Any = None  # kubelet.runtime.ImageMap for the process runtime
     runtime_unconfined: bool = False  # process runtime: pods without user namespaces
+    # The process runtime's pod network (draemu/podnetwork.py): on where this machine can
+    # make network namespaces; its ranges (--pod-cidr, --service-cidr) apply to the
+    # apiserver and node-ipam.
+    pod_network: bool = True
+    network_ranges: NetworkRanges = field(default_factory=NetworkRanges)
     scheduler: bool = True
     controllers: bool = True
     controller_settings: dict[str, float] = field(default_factory=dict)
@@ -86,6 +92,18 @@ def has_nodes(options: ClusterOptions) -> bool:
     return options.preset != "empty" or bool(options.nodes)
 
 
+async def start_pod_network(ranges: NetworkRanges) -> ClusterNetwork | None:
+    """The pod network's cluster namespace, or None (said in one line) where this machine
+    cannot make network namespaces: pods then get addresses that reach nothing, as
+    without it."""
+    try:
+        return await ClusterNetwork.create(ranges)
+    except PodNetworkUnavailable as err:
+        log.warning(f"no pod network: {err}; pods keep addresses that reach nothing and "
+                    "Services do not work")
+        return None
+
+
 class Cluster:
     def __init__(self, options: ClusterOptions) -> None:
         self.options = options
@@ -95,6 +113,7 @@ class Cluster:
         self.scheduler: Any = None
         self.nodes: Any = None
         self.control_plane: Any = None  # ControlPlaneProcess, with control_plane_process
+        self.network: ClusterNetwork | None = None  # the pod network, when there is one
         self._clients: list[Client] = []
         self.timings: dict[str, float] = {}
 
@@ -151,12 +170,21 @@ class Cluster:
             self.control_plane = ControlPlaneProcess()
             await self.control_plane.spawn(scheduler=o.scheduler, controllers=o.controllers,
                                            nodes=preset is not None)
+        if o.runtime == "process" and preset is not None and o.pod_network:
+            self.network = await start_pod_network(o.network_ranges)
+        network = self.network
         self.apiserver = APIServer(APIServerOptions(
             data_dir=self.data_dir, store_url=store_url, address=o.address, port=o.port,
             insecure_http=o.insecure_http, feature_gates=o.feature_gates,
             legacy_versions=legacy, token_file=o.token_file, audit_log=o.audit_log,
             # With the components in the child, the collector is the apiserver's alone.
-            freeze_gc=self.control_plane is not None))
+            freeze_gc=self.control_plane is not None,
+            service_cidr=o.network_ranges.service_cidr,
+            # On the pod network the apiserver also listens at the node network's gateway
+            # (default/kubernetes's endpoint) and dials pods and Services from there.
+            cluster_listener=(network.netns, o.network_ranges.gateway)
+            if network is not None else None,
+            dialer=network.dialer() if network is not None else None))
         await self.apiserver.start()
         self.timings["apiserver"] = time.perf_counter() - t0
         if o.kubeconfig is not None:
@@ -170,7 +198,8 @@ class Cluster:
                 enabled_controllers=o.enabled_controllers,
                 scheduler_config=o.scheduler_config, nodes=preset, data_dir=self.data_dir,
                 runtime=o.runtime, image_map=o.image_map,
-                runtime_unconfined=o.runtime_unconfined)
+                runtime_unconfined=o.runtime_unconfined,
+                network=(network.netns, o.network_ranges) if network is not None else None)
             await self.control_plane.wait_ready()
             self.timings["control-plane"] = self.timings["nodes"] = time.perf_counter() - t0
             if preset is not None:
@@ -180,11 +209,14 @@ class Cluster:
         self.timings["control-plane"] = time.perf_counter() - t0
         if preset is not None:
             from draemu.cmd.nodes import start_nodes
+            from draemu.podnetwork import NodeNetworks
 
             self.nodes = await start_nodes(
                 preset, data_dir=self.data_dir, server=self.apiserver, runtime=o.runtime,
                 feature_gates=o.feature_gates, image_map=o.image_map,
-                runtime_unconfined=o.runtime_unconfined)
+                runtime_unconfined=o.runtime_unconfined,
+                network=NodeNetworks(network.netns, o.network_ranges)
+                if network is not None else None)
         self.timings["nodes"] = time.perf_counter() - t0
 
     async def _start_control_plane_here(self) -> None:
@@ -201,7 +233,9 @@ class Cluster:
                     f"draemu-controller-manager/{account}",
                     service_account_user("kube-system", account),
                     service_account_groups("kube-system")),
-                service_account_key_file=self.data_dir / "pki" / "sa.key")
+                service_account_key_file=self.data_dir / "pki" / "sa.key",
+                cluster_cidr=o.network_ranges.cluster_cidr if self.network else None,
+                node_cidr_mask_size=o.network_ranges.node_mask)
             await self.controllers.start()
             # In one process, the apiserver's /metrics also shows the controllers'.
             manager = self.controllers
@@ -228,6 +262,9 @@ class Cluster:
         self._clients.clear()
         if self.apiserver is not None:
             await self.apiserver.stop()
+        if self.network is not None:
+            await self.network.close()
+            self.network = None
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None

@@ -70,6 +70,9 @@ class _Nodes:
     tokens: dict[str, str]  # node name -> its token (system:node:NAME)
     admin_token: str
     tls: bool  # the parent wrote <root>/pki/kubelet.{crt,key}, client-ca.crt
+    # The pod network: the cluster namespace's path and NetworkRanges as a dict.
+    cluster_netns: str | None = None
+    ranges: dict[str, Any] | None = None
 
 
 @dataclass
@@ -91,6 +94,9 @@ class _Config:
     service_account_key_file: str | None = None
     enabled_controllers: list[str] | None = None  # None: all of them
     nodes: dict[str, Any] | None = None  # _Nodes as a dict
+    # node-ipam's --cluster-cidr (None: no allocation) and --node-cidr-mask-size.
+    cluster_cidr: str | None = None
+    node_cidr_mask_size: int = 24
 
 
 # What both processes use, imported before `ControlPlaneProcess.fork`: its pages are then
@@ -219,8 +225,10 @@ class ControlPlaneProcess:
                         enabled_controllers: list[str] | None = None,
                         scheduler_config: str | None = None, nodes: Any = None,
                         data_dir: Path | None = None, runtime: str = "fake",
-                        image_map: Any = None, runtime_unconfined: bool = False) -> None:
-        """Hand the child its configuration and credentials (`nodes`: a Preset to run)."""
+                        image_map: Any = None, runtime_unconfined: bool = False,
+                        network: tuple[str, Any] | None = None) -> None:
+        """Hand the child its configuration and credentials (`nodes`: a Preset to run;
+        `network`: the pod network's cluster namespace and its NetworkRanges)."""
         from draemu.identity import (
             KUBE_CONTROLLER_MANAGER,
             KUBE_SCHEDULER,
@@ -259,8 +267,10 @@ class ControlPlaneProcess:
             scheduler_config=scheduler_config, account_tokens=accounts,
             service_account_key_file=str(key_file) if key_file.exists() else None,
             nodes=asdict(_node_config(server, nodes, Path(data_dir or server.data_dir),
-                                      runtime, image_map, runtime_unconfined))
-            if nodes is not None else None)
+                                      runtime, image_map, runtime_unconfined, network))
+            if nodes is not None else None,
+            cluster_cidr=network[1].cluster_cidr if network is not None else None,
+            node_cidr_mask_size=network[1].node_mask if network is not None else 24)
         self._ready = asyncio.get_running_loop().create_future()
         self._reader = asyncio.create_task(self._read())
         self.process.stdin.write(json.dumps(config.__dict__).encode() + b"\n")
@@ -329,10 +339,12 @@ class ControlPlaneProcess:
 
 
 def _node_config(server: Any, preset: Any, data_dir: Path, runtime: str,
-                 image_map: Any, runtime_unconfined: bool) -> _Nodes:
+                 image_map: Any, runtime_unconfined: bool,
+                 network: tuple[str, Any] | None = None) -> _Nodes:
     """The nodes' credentials: a kubeconfig each in its root (as in one process, for the
     tools that read it there), a loopback token, and a serving certificate for its
-    kubelet API signed by the cluster CA."""
+    kubelet API signed by the cluster CA (for its address on the pod network, or its
+    loopback address)."""
     from draemu.cmd.nodecredentials import loopback_address, node_kubeconfig
 
     tls = server.pki is not None
@@ -344,7 +356,8 @@ def _node_config(server: Any, preset: Any, data_dir: Path, runtime: str,
         if tls:
             from draemu.kubelet.servingcert import issue_serving_tls
 
-            address = loopback_address(index)
+            address = network[1].node_ip(index) if network is not None else \
+                loopback_address(index)
             issue_serving_tls(data_dir / "nodes" / spec.name / "pki", spec.name,
                               [address, spec.name, "localhost"], server.pki.ca.cert_pem,
                               server.pki.ca)
@@ -352,7 +365,9 @@ def _node_config(server: Any, preset: Any, data_dir: Path, runtime: str,
                   image_map={k: str(v) for k, v in (image_map.entries.items()
                                                     if image_map else ())},
                   runtime_unconfined=runtime_unconfined, tokens=tokens,
-                  admin_token=server.loopback_token(), tls=tls)
+                  admin_token=server.loopback_token(), tls=tls,
+                  cluster_netns=network[0] if network is not None else None,
+                  ranges=asdict(network[1]) if network is not None else None)
 
 
 # The child ------------------------------------------------------------------------------
@@ -403,7 +418,8 @@ class _Child:
             self.client(c.controllers_token, "draemu-controller-manager"), gates,
             enabled=c.enabled_controllers, settings=c.controller_settings, client_for=client_for,
             service_account_key_file=Path(c.service_account_key_file)
-            if c.service_account_key_file else None, informers=self.informers)
+            if c.service_account_key_file else None, informers=self.informers,
+            cluster_cidr=c.cluster_cidr, node_cidr_mask_size=c.node_cidr_mask_size)
         await self.manager.start()
         self.parts.append(self.manager)
 
@@ -452,9 +468,14 @@ class _Child:
                                 "http://localhost", token=n.admin_token, user_agent="draemu",
                                 unix_socket=c.socket),
                             serving_tls=serving_tls)
+        network = None
+        if n.cluster_netns is not None and n.ranges is not None:
+            from draemu.podnetwork import NetworkRanges, NodeNetworks
+
+            network = NodeNetworks(n.cluster_netns, NetworkRanges(**n.ranges))
         handle = await start_nodes(_preset(n.preset), data_dir=data_dir, runtime=n.runtime,
                                    feature_gates=gates, image_map=image_map, access=access,
-                                   runtime_unconfined=n.runtime_unconfined)
+                                   runtime_unconfined=n.runtime_unconfined, network=network)
         self.parts.append(handle)
 
     def metrics(self) -> dict[str, list[Any]]:

@@ -31,7 +31,9 @@ from draemu.features import FeatureGates
 from draemu.kubelet.kubelet import Kubelet, KubeletOptions
 from draemu.kubelet.node import UNREACHABLE
 from draemu.kubelet.runtime import ImageMap
+from draemu.kubelet.runtime.userns import IdRanges
 from draemu.log import get_logger
+from draemu.podnetwork import NodeNetwork, NodeNetworks
 
 if TYPE_CHECKING:
     from draemu.apiserver.server.lifecycle import APIServer
@@ -53,6 +55,7 @@ class Node:
     drivers: list[KubeletPlugin] = field(default_factory=list)
     server: APIServer | None = None
     stopped: bool = False
+    network: NodeNetworks | None = None  # the pod network it is attached to
 
     async def stop(self) -> None:
         """Stop the drivers, then the kubelet; safe to call twice."""
@@ -62,6 +65,10 @@ class Node:
         for plugin in self.drivers:
             await plugin.stop()
         await self.kubelet.stop()
+        if self.network is not None:
+            await self.network.detach(self.name)
+            if _node_ranges is not None:
+                _node_ranges.release(f"node/{self.name}")
         if self.server is not None:
             self.server.unregister_log_provider(self.name)
         await self.client.close()
@@ -121,12 +128,16 @@ async def start_node(spec: NodeSpec, *, kubeconfig: Path, data_dir: Path,
                      crash_loop_backoff: float | None = None, index: int | None = None,
                      image_map: ImageMap | None = None,
                      access: NodeAccess | None = None,
-                     runtime_unconfined: bool = False) -> Node:
+                     runtime_unconfined: bool = False,
+                     network: NodeNetworks | None = None) -> Node:
     """Start one node's kubelet and built-in drivers. `index` (the node's place in its
     preset) gives it kind-like addresses: InternalIP 172.18.0.<index+2>, pod CIDR
     10.244.<index>.0/24; without it they are derived from the name. With `access` the
     kubelet serves its API on a loopback address of its own (that is then its
-    InternalIP), for an apiserver in another process."""
+    InternalIP), for an apiserver in another process. With `network` (the process
+    runtime's pod network) the node is a network namespace at its index's address on the
+    node network, its kubelet API listens there on port 10250, and node-ipam gives its
+    podCIDR."""
     if server is not None:
         # In the apiserver's process: its loopback socket, as the node (no TLS on either end).
         client = server.loopback_client("draemu", f"system:node:{spec.name}", ["system:nodes"])
@@ -154,13 +165,24 @@ async def start_node(spec: NodeSpec, *, kubeconfig: Path, data_dir: Path,
     if access is not None:
         options.address = (access.kubelet_address or loopback_address)(index or 0)
         options.port = 0
+    if network is not None:
+        options.network = await _attach(network, spec.name, index or 0, runtime_unconfined)
+        options.internal_ip = options.address = options.network.ip
+        options.port = KUBELET_PORT if access is not None else None
+    if access is not None:
         options.tls = access.serving_tls(spec.name, options.address)
     if slice_wipe_delay is not None:
         options.slice_wipe_delay = slice_wipe_delay
     if crash_loop_backoff is not None:
         options.crash_loop_backoff = crash_loop_backoff
-    kubelet = Kubelet(client, options)
-    node = Node(spec.name, kubelet, client, kubeconfig, server=server)
+    try:
+        kubelet = Kubelet(client, options)
+    except BaseException:
+        if network is not None and options.network is not None:
+            await network.detach(spec.name)
+        raise
+    node = Node(spec.name, kubelet, client, kubeconfig, server=server,
+                network=network if options.network is not None else None)
     try:
         await kubelet.start()
         if server is not None:
@@ -202,6 +224,24 @@ async def _label_as_admin(server: APIServer | None, access: NodeAccess | None, n
         pause = min(pause * 2, 5.0)
 
 
+KUBELET_PORT = 10250
+_node_ranges: IdRanges | None = None
+
+
+async def _attach(network: NodeNetworks, name: str, index: int, unconfined: bool
+                  ) -> NodeNetwork:
+    """The node's namespace on the pod network, with a user namespace of its own (an ID
+    range like a pod's) unless pods run unconfined."""
+    global _node_ranges
+    id_range = None
+    if not unconfined:
+        if _node_ranges is None:
+            _node_ranges = IdRanges()
+        held = _node_ranges.for_pod(f"node/{name}")
+        id_range = (held.base, held.size)
+    return await network.attach(name, index, id_range)
+
+
 async def start_nodes(preset: str | Path | Preset, *, data_dir: Path,
                       server: APIServer | None = None,
                       kubeconfig: str | Path | None = None, runtime: str = "fake",
@@ -209,7 +249,8 @@ async def start_nodes(preset: str | Path | Preset, *, data_dir: Path,
                       wait: bool = True, image_map: ImageMap | None = None,
                       access: NodeAccess | None = None,
                       runtime_unconfined: bool = False, first_index: int = 0,
-                      concurrency: int | None = None) -> NodesHandle:
+                      concurrency: int | None = None,
+                      network: NodeNetworks | None = None) -> NodesHandle:
     """Start every node of a preset (concurrently) and create its DeviceClasses.
 
     `server`: the in-process `APIServer` (node credentials, log providers); `access`:
@@ -219,7 +260,8 @@ async def start_nodes(preset: str | Path | Preset, *, data_dir: Path,
     first node's place among all of the cluster's nodes, which gives its addresses and
     pod CIDR (processes that each run a part of the nodes: `draemu nodes --first`).
     `concurrency`: nodes starting at once (None: all), for an apiserver reached over TCP
-    and TLS, which a thousand handshakes at once would time out.
+    and TLS, which a thousand handshakes at once would time out. `network`: the pod
+    network the nodes join (process runtime).
     """
     started = time.perf_counter()
     chosen = preset if isinstance(preset, Preset) else load_preset(preset, nodes)
@@ -249,7 +291,7 @@ async def start_nodes(preset: str | Path | Preset, *, data_dir: Path,
         return await start_node(spec, kubeconfig=path, data_dir=data_dir, runtime=runtime,
                                 feature_gates=feature_gates, server=server, index=index,
                                 image_map=image_map, access=access,
-                                runtime_unconfined=runtime_unconfined)
+                                runtime_unconfined=runtime_unconfined, network=network)
 
     results = await asyncio.gather(*(one(first_index + i, s)
                                      for i, s in enumerate(chosen.nodes)),

@@ -8,18 +8,20 @@ from draemu.kubelet.runtime.base import ContainerConfig, Runtime, RuntimeError_
 from draemu.kubelet.runtime.fake import FakeRuntime
 from draemu.kubelet.runtime.imagemap import ImageMap, ImageMapError
 from draemu.kubelet.runtime.process import NamespacesUnavailable, ProcessRuntime
+from draemu.podnetwork import NodeNetwork
 
 RUNTIMES: dict[str, type[Any]] = {"fake": FakeRuntime, "process": ProcessRuntime}
 
 
 def make_runtime(name: str, image_map: ImageMap | None = None,
                  api_server: tuple[str, int] | None = None, unconfined: bool = False,
-                 node_folder: Path | None = None) -> Runtime:
+                 node_folder: Path | None = None, network: NodeNetwork | None = None
+                 ) -> Runtime:
     if name == "fake":
         return FakeRuntime()
     if name == "process":
         return ProcessRuntime(image_map, api_server, unconfined=unconfined,
-                              node_folder=node_folder)
+                              node_folder=node_folder, network=network)
     raise ValueError(f"unknown runtime {name!r} (known: {', '.join(RUNTIMES)})")
 
 

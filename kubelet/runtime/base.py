@@ -16,6 +16,15 @@ class RuntimeError_(Exception):
     """Creating or starting a container failed (reported as CreateContainerError)."""
 
 
+class NetworkNotReady(RuntimeError_):
+    """The runtime's pod network cannot take pods yet (the node has no podCIDR)."""
+
+    def __init__(self) -> None:
+        super().__init__("network is not ready: container runtime network not ready: "
+                         "NetworkReady=false reason:NetworkPluginNotReady message:Network "
+                         "plugin returns error: cni plugin not initialized")
+
+
 @dataclass
 class ContainerSecurity:
     """The container's securityContext as the kubelet resolves it (pod and container
@@ -91,6 +100,11 @@ class Runtime(Protocol):
     async def start(self, config: ContainerConfig, init: bool = False) -> Container: ...
 
     async def kill(self, container: Container, grace_seconds: float) -> None: ...
+
+    async def run_pod_sandbox(self, pod_uid: str, host_network: bool) -> str | None:
+        """Make the pod's sandbox before its containers: its IP on the runtime's pod
+        network, or None when the runtime has none (the kubelet then picks one)."""
+        ...
 
     async def remove_pod(self, pod_uid: str) -> None:
         """The pod is gone: release what the runtime kept for it (its sandbox)."""

@@ -85,6 +85,9 @@ class FakeRuntime:
         # The demos' containers trap TERM and exit 0.
         container.finish(0, "Completed")
 
+    async def run_pod_sandbox(self, pod_uid: str, host_network: bool) -> str | None:
+        return None
+
     async def remove_pod(self, pod_uid: str) -> None:
         return None
 

@@ -6,11 +6,12 @@ shares nothing with the kubelet but the spec.
 Modes (`spec["mode"]`):
 
 - `run`: the launcher joins the pod's network namespace (`netns`, a /proc/<pid>/ns/net
-  path; absent with hostNetwork), makes the pod's user namespace (`userns`: root inside
-  is `base` outside, `size` ids mapped; absent when unconfined) and new mount, PID, IPC
-  and UTS namespaces (`namespaces.pid`/`ipc` false: hostPID/hostIPC), assembles the
-  container's root (confine/rootfs.py) and forks the container's init: it mounts /proc,
-  pivots into the root, enters the user namespace as its root, forks the command's
+  path; with hostNetwork its node's, or absent), makes the pod's user namespace
+  (`userns`: root inside is `base` outside, `size` ids mapped; `path`: an existing one,
+  the node's for a hostNetwork pod on the pod network; absent when unconfined) and new
+  mount, PID, IPC and UTS namespaces (`namespaces.pid`/`ipc` false: hostPID/hostIPC),
+  assembles the container's root (confine/rootfs.py) and forks the container's init: it
+  mounts /proc, pivots into the root, enters the user namespace as its root, forks the command's
   process (which takes the container's user, groups and capabilities, confine/
   identity.py, and execs the command) and stays as PID 1, passing signals on and reaping
   orphans; it ends with the command's exit code, and the whole PID namespace with it.
@@ -82,7 +83,10 @@ def join(path: str, flag: int) -> None:
 
 def make_userns(userns: dict) -> int:
     """A user namespace whose root is `base` on this machine (`size` ids mapped), held
-    by the descriptor returned (a child makes it and leaves; we write its maps)."""
+    by the descriptor returned (a child makes it and leaves; we write its maps); or, with
+    `path`, that existing one (a hostNetwork pod's: its node's)."""
+    if userns.get("path"):
+        return os.open(userns["path"], os.O_RDONLY | os.O_CLOEXEC)
     ready_r, ready_w = os.pipe()
     done_r, done_w = os.pipe()
     pid = os.fork()

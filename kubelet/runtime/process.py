@@ -11,7 +11,11 @@ runtime confines them, without images.
   UTS namespaces, pivoted into its own root with the pod's volumes and nothing else of
   this machine, with the user, groups and capabilities of its securityContext
   (kubelet/security.py, kubelet/runtime/launch.py). Each pod not on the host network has
-  its own network namespace (kubelet/runtime/netns.py) with the apiserver forwarded in.
+  its own network namespace (kubelet/runtime/netns.py): on the pod network (a node's
+  `NodeNetwork`, draemu/podnetwork.py) attached to its node with an address of the
+  node's podCIDR, else with the apiserver forwarded in. On the pod network hostNetwork
+  pods share their node's namespace and its user namespace (root of the node, not of
+  this machine: a privileged one, kube-proxy, may change the node's network).
   Namespaces need root; where the machine cannot make user namespaces (or ID-mapped
   mounts on the node's file system) the runtime refuses to start unless told to run
   pods unconfined (`--runtime-unconfined`: without a user namespace, as this machine's
@@ -38,6 +42,7 @@ from draemu.kubelet.runtime.base import (
     ContainerConfig,
     ContainerSecurity,
     CRILogWriter,
+    NetworkNotReady,
     RuntimeError_,
 )
 from draemu.kubelet.runtime.fake import FakeRuntime
@@ -45,6 +50,7 @@ from draemu.kubelet.runtime.imagemap import ImageMap, ImageMapError
 from draemu.kubelet.runtime.netns import Sandbox, launcher_argv
 from draemu.kubelet.runtime.userns import IdRanges, NoFreeRange
 from draemu.log import get_logger
+from draemu.podnetwork import NodeNetwork
 
 log = get_logger("kubelet.runtime")
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -123,12 +129,14 @@ class ProcessRuntime:
 
     def __init__(self, image_map: ImageMap | None = None,
                  api_server: tuple[str, int] | None = None, check: bool = True,
-                 unconfined: bool = False, node_folder: Path | None = None) -> None:
+                 unconfined: bool = False, node_folder: Path | None = None,
+                 network: NodeNetwork | None = None) -> None:
         if check:
             preflight(node_folder, unconfined)
         self.image_map = image_map or ImageMap()
         self.api_server = api_server
         self.unconfined = unconfined
+        self.network = network
         self._ranges = IdRanges()
         self._fake = FakeRuntime()
         self._procs: dict[str, asyncio.subprocess.Process] = {}
@@ -144,7 +152,7 @@ class ProcessRuntime:
         async with lock:
             box = self._sandboxes.get(pod_uid)
             if box is None or box.proc is None or box.proc.returncode is not None:
-                box = Sandbox(pod_uid)
+                box = Sandbox(pod_uid, self.network)
                 try:
                     await box.start(self.api_server)
                 except OSError as err:
@@ -152,6 +160,22 @@ class ProcessRuntime:
                     raise RuntimeError_(str(err)) from err
                 self._sandboxes[pod_uid] = box
             return box
+
+    async def run_pod_sandbox(self, pod_uid: str, host_network: bool) -> str | None:
+        """The pod's sandbox, made before its containers (CRI's RunPodSandbox): its IP
+        on the pod network; None without one (the kubelet then picks one)."""
+        if self.network is None:
+            return None
+        if host_network:
+            return self.network.ip
+        if not self.network.ready:
+            raise NetworkNotReady()
+        return (await self.sandbox(pod_uid)).ip
+
+    @property
+    def host_netns(self) -> str | None:
+        """Where hostNetwork pods run: their node's namespace (None: this machine's)."""
+        return self.network.netns if self.network is not None else None
 
     def netns(self, pod_uid: str) -> str | None:
         box = self._sandboxes.get(pod_uid)
@@ -201,7 +225,7 @@ class ProcessRuntime:
                 f"{config.name} does not execute and behaves as on the fake runtime")
             return container
         argv, path_dirs, image_folder, executable = plan
-        netns = None
+        netns = self.host_netns
         if not config.host_network:
             box = await self.sandbox(config.pod_uid)
             netns = box.netns
@@ -219,14 +243,14 @@ class ProcessRuntime:
                **service_env(self.api_server), **config.env}
         security = config.security
         try:
-            userns = None if self.unconfined else self._ranges.for_pod(config.pod_uid)
+            userns = None if self.unconfined else self._userns(config)
         except NoFreeRange as err:
             raise RuntimeError_(str(err)) from err
         user, cwd = user_spec(security), config.working_dir or "/"
         user["groups"] = list(dict.fromkeys([*user["groups"], *config.edits.additional_gids]))
         spec: dict[str, Any] = {
             "mode": "run", "argv": argv, "env": env, "netns": netns,
-            "userns": userns.spec() if userns is not None else None,
+            "userns": userns,
             "namespaces": {"pid": not security.host_pid, "ipc": not security.host_ipc},
             "hostname": config.hostname,
             "root": podroot.root_spec(image_folder, security.read_only_root,
@@ -240,6 +264,15 @@ class ProcessRuntime:
         self._exec_specs[container.id] = {"pid": container.pid, "user": user, "cwd": cwd}
         asyncio.create_task(self._collect(proc, container, config))
         return container
+
+    def _userns(self, config: ContainerConfig) -> dict[str, Any]:
+        """The user namespace the container runs in: its pod's own, or on the pod network
+        for a hostNetwork pod its node's."""
+        network = self.network
+        if config.host_network and network is not None and network.id_range is not None:
+            base, size = network.id_range
+            return {"path": network.userns, "base": base, "size": size}
+        return self._ranges.for_pod(config.pod_uid).spec()
 
     async def _launch(self, spec: dict[str, Any], name: str
                       ) -> tuple[asyncio.subprocess.Process, int | None]:

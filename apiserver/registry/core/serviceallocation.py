@@ -33,11 +33,14 @@ _RESERVATION_SECONDS = 5.0
 
 
 class Reservations:
-    """Addresses and ports one server handed out recently (time of hand-out)."""
+    """Addresses and ports one server handed out recently (time of hand-out), and the
+    server's service CIDR (--service-cluster-ip-range)."""
 
-    def __init__(self) -> None:
+    def __init__(self, cidr: ipaddress.IPv4Network | ipaddress.IPv6Network = SERVICE_CIDR
+                 ) -> None:
         self.ips: dict[str, float] = {}
         self.ports: dict[int, float] = {}
+        self.cidr = cidr
 
 
 def reservations(state: dict[str, Any]) -> Reservations:
@@ -53,9 +56,10 @@ def first_address(cidr: ipaddress.IPv4Network | ipaddress.IPv6Network = SERVICE_
     return str(cidr.network_address + 1)
 
 
-def not_in_range(ip: str) -> str:
+def not_in_range(ip: str, cidr: ipaddress.IPv4Network | ipaddress.IPv6Network = SERVICE_CIDR
+                 ) -> str:
     return (f"the provided IP ({ip}) is not in the valid range. The range of valid IPs is "
-            f"{SERVICE_CIDR}")
+            f"{cidr}")
 
 
 def port_not_in_range() -> str:
@@ -110,21 +114,22 @@ def used_node_ports(services: Iterable[Obj]) -> set[int]:
     return out
 
 
-def in_range(ip: str) -> bool:
+def in_range(ip: str, cidr: ipaddress.IPv4Network | ipaddress.IPv6Network = SERVICE_CIDR
+             ) -> bool:
     try:
         address = ipaddress.ip_address(ip)
     except ValueError:
         return False
-    return (address.version == SERVICE_CIDR.version and address in SERVICE_CIDR
-            and address not in (SERVICE_CIDR.network_address, SERVICE_CIDR.broadcast_address))
+    return (address.version == cidr.version and address in cidr
+            and address not in (cidr.network_address, cidr.broadcast_address))
 
 
 def claim_ip(ip: str, services: Iterable[Obj], held: Reservations,
              taken: set[str] | frozenset[str] = frozenset()) -> str:
     """Take a requested address: "" when done, else upstream's reason why not. `taken`:
     addresses IPAddress objects hold (`held_by_addresses`)."""
-    if not in_range(ip):
-        return not_in_range(ip)
+    if not in_range(ip, held.cidr):
+        return not_in_range(ip, held.cidr)
     if ip in used_ips(services) or ip in _fresh(held.ips) or ip in taken:
         return IP_ALLOCATED
     return ""
@@ -139,19 +144,20 @@ def next_ip(services: Iterable[Obj], held: Reservations,
             also_taken: set[str] | frozenset[str] = frozenset()) -> str | None:
     """A random free address from the dynamic band (then anywhere); None when full."""
     taken = used_ips(services) | _fresh(held.ips) | also_taken
-    size = SERVICE_CIDR.num_addresses - 2  # without network and broadcast addresses
+    cidr = held.cidr
+    size = cidr.num_addresses - 2  # without network and broadcast addresses
     start = _dynamic_offset(size)
     for low, high in ((start, size), (0, start)):
         if high <= low:
             continue
         # Random probes first (the range is large), then a scan when nearly full.
         for _ in range(64):
-            candidate = str(SERVICE_CIDR.network_address + 1 + random.randrange(low, high))
+            candidate = str(cidr.network_address + 1 + random.randrange(low, high))
             if candidate not in taken:
                 held.ips[candidate] = time.monotonic()
                 return candidate
         for offset in range(low, high):
-            candidate = str(SERVICE_CIDR.network_address + 1 + offset)
+            candidate = str(cidr.network_address + 1 + offset)
             if candidate not in taken:
                 held.ips[candidate] = time.monotonic()
                 return candidate

@@ -29,6 +29,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "empty")
     parser.add_argument("--feature-gates", default="", metavar="A=true,B=false",
                         help="feature gates, as kube-controller-manager takes them")
+    parser.add_argument("--allocate-node-cidrs", action="store_true",
+                        help="node-ipam gives each Node a podCIDR from --cluster-cidr")
+    parser.add_argument("--cluster-cidr", metavar="CIDR",
+                        help="the range pod addresses come from (with --allocate-node-cidrs)")
+    parser.add_argument("--node-cidr-mask-size", type=int, default=24, metavar="N",
+                        help="the size of each Node's podCIDR block (default: 24)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,8 +53,13 @@ def run(args: argparse.Namespace) -> int:
                                         user_agent="draemu-controller-manager")
         enabled = select(args.controllers)
         key = args.service_account_private_key_file
+        if args.allocate_node_cidrs and not args.cluster_cidr:
+            raise ValueError("--allocate-node-cidrs needs --cluster-cidr")
         manager = ControllerManager(client, gates, enabled=enabled,
-                                    service_account_key_file=Path(key) if key else None)
+                                    service_account_key_file=Path(key) if key else None,
+                                    cluster_cidr=args.cluster_cidr
+                                    if args.allocate_node_cidrs else None,
+                                    node_cidr_mask_size=args.node_cidr_mask_size)
     except (FeatureGateError, ConfigError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -60,6 +60,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from draemu.cmd.commands._common import add_runtime_arguments
 
     add_runtime_arguments(parser)
+    parser.add_argument("--pod-cidr", default="10.244.0.0/16", metavar="CIDR",
+                        help="process runtime: the pod network's range, which node-ipam "
+                        "splits into a /24 per node, as kube-controller-manager's "
+                        "--cluster-cidr (default: 10.244.0.0/16, kind's)")
+    parser.add_argument("--service-cidr", default="10.96.0.0/12", metavar="CIDR",
+                        help="the range ClusterIPs come from, as kube-apiserver's "
+                        "--service-cluster-ip-range (default: 10.96.0.0/12, kubeadm's; "
+                        "kube-dns gets its 10th address)")
     parser.add_argument("--insecure-http", action="store_true",
                         help="serve plain HTTP without authentication (loopback only)")
     parser.add_argument("--token-auth-file", metavar="FILE",
@@ -242,9 +250,14 @@ def cluster_options(args: argparse.Namespace) -> ClusterOptions:
     from draemu.cmd import datadir
     from draemu.cmd.cluster import ClusterOptions, default_data_dir
     from draemu.cmd.commands._common import store_url
+    from draemu.podnetwork import NetworkRanges
     from draemu.store import StoreError
 
     gates, image_map, scheduler_config, enabled_controllers = _check_usage(args)
+    try:
+        ranges = NetworkRanges(cluster_cidr=args.pod_cidr, service_cidr=args.service_cidr)
+    except ValueError as e:
+        raise UsageError(f"--pod-cidr/--service-cidr: {e}") from None
     try:
         store = store_url(args)
     except (ValueError, StoreError) as e:
@@ -267,7 +280,7 @@ def cluster_options(args: argparse.Namespace) -> ClusterOptions:
         legacy_v1alpha3=args.legacy_v1alpha3,
         scheduler=not args.no_scheduler, controllers=not args.no_controllers,
         image_map=image_map, runtime_unconfined=args.runtime_unconfined,
-        control_plane_process=not args.one_process,
+        control_plane_process=not args.one_process, network_ranges=ranges,
         scheduler_config=scheduler_config, enabled_controllers=enabled_controllers)
 
 
