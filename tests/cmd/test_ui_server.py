@@ -55,6 +55,7 @@ async def ui(tmp_path: Path):
                     kubeconfig=str(server.kubeconfig_path))
     client = TestClient(TestServer(view.app))
     client.admin = admin  # type: ignore[attr-defined]  # for tests that write
+    client.view = view  # type: ignore[attr-defined]  # for tests that set it up
     await client.start_server()
     try:
         yield client
@@ -299,3 +300,14 @@ def test_claim_transitions_become_timeline_steps():
     assert [s["step"] for s in transitions(allocated, released, "T3")] == [
         "released", "deallocated"]
     assert [s["step"] for s in transitions(released, None, "T4")] == ["released"]
+
+
+async def test_explanations_replay_the_schedulers_configuration(ui):
+    await _create_waiting_pod(ui)
+    ui.view.scheduler_config = (
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n- plugins: {multiPoint: {disabled: [{name: DynamicResources}]}}\n")
+    decision = (await (await ui.get("/api/why?namespace=default&name=waiting",
+                                    headers={"Authorization": "Bearer secret-token"})
+                       ).json())["decision"]
+    assert [(n["name"], n["feasible"]) for n in decision["nodes"]] == [("n1", True)]

@@ -21,6 +21,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--feature-gates", default="", metavar="NAME=BOOL,...",
                         help="feature gates the cluster's scheduler runs with (for the "
                         "explanations and the what-if panel)")
+    parser.add_argument("--scheduler-config", metavar="FILE",
+                        help="the KubeSchedulerConfiguration the cluster's scheduler runs "
+                        "with, which the explanations replay (default: upstream's default "
+                        "profile)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,7 +37,18 @@ def run(args: argparse.Namespace) -> int:
     from draemu.cmd.ui.model import LiveModel
     from draemu.cmd.ui.server import UIServer
     from draemu.features import FeatureGateError, FeatureGates
+    from draemu.scheduler.config import ConfigError as SchedulerConfigError
+    from draemu.scheduler.config import load
 
+    scheduler_config = None
+    try:
+        if args.scheduler_config:
+            with open(args.scheduler_config, encoding="utf-8") as f:
+                scheduler_config = f.read()
+            load(scheduler_config)
+    except (OSError, SchedulerConfigError) as e:
+        print(f"error: --scheduler-config: {e}", file=sys.stderr)
+        return 2
     try:
         gates = FeatureGates.parse(args.feature_gates)
         client = Client.from_kubeconfig(args.kubeconfig, args.context, user_agent="draemu-ui")
@@ -45,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     async def main() -> int:
         model = LiveModel(client, gates)
         server = UIServer(client, model, demo=args.demo, kubeconfig=str(kubeconfig),
-                          context=args.context)
+                          context=args.context, scheduler_config=scheduler_config)
         try:
             try:
                 await model.start()

@@ -294,7 +294,8 @@ async def _serve(args: argparse.Namespace, options: ClusterOptions) -> int:
     from draemu.store import StoreError
 
     cluster = Cluster(options)
-    ui = WebView(options.feature_gates, demo=args.preset == "seed") if not args.no_ui else None
+    ui = WebView(options.feature_gates, demo=args.preset == "seed",
+                 scheduler_config=options.scheduler_config) if not args.no_ui else None
     if options.data_dir is not None:
         readiness.remove(options.data_dir)  # a killed draemu's, if any
     try:
@@ -380,9 +381,11 @@ def _ready(args: argparse.Namespace, cluster: Cluster, ui: WebView | None) -> No
 class WebView:
     """The web view served beside the cluster, as an API client of it."""
 
-    def __init__(self, gates: FeatureGates, *, demo: bool) -> None:
+    def __init__(self, gates: FeatureGates, *, demo: bool,
+                 scheduler_config: str | None = None) -> None:
         self.gates = gates
         self.demo = demo
+        self.scheduler_config = scheduler_config  # what the explanations replay
         self.url = ""
         self._parts: tuple[Client, LiveModel, UIServer] | None = None
 
@@ -393,7 +396,8 @@ class WebView:
 
         client = Client.from_kubeconfig(kubeconfig, user_agent="draemu-ui")
         model = LiveModel(client, self.gates)
-        server = UIServer(client, model, demo=self.demo, kubeconfig=str(kubeconfig))
+        server = UIServer(client, model, demo=self.demo, kubeconfig=str(kubeconfig),
+                          scheduler_config=self.scheduler_config)
         self._parts = (client, model, server)
         await model.start()
         self.url = await server.start(address, port)

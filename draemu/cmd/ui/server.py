@@ -58,14 +58,17 @@ def _static(name: str) -> str:
 
 class UIServer:
     def __init__(self, client: Client, model: LiveModel, *, kubeconfig: str | None = None,
-                 context: str | None = None, demo: bool = False,
-                 token: str | None = None) -> None:
+                 context: str | None = None, demo: bool = False, token: str | None = None,
+                 scheduler_config: str | None = None) -> None:
         """`kubeconfig`, `context`: how the worker reaches the cluster to explain a pod's
-        decision (as `draemu why` would; None: explanations are not offered)."""
+        decision (as `draemu why` would; None: explanations are not offered);
+        `scheduler_config`: the text of the scheduler's KubeSchedulerConfiguration, which
+        the explanations replay (None: upstream's default profile)."""
         self.client = client
         self.model = model
         self.kubeconfig = kubeconfig
         self.context = context
+        self.scheduler_config = scheduler_config
         self.token = token or secrets.token_urlsafe(18)
         # Derived from the token: the page carries it, a foreign page cannot read it.
         self.csrf = hmac.new(self.token.encode(), b"draemu-ui csrf", "sha256").hexdigest()
@@ -219,7 +222,7 @@ class UIServer:
             return {"error": f'pods "{name}" not found in namespace "{namespace}"',
                     "code": 404}
         return await self.worker.explain(self.kubeconfig, self.context, namespace, name,
-                                         self.model.gates_spec())
+                                         self.model.gates_spec(), self.scheduler_config)
 
     async def why(self, request: web.Request) -> web.Response:
         result = await self._explain(request.query.get("namespace", "default"),

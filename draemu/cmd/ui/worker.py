@@ -99,19 +99,22 @@ def _results(outcome: Any) -> list[Obj]:
 
 
 def explain(kubeconfig: str, context: str | None, namespace: str, name: str,
-            gates: dict[str, Any]) -> dict[str, Any]:
+            gates: dict[str, Any], scheduler_config: str | None = None) -> dict[str, Any]:
     """`draemu why` for one pod: the decision (replay.Decision.to_dict) and its text."""
     from draemu import aio
     from draemu.client import ApiError, Client
     from draemu.cmd.explain.why import decision
     from draemu.features import FeatureGates
+    from draemu.scheduler.config import load
+
+    config = load(scheduler_config) if scheduler_config else None
 
     async def main() -> dict[str, Any]:
         async with Client.from_kubeconfig(kubeconfig, context,
                                           user_agent="draemu-ui-explain") as client:
             try:
                 d = await decision(client, namespace, name,
-                                   FeatureGates(gates["overrides"], gates["version"]))
+                                   FeatureGates(gates["overrides"], gates["version"]), config)
             except ApiError as e:
                 return {"error": str(e), "code": e.code}
         return {"decision": d.to_dict(), "text": d.text()}
@@ -122,7 +125,7 @@ def explain(kubeconfig: str, context: str | None, namespace: str, name: str,
 def answer(request: dict[str, Any]) -> dict[str, Any]:
     if request.get("op") == "explain":
         return explain(request["kubeconfig"], request.get("context"), request["namespace"],
-                       request["name"], request["gates"])
+                       request["name"], request["gates"], request.get("schedulerConfig"))
     return what_if(request["manifest"], request["cluster"], request["gates"])
 
 
@@ -141,9 +144,11 @@ class Worker:
                                "gates": gates})
 
     async def explain(self, kubeconfig: str, context: str | None, namespace: str, name: str,
-                      gates: dict[str, Any]) -> dict[str, Any]:
+                      gates: dict[str, Any], scheduler_config: str | None = None
+                      ) -> dict[str, Any]:
         return await self.run({"op": "explain", "kubeconfig": kubeconfig, "context": context,
-                               "namespace": namespace, "name": name, "gates": gates})
+                               "namespace": namespace, "name": name, "gates": gates,
+                               "schedulerConfig": scheduler_config})
 
     async def run(self, request: dict[str, Any]) -> dict[str, Any]:
         line_out = json.dumps(request)
