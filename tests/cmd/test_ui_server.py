@@ -311,3 +311,11 @@ async def test_explanations_replay_the_schedulers_configuration(ui):
                                     headers={"Authorization": "Bearer secret-token"})
                        ).json())["decision"]
     assert [(n["name"], n["feasible"]) for n in decision["nodes"]] == [("n1", True)]
+
+
+async def test_an_update_is_made_once_per_version_for_every_open_page(ui):
+    first = ui.view.update()
+    assert ui.view.update() is first  # a second page gets the same bytes, not a new render
+    await _create_waiting_pod(ui)  # the cluster changes
+    assert ui.view.update() is not first
+    assert b"default/waiting" in ui.view.update()

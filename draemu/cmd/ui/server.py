@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import hmac
 import secrets
+import time
 from html import escape
 from importlib import resources
 from typing import Any
@@ -50,6 +51,7 @@ CSRF_HEADER = "X-CSRF-Token"
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 STATIC = {"app.js": "text/javascript", "app.css": "text/css"}
 COALESCE = 0.1  # seconds: changes closer than this reach the page as one update
+RENDER_SHARE = 10  # an update waits at least this many times what rendering it took
 
 
 def _static(name: str) -> str:
@@ -74,6 +76,8 @@ class UIServer:
         self.csrf = hmac.new(self.token.encode(), b"draemu-ui csrf", "sha256").hexdigest()
         self.demo = SeedSteps(client) if demo else None
         self.worker = Worker()
+        self._last_update: tuple[Any, bytes] | None = None  # (version, the update)
+        self.update_cost = 0.0  # seconds the last update took to make
         self.hosts: set[str] = set()  # Host headers naming this server, once it listens
         self.app = web.Application(middlewares=[self._same_site, self._auth])
         self.app.add_routes([
@@ -191,11 +195,19 @@ class UIServer:
     async def state(self, request: web.Request) -> web.Response:
         return _json(self._snapshot())
 
-    def _update(self) -> bytes:
-        """One change as the page applies it: each section's HTML and the links."""
+    def update(self) -> bytes:
+        """One change as the page applies it: each section's HTML and the links. Made
+        once per version of the cluster, whatever the number of pages open."""
+        key = (self.model.version, self.demo.current if self.demo else None)
+        if self._last_update is not None and self._last_update[0] == key:
+            return self._last_update[1]
+        started = time.monotonic()
         snap = self._snapshot()
-        return jsonfast.dumps({"version": snap["version"], "html": html.sections(snap),
+        body = jsonfast.dumps({"version": snap["version"], "html": html.sections(snap),
                                "links": html.links(snap), "demo": snap["demo"]})
+        self.update_cost = time.monotonic() - started
+        self._last_update = (key, body)
+        return body
 
     async def stream(self, request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
@@ -206,9 +218,11 @@ class UIServer:
             while True:
                 if self.model.version != seen:
                     seen = self.model.version
-                    await response.write(b"data: " + self._update() + b"\n\n")
+                    await response.write(b"data: " + self.update() + b"\n\n")
                 if await wait_for_change(self.model, seen, 15.0):
-                    await asyncio.sleep(COALESCE)
+                    # Changes closer than this reach the page as one update; on a big
+                    # cluster, rendering takes at most 1/RENDER_SHARE of this loop.
+                    await asyncio.sleep(max(COALESCE, self.update_cost * RENDER_SHARE))
                 else:
                     await response.write(b": keep-alive\n\n")
         except (ConnectionResetError, asyncio.CancelledError):
