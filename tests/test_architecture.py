@@ -311,3 +311,66 @@ def test_timestamps_are_formatted_in_one_place():
     copies = [str(path.relative_to(ROOT)) for path in product_files()
               if path != meta and "%Y-%m-%dT%H" in path.read_text()]
     assert copies == []
+
+
+MAX_FUNCTION_LINES = 80
+MAX_NESTING = 5
+
+
+def nesting(statements: list[ast.stmt], depth: int = 0) -> int:
+    """How deep compound statements (if, for, while, with, try, match) nest; an `elif`
+    is the same level as its `if`, a nested function starts again (checked on its own)."""
+    deepest = depth
+    for node in statements:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        inner: list[list[ast.stmt]] = []
+        if isinstance(node, ast.If):
+            inner.append(node.body)
+            orelse = node.orelse
+            while len(orelse) == 1 and isinstance(orelse[0], ast.If):  # elif
+                inner.append(orelse[0].body)
+                orelse = orelse[0].orelse
+            inner.append(orelse)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            inner += [node.body, node.orelse]
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            inner.append(node.body)
+        elif isinstance(node, (ast.Try, ast.TryStar)):
+            inner += [node.body, node.orelse, node.finalbody, *[h.body for h in node.handlers]]
+        elif isinstance(node, ast.Match):
+            inner += [case.body for case in node.cases]
+        for body in inner:
+            deepest = max(deepest, nesting(body, depth + 1))
+    return deepest
+
+
+def long_or_deep_functions(source: str, name: str) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            lines = (node.end_lineno or node.lineno) - node.lineno + 1
+            depth = nesting(node.body)
+            if lines > MAX_FUNCTION_LINES or depth > MAX_NESTING:
+                found.append(f"{name}:{node.lineno} {node.name}: {lines} lines, nesting {depth}")
+    return found
+
+
+def test_functions_are_short_and_shallow():
+    """Product code keeps functions under ~80 lines and compound statements nested at most
+    five deep (issue 29): a reader sees a function whole. Split a longer one by what its
+    parts do; tests, bench/ and examples/ are not held to it."""
+    found = []
+    for path in product_files():
+        found += long_or_deep_functions(path.read_text(), str(path.relative_to(ROOT)))
+    assert found == []
+
+
+def test_the_size_check_catches_a_long_and_a_deep_function():
+    long = "def f():\n" + "    x = 1\n" * 80
+    deep = "def g(a):\n" + "".join("    " * (i + 1) + f"if a{i}:\n" for i in range(6)) + \
+        "    " * 7 + "pass\n"
+    shallow = "def h(a):\n    if a:\n        pass\n    elif b:\n        pass\n    else:\n" \
+        "        pass\n"
+    assert [f.split(": ", 1)[1] for f in long_or_deep_functions(long + deep + shallow, "x")] \
+        == ["81 lines, nesting 0", "8 lines, nesting 6"]
