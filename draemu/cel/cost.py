@@ -141,15 +141,15 @@ def traversal_cost(value: Any) -> int:
 CallCost = Callable[[Sequence[Any]], int]
 
 
-def _strings_traversal(args: Sequence[Any]) -> int:
+def strings_traversal(args: Sequence[Any]) -> int:
     return ceil_factor(sizer_size(args[0]), STRING_TRAVERSAL_COST_FACTOR)
 
 
-def _strings_construct(args: Sequence[Any]) -> int:
+def strings_construct(args: Sequence[Any]) -> int:
     return ceil_factor(sizer_size(args[0]), 2 * STRING_TRAVERSAL_COST_FACTOR)
 
 
-def _join(args: Sequence[Any]) -> int:
+def join_cost(args: Sequence[Any]) -> int:
     # The cost is the result's size; computed from the arguments so the join never
     # starts when it would pass the limit.
     items = args[0]
@@ -161,25 +161,16 @@ def _join(args: Sequence[Any]) -> int:
     return ceil_factor(size, 2 * STRING_TRAVERSAL_COST_FACTOR)
 
 
-def _regex(args: Sequence[Any]) -> int:
+def regex_cost(args: Sequence[Any]) -> int:
     string_cost = ceil_factor(1 + sizer_size(args[0]), STRING_TRAVERSAL_COST_FACTOR)
     return string_cost * ceil_factor(sizer_size(args[1]), REGEX_STRING_LENGTH_COST_FACTOR)
 
 
-def _traversal_first(args: Sequence[Any]) -> int:
+def traversal_first(args: Sequence[Any]) -> int:
     return traversal_cost(args[0]) if args else 0
 
 
-def _selector(args: Sequence[Any]) -> int:
-    # Kubernetes' selectorCostEstimate: parse the text, build a requirement per 2 bytes.
-    size = sizer_size(args[1]) if len(args) > 1 else 0
-    parse = math.ceil(size * STRING_TRAVERSAL_COST_FACTOR)
-    requirements = math.ceil(size * 0.5)
-    return LIST_CREATE_BASE_COST + parse + math.ceil(
-        requirements * (LIST_CREATE_BASE_COST + STRUCT_CREATE_BASE_COST))
-
-
-def _contains_ip(args: Sequence[Any]) -> int:
+def contains_ip_cost(args: Sequence[Any]) -> int:
     cidr = sizer_size(args[0])
     cost = ceil_factor(2 * cidr, STRING_TRAVERSAL_COST_FACTOR)
     if isinstance(args[1], str):
@@ -187,7 +178,7 @@ def _contains_ip(args: Sequence[Any]) -> int:
     return cost
 
 
-def _contains_cidr(args: Sequence[Any]) -> int:
+def contains_cidr_cost(args: Sequence[Any]) -> int:
     cidr = sizer_size(args[0])
     cost = ceil_factor(2 * cidr, STRING_TRAVERSAL_COST_FACTOR)
     cost += ceil_factor(cidr, STRING_TRAVERSAL_COST_FACTOR) + 1
@@ -196,13 +187,13 @@ def _contains_cidr(args: Sequence[Any]) -> int:
     return cost
 
 
-def _ip(args: Sequence[Any]) -> int:
+def ip_cost(args: Sequence[Any]) -> int:
     if not isinstance(args[0], str):  # cidr.ip(): a field access
         return 1
-    return _strings_traversal(args)
+    return strings_traversal(args)
 
 
-def _validate(args: Sequence[Any]) -> int:
+def validate_cost(args: Sequence[Any]) -> int:
     regex_size = getattr(args[0], "max_regex_size", None)
     if regex_size is None:
         return 1
@@ -210,35 +201,14 @@ def _validate(args: Sequence[Any]) -> int:
     return string_cost * ceil_factor(regex_size, REGEX_STRING_LENGTH_COST_FACTOR)
 
 
-def _fixed(cost: int) -> CallCost:
+def fixed_cost(cost: int) -> CallCost:
     return lambda args: cost
 
 
-# Kubernetes' CallCost, by function name (member functions get the receiver first).
-_KUBERNETES: dict[str, CallCost] = {
-    "check": _fixed(350_000),
-    **{name: _fixed(1) for name in (
-        "serviceAccount", "path", "group", "resource", "subresource", "namespace", "name",
-        "allowed", "reason", "error", "errored", "masked", "prefixLength", "family",
-        "isUnspecified", "isLoopback", "isLinkLocalMulticast", "isLinkLocalUnicast",
-        "isGlobalUnicast", "format.named", "sign", "asInteger", "isInteger",
-        "asApproximateFloat", "isGreaterThan", "isLessThan", "compareTo", "add", "sub",
-        "major", "minor", "patch", "getScheme", "getHostname", "getHost", "getPort",
-        "getEscapedPath", "getQuery")},
-    "fieldSelector": _selector, "labelSelector": _selector,
-    **{name: _traversal_first for name in (
-        "isSorted", "sum", "max", "min", "indexOf", "lastIndexOf", "includes")},
-    **{name: _strings_traversal for name in (
-        "url", "lowerAscii", "upperAscii", "substring", "trim", "jsonpatch.escapeKey",
-        "cidr", "isIP", "isCIDR", "quantity", "isQuantity", "semver", "isSemver")},
-    "replace": _strings_construct, "split": _strings_construct, "join": _join,
-    "find": _regex, "findAll": _regex,
-    "ip": _ip,
-    "ip.isCanonical": lambda args: ceil_factor(sizer_size(args[0]),
-                                               2 * STRING_TRAVERSAL_COST_FACTOR),
-    "containsIP": _contains_ip, "containsCIDR": _contains_cidr,
-    "validate": _validate,
-}
+# Kubernetes' CallCost by function name (member functions get the receiver first), as
+# each function declares it where it is registered (`register(..., cost=...)` in
+# draemu/cel/library/): filled when the libraries are imported.
+KUBERNETES_COSTS: dict[str, CallCost | int] = {}
 
 # cel-go plans these as interpretables of their own, not calls: they cost nothing.
 FREE_FUNCTIONS = frozenset({"orValue", "or"})
@@ -358,7 +328,7 @@ def call_rule(function: str, overload: str | None) -> CallCost | int:
         tracker = OVERLOAD_TRACKERS.get(overload)
         if tracker is not None:
             return tracker
-    rule = _KUBERNETES.get(function)
+    rule = KUBERNETES_COSTS.get(function)
     if rule is not None:
         return rule
     if function == "_==_" and overload == "equals":

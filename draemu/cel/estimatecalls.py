@@ -14,7 +14,6 @@ from draemu.cel.cost import (
     MAX_NAME_FORMAT_REGEX_SIZE,
     REGEX_STRING_LENGTH_COST_FACTOR,
     STRING_TRAVERSAL_COST_FACTOR,
-    STRUCT_CREATE_BASE_COST,
     UINT64_MAX,
 )
 from draemu.cel.decltypes import DeclType
@@ -49,7 +48,7 @@ class Sizes(Protocol):
 
 Rule = Callable[[Sizes, "Operand | None", list[Operand]], "CallEstimate | None"]
 
-_STRING = STRING_TRAVERSAL_COST_FACTOR
+STRING_FACTOR = STRING_TRAVERSAL_COST_FACTOR
 _CALL = ONE
 
 
@@ -115,7 +114,7 @@ def _distinct(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEsti
 
 
 def _sort(element: str) -> Rule:
-    factor = 2.0 + (_STRING if element in ("string", "bytes") else 0.0)
+    factor = 2.0 + (STRING_FACTOR if element in ("string", "bytes") else 0.0)
 
     def rule(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEstimate | None:
         if target is None or args:
@@ -139,21 +138,11 @@ OVERLOAD_ESTIMATORS: dict[str, Rule] = {
 # --- Kubernetes' library, by function name ----------------------------------------------
 
 
-def _fixed_rule(n: int) -> Rule:
+def fixed_rule(n: int) -> Rule:
     return lambda s, target, args: CallEstimate(fixed(n))
 
 
-def _selector(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEstimate | None:
-    if len(args) != 1:
-        return None
-    size = s.size(args[0])
-    parse = by_factor(size, _STRING)
-    requirements = by_factor(size, 0.5)
-    per = by_factor(requirements, float(LIST_CREATE_BASE_COST + STRUCT_CREATE_BASE_COST))
-    return CallEstimate(add(add(fixed(LIST_CREATE_BASE_COST), parse), per))
-
-
-def _traversal(function: str) -> Rule:
+def traversal_rule(function: str) -> Rule:
     def rule(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEstimate | None:
         if target is None:
             return None
@@ -161,29 +150,29 @@ def _traversal(function: str) -> Rule:
         if element is not None:
             per: Range = ONE
             if element.type.kind in ("string", "bytes"):
-                per = add(per, by_factor(s.size(element), _STRING))
+                per = add(per, by_factor(s.size(element), STRING_FACTOR))
             return CallEstimate(multiply(s.size(target), per))
         if function == "includes":
             return CallEstimate(multiply(s.size(target), ONE))
-        return CallEstimate(by_factor(s.size(target), _STRING))
+        return CallEstimate(by_factor(s.size(target), STRING_FACTOR))
     return rule
 
 
-def _global_scan(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEstimate | None:
+def global_scan(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEstimate | None:
     if len(args) != 1:
         return None
     size = s.size(args[0])
-    return CallEstimate(by_factor(size, _STRING), size)
+    return CallEstimate(by_factor(size, STRING_FACTOR), size)
 
 
-def _member_scan(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEstimate | None:
+def member_scan(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEstimate | None:
     if target is None:
         return None
     size = s.size(target)
-    return CallEstimate(by_factor(size, _STRING), size)
+    return CallEstimate(by_factor(size, STRING_FACTOR), size)
 
 
-def _replace(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEstimate | None:
+def replace_rule(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEstimate | None:
     if target is None or len(args) < 2:
         return None
     size, old, new = s.size(target), s.size(args[0]), s.size(args[1])
@@ -200,10 +189,10 @@ def _replace(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEstim
     else:
         count_min, kept_min = -(-size[0] // old[1]), 0
     result = add(multiply((count_min, count_max), new), (kept_min, kept_max))
-    return CallEstimate(by_factor(size, 2 * _STRING), result)
+    return CallEstimate(by_factor(size, 2 * STRING_FACTOR), result)
 
 
-def _split(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEstimate | None:
+def split_rule(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEstimate | None:
     if target is None:
         return None
     size = s.size(target)
@@ -213,10 +202,10 @@ def _split(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEstimat
         if isinstance(limit, Literal) and isinstance(limit.value, int) and \
                 not isinstance(limit.value, bool):
             most = limit.value % 2**64
-    return CallEstimate(by_factor(size, 2 * _STRING), (0, most))
+    return CallEstimate(by_factor(size, 2 * STRING_FACTOR), (0, most))
 
 
-def _join(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEstimate | None:
+def join_rule(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEstimate | None:
     if target is None:
         return None
     count = s.size(target)
@@ -227,27 +216,27 @@ def _join(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEstimate
     if args:
         separators = (max(count[0] - 1, 0), max(count[1] - 1, 0))
         size = add(size, multiply(s.size(args[0]), separators))
-    return CallEstimate(by_factor(size, _STRING), size)
+    return CallEstimate(by_factor(size, STRING_FACTOR), size)
 
 
-def _find(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEstimate | None:
+def find_rule(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEstimate | None:
     if target is None or not args:
         return None
     size = s.size(target)
-    string_cost = by_factor(add(size, ONE), _STRING)
+    string_cost = by_factor(add(size, ONE), STRING_FACTOR)
     regex_cost = by_factor(s.size(args[0]), REGEX_STRING_LENGTH_COST_FACTOR)
     return CallEstimate(multiply(string_cost, regex_cost), (0, size[1]))
 
 
-def _ip(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEstimate | None:
+def ip_rule(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEstimate | None:
     if target is not None:  # cidr.ip(): a field access
         return CallEstimate(ONE)
     if not args:
         return None
-    return CallEstimate(by_factor(s.size(args[0]), _STRING))
+    return CallEstimate(by_factor(s.size(args[0]), STRING_FACTOR))
 
 
-def _arg_scan(factor: float) -> Rule:
+def arg_scan(factor: float) -> Rule:
     def rule(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEstimate | None:
         if not args:
             return None
@@ -258,54 +247,37 @@ def _arg_scan(factor: float) -> Rule:
 _IP_BYTES: Range = (4, 16)
 
 
-def _contains_ip(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEstimate | None:
+def contains_ip_rule(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEstimate | None:
     if not args:
         return None
-    cost = by_factor(add(_IP_BYTES, _IP_BYTES), _STRING)
+    cost = by_factor(add(_IP_BYTES, _IP_BYTES), STRING_FACTOR)
     if args[0].type.kind in ("string", "dyn"):
-        cost = add(cost, by_factor(s.size(args[0]), _STRING))
+        cost = add(cost, by_factor(s.size(args[0]), STRING_FACTOR))
     return CallEstimate(cost)
 
 
-def _contains_cidr(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEstimate | None:
+def contains_cidr_rule(s: Sizes, target: Operand | None,
+                       args: list[Operand]) -> CallEstimate | None:
     if not args:
         return None
-    cost = by_factor(add(_IP_BYTES, _IP_BYTES), _STRING)
-    cost = add(add(cost, by_factor(_IP_BYTES, _STRING)), ONE)
+    cost = by_factor(add(_IP_BYTES, _IP_BYTES), STRING_FACTOR)
+    cost = add(add(cost, by_factor(_IP_BYTES, STRING_FACTOR)), ONE)
     if args[0].type.kind in ("string", "dyn"):
-        cost = add(cost, by_factor(s.size(args[0]), _STRING))
+        cost = add(cost, by_factor(s.size(args[0]), STRING_FACTOR))
     return CallEstimate(cost)
 
 
-def _validate(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEstimate | None:
+def validate_rule(s: Sizes, target: Operand | None, args: list[Operand]) -> CallEstimate | None:
     if not args:
         return None
-    scan = by_factor(s.size(args[0]), _STRING)
+    scan = by_factor(s.size(args[0]), STRING_FACTOR)
     return CallEstimate(by_factor(scan, MAX_NAME_FORMAT_REGEX_SIZE
                                   * REGEX_STRING_LENGTH_COST_FACTOR))
 
 
-KUBERNETES_ESTIMATES: dict[str, Rule] = {
-    "check": _fixed_rule(350_000),
-    **{name: _fixed_rule(1) for name in (
-        "serviceAccount", "path", "group", "resource", "subresource", "namespace", "name",
-        "allowed", "reason", "error", "errored", "masked", "prefixLength", "family",
-        "isUnspecified", "isLoopback", "isLinkLocalMulticast", "isLinkLocalUnicast",
-        "isGlobalUnicast", "format.named", "sign", "asInteger", "isInteger",
-        "asApproximateFloat", "isGreaterThan", "isLessThan", "compareTo", "add", "sub",
-        "major", "minor", "patch", "getScheme", "getHostname", "getHost", "getPort",
-        "getEscapedPath", "getQuery")},
-    "fieldSelector": _selector, "labelSelector": _selector,
-    **{name: _traversal(name) for name in (
-        "isSorted", "sum", "max", "min", "indexOf", "lastIndexOf", "includes")},
-    "url": _global_scan, "jsonpatch.escapeKey": _global_scan,
-    **{name: _member_scan for name in ("lowerAscii", "upperAscii", "substring", "trim")},
-    "replace": _replace, "split": _split, "join": _join, "find": _find, "findAll": _find,
-    **{name: _arg_scan(_STRING) for name in ("cidr", "isIP", "isCIDR", "quantity",
-                                             "isQuantity", "semver", "isSemver")},
-    "ip": _ip, "ip.isCanonical": _arg_scan(2 * _STRING),
-    "containsIP": _contains_ip, "containsCIDR": _contains_cidr, "validate": _validate,
-}
+# Kubernetes' EstimateCallCost by function name, as each function declares it where it is
+# registered (`register(..., estimate=...)` in draemu/cel/library/).
+KUBERNETES_ESTIMATES: dict[str, Rule] = {}
 
 # Equality of these types costs 1 (Kubernetes' rule for its own types).
 UNIT_EQUALITY = frozenset({"quantity", "semver", "ip", "cidr", "authorizer", "pathCheck",
@@ -319,9 +291,9 @@ def kubernetes_estimate(s: Sizes, function: str, target: Operand | None,
         if kind in UNIT_EQUALITY:
             return CallEstimate(ONE)
         if kind == "format":
-            return CallEstimate(by_factor((1, 64), _STRING))
+            return CallEstimate(by_factor((1, 64), STRING_FACTOR))
         if kind == "url":
-            return CallEstimate(by_factor((1, 1), _STRING))
+            return CallEstimate(by_factor((1, 1), STRING_FACTOR))
     rule = KUBERNETES_ESTIMATES.get(function)
     return rule(s, target, args) if rule is not None else None
 
@@ -334,15 +306,15 @@ def standard_estimate(s: Sizes, overload: str, target: Operand | None,
     """cel-go's functionCost for the overloads it prices itself (logical operators and
     the conditional are the walker's); None: one unit."""
     if overload == "string_format" and target is not None:
-        return CallEstimate(by_factor(s.size(target), _STRING))
+        return CallEstimate(by_factor(s.size(target), STRING_FACTOR))
     if overload in ("string_to_bytes", "bytes_to_string", "strings_quote") and len(args) == 1:
         size = s.size(args[0])
         result = {"string_to_bytes": (size[0], min(size[1] * 4, UINT64_MAX)),
                   "bytes_to_string": (size[0] // 4, size[1]),
                   "strings_quote": (size[0] + 2, min(size[1] * 2 + 2, UINT64_MAX))}[overload]
-        return CallEstimate(by_factor(size, _STRING), result)
+        return CallEstimate(by_factor(size, STRING_FACTOR), result)
     if overload in ("starts_with_string", "ends_with_string") and len(args) == 1:
-        return CallEstimate(by_factor(s.size(args[0]), _STRING))
+        return CallEstimate(by_factor(s.size(args[0]), STRING_FACTOR))
     if overload == "in_list" and len(args) == 2:
         return CallEstimate(by_factor(s.size(args[1]), 1))
     if overload in ("matches", "matches_string"):
@@ -350,21 +322,21 @@ def standard_estimate(s: Sizes, overload: str, target: Operand | None,
             (args[0], args[1]) if target is None and len(args) == 2 else None
         if pair is None:
             return None
-        string_cost = by_factor(add(s.size(pair[0]), ONE), _STRING)
+        string_cost = by_factor(add(s.size(pair[0]), ONE), STRING_FACTOR)
         regex_cost = by_factor(s.size(pair[1]), REGEX_STRING_LENGTH_COST_FACTOR)
         return CallEstimate(multiply(string_cost, regex_cost))
     if overload == "contains_string" and target is not None and len(args) == 1:
-        return CallEstimate(multiply(by_factor(s.size(target), _STRING),
-                                     by_factor(s.size(args[0]), _STRING)))
+        return CallEstimate(multiply(by_factor(s.size(target), STRING_FACTOR),
+                                     by_factor(s.size(args[0]), STRING_FACTOR)))
     if overload in ("add_string", "add_bytes", "add_list") and len(args) == 2:
         size = add(s.size(args[0]), s.size(args[1]))
         if overload == "add_list":
             return CallEstimate(ONE, size)
-        return CallEstimate(by_factor(size, _STRING), size)
+        return CallEstimate(by_factor(size, STRING_FACTOR), size)
     if overload in ("compare_string", "compare_bytes", "equals", "not_equals") and \
             len(args) == 2:
         smallest = min(s.size(args[0])[1], s.size(args[1])[1])
-        return CallEstimate(by_factor((1 if smallest > 0 else 0, smallest), _STRING))
+        return CallEstimate(by_factor((1 if smallest > 0 else 0, smallest), STRING_FACTOR))
     return None
 
 

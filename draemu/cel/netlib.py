@@ -6,6 +6,8 @@ import ipaddress
 import urllib.parse
 from typing import Any
 
+from draemu.cel import cost as costs
+from draemu.cel import estimatecalls as estimates
 from draemu.cel.errors import CELRuntimeError
 from draemu.cel.library.registry import register, want
 from draemu.cel.values import QuantityValue, Semver, is_number, no_overload
@@ -60,7 +62,7 @@ def _parse_ip(s: str) -> IPValue:
     return IPValue(addr)
 
 
-@register("ip", False, (1,), "ip")
+@register("ip", False, (1,), "ip", cost=costs.ip_cost, estimate=estimates.ip_rule)
 def ip(s: str) -> IPValue:
     want("ip", s, str)
     try:
@@ -70,7 +72,8 @@ def ip(s: str) -> IPValue:
                               f"{e}") from None
 
 
-@register("isIP", False, (1,), "bool")
+@register("isIP", False, (1,), "bool",
+          cost=costs.strings_traversal, estimate=estimates.arg_scan(estimates.STRING_FACTOR))
 def is_ip(s: str) -> bool:
     want("isIP", s, str)
     try:
@@ -80,25 +83,26 @@ def is_ip(s: str) -> bool:
     return True
 
 
-@register("family", True, (0,), "int", ("ip",))
+@register("family", True, (0,), "int", ("ip",), cost=1, estimate=estimates.fixed_rule(1))
 def family(v: IPValue) -> int:
     want("family", v, IPValue)
     return v.addr.version
 
 
-@register("isUnspecified", True, (0,), "bool", ("ip",))
+@register("isUnspecified", True, (0,), "bool", ("ip",), cost=1, estimate=estimates.fixed_rule(1))
 def is_unspecified(v: IPValue) -> bool:
     want("isUnspecified", v, IPValue)
     return v.addr.is_unspecified
 
 
-@register("isLoopback", True, (0,), "bool", ("ip",))
+@register("isLoopback", True, (0,), "bool", ("ip",), cost=1, estimate=estimates.fixed_rule(1))
 def is_loopback(v: IPValue) -> bool:
     want("isLoopback", v, IPValue)
     return v.addr.is_loopback
 
 
-@register("isLinkLocalMulticast", True, (0,), "bool", ("ip",))
+@register("isLinkLocalMulticast", True, (0,), "bool", ("ip",),
+          cost=1, estimate=estimates.fixed_rule(1))
 def is_link_local_multicast(v: IPValue) -> bool:
     want("isLinkLocalMulticast", v, IPValue)
     a = v.addr
@@ -106,13 +110,14 @@ def is_link_local_multicast(v: IPValue) -> bool:
                                else (int(a) >> 112) & 0xF == 2)
 
 
-@register("isLinkLocalUnicast", True, (0,), "bool", ("ip",))
+@register("isLinkLocalUnicast", True, (0,), "bool", ("ip",),
+          cost=1, estimate=estimates.fixed_rule(1))
 def is_link_local_unicast(v: IPValue) -> bool:
     want("isLinkLocalUnicast", v, IPValue)
     return v.addr.is_link_local and not v.addr.is_multicast
 
 
-@register("isGlobalUnicast", True, (0,), "bool", ("ip",))
+@register("isGlobalUnicast", True, (0,), "bool", ("ip",), cost=1, estimate=estimates.fixed_rule(1))
 def is_global_unicast(v: IPValue) -> bool:
     want("isGlobalUnicast", v, IPValue)
     a = v.addr
@@ -120,7 +125,8 @@ def is_global_unicast(v: IPValue) -> bool:
                 or a == ipaddress.ip_address("255.255.255.255"))
 
 
-@register("cidr", False, (1,), "cidr")
+@register("cidr", False, (1,), "cidr",
+          cost=costs.strings_traversal, estimate=estimates.arg_scan(estimates.STRING_FACTOR))
 def cidr(s: str) -> CIDRValue:
     want("cidr", s, str)
     try:
@@ -130,7 +136,8 @@ def cidr(s: str) -> CIDRValue:
                               f"{e}") from None
 
 
-@register("isCIDR", False, (1,), "bool")
+@register("isCIDR", False, (1,), "bool",
+          cost=costs.strings_traversal, estimate=estimates.arg_scan(estimates.STRING_FACTOR))
 def is_cidr(s: str) -> bool:
     want("isCIDR", s, str)
     try:
@@ -140,33 +147,35 @@ def is_cidr(s: str) -> bool:
     return True
 
 
-@register("containsIP", True, (1,), "bool", ("cidr",))
+@register("containsIP", True, (1,), "bool", ("cidr",),
+          cost=costs.contains_ip_cost, estimate=estimates.contains_ip_rule)
 def contains_ip(c: CIDRValue, other: Any) -> bool:
     want("containsIP", c, CIDRValue)
     addr = other.addr if isinstance(other, IPValue) else ip(other).addr
     return addr.version == c.net.version and addr in c.net
 
 
-@register("containsCIDR", True, (1,), "bool", ("cidr",))
+@register("containsCIDR", True, (1,), "bool", ("cidr",),
+          cost=costs.contains_cidr_cost, estimate=estimates.contains_cidr_rule)
 def contains_cidr(c: CIDRValue, other: Any) -> bool:
     want("containsCIDR", c, CIDRValue)
     net = other.net if isinstance(other, CIDRValue) else cidr(other).net
     return net.version == c.net.version and net.subnet_of(c.net)  # type: ignore[arg-type]
 
 
-@register("masked", True, (0,), "cidr", ("cidr",))
+@register("masked", True, (0,), "cidr", ("cidr",), cost=1, estimate=estimates.fixed_rule(1))
 def masked(c: CIDRValue) -> CIDRValue:
     want("masked", c, CIDRValue)
     return CIDRValue(str(c.net))
 
 
-@register("prefixLength", True, (0,), "int", ("cidr",))
+@register("prefixLength", True, (0,), "int", ("cidr",), cost=1, estimate=estimates.fixed_rule(1))
 def prefix_length(c: CIDRValue) -> int:
     want("prefixLength", c, CIDRValue)
     return c.net.prefixlen
 
 
-@register("url", False, (1,), "url")
+@register("url", False, (1,), "url", cost=costs.strings_traversal, estimate=estimates.global_scan)
 def url(s: str) -> URLValue:
     want("url", s, str)
     if not is_url(s):
@@ -186,33 +195,34 @@ def _url_part(name: str, u: Any) -> URLValue:
     return u  # type: ignore[no-any-return]
 
 
-@register("getScheme", True, (0,), "string", ("url",))
+@register("getScheme", True, (0,), "string", ("url",), cost=1, estimate=estimates.fixed_rule(1))
 def get_scheme(u: URLValue) -> str:
     return _url_part("getScheme", u).parts.scheme
 
 
-@register("getHost", True, (0,), "string", ("url",))
+@register("getHost", True, (0,), "string", ("url",), cost=1, estimate=estimates.fixed_rule(1))
 def get_host(u: URLValue) -> str:
     return _url_part("getHost", u).parts.netloc.rpartition("@")[2]
 
 
-@register("getHostname", True, (0,), "string", ("url",))
+@register("getHostname", True, (0,), "string", ("url",), cost=1, estimate=estimates.fixed_rule(1))
 def get_hostname(u: URLValue) -> str:
     return _url_part("getHostname", u).parts.hostname or ""
 
 
-@register("getPort", True, (0,), "string", ("url",))
+@register("getPort", True, (0,), "string", ("url",), cost=1, estimate=estimates.fixed_rule(1))
 def get_port(u: URLValue) -> str:
     port = _url_part("getPort", u).parts.port
     return "" if port is None else str(port)
 
 
-@register("getEscapedPath", True, (0,), "string", ("url",))
+@register("getEscapedPath", True, (0,), "string", ("url",),
+          cost=1, estimate=estimates.fixed_rule(1))
 def get_escaped_path(u: URLValue) -> str:
     return _url_part("getEscapedPath", u).parts.path
 
 
-@register("getQuery", True, (0,), "map", ("url",))
+@register("getQuery", True, (0,), "map", ("url",), cost=1, estimate=estimates.fixed_rule(1))
 def get_query(u: URLValue) -> dict[str, list[str]]:
     return urllib.parse.parse_qs(_url_part("getQuery", u).parts.query, keep_blank_values=True)
 

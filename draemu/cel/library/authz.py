@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from draemu.cel import cost as costs
+from draemu.cel import estimatecalls as estimates
 from draemu.cel.library.registry import register, want
 
 AuthorizeFn = Callable[[Any, str, str, str, str, str, str, str], tuple[bool, str]]
@@ -64,19 +66,19 @@ def _authorizer(name: str, v: object) -> Authorizer:
     return v
 
 
-@register("group", True, (1,), "dyn")
+@register("group", True, (1,), "dyn", cost=1, estimate=estimates.fixed_rule(1))
 def group(a: object, name: object) -> ResourceCheck:
     want("group", name, str)
     return ResourceCheck(_authorizer("group", a), str(name))
 
 
-@register("path", True, (1,), "dyn")
+@register("path", True, (1,), "dyn", cost=1, estimate=estimates.fixed_rule(1))
 def path(a: object, value: object) -> PathCheck:
     want("path", value, str)
     return PathCheck(_authorizer("path", a), str(value))
 
 
-@register("serviceAccount", True, (2,), "dyn")
+@register("serviceAccount", True, (2,), "dyn", cost=1, estimate=estimates.fixed_rule(1))
 def service_account(a: object, namespace: object, name: object) -> Authorizer:
     from draemu.identity import UserInfo, service_account_groups, service_account_user
 
@@ -95,7 +97,7 @@ def _resource_check(name: str, v: object) -> ResourceCheck:
 
 
 def _setter(field: str) -> None:
-    @register(field, True, (1,), "dyn")
+    @register(field, True, (1,), "dyn", cost=1, estimate=estimates.fixed_rule(1))
     def set_field(check: object, value: object) -> ResourceCheck:
         want(field, value, str)
         return replace(_resource_check(field, check), **{field: str(value)})
@@ -105,7 +107,8 @@ for _field in ("resource", "subresource", "namespace", "name"):
     _setter(_field)
 
 
-@register("check", True, (1,), "dyn")
+@register("check", True, (1,), "dyn",
+          cost=costs.fixed_cost(350_000), estimate=estimates.fixed_rule(350_000))
 def check(target: object, verb: object) -> Decision:
     want("check", verb, str)
     if isinstance(target, PathCheck):
@@ -127,21 +130,21 @@ def _decision(name: str, v: object) -> Decision:
     return v
 
 
-@register("allowed", True, (0,), "bool")
+@register("allowed", True, (0,), "bool", cost=1, estimate=estimates.fixed_rule(1))
 def allowed(d: object) -> bool:
     return _decision("allowed", d).allowed
 
 
-@register("reason", True, (0,), "string")
+@register("reason", True, (0,), "string", cost=1, estimate=estimates.fixed_rule(1))
 def reason(d: object) -> str:
     return _decision("reason", d).reason
 
 
-@register("errored", True, (0,), "bool")
+@register("errored", True, (0,), "bool", cost=1, estimate=estimates.fixed_rule(1))
 def errored(d: object) -> bool:
     return bool(_decision("errored", d).error)
 
 
-@register("error", True, (0,), "string")
+@register("error", True, (0,), "string", cost=1, estimate=estimates.fixed_rule(1))
 def error(d: object) -> str:
     return _decision("error", d).error

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from draemu.cel import cost as costs
+from draemu.cel import estimatecalls as estimates
 from draemu.cel.errors import CELRuntimeError
 from draemu.cel.library.registry import register
 from draemu.cel.values import (
@@ -12,7 +14,8 @@ from draemu.cel.values import (
 MAX_LIST_ATTRIBUTE_VALUES = 48
 
 
-@register("includes", True, (1,), "bool", ("dyn",), gate="DRAListTypeAttributes")
+@register("includes", True, (1,), "bool", ("dyn",), gate="DRAListTypeAttributes",
+          cost=costs.traversal_first, estimate=estimates.traversal_rule("includes"))
 def includes(v: object, x: object) -> bool:
     if isinstance(v, (list, tuple)):
         if len(v) > MAX_LIST_ATTRIBUTE_VALUES:

@@ -17,6 +17,8 @@ from draemu.api.names import (
     is_label_value,
     is_qualified_name,
 )
+from draemu.cel import cost as costs
+from draemu.cel import estimatecalls as estimates
 from draemu.cel.library.registry import register, want
 from draemu.cel.values import NONE, OptionalValue
 
@@ -71,14 +73,15 @@ for _format in FORMATS.values():
     _constant(_format)
 
 
-@register("format.named", False, (1,), "optional")
+@register("format.named", False, (1,), "optional", cost=1, estimate=estimates.fixed_rule(1))
 def named(name: object) -> OptionalValue:
     want("format.named", name, str)
     found = FORMATS.get(str(name))
     return NONE if found is None else OptionalValue(True, found)
 
 
-@register("validate", True, (1,), "optional")
+@register("validate", True, (1,), "optional",
+          cost=costs.validate_cost, estimate=estimates.validate_rule)
 def validate(format_: object, value: object) -> OptionalValue:
     want("validate", format_, Format)
     want("validate", value, str)

@@ -6,6 +6,8 @@ import functools
 import itertools
 from fractions import Fraction
 
+from draemu.cel import cost as costs
+from draemu.cel import estimatecalls as estimates
 from draemu.cel.errors import CELRuntimeError
 from draemu.cel.library.quantity import ordered
 from draemu.cel.library.registry import register, want
@@ -28,7 +30,8 @@ def as_list(name: str, v: object) -> list:
     return list(v)
 
 
-@register("isSorted", True, (0,), "bool", ("list",))
+@register("isSorted", True, (0,), "bool", ("list",),
+          cost=costs.traversal_first, estimate=estimates.traversal_rule("isSorted"))
 def is_sorted(v: object) -> bool:
     items = as_list("isSorted", v)
     return all(_order(a, b) <= 0 for a, b in itertools.pairwise(items))
@@ -40,7 +43,8 @@ def _order(a: object, b: object) -> int:
     return compare(a, b, "_<_")
 
 
-@register("sum", True, (0,), "dyn", ("list",))
+@register("sum", True, (0,), "dyn", ("list",),
+          cost=costs.traversal_first, estimate=estimates.traversal_rule("sum"))
 def list_sum(v: object) -> object:
     items = as_list("sum", v)
     if not items:
@@ -65,12 +69,14 @@ def _extreme(name: str, v: object, sign_: int) -> object:
     return best
 
 
-@register("min", True, (0,), "dyn", ("list",))
+@register("min", True, (0,), "dyn", ("list",),
+          cost=costs.traversal_first, estimate=estimates.traversal_rule("min"))
 def list_min(v: object) -> object:
     return _extreme("min", v, -1)
 
 
-@register("max", True, (0,), "dyn", ("list",))
+@register("max", True, (0,), "dyn", ("list",),
+          cost=costs.traversal_first, estimate=estimates.traversal_rule("max"))
 def list_max(v: object) -> object:
     return _extreme("max", v, 1)
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from draemu.cel import cost as costs
+from draemu.cel import estimatecalls as estimates
 from draemu.cel.errors import CELRuntimeError
 from draemu.cel.library.registry import register, want
 from draemu.cel.values import (
@@ -19,7 +21,8 @@ def char_at(s: str, i: int) -> str:
     return s[i: i + 1]
 
 
-@register("indexOf", True, (1, 2), "int", ("string", "list"))
+@register("indexOf", True, (1, 2), "int", ("string", "list"),
+          cost=costs.traversal_first, estimate=estimates.traversal_rule("indexOf"))
 def index_of(s: object, sub: object, start: int = 0) -> int:
     if isinstance(s, (list, tuple)):
         for i, v in enumerate(s):
@@ -33,7 +36,8 @@ def index_of(s: object, sub: object, start: int = 0) -> int:
     return s.find(sub, start)  # type: ignore[union-attr, arg-type]
 
 
-@register("lastIndexOf", True, (1, 2), "int", ("string", "list"))
+@register("lastIndexOf", True, (1, 2), "int", ("string", "list"),
+          cost=costs.traversal_first, estimate=estimates.traversal_rule("lastIndexOf"))
 def last_index_of(s: object, sub: object, end: int | None = None) -> int:
     if isinstance(s, (list, tuple)):
         for i in range(len(s) - 1, -1, -1):
@@ -49,26 +53,30 @@ def last_index_of(s: object, sub: object, end: int | None = None) -> int:
     return s.rfind(sub, 0, end + len(sub))  # type: ignore[union-attr, arg-type]
 
 
-@register("lowerAscii", True, (0,), "string", ("string",))
+@register("lowerAscii", True, (0,), "string", ("string",),
+          cost=costs.strings_traversal, estimate=estimates.member_scan)
 def lower_ascii(s: str) -> str:
     want("lowerAscii", s, str)
     return "".join(c.lower() if c.isascii() else c for c in s)
 
 
-@register("upperAscii", True, (0,), "string", ("string",))
+@register("upperAscii", True, (0,), "string", ("string",),
+          cost=costs.strings_traversal, estimate=estimates.member_scan)
 def upper_ascii(s: str) -> str:
     want("upperAscii", s, str)
     return "".join(c.upper() if c.isascii() else c for c in s)
 
 
-@register("replace", True, (2, 3), "string", ("string",))
+@register("replace", True, (2, 3), "string", ("string",),
+          cost=costs.strings_construct, estimate=estimates.replace_rule)
 def replace(s: str, old: str, new: str, n: int = -1) -> str:
     for v in (s, old, new):
         want("replace", v, str)
     return s.replace(old, new, n if n >= 0 else -1)
 
 
-@register("split", True, (1, 2), "list", ("string",))
+@register("split", True, (1, 2), "list", ("string",),
+          cost=costs.strings_construct, estimate=estimates.split_rule)
 def split(s: str, sep: str, n: int = -1) -> list[str]:
     want("split", s, str)
     want("split", sep, str)
@@ -80,7 +88,8 @@ def split(s: str, sep: str, n: int = -1) -> list[str]:
     return s.split(sep, n - 1 if n > 0 else -1)
 
 
-@register("substring", True, (1, 2), "string", ("string",))
+@register("substring", True, (1, 2), "string", ("string",),
+          cost=costs.strings_traversal, estimate=estimates.member_scan)
 def substring(s: str, start: int, end: int | None = None) -> str:
     want("substring", s, str)
     end = len(s) if end is None else end
@@ -89,13 +98,15 @@ def substring(s: str, start: int, end: int | None = None) -> str:
     return s[start:end]
 
 
-@register("trim", True, (0,), "string", ("string",))
+@register("trim", True, (0,), "string", ("string",),
+          cost=costs.strings_traversal, estimate=estimates.member_scan)
 def trim(s: str) -> str:
     want("trim", s, str)
     return s.strip()
 
 
-@register("join", True, (0, 1), "string", ("list",))
+@register("join", True, (0, 1), "string", ("list",),
+          cost=costs.join_cost, estimate=estimates.join_rule)
 def join(items: list[str], sep: str = "") -> str:
     want("join", items, list, tuple)
     for v in items:
