@@ -22,7 +22,9 @@ from draemu.store.model import Event, KeyValue, RangeResult
 from draemu.store.validation import check_key, check_prefix, check_value
 from draemu.store.watch import Watch, WatchHub
 
-DEFAULT_MAX_VALUE_BYTES = 3 * 1024 * 1024 + 512 * 1024
+# etcd's default request limit (--max-request-bytes, 1.5 MiB), which kube-apiserver's
+# objects meet on every real cluster: every backend holds objects to it.
+DEFAULT_MAX_VALUE_BYTES = 1_572_864
 DEFAULT_WATCH_QUEUE_LIMIT = 10_000
 
 log = get_logger("store")

@@ -4,11 +4,18 @@ change (a CustomResourceDefinition comes, changes or goes).
 
 A document URL with the current `?hash=` is immutable (kubectl caches it); a stale
 hash redirects to the current URL, as upstream does.
+
+Building the documents can take seconds (a CRD with 10,000 properties: 2.1-2.4 s), so it
+runs in a worker thread, once per generation of the served kinds however many requests
+ask meanwhile; the event loop keeps answering others (/readyz) while it runs.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from functools import lru_cache
+from typing import Any
 
 from aiohttp import web
 
@@ -87,12 +94,28 @@ def _legacy_hint(key: str, table: ResourceTable) -> str | None:
             f"start draemu up with --legacy-{version} for such manifests, or use {group}/v1")
 
 
-def respond(request: web.Request, path: str, table: ResourceTable) -> web.Response:
+_building: dict[tuple[Callable[..., Any], int, int], asyncio.Future[Any]] = {}
+
+
+async def _built(build: Callable[[ResourceTable, int], Any], table: ResourceTable) -> Any:
+    """`build(table, generation)` from its cache, or built in a worker thread (one build
+    per generation, whoever asks while it runs)."""
+    generation = table.generation
+    key = (build, id(table), generation)
+    pending = _building.get(key)
+    if pending is None:
+        pending = asyncio.ensure_future(asyncio.to_thread(build, table, generation))
+        _building[key] = pending
+        pending.add_done_callback(lambda _: _building.pop(key, None))
+    return await asyncio.shield(pending)
+
+
+async def respond(request: web.Request, path: str, table: ResourceTable) -> web.Response:
     if path == "/openapi/v3":
-        return _json(_index(table, table.generation))
+        return _json(await _built(_index, table))
     if path.startswith("/openapi/v3/"):
         key = path[len("/openapi/v3/"):]
-        found = _documents(table, table.generation).get(key)
+        found = (await _built(_documents, table)).get(key)
         if found is None:
             raise _not_found()
         body, digest = found
@@ -110,8 +133,8 @@ def respond(request: web.Request, path: str, table: ResourceTable) -> web.Respon
         first = request.headers.get("Accept", "").split(",")[0]
         if "protobuf" in first:
             # kubectl <= 1.28 validates and explains with the gnostic protobuf form only.
-            resp = web.Response(body=_v2_protobuf(table, table.generation))
+            resp = web.Response(body=await _built(_v2_protobuf, table))
             resp.headers["Content-Type"] = _v2_protobuf_type()
             return resp
-        return _json(_v2(table, table.generation))
+        return _json(await _built(_v2, table))
     raise _not_found()

@@ -303,7 +303,7 @@ class Handlers:
             resp.headers["Content-Type"] = "text/plain; version=0.0.4; charset=utf-8"
             return resp
         if trimmed.startswith("/openapi/"):
-            return openapi_serving.respond(request, trimmed, self.ctx.table)
+            return await openapi_serving.respond(request, trimmed, self.ctx.table)
         accept = negotiate(request.headers.get("Accept"))
         parts = [p for p in trimmed.split("/") if p]
         doc: Any = None

@@ -9,10 +9,11 @@ client always reads its own writes and those of other apiservers on the same sto
 What `create` and `update` return is also what the watch cache holds (a write's object
 is not decoded again from the store's event): callers must not modify it.
 
-An object larger than the store takes (etcd's request limit, 1.5 MiB by default) is
-written again without its managedFields, which can be large, as kube-apiserver's create
-and update handlers do; still too large, the write fails with a 500 whose message is the
-store's ("etcdserver: request is too large"), as kube-apiserver passes etcd's through.
+An object larger than the store takes (etcd's request limit, 1.5 MiB by default, which
+every backend keeps) is written again without its managedFields, which can be large, as
+kube-apiserver's create and update handlers do; still too large, the write fails with a
+500 whose message is etcd's ("etcdserver: request is too large"), as kube-apiserver
+passes etcd's through, whatever the backend.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from draemu.store.errors import (
 )
 from draemu.store.model import KeyValue
 
+TOO_LARGE = "etcdserver: request is too large"
 MODIFIED = "the object has been modified; please apply your changes to the latest version " \
            "and try again"
 
@@ -53,12 +55,12 @@ async def _put(write: Callable[[bytes], Awaitable[KeyValue]], obj: Obj) -> tuple
     except ValueTooLargeError as error:
         meta = obj.get("metadata") or {}
         if not meta.get("managedFields"):
-            raise StatusError(500, "", str(error)) from None
+            raise StatusError(500, "", TOO_LARGE) from error
     slim = {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
     try:
         return await write(encode(slim)), slim
     except ValueTooLargeError as error:
-        raise StatusError(500, "", str(error)) from None
+        raise StatusError(500, "", TOO_LARGE) from error
 
 
 class Unchanged(Exception):
