@@ -7,7 +7,10 @@ kube-apiserver's MutatingAdmissionWebhook and ValidatingAdmissionWebhook plugins
 - Transport: `clientConfig.url`, or `clientConfig.service`, which is dialled at an
   address of the Service's Endpoints with the certificate checked for
   `<service>.<namespace>.svc`; the server certificate is verified against `caBundle`
-  (the system trust store without one); `timeoutSeconds` bounds the call.
+  (the system trust store without one); `timeoutSeconds` bounds the call, waiting for a
+  connection included. Each webhook has a client of its own (upstream caches one per
+  client config) with at most MAX_CONNECTIONS connections: a webhook that never
+  answers holds up only its own calls, never another webhook's.
 - Results: a denial is upstream's `admission webhook "<name>" denied the request: ...`
   Status; a failed call follows `failurePolicy` (Fail: a 500 `failed calling webhook`,
   Ignore: the request goes on); warnings become Warning headers; mutating webhooks'
@@ -49,6 +52,8 @@ VALIDATING = "validatingwebhookconfigurations"
 MUTATING = "mutatingwebhookconfigurations"
 VARIABLES = ("object", "oldObject", "request")
 _OPTIONS = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}
+MAX_CONNECTIONS = 100  # per webhook: calls beyond wait for one, within their timeout
+MAX_CLIENTS = 256  # webhooks' clients kept; the least recently used one is closed
 
 
 class CallError(Exception):
@@ -61,13 +66,31 @@ class Webhooks:
         self.table = table
         self.cache = cache
         self.dialer = dialer
-        self._session: aiohttp.ClientSession | None = None
+        # One client per webhook (its name and where it is dialled), least recently used
+        # first.
+        self._sessions: dict[tuple[str, str], aiohttp.ClientSession] = {}
+        self._closing: set[asyncio.Task[None]] = set()
         self._contexts: dict[str, ssl.SSLContext] = {}
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        sessions, self._sessions = self._sessions, {}
+        for session in sessions.values():
+            await session.close()
+
+    def _session(self, hook: Obj, url: str) -> aiohttp.ClientSession:
+        key = (str(hook.get("name") or ""), url)
+        session = self._sessions.pop(key, None)
+        if session is None:
+            session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(
+                limit=MAX_CONNECTIONS,
+                socket_factory=self.dialer.socket_factory if self.dialer else None))
+            if len(self._sessions) >= MAX_CLIENTS:
+                oldest = self._sessions.pop(next(iter(self._sessions)))
+                task = asyncio.get_running_loop().create_task(oldest.close())
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)
+        self._sessions[key] = session
+        return session
 
     def _configurations(self, resource: str) -> list[Obj]:
         r = self.table.by_group_resource(GROUP, resource)
@@ -156,11 +179,8 @@ class Webhooks:
         url, server_name = self._url(config)
         timeout = int(hook.get("timeoutSeconds") or 10)
         target = f"{url}{'&' if '?' in url else '?'}timeout={timeout}s"
-        if self._session is None:
-            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(
-                socket_factory=self.dialer.socket_factory if self.dialer else None))
         try:
-            async with self._session.post(
+            async with self._session(hook, url).post(
                     target, data=json.dumps(body).encode(),
                     headers={"Content-Type": "application/json", "Accept": "application/json"},
                     ssl=self._ssl(config.get("caBundle") or ""), server_hostname=server_name,

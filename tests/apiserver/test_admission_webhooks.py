@@ -5,14 +5,17 @@ nothing), matchConditions."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import ssl
 import tempfile
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 import pytest_asyncio
 from aiohttp import web
@@ -186,3 +189,53 @@ async def test_match_conditions_skip_the_call(client: Client, hook: Hook) -> Non
     checked = configmap("checked", color="red")
     checked["metadata"]["labels"] = {"check": "1"}
     assert (await client.post(CONFIGMAPS, checked)).status == 403
+
+
+async def test_a_webhook_that_never_answers_does_not_starve_another(client: Client,
+                                                                    hook: Hook) -> None:
+    """120 creates hang on a webhook that accepts TCP and never answers; a create through
+    a healthy webhook is still decided by it at once (issue 35, defect 5: one shared pool
+    of 100 connections made it fail, or with failurePolicy Ignore pass unchecked)."""
+    hole = await asyncio.start_server(_never_answer, "127.0.0.1", 0)
+    port = hole.sockets[0].getsockname()[1]
+    try:
+        stuck = configuration("ValidatingWebhookConfiguration", "hole",
+                              {"url": f"https://127.0.0.1:{port}/validate",
+                               "caBundle": hook.ca_bundle}, timeoutSeconds=30,
+                              namespaceSelector=_namespace_is("stuck"))
+        healthy = configuration("ValidatingWebhookConfiguration", "colors",
+                                {"url": f"{hook.url}/validate", "caBundle": hook.ca_bundle},
+                                failurePolicy="Ignore",
+                                namespaceSelector=_namespace_is("default"))
+        for config in (stuck, healthy):
+            assert (await client.post(f"{CONFIGS}/validatingwebhookconfigurations", config)
+                    ).status == 201
+        assert (await client.post("/api/v1/namespaces", {
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "stuck"}})
+        ).status == 201
+        hanging = [asyncio.create_task(client.post(
+            "/api/v1/namespaces/stuck/configmaps", configmap(f"c{i}"))) for i in range(120)]
+        await asyncio.sleep(1.0)  # every one is waiting on the hole now
+        started = time.monotonic()
+        async with aiohttp.ClientSession() as session:  # the hanging ones fill client's pool
+            other = Client(client.base, session, client.ssl)
+            reply = await other.post(CONFIGMAPS, configmap("red", color="red"))
+        assert (reply.status, reply.json["reason"]) == (403, "Forbidden")
+        assert time.monotonic() - started < 10
+        assert not any(task.done() for task in hanging)
+        for task in hanging:
+            task.cancel()
+        await asyncio.gather(*hanging, return_exceptions=True)
+    finally:
+        hole.close()
+
+
+async def _never_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        await reader.read()  # until the caller gives up
+    finally:
+        writer.close()
+
+
+def _namespace_is(name: str) -> dict[str, Any]:
+    return {"matchLabels": {"kubernetes.io/metadata.name": name}}
