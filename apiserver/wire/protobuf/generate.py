@@ -44,6 +44,7 @@ ROOTS: dict[str, tuple[str, ...]] = {
     "node/v1": ("RuntimeClass",),
     "storagemigration/v1": ("StorageVersionMigration",),
     "admissionregistration/v1": ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+                                 "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding",
                                  "ValidatingWebhookConfiguration",
                                  "MutatingWebhookConfiguration"),
     "resource/v1": ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice",

@@ -496,6 +496,27 @@ func moreObjects() map[string]runtime.Object {
 			Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "vap",
 				ParamRef:          &admissionv1.ParamRef{Name: "p", Namespace: "default", ParameterNotFoundAction: ptr(admissionv1.DenyAction)},
 				ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny, admissionv1.Audit}}},
+		"mutatingadmissionpolicy": &admissionv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "map"},
+			Spec: admissionv1.MutatingAdmissionPolicySpec{
+				ParamKind: &admissionv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
+				MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionv1.RuleWithOperations{Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
+						Rule: admissionv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}}}}},
+					NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"e2e": "true"}}, MatchPolicy: ptr(admissionv1.Equivalent)},
+				Variables: []admissionv1.Variable{{Name: "v", Expression: "1"}},
+				Mutations: []admissionv1.Mutation{
+					{PatchType: admissionv1.PatchTypeApplyConfiguration, ApplyConfiguration: &admissionv1.ApplyConfiguration{
+						Expression: "Object{spec: Object.spec{replicas: 1337}}"}},
+					{PatchType: admissionv1.PatchTypeJSONPatch, JSONPatch: &admissionv1.JSONPatch{
+						Expression: `[JSONPatch{op: "add", path: "/metadata/labels/a", value: "b"}]`}}},
+				FailurePolicy:      ptr(admissionv1.Fail),
+				MatchConditions:    []admissionv1.MatchCondition{{Name: "c", Expression: "true"}},
+				ReinvocationPolicy: admissionv1.IfNeededReinvocationPolicy}},
+		"mutatingadmissionpolicybinding": &admissionv1.MutatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "mapb"},
+			Spec: admissionv1.MutatingAdmissionPolicyBindingSpec{PolicyName: "map",
+				ParamRef: &admissionv1.ParamRef{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"p": "q"}},
+					ParameterNotFoundAction: ptr(admissionv1.AllowAction)},
+				MatchResources: &admissionv1.MatchResources{ObjectSelector: &metav1.LabelSelector{}}}},
 		"validatingwebhookconfiguration": &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "vwc"},
 			Webhooks: []admissionv1.ValidatingWebhook{{Name: "v.example.com", ClientConfig: admissionv1.WebhookClientConfig{
 				Service:  &admissionv1.ServiceReference{Namespace: "default", Name: "svc", Path: ptr("/validate"), Port: ptr[int32](443)},
