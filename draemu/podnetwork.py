@@ -195,6 +195,9 @@ class ClusterNetwork:
     def __init__(self, ranges: NetworkRanges) -> None:
         self.ranges = ranges
         self.holder = Holder("the cluster network namespace")
+        # Whether kube-proxy and CoreDNS run on it (their programs were found).
+        self.services = False
+        self.dns = False
 
     @property
     def netns(self) -> str:
@@ -226,9 +229,14 @@ class NodeNetworks:
     """The nodes a process runs, attached to the cluster namespace (given by its path,
     as the process that made it hands it over)."""
 
-    def __init__(self, cluster_netns: str, ranges: NetworkRanges) -> None:
+    def __init__(self, cluster_netns: str, ranges: NetworkRanges, services: bool = True,
+                 dns: bool = True) -> None:
         self.cluster_netns = cluster_netns
         self.ranges = ranges
+        # kube-proxy runs on the nodes (pods reach the apiserver by the kubernetes
+        # Service), and CoreDNS (kube-dns is the pods' nameserver).
+        self.services = services
+        self.dns = dns
         self.nodes: dict[str, NodeNetwork] = {}
 
     async def attach(self, name: str, index: int, id_range: tuple[int, int] | None = None

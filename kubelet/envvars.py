@@ -15,6 +15,36 @@ class EnvError(Exception):
     pass
 
 
+def expand(text: str, env: dict[str, str]) -> str:
+    """`$(NAME)` references in a command, an argument or an env value, as the kubelet
+    expands them: a defined NAME is replaced, an undefined one is left as written, `$$`
+    is a literal `$`, and any other `$` stays."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char != "$" or i + 1 == len(text):
+            out.append(char)
+            i += 1
+            continue
+        following = text[i + 1]
+        if following == "$":
+            out.append("$")
+            i += 2
+        elif following == "(":
+            end = text.find(")", i + 2)
+            if end < 0:
+                out.append(text[i:])
+                break
+            name = text[i + 2:end]
+            out.append(env[name] if name in env else text[i:end + 1])
+            i = end + 1
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out)
+
+
 def field_value(pod: Obj, path: str, host_ip: str, pod_ip: str | None) -> str:
     meta, spec = pod["metadata"], pod.get("spec") or {}
     simple = {"metadata.name": meta.get("name"), "metadata.namespace": meta.get("namespace"),
@@ -65,7 +95,7 @@ class EnvBuilder:
                 env.update({prefix + k: v for k, v in data.items()})
         for item in container.get("env") or []:
             if "valueFrom" not in item:
-                env[item["name"]] = item.get("value", "")
+                env[item["name"]] = expand(item.get("value", ""), env)
                 continue
             source = item["valueFrom"]
             if "fieldRef" in source:

@@ -72,6 +72,10 @@ class KubeletOptions:
     # run; pods get addresses of the podCIDR node-ipam gives the Node. None: no pod
     # network (pod IPs are picked from `pod_cidr` and reach nothing).
     network: NodeNetwork | None = None
+    # --cluster-dns and --cluster-domain: the resolv.conf of pods with dnsPolicy
+    # ClusterFirst (empty: there is no cluster DNS, they get this machine's).
+    cluster_dns: list[str] = field(default_factory=list)
+    cluster_domain: str = "cluster.local"
 
 
 class Kubelet:
@@ -82,8 +86,10 @@ class Kubelet:
         gates = options.feature_gates
         network = options.network
         # As a kubelet sets KUBERNETES_SERVICE_HOST/PORT: the kubernetes Service's
-        # address on the pod network; else the apiserver forwarded into each pod.
-        api_server = (network.networks.ranges.service_ip(1), 443) if network is not None \
+        # address on the pod network with kube-proxy; else the apiserver forwarded into
+        # each pod.
+        api_server = (network.networks.ranges.service_ip(1), 443) \
+            if network is not None and network.networks.services \
             else _host_port(options.api_server_url or client.server)
         self.runtime = make_runtime(options.runtime, options.image_map, api_server,
                                     unconfined=options.runtime_unconfined,
@@ -151,7 +157,8 @@ class Kubelet:
             health_enabled=gates.enabled("ResourceHealthStatus"),
             health_messages=gates.enabled("ResourceHealthStatusMessage"),
             crash_backoff=o.crash_loop_backoff,
-            volumes=VolumeManager(self.client, self.layout) if o.runtime == "process" else None)
+            volumes=VolumeManager(self.client, self.layout) if o.runtime == "process" else None,
+            cluster_dns=o.cluster_dns, cluster_domain=o.cluster_domain)
         await asyncio.gather(self.watcher.start(), self.pods.start(), self._watch_pod_cidr())
         await self.podresources.start()
         log.info("kubelet started", node=o.node_name, root=str(self.layout.root),

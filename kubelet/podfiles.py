@@ -8,9 +8,13 @@
   volume at /etc/hosts.
 - hostname: `spec.hostname` or the pod's name (63 characters at most, no trailing `-`
   or `.`); `setHostnameAsFQDN` gives the FQDN; a hostNetwork pod, its node's name.
-- resolv.conf: draemu's kubelets have no cluster DNS, so `ClusterFirst` falls back to
-  `Default` as upstream's does (this machine's /etc/resolv.conf); `None` starts empty;
-  `dnsConfig` nameservers, searches and options are merged in as upstream merges them.
+- resolv.conf: as the kubelet writes it from its --cluster-dns and --cluster-domain
+  (`cluster_dns`): `ClusterFirst` (hostNetwork pods: `ClusterFirstWithHostNet`) gets
+  the cluster DNS, the search path `<namespace>.svc.<domain> svc.<domain> <domain>`
+  before this machine's and `options ndots:5`; `Default` (and `ClusterFirst` on the host
+  network, or without a cluster DNS) this machine's /etc/resolv.conf; `None` starts
+  empty; `dnsConfig` nameservers, searches and options are merged in as upstream merges
+  them.
 """
 
 from __future__ import annotations
@@ -89,12 +93,27 @@ def _machine_resolver() -> tuple[list[str], list[str], list[str]]:
     return servers, searches, list(options.values())
 
 
-def resolv_conf(pod: Obj) -> str:
+def uses_cluster_dns(pod: Obj) -> bool:
+    """Whether the pod's dnsPolicy asks for the cluster DNS (upstream's podDNSCluster)."""
+    spec = pod.get("spec") or {}
+    policy = spec.get("dnsPolicy") or "ClusterFirst"
+    return policy == "ClusterFirstWithHostNet" or (
+        policy == "ClusterFirst" and not spec.get("hostNetwork"))
+
+
+def resolv_conf(pod: Obj, cluster_dns: list[str] | tuple[str, ...] = (),
+                cluster_domain: str = CLUSTER_DOMAIN) -> str:
     spec = pod.get("spec") or {}
     if spec.get("dnsPolicy") == "None":
         servers, searches, options = [], [], []
     else:
         servers, searches, options = _machine_resolver()
+        if cluster_dns and uses_cluster_dns(pod):
+            namespace = pod["metadata"].get("namespace") or "default"
+            servers = list(cluster_dns)
+            searches = [f"{namespace}.svc.{cluster_domain}", f"svc.{cluster_domain}",
+                        cluster_domain, *searches]
+            options = ["ndots:5"]
     config = spec.get("dnsConfig") or {}
     servers = list(dict.fromkeys([*servers, *(config.get("nameservers") or [])]))
     searches = list(dict.fromkeys([*searches, *(config.get("searches") or [])]))
@@ -111,13 +130,15 @@ def resolv_conf(pod: Obj) -> str:
     return out
 
 
-def write_pod_files(folder: Path, pod: Obj, pod_ips: list[str], node_name: str
-                    ) -> dict[str, VolumeSource]:
+def write_pod_files(folder: Path, pod: Obj, pod_ips: list[str], node_name: str,
+                    cluster_dns: list[str] | tuple[str, ...] = (),
+                    cluster_domain: str = CLUSTER_DOMAIN) -> dict[str, VolumeSource]:
     """The pod's files in `folder` (made 0700): container path -> where it is here."""
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     files = {"/etc/hosts": ("etc-hosts", hosts_file(pod, pod_ips)),
              "/etc/hostname": ("hostname", hostname(pod, node_name) + "\n"),
-             "/etc/resolv.conf": ("resolv.conf", resolv_conf(pod))}
+             "/etc/resolv.conf": ("resolv.conf", resolv_conf(pod, cluster_dns,
+                                                             cluster_domain))}
     out = {}
     for target, (name, text) in files.items():
         path = folder / name

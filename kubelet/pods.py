@@ -22,11 +22,16 @@ from draemu.client.workqueue import ShutDown
 from draemu.kubelet.cdi import CDIError, CDIRegistry
 from draemu.kubelet.dra.manager import DRAError, DRAManager
 from draemu.kubelet.dra.plugins import DRAPluginManager
-from draemu.kubelet.envvars import EnvBuilder, EnvError
+from draemu.kubelet.envvars import EnvBuilder, EnvError, expand
 from draemu.kubelet.execsession import ExecError, ExecSession
 from draemu.kubelet.logs import container_log_path
+from draemu.kubelet.podfiles import (
+    CLUSTER_DOMAIN,
+    pod_file_mounts,
+    remove_pod_files,
+    write_pod_files,
+)
 from draemu.kubelet.podfiles import hostname as pod_hostname
-from draemu.kubelet.podfiles import pod_file_mounts, remove_pod_files, write_pod_files
 from draemu.kubelet.podstatus import (
     ContainerRecord,
     PodState,
@@ -66,7 +71,9 @@ class PodWorkers:
                  cdi: CDIRegistry, runtime: Runtime, events: EventRecorder, *,
                  health_enabled: bool = False, health_messages: bool = False,
                  workers: int = 4, crash_backoff: float = BACKOFF_START,
-                 volumes: VolumeManager | None = None) -> None:
+                 volumes: VolumeManager | None = None,
+                 cluster_dns: list[str] | None = None,
+                 cluster_domain: str = CLUSTER_DOMAIN) -> None:
         self.client = client
         self.node_name = node_name
         self.host_ip = host_ip
@@ -80,6 +87,9 @@ class PodWorkers:
         self.health_messages = health_messages
         self.crash_backoff = crash_backoff
         self.env = EnvBuilder(client)
+        # The kubelet's --cluster-dns and --cluster-domain (pods' resolv.conf).
+        self.cluster_dns = list(cluster_dns or [])
+        self.cluster_domain = cluster_domain
         # Set for runtimes that mount a pod's volumes (the process runtime).
         self.volumes = volumes
         self.states: dict[str, PodState] = {}
@@ -255,7 +265,8 @@ class PodWorkers:
                     raise Retry from err
                 state.pod_files = write_pod_files(self.pods_dir / state.uid, pod,
                                                   [state.ip] if state.ip else [],
-                                                  self.node_name)
+                                                  self.node_name, self.cluster_dns,
+                                                  self.cluster_domain)
             state.stage = "init"
         if state.stage == "init":
             inits = spec.get("initContainers") or []
@@ -344,8 +355,9 @@ class PodWorkers:
                                f'container: {container["name"]})')
             config = ContainerConfig(
                 pod_namespace=meta["namespace"], pod_name=meta["name"], name=container["name"],
-                image=container.get("image", ""), command=list(container.get("command") or []),
-                args=list(container.get("args") or []), env=env,
+                image=container.get("image", ""),
+                command=[expand(c, env) for c in container.get("command") or []],
+                args=[expand(a, env) for a in container.get("args") or []], env=env,
                 working_dir=container.get("workingDir"), cdi_devices=cdi_ids, edits=edits,
                 log_path=container_log_path(self.pods_dir, meta["namespace"], meta["name"],
                                             meta["uid"], container["name"], rec.restart_count),

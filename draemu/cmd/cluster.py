@@ -187,6 +187,8 @@ class Cluster:
             dialer=network.dialer() if network is not None else None))
         await self.apiserver.start()
         self.timings["apiserver"] = time.perf_counter() - t0
+        if network is not None:
+            await self._deploy_addons()
         if o.kubeconfig is not None:
             o.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
             private_file(o.kubeconfig)  # it holds the admin's key
@@ -199,7 +201,7 @@ class Cluster:
                 scheduler_config=o.scheduler_config, nodes=preset, data_dir=self.data_dir,
                 runtime=o.runtime, image_map=o.image_map,
                 runtime_unconfined=o.runtime_unconfined,
-                network=(network.netns, o.network_ranges) if network is not None else None)
+                network=network)
             await self.control_plane.wait_ready()
             self.timings["control-plane"] = self.timings["nodes"] = time.perf_counter() - t0
             if preset is not None:
@@ -215,9 +217,37 @@ class Cluster:
                 preset, data_dir=self.data_dir, server=self.apiserver, runtime=o.runtime,
                 feature_gates=o.feature_gates, image_map=o.image_map,
                 runtime_unconfined=o.runtime_unconfined,
-                network=NodeNetworks(network.netns, o.network_ranges)
-                if network is not None else None)
+                network=NodeNetworks(network.netns, o.network_ranges, network.services,
+                                     network.dns) if network is not None else None)
         self.timings["nodes"] = time.perf_counter() - t0
+
+    async def _deploy_addons(self) -> None:
+        """kube-proxy and CoreDNS, as kubeadm's addon phase deploys them, their images
+        mapped to the programs when this machine has them (draemu/cmd/addons.py)."""
+        from draemu.cmd import addons
+        from draemu.kubelet.runtime import ImageMap
+
+        o = self.options
+        found, missing = addons.find_programs(o.image_map)
+        if o.image_map is None:
+            o.image_map = ImageMap()
+        for image, path in found.items():
+            o.image_map.add(image, path, default=True)
+        if missing:
+            log.warning(f"Services and cluster DNS need {' and '.join(missing)}: not on PATH "
+                        f"nor in {addons.build_cache()} (tests/e2e/realk8s/build.sh network "
+                        "builds them; or --image-map IMAGE=PATH); without kube-proxy the "
+                        "apiserver is forwarded into each pod, without CoreDNS pods use this "
+                        "machine's resolver")
+        assert self.network is not None
+        mapped = o.image_map
+        self.network.services = mapped.lookup(addons.KUBE_PROXY_IMAGE) is not None
+        self.network.dns = mapped.lookup(addons.COREDNS_IMAGE) is not None
+        ranges = o.network_ranges
+        server = f"https://{ranges.gateway}:{self.apiserver.port}"
+        async with self.apiserver.loopback_client("draemu-addons") as client:
+            await addons.deploy(client, addons.kube_proxy(server, ranges.cluster_cidr)
+                                + addons.coredns(ranges.service_ip(10)))
 
     async def _start_control_plane_here(self) -> None:
         o = self.options

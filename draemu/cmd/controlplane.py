@@ -66,6 +66,7 @@ class _Nodes:
     data_dir: str
     runtime: str
     image_map: dict[str, str]
+    image_defaults: dict[str, str]  # the add-ons' images (ImageMap.defaults)
     runtime_unconfined: bool
     tokens: dict[str, str]  # node name -> its token (system:node:NAME)
     admin_token: str
@@ -73,6 +74,8 @@ class _Nodes:
     # The pod network: the cluster namespace's path and NetworkRanges as a dict.
     cluster_netns: str | None = None
     ranges: dict[str, Any] | None = None
+    services: bool = False  # kube-proxy runs on the nodes
+    dns: bool = False  # and CoreDNS
 
 
 @dataclass
@@ -226,9 +229,9 @@ class ControlPlaneProcess:
                         scheduler_config: str | None = None, nodes: Any = None,
                         data_dir: Path | None = None, runtime: str = "fake",
                         image_map: Any = None, runtime_unconfined: bool = False,
-                        network: tuple[str, Any] | None = None) -> None:
+                        network: Any = None) -> None:
         """Hand the child its configuration and credentials (`nodes`: a Preset to run;
-        `network`: the pod network's cluster namespace and its NetworkRanges)."""
+        `network`: the pod network, a podnetwork.ClusterNetwork)."""
         from draemu.identity import (
             KUBE_CONTROLLER_MANAGER,
             KUBE_SCHEDULER,
@@ -269,8 +272,8 @@ class ControlPlaneProcess:
             nodes=asdict(_node_config(server, nodes, Path(data_dir or server.data_dir),
                                       runtime, image_map, runtime_unconfined, network))
             if nodes is not None else None,
-            cluster_cidr=network[1].cluster_cidr if network is not None else None,
-            node_cidr_mask_size=network[1].node_mask if network is not None else 24)
+            cluster_cidr=network.ranges.cluster_cidr if network is not None else None,
+            node_cidr_mask_size=network.ranges.node_mask if network is not None else 24)
         self._ready = asyncio.get_running_loop().create_future()
         self._reader = asyncio.create_task(self._read())
         self.process.stdin.write(json.dumps(config.__dict__).encode() + b"\n")
@@ -340,7 +343,7 @@ class ControlPlaneProcess:
 
 def _node_config(server: Any, preset: Any, data_dir: Path, runtime: str,
                  image_map: Any, runtime_unconfined: bool,
-                 network: tuple[str, Any] | None = None) -> _Nodes:
+                 network: Any = None) -> _Nodes:
     """The nodes' credentials: a kubeconfig each in its root (as in one process, for the
     tools that read it there), a loopback token, and a serving certificate for its
     kubelet API signed by the cluster CA (for its address on the pod network, or its
@@ -356,7 +359,7 @@ def _node_config(server: Any, preset: Any, data_dir: Path, runtime: str,
         if tls:
             from draemu.kubelet.servingcert import issue_serving_tls
 
-            address = network[1].node_ip(index) if network is not None else \
+            address = network.ranges.node_ip(index) if network is not None else \
                 loopback_address(index)
             issue_serving_tls(data_dir / "nodes" / spec.name / "pki", spec.name,
                               [address, spec.name, "localhost"], server.pki.ca.cert_pem,
@@ -364,10 +367,14 @@ def _node_config(server: Any, preset: Any, data_dir: Path, runtime: str,
     return _Nodes(preset=asdict(preset), data_dir=str(data_dir), runtime=runtime,
                   image_map={k: str(v) for k, v in (image_map.entries.items()
                                                     if image_map else ())},
+                  image_defaults={k: str(v) for k, v in (image_map.defaults.items()
+                                                         if image_map is not None else ())},
                   runtime_unconfined=runtime_unconfined, tokens=tokens,
                   admin_token=server.loopback_token(), tls=tls,
-                  cluster_netns=network[0] if network is not None else None,
-                  ranges=asdict(network[1]) if network is not None else None)
+                  cluster_netns=network.netns if network is not None else None,
+                  ranges=asdict(network.ranges) if network is not None else None,
+                  services=network is not None and network.services,
+                  dns=network is not None and network.dns)
 
 
 # The child ------------------------------------------------------------------------------
@@ -459,10 +466,11 @@ class _Child:
                           ca_pem=c.ca_pem.encode() if c.ca_pem else None)
 
         image_map = None
-        if n.image_map:
+        if n.image_map or n.image_defaults:
             from draemu.kubelet.runtime import ImageMap
 
-            image_map = ImageMap({k: Path(v) for k, v in n.image_map.items()})
+            image_map = ImageMap({k: Path(v) for k, v in n.image_map.items()},
+                                 {k: Path(v) for k, v in n.image_defaults.items()})
         access = NodeAccess(url=c.url, node_client=node_client,
                             admin_client=lambda: Client(
                                 "http://localhost", token=n.admin_token, user_agent="draemu",
@@ -472,7 +480,8 @@ class _Child:
         if n.cluster_netns is not None and n.ranges is not None:
             from draemu.podnetwork import NetworkRanges, NodeNetworks
 
-            network = NodeNetworks(n.cluster_netns, NetworkRanges(**n.ranges))
+            network = NodeNetworks(n.cluster_netns, NetworkRanges(**n.ranges), n.services,
+                                   n.dns)
         handle = await start_nodes(_preset(n.preset), data_dir=data_dir, runtime=n.runtime,
                                    feature_gates=gates, image_map=image_map, access=access,
                                    runtime_unconfined=n.runtime_unconfined, network=network)

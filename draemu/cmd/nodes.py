@@ -166,9 +166,7 @@ async def start_node(spec: NodeSpec, *, kubeconfig: Path, data_dir: Path,
         options.address = (access.kubelet_address or loopback_address)(index or 0)
         options.port = 0
     if network is not None:
-        options.network = await _attach(network, spec.name, index or 0, runtime_unconfined)
-        options.internal_ip = options.address = options.network.ip
-        options.port = KUBELET_PORT if access is not None else None
+        await _join(options, network, index or 0, serve=access is not None)
     if access is not None:
         options.tls = access.serving_tls(spec.name, options.address)
     if slice_wipe_delay is not None:
@@ -226,6 +224,17 @@ async def _label_as_admin(server: APIServer | None, access: NodeAccess | None, n
 
 KUBELET_PORT = 10250
 _node_ranges: IdRanges | None = None
+
+
+async def _join(options: KubeletOptions, network: NodeNetworks, index: int, serve: bool
+                ) -> None:
+    """The kubelet's node on the pod network: its address, its API there (`serve`), and
+    kube-dns as its cluster DNS (draemu/cmd/addons.py), as kubeadm configures a kubelet."""
+    options.network = await _attach(network, options.node_name, index,
+                                    options.runtime_unconfined)
+    options.internal_ip = options.address = options.network.ip
+    options.cluster_dns = [network.ranges.service_ip(10)] if network.dns else []
+    options.port = KUBELET_PORT if serve else None
 
 
 async def _attach(network: NodeNetworks, name: str, index: int, unconfined: bool

@@ -4,8 +4,9 @@ An entry is `IMAGE=PATH`. IMAGE is matched against a container's `image`:
 exactly, then without its tag or digest (`registry.k8s.io/driver` matches
 `registry.k8s.io/driver:v1.2`), then as a shell pattern (`registry.k8s.io/*`).
 PATH is either an executable (the image's only program: it runs when the container's
-command names it or gives none) or a folder (its `bin`, `usr/bin`, `usr/local/bin`
-and itself go first on the container's PATH; the container must give its command).
+command names it, by its name or any path ending in it, or gives none) or a folder (its
+`bin`, `usr/bin`, `usr/local/bin` and itself go first on the container's PATH; the
+container must give its command).
 
 A map file has one entry per line (`IMAGE=PATH` or `IMAGE: PATH`; `#` comments,
 blank lines); relative paths are relative to the file.
@@ -43,7 +44,10 @@ class MappedImage:
     def resolve(self, command: list[str]) -> list[str]:
         """argv[0] for a container's command under this image."""
         if not self.is_folder:
-            if not command or command[0] in (self.path.name, str(self.path)):
+            # The image's only program, by its name or by its path in the image
+            # (`/usr/local/bin/kube-proxy`, `/agnhost`).
+            if not command or command[0] == str(self.path) or \
+                    command[0].rsplit("/", 1)[-1] == self.path.name:
                 return [str(self.path), *command[1:]]
             return command
         if not command:
@@ -60,15 +64,24 @@ def _strip_tag(image: str) -> str:
 
 
 class ImageMap:
-    def __init__(self, entries: dict[str, Path] | None = None) -> None:
+    """The user's entries, and `defaults`: the images of the add-ons draemu deploys
+    itself (kube-proxy, CoreDNS), looked up after the user's. An image map of defaults
+    only is still "no image map": other containers run their command in the system root."""
+
+    def __init__(self, entries: dict[str, Path] | None = None,
+                 defaults: dict[str, Path] | None = None) -> None:
         self.entries: dict[str, Path] = {}
         for image, path in (entries or {}).items():
             self.add(image, path)
+        self.defaults: dict[str, Path] = {}
+        for image, path in (defaults or {}).items():
+            self.add(image, path, default=True)
 
     def __bool__(self) -> bool:
+        """Whether the user gave entries (then unmapped images do not execute)."""
         return bool(self.entries)
 
-    def add(self, image: str, path: str | Path) -> None:
+    def add(self, image: str, path: str | Path, default: bool = False) -> None:
         image = image.strip()
         resolved = Path(path).expanduser().absolute()
         if not image:
@@ -77,7 +90,7 @@ class ImageMap:
             raise ImageMapError(f"image map entry {image}={path}: {resolved} does not exist")
         if resolved.is_file() and not os.access(resolved, os.X_OK):
             raise ImageMapError(f"image map entry {image}={path}: {resolved} is not executable")
-        self.entries[image] = resolved
+        (self.defaults if default else self.entries)[image] = resolved
 
     def add_entry(self, text: str, base: Path | None = None) -> None:
         image, sep, path = text.partition("=")
@@ -106,14 +119,18 @@ class ImageMap:
                 raise ImageMapError(f"{file}, line {number}: {err}") from None
 
     def lookup(self, image: str) -> MappedImage | None:
-        if image in self.entries:
-            return MappedImage(image, self.entries[image])
-        bare = _strip_tag(image)
-        for key, path in self.entries.items():
-            if key == bare:
-                return MappedImage(key, path)
-        for key, path in self.entries.items():
-            if any(c in key for c in "*?[") and (fnmatch.fnmatchcase(image, key)
-                                                 or fnmatch.fnmatchcase(bare, key)):
-                return MappedImage(key, path)
-        return None
+        return _lookup(self.entries, image) or _lookup(self.defaults, image)
+
+
+def _lookup(entries: dict[str, Path], image: str) -> MappedImage | None:
+    if image in entries:
+        return MappedImage(image, entries[image])
+    bare = _strip_tag(image)
+    for key, path in entries.items():
+        if key == bare:
+            return MappedImage(key, path)
+    for key, path in entries.items():
+        if any(c in key for c in "*?[") and (fnmatch.fnmatchcase(image, key)
+                                             or fnmatch.fnmatchcase(bare, key)):
+            return MappedImage(key, path)
+    return None

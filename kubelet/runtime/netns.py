@@ -63,7 +63,7 @@ class Sandbox:
                 self.ip = await self.network.attach_pod(self.pod_uid, self.proc.pid)
             except NetworkError as err:
                 raise OSError(f"failed to set up the pod's network: {err}") from err
-        elif forward is not None:
+        if forward is not None:
             await self._forward(*forward)
 
     async def _forward(self, host: str, port: int) -> None:

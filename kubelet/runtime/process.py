@@ -133,7 +133,7 @@ class ProcessRuntime:
                  network: NodeNetwork | None = None) -> None:
         if check:
             preflight(node_folder, unconfined)
-        self.image_map = image_map or ImageMap()
+        self.image_map = image_map if image_map is not None else ImageMap()
         self.api_server = api_server
         self.unconfined = unconfined
         self.network = network
@@ -153,8 +153,11 @@ class ProcessRuntime:
             box = self._sandboxes.get(pod_uid)
             if box is None or box.proc is None or box.proc.returncode is not None:
                 box = Sandbox(pod_uid, self.network)
+                # Without kube-proxy on the pod network, the apiserver is forwarded in.
+                forward = self.api_server if self.network is None or \
+                    not self.network.networks.services else None
                 try:
-                    await box.start(self.api_server)
+                    await box.start(forward)
                 except OSError as err:
                     await box.stop()
                     raise RuntimeError_(str(err)) from err
@@ -199,14 +202,14 @@ class ProcessRuntime:
               ) -> tuple[list[str], list[str], str | None, dict[str, Any] | None] | None:
         """(argv, PATH folders, the image's root folder, the image's executable as a
         mount) for the container, or None when its image is not mapped."""
-        if not self.image_map:
+        mapped = self.image_map.lookup(config.image)
+        if mapped is None:
+            if self.image_map:
+                return None
             if not config.command:
                 raise RuntimeError_(f"container {config.name}: without an image map the "
                                     "process runtime needs an explicit command")
             return [*config.command, *config.args], [], None, None
-        mapped = self.image_map.lookup(config.image)
-        if mapped is None:
-            return None
         try:
             argv = [*mapped.resolve(config.command), *config.args]
         except ImageMapError as err:

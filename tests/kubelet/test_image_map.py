@@ -40,6 +40,13 @@ def test_an_executable_is_the_images_program(program):
     assert mapped.path_dirs() == [str(program.parent)]
 
 
+def test_an_executable_is_named_by_its_path_in_the_image_too(program):
+    mapped = ImageMap({"driver": program}).lookup("driver")
+    assert mapped.resolve([f"/usr/local/bin/{program.name}", "-v"]) == [str(program), "-v"]
+    assert mapped.resolve([f"/usr/local/bin/{program.name}-2"]) == [
+        f"/usr/local/bin/{program.name}-2"]
+
+
 def test_a_folder_goes_first_on_path_and_needs_a_command(tmp_path):
     (tmp_path / "usr" / "bin").mkdir(parents=True)
     mapped = ImageMap({"rootfs": tmp_path}).lookup("rootfs")

@@ -19,7 +19,7 @@ import pytest
 
 from draemu.cmd.testing.process import RunningDraemu, draemu_up
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow,
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300),
               pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")]
 
 SERVER = ["python3", "-c", "import http.server as h, socketserver as s\n"
@@ -47,9 +47,13 @@ def _get(up: RunningDraemu, kind: str, name: str) -> dict:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory):
     folder = tmp_path_factory.mktemp("podnet")
-    with draemu_up(folder, "--runtime", "process", "--preset", "example", "--nodes", "2",
-                   "--no-ui", "--pod-cidr", "10.250.0.0/16", timeout=120) as up:
-        yield up
+    # Without kube-proxy and CoreDNS (nowhere to be found): the pod network alone.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DRAEMU_REALK8S_BIN", str(folder / "no-programs"))
+        patch.setenv("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        with draemu_up(folder, "--runtime", "process", "--preset", "example", "--nodes",
+                       "2", "--no-ui", "--pod-cidr", "10.250.0.0/16", timeout=120) as up:
+            yield up
 
 
 def test_nodes_have_internal_ips_and_pod_cidrs_from_node_ipam(cluster) -> None:
@@ -90,6 +94,21 @@ def test_a_host_network_pod_runs_in_its_nodes_namespace(cluster) -> None:
     _wait(cluster, "--for=jsonpath={.status.phase}=Succeeded", "pod/hostnet")
     assert _get(cluster, "pod", "hostnet")["status"]["podIP"] == "172.18.0.3"
     assert cluster.kubectl("logs", "hostnet").stdout.split() == ["172.18.0.3", "node-2"]
+
+
+def test_without_kube_proxy_pods_reach_the_apiserver_forwarded_in(cluster) -> None:
+    ask = ["python3", "-c", "import os, ssl, urllib.request as u\n"
+           "d = '/var/run/secrets/kubernetes.io/serviceaccount/'\n"
+           "host, port = os.environ['KUBERNETES_SERVICE_HOST'], "
+           "os.environ['KUBERNETES_SERVICE_PORT']\n"
+           "r = u.Request(f'https://{host}:{port}/api', headers={'Authorization': "
+           "'Bearer ' + open(d + 'token').read()})\n"
+           "print(host, u.urlopen(r, context=ssl.create_default_context(cafile=d + 'ca.crt'))"
+           ".status)"]
+    cluster.kubectl("apply", "-f", "-", input=_pod("api", "node-1", ask,
+                                                   restartPolicy="Never"))
+    _wait(cluster, "--for=jsonpath={.status.phase}=Succeeded", "pod/api")
+    assert cluster.kubectl("logs", "api").stdout.split() == ["127.0.0.1", "200"]
 
 
 def _ours(root_pid: int) -> set[int]:
