@@ -11,6 +11,10 @@ The kubelet's own folders are the node's folders the emulated kubelet watches:
 Every other path P is the node's own: `<node root>/host/P`, so that a pod writing to
 its node never touches this machine's file system or another node's.
 
+A device node that a CDI spec names (`device_source`) is the node's own file where the
+node has one (a device a mock or faker made in the node's folder, such as NVIDIA's mock
+driver root's `dev/nvidia0`), else, for paths under /dev, this machine's device.
+
 A path inside the node's folder is looked up and made with symbolic links and `..`
 resolved as if the node's folder were `/` (`lookup`, `make`): a link that a pod wrote
 through a hostPath volume (`/etc` -> the machine's /etc) cannot lead the kubelet, which
@@ -22,6 +26,7 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
+import stat
 from pathlib import Path
 
 from draemu.kubelet.runtime.confine.syscalls import open_in_root
@@ -79,6 +84,25 @@ def machine_path_in_node(layout: NodeLayout, path: str) -> str | None:
         if rest is not None:
             return rest
     return None
+
+
+def device_source(layout: NodeLayout, path: str) -> tuple[str, str] | None:
+    """Where the node's device `path` is: (base folder, path inside it), a character or
+    block device; None when the node has no such device."""
+    rel = in_node(layout, path)
+    found = lookup(layout.root, rel)
+    if found is not None and _is_device(found.st_mode):
+        return str(layout.root), rel
+    rest = _under(_normal(path), "/dev")
+    if rest:
+        found = lookup(Path("/dev"), rest)
+        if found is not None and _is_device(found.st_mode):
+            return "/dev", rest
+    return None
+
+
+def _is_device(mode: int) -> bool:
+    return stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
 
 
 def lookup(base: Path, rel: str) -> os.stat_result | None:

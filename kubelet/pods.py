@@ -330,12 +330,14 @@ class PodWorkers:
             env = await self.env.build(pod, container, self.host_ip, state.ip)
             env.update(edits.env_map())
             spec = pod.get("spec") or {}
-            mounts = []
+            mounts: list[Obj] = []
+            devices: list[Obj] = []
             if self.volumes is not None and state.volumes is not None:
                 mounts = [m.spec() for m in [
                     *container_mounts(container, state.volumes),
                     *pod_file_mounts(state.pod_files or {}, container),
                     *self.volumes.cdi_mounts(edits.mounts)]]
+                devices = self.volumes.cdi_devices(edits.device_nodes)
             if self.volumes is not None and spec.get("hostNetwork"):
                 host_netns = getattr(self.runtime, "host_netns", None)
                 taken = await asyncio.to_thread(host_port_conflicts, container, host_netns)
@@ -364,6 +366,7 @@ class PodWorkers:
                 restart_count=rec.restart_count,
                 annotations=dict(meta.get("annotations") or {}),
                 pod_uid=meta["uid"], host_network=bool(spec.get("hostNetwork")), mounts=mounts,
+                devices=devices,
                 security=security, hostname=pod_hostname(pod, self.node_name),
                 host_ports=[(p.get("hostIP") or "0.0.0.0", int(p["hostPort"]),
                              int(p["containerPort"])) for p in container.get("ports") or []

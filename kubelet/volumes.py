@@ -30,7 +30,13 @@ from pathlib import Path
 from draemu.api.types import Obj
 from draemu.client import ApiError, Client
 from draemu.kubelet.envvars import EnvError, field_value, resource_value
-from draemu.kubelet.hostpaths import in_node, lookup, machine_path_in_node, make
+from draemu.kubelet.hostpaths import (
+    device_source,
+    in_node,
+    lookup,
+    machine_path_in_node,
+    make,
+)
 from draemu.log import get_logger
 from draemu.nodelayout import NodeLayout
 
@@ -159,6 +165,17 @@ class VolumeManager:
                 continue
             out.append(Mount(VolumeSource(str(self.layout.root), rel), m["containerPath"],
                              "ro" in (m.get("options") or [])))
+        return out
+
+    def cdi_devices(self, nodes: list[Obj]) -> list[Obj]:
+        """A device's CDI device nodes as the launcher mounts them (`base`, `path` inside
+        it, `target` in the container): the node's own devices (kubelet/hostpaths.py);
+        nodes the node does not have are left out, as missing mount sources are."""
+        out = []
+        for node in nodes:
+            found = device_source(self.layout, node.get("hostPath") or node["path"])
+            if found is not None:
+                out.append({"base": found[0], "path": found[1], "target": node["path"]})
         return out
 
     def teardown(self, uid: str) -> None:

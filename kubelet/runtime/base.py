@@ -64,6 +64,8 @@ class ContainerConfig:
     # The pod's volumes, the kubelet's /etc files and CDI mounts as this container mounts
     # them (kubelet/volumes.py Mount.spec()).
     mounts: list[dict[str, Any]] = field(default_factory=list)
+    # CDI device nodes as this container gets them (kubelet/volumes.py cdi_devices).
+    devices: list[dict[str, Any]] = field(default_factory=list)
     security: ContainerSecurity = field(default_factory=ContainerSecurity)
     hostname: str = ""
     # TCP hostPorts of a pod with its own network: (host IP, host port, container port).

@@ -99,16 +99,6 @@ def user_spec(security: ContainerSecurity) -> dict[str, Any]:
             "noNewPrivs": security.no_new_privs}
 
 
-def device_nodes(config: ContainerConfig) -> list[dict[str, str]]:
-    """CDI device nodes that exist on this machine (under /dev), at their container paths."""
-    out = []
-    for node in config.edits.device_nodes:
-        source = node.get("hostPath") or node["path"]
-        if source.startswith("/dev/") and os.path.exists(source):
-            out.append({"source": source, "target": node["path"]})
-    return out
-
-
 
 
 def service_env(api_server: tuple[str, int] | None) -> dict[str, str]:
@@ -259,7 +249,7 @@ class ProcessRuntime:
             "root": podroot.root_spec(image_folder, security.read_only_root,
                                       security.masked_paths),
             "mounts": [*config.mounts, *([executable] if executable else [])],
-            "devices": device_nodes(config), "scratch": str(scratch), "cwd": cwd,
+            "devices": config.devices, "scratch": str(scratch), "cwd": cwd,
             "user": user}
         proc, init_pid = await self._launch(spec, config.name)
         container = Container(pid=init_pid or proc.pid, env=env)

@@ -4,6 +4,8 @@ token refresh."""
 from __future__ import annotations
 
 import asyncio
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -73,3 +75,39 @@ async def test_an_item_path_may_not_leave_the_volume(tmp_path: Path):
         "path"] = "../../escape"
     with pytest.raises(VolumeError, match="volume item path '../../escape' leaves the volume"):
         await volumes.setup(bad, "10.0.0.1", None)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making device nodes needs root")
+def test_cdi_device_nodes_are_the_nodes_own_devices_then_this_machines(tmp_path: Path):
+    """A CDI device node is the node's own file where the node has one (a mock driver
+    root's dev/nvidia0), else this machine's /dev; what is no device is left out."""
+    layout = NodeLayout(tmp_path / "node")
+    layout.create()
+    dev = layout.root / "host" / "var/lib/mock/driver/dev"
+    dev.mkdir(parents=True)
+    os.mknod(dev / "gpu0", 0o666 | stat.S_IFCHR, os.makedev(195, 0))
+    (dev / "plain").write_text("not a device")
+    (layout.root / "host" / "dev").mkdir()
+    os.mknod(layout.root / "host" / "dev" / "null", 0o666 | stat.S_IFCHR, os.makedev(195, 1))
+    manager = VolumeManager(StubClient(), layout)  # type: ignore[arg-type]
+    got = manager.cdi_devices([
+        {"path": "/dev/gpu0", "hostPath": "/var/lib/mock/driver/dev/gpu0"},
+        {"path": "/dev/null"},  # the node has its own
+        {"path": "/dev/zero"},  # the node has none: this machine's
+        {"path": "/dev/plain", "hostPath": "/var/lib/mock/driver/dev/plain"},
+        {"path": "/dev/nvidia9"}])
+    assert got == [
+        {"base": str(layout.root), "path": "host/var/lib/mock/driver/dev/gpu0",
+         "target": "/dev/gpu0"},
+        {"base": str(layout.root), "path": "host/dev/null", "target": "/dev/null"},
+        {"base": "/dev", "path": "zero", "target": "/dev/zero"}]
+
+
+def test_a_cdi_device_link_cannot_lead_out_of_the_node(tmp_path: Path):
+    layout = NodeLayout(tmp_path / "node")
+    layout.create()
+    (layout.root / "host" / "dev").mkdir(parents=True)
+    (layout.root / "host" / "dev" / "escape").symlink_to("/dev/zero")
+    manager = VolumeManager(StubClient(), layout)  # type: ignore[arg-type]
+    # The link resolves inside the node's folder, where /dev/zero does not exist.
+    assert manager.cdi_devices([{"path": "/dev/x", "hostPath": "/dev/escape"}]) == []

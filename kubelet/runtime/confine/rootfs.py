@@ -66,7 +66,7 @@ class RootBuilder:
                         key=lambda m: posixpath.normpath("/" + m["target"]).count("/"))
         # Every source is cloned before anything is mounted over a path it may go through.
         sources = [self.clone(m) for m in mounts]
-        devices = [(self.clone_device(d["source"]), d["target"])
+        devices = [(self.clone_device(d["base"], d["path"]), d["target"])
                    for d in self.spec.get("devices") or []]
         self.scratch_area()
         os.mkdir(self.root, 0o755)
@@ -181,14 +181,19 @@ class RootBuilder:
             sc.mount_setattr(tree, attrs, self.userns_fd or 0, what=m["target"])
         return tree, is_dir
 
-    def clone_device(self, source: str) -> int:
-        dev = os.open("/dev", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    def clone_device(self, base: str, path: str) -> int:
+        """A detached bind mount of the device `path` inside `base` (links resolved there)."""
+        dev = os.open(base, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            fd = sc.open_in_root(dev, source.removeprefix("/dev"))
+            fd = sc.open_in_root(dev, path)
         except OSError as err:
-            raise sc.LaunchError(f"device {source}: {os.strerror(err.errno or 0)}") from err
+            raise sc.LaunchError(f"device {base}/{path}: {os.strerror(err.errno or 0)}") from err
         finally:
             os.close(dev)
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISCHR(mode) or stat.S_ISBLK(mode)):
+            os.close(fd)
+            raise sc.LaunchError(f"device {base}/{path}: not a device node")
         tree = sc.open_tree(fd, recursive=False)
         os.close(fd)
         return tree
@@ -265,7 +270,7 @@ class RootBuilder:
         self.mount_fs("tmpfs", "/dev", sc.MS_NOSUID | sc.MS_NOEXEC, self.owned("mode=0755"))
         for name in DEVICES:
             if os.path.exists(f"/dev/{name}"):
-                self.attach(self.clone_device(name), f"/dev/{name}", False)
+                self.attach(self.clone_device("/dev", name), f"/dev/{name}", False)
         for tree, target in devices:
             self.attach(tree, target, False)
         dev = sc.open_in_root(self.root_fd, "/dev")
