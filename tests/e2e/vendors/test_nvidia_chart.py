@@ -100,7 +100,8 @@ spec:
               expression: >-
                 device.attributes["gpu.nvidia.com"].productName == "{product}" &&
                 device.attributes["gpu.nvidia.com"].architecture == "Blackwell" &&
-                device.attributes["gpu.nvidia.com"].cudaComputeCapability.isGreaterThan(semver("9.0.0")) &&
+                device.attributes["gpu.nvidia.com"].cudaComputeCapability
+                  .isGreaterThan(semver("9.0.0")) &&
                 device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("100Gi")) >= 0
 ---
 apiVersion: v1
