@@ -209,6 +209,13 @@ for _name, _specs, _deps in [
     # Kubelet: device health from DRA plugins into pods' allocatedResourcesStatus.
     ("ResourceHealthStatus", _v(("1.31", False, ALPHA), ("1.36", True, BETA)), (_DRA,)),
     ("ResourceHealthStatusMessage", _v(("1.36", True, BETA)), ()),
+    # admissionregistration.k8s.io/v1 MutatingAdmissionPolicy(Binding) and their admission
+    # plugin (v1beta1 before 1.36, which draemu does not serve).
+    ("MutatingAdmissionPolicy", _v(("1.32", False, ALPHA), ("1.34", False, BETA),
+                                   ("1.36", True, GA)), ()),
+    # The storage version migrator controllers (storagemigration.k8s.io/v1).
+    ("StorageVersionMigrator", _v(("1.30", False, ALPHA), ("1.35", False, BETA),
+                                  ("1.37", True, GA)), ()),
     # Machinery gates clients notice.
     ("WatchList", _v(("1.27", False, ALPHA), ("1.32", True, BETA), ("1.33", False, BETA),
                      ("1.34", True, BETA)), ()),

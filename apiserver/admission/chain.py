@@ -2,7 +2,8 @@
 own start-up writers' alike (`genericregistry.Store` calls it), as kube-apiserver's:
 
 - the mutating phase (`admit`) runs before the strategy prepares and validates the
-  object: each plugin may refuse the request or replace `attrs.obj`;
+  object: each plugin may refuse the request or replace `attrs.obj`; it runs a second
+  time when a plugin asks (`admission/reinvocation.py`);
 - the validating phase (`validate`) runs after the strategy's validation, on the object
   that would be stored: each plugin may only refuse it.
 
@@ -21,6 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from draemu.api.types import Obj
 from draemu.apiserver.admission.matching import Request
+from draemu.apiserver.admission.reinvocation import ReinvocationContext
 from draemu.apiserver.auth.authorization import Authorizer
 from draemu.apiserver.registry.request import RequestContext
 from draemu.apiserver.registry.resources import Resource, ResourceTable
@@ -45,6 +47,8 @@ class Attributes:
     old: Obj | None
     dry_run: bool
     subresource: str
+    # The mutating phase's reinvocation state (`admission/reinvocation.py`).
+    reinvocation: ReinvocationContext = field(default_factory=ReinvocationContext)
 
     @property
     def resource(self) -> Resource:
@@ -148,9 +152,15 @@ class AdmissionChain:
                                  and op in p.operations] for op in OPERATIONS}
 
     async def admit(self, attrs: Attributes) -> None:
-        """The mutating phase: refuses (raises a StatusError) or replaces `attrs.obj`."""
+        """The mutating phase: refuses (raises a StatusError) or replaces `attrs.obj`.
+        Run a second time, once, when a plugin asks for it (upstream's reinvocation: an
+        object changed after a policy or webhook that wants to see the final one)."""
         for plugin in self._mutating[attrs.operation]:
             await plugin.admit(attrs)
+        if attrs.reinvocation.should_reinvoke:
+            attrs.reinvocation.is_reinvoke = True
+            for plugin in self._mutating[attrs.operation]:
+                await plugin.admit(attrs)
 
     async def validate(self, attrs: Attributes) -> None:
         """The validating phase: refuses (raises a StatusError)."""

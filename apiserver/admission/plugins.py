@@ -6,12 +6,14 @@ runs every plugin's `admit` (mutating phase) in this order, then every plugin's
 
 Upstream's ServiceAccount, Priority, DefaultTolerationSeconds and LimitRanger additions
 are the pod and limit-range strategies' (`prepare_for_create`), after the mutating
-phase; MutatingAdmissionPolicy is not served.
+phase.
 """
 
 from __future__ import annotations
 
 from draemu.apiserver.admission.chain import AdmissionServices, Attributes, PluginEntry
+from draemu.apiserver.admission.mutating import BINDINGS as MUTATING_BINDINGS
+from draemu.apiserver.admission.mutating import MutatingAdmission
 from draemu.apiserver.admission.namespacelifecycle import NamespaceLifecycle
 from draemu.apiserver.admission.noderestriction import NodeRestriction
 from draemu.apiserver.admission.podsecurity.plugin import PodSecurity
@@ -49,6 +51,38 @@ class ValidatingAdmissionPolicy:
         await run_off_loop(lambda deadline: self.policies.decide(plan, deadline, authorize))
 
 
+class MutatingAdmissionPolicy:
+    """MutatingAdmissionPolicies and their bindings (`mutating.py`), on creates and
+    updates, when the MutatingAdmissionPolicy gate is on."""
+
+    operations = frozenset({"CREATE", "UPDATE"})
+
+    def __init__(self, services: AdmissionServices) -> None:
+        self.policies = MutatingAdmission(services.table, services.storage.cache,
+                                          services.authorizer)
+        self.cache = services.storage.cache
+        self.bindings = services.table.by_group_resource(GROUP, MUTATING_BINDINGS) \
+            if services.gates.enabled("MutatingAdmissionPolicy") else None
+
+    async def admit(self, attrs: Attributes) -> None:
+        if attrs.obj is None or self.bindings is None or \
+                not self.cache.list(self.bindings.prefix):
+            return  # no policy is bound: nothing to apply (most writes)
+        served = attrs.served(attrs.obj)
+        assert served is not None
+        plan = self.policies.plan(
+            req=attrs.matching(), obj=served, old=attrs.served(attrs.old), user=attrs.user,
+            dry_run=attrs.dry_run, resource=attrs.resource, version=attrs.request.version)
+        if plan is None:
+            return
+        authorize = through_loop(self.policies.checks.authorize)
+        reinvocation = attrs.reinvocation
+        mutated = await run_off_loop(lambda deadline: self.policies.mutate(
+            plan, served, reinvocation, deadline, authorize))
+        if mutated is not served:
+            attrs.obj = attrs.resource.strategy.to_storage(mutated, attrs.request.version)
+
+
 class MutatingAdmissionWebhook:
     """MutatingWebhookConfigurations' webhooks (`webhooks.py`), on creates and updates."""
 
@@ -64,7 +98,8 @@ class MutatingAdmissionWebhook:
         served = attrs.served(obj)
         assert served is not None
         mutated = await self.webhooks.mutate(attrs.matching(), served, attrs.served(attrs.old),
-                                             attrs.user, attrs.dry_run, attrs.request.warnings)
+                                             attrs.user, attrs.dry_run, attrs.request.warnings,
+                                             attrs.reinvocation)
         if mutated is not served:
             attrs.obj = r.strategy.to_storage(mutated, attrs.request.version)
 
@@ -96,6 +131,7 @@ PLUGINS: list[PluginEntry] = [
     PluginEntry("NamespaceLifecycle", NamespaceLifecycle),
     PluginEntry("NodeRestriction", NodeRestriction),
     PluginEntry("PodSecurity", PodSecurity),
+    PluginEntry("MutatingAdmissionPolicy", MutatingAdmissionPolicy),
     PluginEntry("MutatingAdmissionWebhook", MutatingAdmissionWebhook),
     PluginEntry("ValidatingAdmissionPolicy", ValidatingAdmissionPolicy),
     PluginEntry("ValidatingAdmissionWebhook", ValidatingAdmissionWebhook),

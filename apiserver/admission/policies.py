@@ -142,6 +142,11 @@ class LazyVariables(dict):
     def __contains__(self, name: object) -> bool:
         return name in self._definitions
 
+    def charge_to(self, budget: Budget) -> None:
+        """What variables evaluated from now on cost goes to `budget` (a mutating policy
+        evaluates each mutation on a budget of its own; values already computed stay)."""
+        self._budget = budget
+
 
 class ValidatingAdmission:
     """`admit(...)` for one request, against the served kinds of `table` and the
@@ -220,8 +225,9 @@ class ValidatingAdmission:
                     spec["matchResources"], req, obj, old, ns_obj):
                 continue
             try:
-                params: list[Obj | None] | str = self._params(pspec, spec, req)
-            except _ConfigError as e:
+                params: list[Obj | None] | str = collect_params(
+                    self.table, self.cache, pspec, spec, req)
+            except ConfigError as e:
                 params = str(e)
             out.matched.append(Matched(policy["metadata"]["name"], binding["metadata"]["name"],
                                        spec.get("validationActions") or [], pspec, params))
@@ -267,7 +273,7 @@ class ValidatingAdmission:
         for param in m.params:
             context: dict[str, Any] = {
                 "object": plan.obj, "oldObject": plan.old, "request": plan.request,
-                "params": param, "namespaceObject": _namespace_variable(plan.ns_obj),
+                "params": param, "namespaceObject": namespace_variable(plan.ns_obj),
                 "authorizer": authorizer}
             budget = Budget(RUNTIME_CEL_COST_BUDGET_MATCH_CONDITIONS, deadline)
             context["variables"] = LazyVariables(pspec.get("variables") or [], context,
@@ -350,52 +356,56 @@ class ValidatingAdmission:
         # The message is evaluated after every validation, on what remains of the budget.
         return Decision(True, _FAILED, validation.get("reason") or "Invalid")
 
-    def _params(self, pspec: Obj, bspec: Obj, req: Request) -> list[Obj | None]:
-        kind = pspec.get("paramKind")
-        if not kind:
-            return [None]
-        ref = bspec.get("paramRef")
-        if ref is None:
-            raise _ConfigError("failed to configure binding: paramRef is required when "
-                               "paramKind is set")
-        api_version = kind.get("apiVersion") or ""
-        group = api_version.rpartition("/")[0] if "/" in api_version else ""
-        resource = self._param_resource(group, kind.get("kind") or "")
-        if resource is None:
-            raise _ConfigError(f"failed to configure policy: failed to find resource "
-                               f"referenced by paramKind: '{api_version}, Kind="
-                               f"{kind.get('kind', '')}'")
-        namespace = ref.get("namespace") or ""
-        if resource.namespaced and not namespace:
-            namespace = req.namespace
-        found: list[Obj | None] = []
-        if ref.get("name"):
-            param = self.cache.get(resource.key(namespace, ref["name"]))
-            if param is not None:
-                found.append(param)
-        else:
-            selector = ref.get("selector") or {}
-            prefix = resource.namespace_prefix(namespace) if resource.namespaced else \
-                resource.prefix
-            for _key, param in self.cache.list(prefix):
-                if labels.matches(selector, (param.get("metadata") or {}).get("labels")):
-                    found.append(param)
-        if not found:
-            if (ref.get("parameterNotFoundAction") or "Deny") == "Deny":
-                raise _ConfigError("failed to configure binding: no params found for policy "
-                                   "binding with `Deny` parameterNotFoundAction")
-            return []
-        return [_with_type(p, kind) for p in found]
 
-    def _param_resource(self, group: str, kind: str) -> Any:
-        for r in self.table.resources:
-            if r.group == group and r.kind == kind:
-                return r
-        return None
-
-
-class _ConfigError(Exception):
+class ConfigError(Exception):
     pass
+
+
+def collect_params(table: ResourceTable, cache: Any, pspec: Obj, bspec: Obj,
+                   req: Request) -> list[Obj | None]:
+    """The parameter objects a binding selects for its policy, from the watch cache
+    ([None] when the policy takes none). Raises ConfigError (upstream's messages)."""
+    kind = pspec.get("paramKind")
+    if not kind:
+        return [None]
+    ref = bspec.get("paramRef")
+    api_version = kind.get("apiVersion") or ""
+    group = api_version.rpartition("/")[0] if "/" in api_version else ""
+    resource = next((r for r in table.resources
+                     if r.group == group and r.kind == (kind.get("kind") or "")), None)
+    if resource is None:
+        raise ConfigError(f"failed to configure policy: failed to find resource "
+                          f"referenced by paramKind: '{api_version}, Kind="
+                          f"{kind.get('kind', '')}'")
+    if ref is None:
+        return [None]  # the policy's `params` is null
+    namespace = ref.get("namespace") or ""
+    if resource.namespaced and not namespace:
+        namespace = req.namespace
+        if not namespace:
+            raise ConfigError("failed to configure binding: cannot use namespaced paramRef "
+                              "in policy binding that matches cluster-scoped resources")
+    elif not resource.namespaced and namespace:
+        raise ConfigError("failed to configure binding: paramRef.namespace must not be "
+                          "provided for a cluster-scoped `paramKind`")
+    found: list[Obj | None] = []
+    if ref.get("name"):
+        param = cache.get(resource.key(namespace, ref["name"]))
+        if param is not None:
+            found.append(param)
+    else:
+        selector = ref.get("selector") or {}
+        prefix = resource.namespace_prefix(namespace) if resource.namespaced else \
+            resource.prefix
+        for _key, param in cache.list(prefix):
+            if labels.matches(selector, (param.get("metadata") or {}).get("labels")):
+                found.append(param)
+    if not found:
+        if (ref.get("parameterNotFoundAction") or "Deny") == "Deny":
+            raise ConfigError("failed to configure binding: no params found for policy "
+                              "binding with `Deny` parameterNotFoundAction")
+        return []
+    return [_with_type(p, kind) for p in found]
 
 
 def _with_type(param: Obj | None, kind: Obj) -> Obj | None:
@@ -456,7 +466,7 @@ def user_info(user: Any) -> Obj:
             "extra": {k: list(v) for k, v in (getattr(user, "extra", None) or {}).items()}}
 
 
-def _namespace_variable(ns: Obj | None) -> Obj | None:
+def namespace_variable(ns: Obj | None) -> Obj | None:
     """The namespace as policies see it: metadata without managed fields, spec, status."""
     if ns is None:
         return None

@@ -14,7 +14,8 @@ kube-apiserver's MutatingAdmissionWebhook and ValidatingAdmissionWebhook plugins
 - Results: a denial is upstream's `admission webhook "<name>" denied the request: ...`
   Status; a failed call follows `failurePolicy` (Fail: a 500 `failed calling webhook`,
   Ignore: the request goes on); warnings become Warning headers; mutating webhooks'
-  JSONPatch responses are applied in order (no reinvocation).
+  JSONPatch responses are applied in order; `reinvocationPolicy: IfNeeded` webhooks are
+  called again in the mutating phase's second pass (`reinvocation.py`).
 
 A webhook served by a pod is reached on the pod network (draemu/podnetwork.py), with
 sockets made in its cluster namespace (`dialer`), as kube-apiserver with
@@ -38,6 +39,7 @@ from draemu.api.errors import StatusError
 from draemu.api.types import Obj
 from draemu.apiserver.admission.matching import Request, resources_match
 from draemu.apiserver.admission.policies import EXEMPT, GROUP, request_variable, user_info
+from draemu.apiserver.admission.reinvocation import ReinvocationContext
 from draemu.apiserver.registry.resources import ResourceTable
 from draemu.cel.cost import PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET_MATCH_CONDITIONS, Meter
 from draemu.cel.errors import CELCompileError, CELRuntimeError
@@ -105,21 +107,35 @@ class Webhooks:
 
     # Admission -----------------------------------------------------------------------------
     async def mutate(self, req: Request, obj: Obj, old: Obj | None, user: Any, dry_run: bool,
-                     warnings: list[str]) -> Obj:
-        """`obj` (request version) after every matching mutating webhook's patch."""
+                     warnings: list[str], reinvocation: ReinvocationContext | None = None
+                     ) -> Obj:
+        """`obj` (request version) after every matching mutating webhook's patch. In the
+        second pass of a reinvocation only the webhooks with `reinvocationPolicy:
+        IfNeeded` that ran before are called again, and only if the object changed."""
         if req.group == GROUP and req.resource in EXEMPT:
             return obj
+        context = reinvocation or ReinvocationContext()
+        mine = context.of("MutatingAdmissionWebhook")
+        if context.is_reinvoke and mine.output_changed(obj):
+            mine.require_reinvoking_previously_invoked()
         for config in sorted(self._configurations(MUTATING),
                              key=lambda c: c["metadata"]["name"]):
-            for hook in config.get("webhooks") or []:
-                if not await self._matches(hook, req, obj, old, user, dry_run):
+            for i, hook in enumerate(config.get("webhooks") or []):
+                key = (config["metadata"]["name"], hook.get("name") or "", i)
+                if not await self._matches(hook, req, obj, old, user, dry_run) or (
+                        context.is_reinvoke and not mine.should_reinvoke(key)):
                     continue
                 review = await self._call(hook, req, obj, old, user, dry_run, warnings)
-                if review is None:
-                    continue
-                patch = review.get("patch")
+                patch = review.get("patch") if review is not None else None
                 if patch:
-                    obj = _apply_patch(hook, obj, patch, review.get("patchType"))
+                    patched = _apply_patch(hook, obj, patch, review.get("patchType"))
+                    if patched != obj:
+                        mine.require_reinvoking_previously_invoked()
+                        context.should_reinvoke = True
+                    obj = patched
+                if hook.get("reinvocationPolicy") == "IfNeeded":
+                    mine.invoked(key)
+        mine.record_output(obj)
         return obj
 
     async def validate(self, req: Request, obj: Obj | None, old: Obj | None, user: Any,

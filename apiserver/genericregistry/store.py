@@ -150,7 +150,8 @@ class Store:
         return Context(gates=self.gates, user=user.name, groups=user.groups, dry_run=dry_run,
                        subresource=req.subresource if subresource is None else subresource,
                        lookup=self.objects.lookup, listing=self.objects.list_objects,
-                       version=req.version, verb=req.verb, state=self.state, user_info=user,
+                       resource_of_kind=self.objects.resource_of_kind, version=req.version,
+                       verb=req.verb, state=self.state, user_info=user,
                        authorizer=self.authorizer)
 
     # Reads -----------------------------------------------------------------------------

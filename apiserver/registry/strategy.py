@@ -52,6 +52,8 @@ def keep_old(new: Obj, old: Obj, name: str) -> None:
 # cluster-scoped kind's), both read from the watch cache.
 Lookup = Callable[[str, str, str, str], Any]
 Listing = Callable[[str, str, str], list[Any]]
+# `ctx.resource_of_kind(group, version, kind)` -> the served resource's plural, or None.
+KindResolver = Callable[[str, str, str], "str | None"]
 
 
 @dataclass
@@ -66,6 +68,7 @@ class Context:
     # Lets a strategy look at other objects (e.g. a namespace's labels for adminAccess).
     lookup: Lookup | None = None
     listing: Listing | None = None
+    resource_of_kind: KindResolver | None = None
     # The request's version (the one its body was written in) and API verb.
     version: str = ""
     verb: str = ""

@@ -29,6 +29,14 @@ class CachedObjects:
             return []
         return [obj for _key, obj in self.cache.list(r.key(namespace, ""))]
 
+    def resource_of_kind(self, group: str, version: str, kind: str) -> str | None:
+        """The served resource of a kind (its plural), or None (upstream's discovery
+        based resolver)."""
+        for r in self.table.resources:
+            if r.group == group and r.kind == kind and version in r.strategy.versions:
+                return r.name
+        return None
+
     def list_objects(self, resource: str, group: str, namespace: str) -> list[Any]:
         """Every object of a resource in `namespace` ("": all namespaces)."""
         r = self.table.by_group_resource(group, resource)

@@ -22,6 +22,7 @@ from draemu.cel import netlib  # noqa: F401  (registers the IP, CIDR, URL and fo
 from draemu.cel.cost import (
     LIST_CREATE_BASE_COST,
     MAP_CREATE_BASE_COST,
+    STRUCT_CREATE_BASE_COST,
     CallCost,
     Meter,
     call_rule,
@@ -43,6 +44,7 @@ from draemu.cel.interpreter import (
     select_field,
 )
 from draemu.cel.library import FUNCTIONS, NAMESPACES, Function
+from draemu.cel.library.registry import PATCH_TYPES
 from draemu.cel.syntax import (
     Call,
     Ident,
@@ -52,6 +54,7 @@ from draemu.cel.syntax import (
     MapLit,
     Node,
     Select,
+    StructLit,
     Uint,
     format_error,
 )
@@ -59,6 +62,7 @@ from draemu.cel.values import (
     MISSING,
     CelType,
     OptionalValue,
+    StructValue,
     check_int,
     is_number,
     map_lookup,
@@ -80,6 +84,9 @@ class Env:
     sizes: SizeEstimator | None = None
     # Fields name escaped properties (CRD rules: `self.__namespace__` is "namespace").
     escaped_fields: bool = False
+    # The mutating admission policies' types: `Object`, `Object.<field>...` (dynamic
+    # objects built by message construction), `JSONPatch`, and `jsonpatch.escapeKey`.
+    patch_types: bool = False
 
 
 @dataclass
@@ -99,6 +106,11 @@ class Result:
     type: str
     cost: tuple[int, int]  # the estimate (min, max)
 
+
+# The mutating admission policies' message types (Env.patch_types).
+OBJECT = "Object"
+JSON_PATCH = "JSONPatch"
+_JSON_PATCH_FIELDS = ("op", "path", "from", "value")
 
 _DEVICE_FIELDS = {"driver": "string", "attributes": "domains", "capacity": "domains",
                   "allowMultipleAllocations": "bool"}
@@ -156,6 +168,8 @@ class Compiler:
             return self.list_literal(node)
         if isinstance(node, MapLit):
             return self.map_literal(node)
+        if isinstance(node, StructLit):
+            return self.struct_literal(node)
         assert isinstance(node, Call)
         return self.call(node)
 
@@ -200,6 +214,39 @@ class Compiler:
             return out
         return Compiled(build, "map")
 
+    def struct_literal(self, node: StructLit) -> Compiled:
+        """`Object.spec{replicas: 3}` or `JSONPatch{op: "add", path: "/a", value: 1}`:
+        the only message types of Kubernetes' environments, and only the mutating
+        policies' (their `Object` types are dynamic: any field name)."""
+        name = node.type_name
+        if not self.env.patch_types or not (name in (OBJECT, JSON_PATCH)
+                                            or name.startswith(OBJECT + ".")):
+            return self.error(f"undeclared reference to '{name}' (in container '')", node)
+        names = [field for field, _ in node.fields]
+        values = [self.visit(value) for _, value in node.fields]
+        for field, value in zip(names, values, strict=True):
+            if name != JSON_PATCH:
+                continue
+            if field not in _JSON_PATCH_FIELDS:
+                return self.error(f"undefined field '{field}'", node)
+            if field != "value" and value.type not in ("string", "dyn"):
+                return self.error(f"expected type of field '{field}' is 'string' but "
+                                  f"provided type is '{value.type}'", node)
+        fns = [v.fn for v in values]
+
+        def build(a: Activation) -> StructValue:
+            fields = {}
+            for field, fn in zip(names, fns, strict=True):
+                fields[field] = fn(a)
+            a.meter.charge(STRUCT_CREATE_BASE_COST)
+            if name == JSON_PATCH:
+                for field in ("op", "path", "from"):
+                    if field in fields and not isinstance(fields[field], str):
+                        raise CELRuntimeError(f"unexpected type {type_name(fields[field])} "
+                                              f"for JSONPatchType '{field}' field")
+            return StructValue(name, fields)
+        return Compiled(build, name)
+
     # --- names and selection --------------------------------------------------------------
 
     def ident(self, node: Ident) -> Compiled:
@@ -222,8 +269,8 @@ class Compiler:
             if field_type is None or (name == "allowMultipleAllocations"
                                       and not self.env.allow_multiple_allocations):
                 return self.error(f"undefined field '{name}'", node)
-        elif operand.type not in ("dyn", "map", "domains", "optional") \
-                and not operand.type.startswith("map"):
+        elif operand.type not in ("dyn", "map", "domains", "optional", JSON_PATCH) \
+                and not operand.type.startswith(("map", OBJECT)):
             return self.error(f"type '{operand.type}' does not support field selection", node)
         ofn = operand.fn
         if node.test_only:
@@ -302,7 +349,8 @@ class Compiler:
     def function_call(self, name: str, target: Node | None, node: Call) -> Compiled:
         fn = FUNCTIONS.get((name, target is not None))
         if fn is None or (fn.gate == "DRAListTypeAttributes"
-                          and not self.env.list_type_attributes):
+                          and not self.env.list_type_attributes) or (
+                fn.gate == PATCH_TYPES and not self.env.patch_types):
             return self.error(f"undeclared reference to '{name}' (in container '')", node)
         receiver = self.visit(target) if target is not None else None
         args = [self.visit(x) for x in node.args]

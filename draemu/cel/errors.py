@@ -19,11 +19,13 @@ class CELIssue:
 class CELCompileError(ValueError):
     """The expression does not compile; `str()` is upstream's "compilation failed: ..." text."""
 
-    def __init__(self, detail: str, *, result_type: bool = False) -> None:
+    def __init__(self, detail: str, *, result_type: bool = False, got: str = "") -> None:
         super().__init__(detail)
         self.detail = detail
-        # True when the expression compiled but does not evaluate to bool.
+        # True when the expression compiled but does not evaluate to the type wanted;
+        # `got` is the type it evaluates to.
         self.result_type = result_type
+        self.got = got
 
 
 class CELRuntimeError(Exception):

@@ -20,7 +20,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from draemu.cel.cost import LIST_CREATE_BASE_COST, MAP_CREATE_BASE_COST, UINT64_MAX
+from draemu.cel.cost import (
+    LIST_CREATE_BASE_COST,
+    MAP_CREATE_BASE_COST,
+    STRUCT_CREATE_BASE_COST,
+    UINT64_MAX,
+)
 from draemu.cel.decltypes import (
     BOOL,
     BYTES,
@@ -50,7 +55,18 @@ from draemu.cel.estimatecalls import (
 )
 from draemu.cel.library import FUNCTIONS, NAMESPACES
 from draemu.cel.sizes import ONE, UNKNOWN, ZERO, Entry, Range, add, fixed, multiply, union
-from draemu.cel.syntax import Call, Ident, Index, ListLit, Literal, MapLit, Node, Select, Uint
+from draemu.cel.syntax import (
+    Call,
+    Ident,
+    Index,
+    ListLit,
+    Literal,
+    MapLit,
+    Node,
+    Select,
+    StructLit,
+    Uint,
+)
 
 SizeEstimator = Callable[[tuple[str, ...]], "Range | None"]
 
@@ -187,6 +203,8 @@ class Estimator:
             return self._list(node)
         if isinstance(node, MapLit):
             return self._map(node)
+        if isinstance(node, StructLit):
+            return self._struct(node)
         assert isinstance(node, Call)
         return self._call(node)
 
@@ -257,6 +275,14 @@ class Estimator:
         self.types[id(node)] = map_of(_join([self.type_of(k) for k, _ in node.entries]),
                                       _join([self.type_of(v) for _, v in node.entries]))
         return add(total, fixed(MAP_CREATE_BASE_COST))
+
+    def _struct(self, node: StructLit) -> Range:
+        """A message construction: its fields and cel-go's struct creation cost."""
+        total = ZERO
+        for _, value in node.fields:
+            total = add(total, self.cost(value))
+        self.types[id(node)] = DYN
+        return add(total, fixed(STRUCT_CREATE_BASE_COST))
 
     # --- calls ----------------------------------------------------------------------------
 

@@ -71,29 +71,32 @@ _CACHE: CompileCache[KubernetesProgram] = CompileCache()
 
 
 def compile_kubernetes(expression: str, variables: tuple[str, ...] | frozenset[str],
-                       want: str | None = None, *, types: RuleTypes | None = None
-                       ) -> KubernetesProgram:
-    """Compile (cached) an expression over `variables`; `want` ("bool", "string") is the
-    static result type the caller needs (dyn passes). `types`: the declared types the
-    cost estimate assumes (default: every variable dynamic, its size unknown). Raises
-    CELCompileError."""
+                       want: str | None = None, *, types: RuleTypes | None = None,
+                       patch_types: bool = False) -> KubernetesProgram:
+    """Compile (cached) an expression over `variables`; `want` ("bool", "string",
+    "Object", "list(JSONPatch)") is the static result type the caller needs (dyn
+    passes). `types`: the declared types the cost estimate assumes (default: every
+    variable dynamic, its size unknown). `patch_types`: the mutating admission
+    policies' environment (`Object{...}`, `JSONPatch{...}`, `jsonpatch.escapeKey`).
+    Raises CELCompileError."""
     names = frozenset(variables)
-    hit = _CACHE.get((expression, names, types),
-                     lambda: _compile(expression, names, types))
+    hit = _CACHE.get((expression, names, types, patch_types),
+                     lambda: _compile(expression, names, types, patch_types))
     if want is not None and hit.result_type not in (want, "dyn"):
-        raise CELCompileError(f"must evaluate to {want}", result_type=True)
+        raise CELCompileError(f"must evaluate to {want}", result_type=True,
+                              got=hit.result_type)
     return hit
 
 
-def _compile(expression: str, names: frozenset[str], types: RuleTypes | None
-             ) -> KubernetesProgram | CELCompileError:
+def _compile(expression: str, names: frozenset[str], types: RuleTypes | None,
+             patch_types: bool) -> KubernetesProgram | CELCompileError:
     try:
         tree = parse(expression)
     except CELCompileError as e:
         return CELCompileError(f"compilation failed: {e.detail}")
-    env = Env(variables=names) if types is None else \
+    env = Env(variables=names, patch_types=patch_types) if types is None else \
         Env(variables=names, declarations=types.types, sizes=types.sizes,
-            escaped_fields=True)
+            escaped_fields=True, patch_types=patch_types)
     try:
         compiled = Compiler(expression, env).compile(tree)
     except CELCompileError as e:

@@ -71,6 +71,15 @@ class MapLit(Node):
     entries: list[tuple[Node, Node]]
 
 
+@dataclass(eq=False)
+class StructLit(Node):
+    """`Name{field: value, ...}`: a message construction; `type_name` is the qualified
+    name as written (`Object.spec`)."""
+
+    type_name: str
+    fields: list[tuple[str, Node]]
+
+
 class Uint(int):
     """A CEL uint (Python's int is CEL's int)."""
 
@@ -256,6 +265,8 @@ def children(node: Node) -> list[Node]:
         return list(node.items)
     if isinstance(node, MapLit):
         return [part for entry in node.entries for part in entry]
+    if isinstance(node, StructLit):
+        return [value for _, value in node.fields]
     return []
 
 
@@ -384,7 +395,17 @@ class _Builder:
         return Index(self.build(operand), self.build(key), optional=optional, pos=opening)
 
     def _member_object(self, t: Tree) -> Node:
-        raise self.error("Syntax error: message construction is not supported", self._pos(t))
+        operand = t.children[0]
+        end = operand.meta.end_pos if isinstance(operand, Tree) else 0
+        opening = self.text.find("{", end)  # cel-go places the construction at its `{`
+        name = _qualified_name(self.build(operand))
+        if name is None:
+            raise self.error("Syntax error: mismatched input '{'", opening)
+        fields: list[tuple[str, Node]] = []
+        inits = t.children[1].children if len(t.children) > 1 else []
+        for field_name, value in zip(inits[::2], inits[1::2], strict=True):
+            fields.append((str(field_name), self.build(value)))
+        return StructLit(name, fields, pos=opening)
 
     def _args(self, exprlist: Tree | None) -> list[Node]:
         if exprlist is None:
@@ -421,6 +442,16 @@ class _Builder:
     def _literal(self, t: Tree) -> Node:
         tok = t.children[0]
         return Literal(_literal_value(tok, self), pos=tok.start_pos or 0)
+
+
+def _qualified_name(node: Node) -> str | None:
+    """`a.b.c` of a construction's type name (None when it is no plain name)."""
+    if isinstance(node, Ident):
+        return node.name
+    if isinstance(node, Select) and not node.optional and not node.test_only:
+        prefix = _qualified_name(node.operand)
+        return None if prefix is None else f"{prefix}.{node.field}"
+    return None
 
 
 def _literal_value(tok: Token, builder: _Builder) -> object:

@@ -135,6 +135,19 @@ class OptionalValue:
 NONE = OptionalValue(False)
 
 
+class StructValue(dict):
+    """A constructed message (`Object.spec{replicas: 3}`, `JSONPatch{op: "add", ...}`):
+    its fields as a map, and the type name it was built as. The mutating admission
+    policies' types are dynamic: any field may be set, and the names must follow the
+    field path from `Object` (checked where the value is used)."""
+
+    __slots__ = ("type_name",)
+
+    def __init__(self, type_name: str, fields: dict[str, Any]) -> None:
+        super().__init__(fields)
+        self.type_name = type_name
+
+
 class CelType:
     """A value of CEL's `type` type (`type(x) == string`)."""
 
@@ -171,6 +184,8 @@ def type_name(v: object) -> str:
         return "null_type"
     if isinstance(v, (list, tuple)):
         return "list"
+    if isinstance(v, StructValue):
+        return v.type_name
     if isinstance(v, dict):
         return "map"
     if isinstance(v, QuantityValue):
@@ -220,6 +235,8 @@ def equal(a: object, b: object) -> bool:
             return list(a) == list(b)  # type: ignore[arg-type]
         return all(equal(x, y) for x, y in zip(a, b, strict=True))  # type: ignore
     if isinstance(a, dict):
+        if isinstance(a, StructValue) and a.type_name != b.type_name:  # type: ignore
+            return False
         if len(a) != len(b):  # type: ignore[arg-type]
             return False
         for k, v in a.items():

@@ -68,7 +68,8 @@ def test_an_unknown_operation_is_refused() -> None:
 
 def test_the_built_in_plugins_run_in_upstreams_order() -> None:
     assert [entry.name for entry in PLUGINS] == [
-        "NamespaceLifecycle", "NodeRestriction", "PodSecurity", "MutatingAdmissionWebhook",
+        "NamespaceLifecycle", "NodeRestriction", "PodSecurity", "MutatingAdmissionPolicy",
+        "MutatingAdmissionWebhook",
         "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook", "ResourceQuota"]
 
 

@@ -49,6 +49,7 @@ class Hook:
         app = web.Application()
         app.router.add_post("/validate", self.validate)
         app.router.add_post("/mutate", self.mutate)
+        app.router.add_post("/observe", self.observe)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=ctx)
@@ -77,6 +78,14 @@ class Hook:
                                   "message": "red is not allowed"}
         return web.json_response({"apiVersion": "admission.k8s.io/v1",
                                   "kind": "AdmissionReview", "response": response})
+
+    async def observe(self, request: web.Request) -> web.Response:
+        """Records the object it was shown and allows it unchanged."""
+        review = await request.json()
+        self.reviews.append(review)
+        return web.json_response({"apiVersion": "admission.k8s.io/v1",
+                                  "kind": "AdmissionReview", "response": {
+                                      "uid": review["request"]["uid"], "allowed": True}})
 
     async def mutate(self, request: web.Request) -> web.Response:
         review = await request.json()
@@ -239,3 +248,47 @@ async def _never_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
 
 def _namespace_is(name: str) -> dict[str, Any]:
     return {"matchLabels": {"kubernetes.io/metadata.name": name}}
+
+
+async def _mutating(client: Client, name: str, url: str, hook: Hook, policy: str) -> None:
+    config = configuration("MutatingWebhookConfiguration", name,
+                           {"url": url, "caBundle": hook.ca_bundle},
+                           reinvocationPolicy=policy)
+    assert (await client.post(f"{CONFIGS}/mutatingwebhookconfigurations", config)
+            ).status == 201
+
+
+@pytest.mark.parametrize("policy,calls", [("IfNeeded", 2), ("Never", 1)])
+async def test_if_needed_webhook_is_called_again_after_a_later_patch(
+        client: Client, hook: Hook, policy: str, calls: int) -> None:
+    """Configurations run in name order: the observer, then the one that patches."""
+    await _mutating(client, "a-observer", f"{hook.url}/observe", hook, policy)
+    await _mutating(client, "b-labels", f"{hook.url}/mutate", hook, "Never")
+    reply = await client.post(CONFIGMAPS, configmap("plain"))
+    assert reply.status == 201 and reply.json["metadata"]["labels"] == {"mutated": "yes"}
+    assert len(hook.reviews) == calls
+    if calls == 2:
+        assert hook.reviews[1]["request"]["object"]["metadata"]["labels"] == {"mutated": "yes"}
+
+
+async def test_if_needed_mutating_policy_sees_a_webhooks_patch(client: Client,
+                                                               hook: Hook) -> None:
+    policy = {"apiVersion": "admissionregistration.k8s.io/v1",
+              "kind": "MutatingAdmissionPolicy", "metadata": {"name": "seen.example.com"},
+              "spec": {"matchConstraints": {"resourceRules": [{
+                  "apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                  "resources": ["configmaps"]}]},
+                  "reinvocationPolicy": "IfNeeded",
+                  "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {
+                      "expression": "Object{metadata: Object.metadata{annotations: {'seen': "
+                                    "has(object.metadata.labels) ? 'labels' : 'none'}}}"}}]}}
+    assert (await client.post(f"{CONFIGS}/mutatingadmissionpolicies", policy)).status == 201
+    binding = {"apiVersion": "admissionregistration.k8s.io/v1",
+               "kind": "MutatingAdmissionPolicyBinding", "metadata": {"name": "seen"},
+               "spec": {"policyName": "seen.example.com"}}
+    assert (await client.post(f"{CONFIGS}/mutatingadmissionpolicybindings", binding)
+            ).status == 201
+    await _mutating(client, "labels", f"{hook.url}/mutate", hook, "Never")
+    created = (await client.post(CONFIGMAPS, configmap("plain"))).json
+    assert created["metadata"]["labels"] == {"mutated": "yes"}
+    assert created["metadata"]["annotations"] == {"seen": "labels"}

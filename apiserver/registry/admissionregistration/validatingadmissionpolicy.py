@@ -5,29 +5,34 @@ them."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from draemu.api.errors import (
     FieldError,
     Path,
     duplicate,
-    forbidden,
     invalid,
     not_supported,
     required,
 )
-from draemu.api.names import is_dns1035_label, is_dns1123_subdomain
+from draemu.api.names import is_dns1123_subdomain
 from draemu.api.types import Obj
 from draemu.apiserver.registry.admissionregistration.common import (
     FAILURE_POLICIES,
     POLICY_VARIABLES,
+    authorize_binding,
+    authorize_param_kind,
     default_match_resources,
+    param_ref_cell,
+    static_suffix_warnings,
     validate_expression,
     validate_match_conditions,
     validate_match_resources,
+    validate_param_kind,
+    validate_param_ref,
+    validate_static_suffix,
+    validate_variables,
 )
-from draemu.apiserver.registry.core.labelselector import validate_label_selector
 from draemu.apiserver.registry.strategy import (
     AGE,
     AGE_COLUMN,
@@ -38,13 +43,9 @@ from draemu.apiserver.registry.strategy import (
 )
 
 GROUP = "admissionregistration.k8s.io"
+POLICIES = "validatingadmissionpolicies"
 REASONS = ["Forbidden", "Invalid", "RequestEntityTooLarge", "Unauthorized"]
 ACTIONS = ["Audit", "Deny", "Warn"]
-NOT_FOUND_ACTIONS = ["Deny", "Allow"]
-_CEL_IDENTIFIER = re.compile(r"^[_a-zA-Z][_a-zA-Z0-9]*$")
-_CEL_RESERVED = {"true", "false", "null", "in", "as", "break", "const", "continue", "else",
-                 "for", "function", "if", "import", "let", "loop", "package", "namespace",
-                 "return", "var", "void", "while"}
 
 
 class ValidatingAdmissionPolicyStrategy(Strategy):
@@ -69,7 +70,22 @@ class ValidatingAdmissionPolicyStrategy(Strategy):
         obj.pop("status", None)
 
     def validate(self, obj: Obj, ctx: Context) -> list[FieldError]:
-        return validate_policy_spec(obj.get("spec") or {}, Path("spec"))
+        spec = obj.get("spec") or {}
+        errs = validate_policy_spec(spec, Path("spec"))
+        errs += validate_static_suffix(obj["metadata"].get("name") or "")
+        return errs or authorize_param_kind(spec.get("paramKind"), ctx,
+                                            Path("spec").child("paramKind"))
+
+    def warnings(self, obj: Obj, ctx: Context) -> list[str]:
+        return static_suffix_warnings(obj, ctx)
+
+    def validate_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
+        spec = new.get("spec") or {}
+        errs = validate_policy_spec(spec, Path("spec"))
+        kind = spec.get("paramKind")
+        if errs or kind is None or kind == (old.get("spec") or {}).get("paramKind"):
+            return errs
+        return authorize_param_kind(kind, ctx, Path("spec").child("paramKind"))
 
     def table_columns(self) -> list[Column]:
         return [NAME_COLUMN, Column("Validations", type="integer", description="Validations "
@@ -94,7 +110,7 @@ def validate_policy_spec(spec: Obj, path: Path) -> list[FieldError]:
     elif failure not in FAILURE_POLICIES:
         errs.append(not_supported(path.child("failurePolicy"), failure, FAILURE_POLICIES))
     if spec.get("paramKind") is not None:
-        errs += _validate_param_kind(spec["paramKind"], path.child("paramKind"))
+        errs += validate_param_kind(spec["paramKind"], path.child("paramKind"))
     match = spec.get("matchConstraints")
     if match is None:
         errs.append(required(path.child("matchConstraints")))
@@ -104,23 +120,7 @@ def validate_policy_spec(spec: Obj, path: Path) -> list[FieldError]:
             errs.append(required(path.child("matchConstraints", "resourceRules")))
     errs += validate_match_conditions(spec.get("matchConditions") or [], POLICY_VARIABLES,
                                       path.child("matchConditions"))
-    for i, variable in enumerate(spec.get("variables") or []):
-        if not isinstance(variable, dict):
-            errs.append(required(path.child("variables").index(i)))
-            continue
-        vpath = path.child("variables").index(i)
-        name = (variable.get("name") or "").strip()
-        if not name:
-            errs.append(required(vpath.child("name"), "name is not specified"))
-        elif not _CEL_IDENTIFIER.match(name) or name in _CEL_RESERVED:
-            errs.append(invalid(vpath.child("name"), variable.get("name"),
-                                "must be a valid CEL identifier"))
-        expression = (variable.get("expression") or "").strip()
-        if not expression:
-            errs.append(required(vpath.child("expression"), "expression is not specified"))
-        else:
-            errs += validate_expression(variable["expression"], POLICY_VARIABLES,
-                                        vpath.child("expression"), want=None)
+    errs += validate_variables(spec.get("variables") or [], path.child("variables"))
     validations = spec.get("validations") or []
     if not validations and not spec.get("auditAnnotations"):
         detail = "validations or auditAnnotations must contain at least one item"
@@ -181,34 +181,6 @@ def _validate_validation(validation: Obj, path: Path) -> list[FieldError]:
     return errs
 
 
-def _validate_param_kind(kind: Obj, path: Path) -> list[FieldError]:
-    errs: list[FieldError] = []
-    api_version = kind.get("apiVersion") or ""
-    if not api_version:
-        errs.append(required(path.child("apiVersion")))
-    elif api_version.count("/") > 1:
-        errs.append(invalid(path.child("apiVersion"), api_version,
-                            f"unexpected GroupVersion string: {api_version}"))
-    else:
-        group, _, version = api_version.rpartition("/")
-        if group and is_dns1123_subdomain(group):
-            errs.append(invalid(path.child("apiVersion"), group,
-                                ",".join(is_dns1123_subdomain(group))))
-        if not version:
-            errs.append(invalid(path.child("apiVersion"), api_version,
-                                "version must be specified"))
-        elif is_dns1035_label(version):
-            errs.append(invalid(path.child("apiVersion"), version,
-                                ",".join(is_dns1035_label(version))))
-    name = kind.get("kind") or ""
-    if not name:
-        errs.append(required(path.child("kind")))
-    elif is_dns1035_label(name.lower()):
-        errs.append(invalid(path.child("kind"), name, "may have mixed case, but should "
-                            "otherwise match: " + ",".join(is_dns1035_label(name.lower()))))
-    return errs
-
-
 class ValidatingAdmissionPolicyBindingStrategy(Strategy):
     group = GROUP
     kind = "ValidatingAdmissionPolicyBinding"
@@ -224,7 +196,7 @@ class ValidatingAdmissionPolicyBindingStrategy(Strategy):
         if isinstance(spec, dict):
             default_match_resources(spec.get("matchResources"))
 
-    def validate(self, obj: Obj, ctx: Context) -> list[FieldError]:
+    def validate_spec(self, obj: Obj) -> list[FieldError]:
         spec = obj.get("spec") or {}
         path = Path("spec")
         errs: list[FieldError] = []
@@ -236,55 +208,40 @@ class ValidatingAdmissionPolicyBindingStrategy(Strategy):
                      for m in is_dns1123_subdomain(policy)]
         ref = spec.get("paramRef")
         if ref is not None:
-            errs += _validate_param_ref(ref, path.child("paramRef"))
+            errs += validate_param_ref(ref, path.child("paramRef"))
         errs += validate_match_resources(spec.get("matchResources"),
                                          path.child("matchResources"))
         errs += _validate_actions(spec.get("validationActions") or [],
                                   path.child("validationActions"))
         return errs
 
+    def validate(self, obj: Obj, ctx: Context) -> list[FieldError]:
+        errs = self.validate_spec(obj) + validate_static_suffix(
+            obj["metadata"].get("name") or "")
+        return errs or authorize_binding(obj, ctx, POLICIES)
+
+    def validate_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
+        spec, old_spec = new.get("spec") or {}, old.get("spec") or {}
+        errs = self.validate_spec(new)
+        if errs or spec.get("paramRef") is None or (
+                spec.get("paramRef") == old_spec.get("paramRef")
+                and spec.get("policyName") == old_spec.get("policyName")):
+            return errs
+        return authorize_binding(new, ctx, POLICIES)
+
+    def warnings(self, obj: Obj, ctx: Context) -> list[str]:
+        return static_suffix_warnings(obj, ctx)
+
     def table_columns(self) -> list[Column]:
         return [NAME_COLUMN, Column("PolicyName", description="PolicyName indicates the policy "
                               "definition which the policy binding binded to"),
                 Column("ParamRef", description="ParamRef indicates the param resource "
-                       "which sets the configration param"), AGE_COLUMN]
+                       "which sets the configuration param"), AGE_COLUMN]
 
     def table_row(self, obj: Obj) -> list[Any]:
         spec = obj.get("spec") or {}
-        ref = spec.get("paramRef")
-        if ref is None:
-            param = "<unset>"
-        elif ref.get("namespace"):
-            param = f"{ref['namespace']}/{ref.get('name') or '*'}"
-        else:
-            param = ref.get("name") or "*"
-        return [obj["metadata"].get("name", ""), spec.get("policyName", ""), param, AGE]
-
-
-def _validate_param_ref(ref: Obj, path: Path) -> list[FieldError]:
-    errs: list[FieldError] = []
-    name, selector = ref.get("name") or "", ref.get("selector")
-    if name:
-        if name in (".", "..") or "/" in name or "%" in name:
-            errs.append(invalid(path.child("name"), name,
-                                "may not contain '/' or '%' and may not be '.' or '..'"))
-        if selector is not None:
-            errs.append(forbidden(path.child("name"), "name and selector are mutually "
-                                  "exclusive"))
-    if selector is not None:
-        errs += validate_label_selector(selector, path.child("selector"))
-        if name:
-            errs.append(forbidden(path.child("selector"), "name and selector are mutually "
-                                  "exclusive"))
-    if not name and selector is None:
-        errs.append(required(path, "one of name or selector must be specified"))
-    action = ref.get("parameterNotFoundAction")
-    if not action:
-        errs.append(required(path.child("parameterNotFoundAction")))
-    elif action not in NOT_FOUND_ACTIONS:
-        errs.append(not_supported(path.child("parameterNotFoundAction"), action,
-                                  NOT_FOUND_ACTIONS))
-    return errs
+        return [obj["metadata"].get("name", ""), spec.get("policyName", ""),
+                param_ref_cell(spec.get("paramRef")), AGE]
 
 
 def _validate_actions(actions: list[str], path: Path) -> list[FieldError]:

@@ -14,9 +14,11 @@ from draemu.apiserver.registry.admissionregistration.common import (
     FAILURE_POLICIES,
     MATCH_POLICIES,
     WEBHOOK_VARIABLES,
+    static_suffix_warnings,
     validate_fully_qualified_name,
     validate_match_conditions,
     validate_rule,
+    validate_static_suffix,
 )
 from draemu.apiserver.registry.core.labelselector import validate_label_selector
 from draemu.apiserver.registry.strategy import (
@@ -61,6 +63,14 @@ class _WebhookConfigurationStrategy(Strategy):
                 service.setdefault("port", 443)
 
     def validate(self, obj: Obj, ctx: Context) -> list[FieldError]:
+        return self.validate_update(obj, obj, ctx) + validate_static_suffix(
+            obj["metadata"].get("name") or "")
+
+    def warnings(self, obj: Obj, ctx: Context) -> list[str]:
+        return static_suffix_warnings(obj, ctx)
+
+    def validate_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
+        obj = new
         errs: list[FieldError] = []
         names: set[str] = set()
         for i, hook in enumerate(obj.get("webhooks") or []):

@@ -30,6 +30,9 @@ class Function:
 
 
 FUNCTIONS: dict[tuple[str, bool], Function] = {}
+# The gate of functions only the mutating admission policies' environment has
+# (`draemu.cel.compiler.Env.patch_types`).
+PATCH_TYPES = "patch-types"
 
 
 def register(name: str, member: bool, arities: tuple[int, ...], result: str,

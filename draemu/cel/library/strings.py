@@ -6,7 +6,7 @@ from __future__ import annotations
 from draemu.cel import cost as costs
 from draemu.cel import estimatecalls as estimates
 from draemu.cel.errors import CELRuntimeError
-from draemu.cel.library.registry import register, want
+from draemu.cel.library.registry import PATCH_TYPES, register, want
 from draemu.cel.values import (
     equal,
 )
@@ -127,3 +127,11 @@ def quote(s: str) -> str:
     want("strings.quote", s, str)
     escaped = s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
     return f'"{escaped}"'
+
+
+@register("jsonpatch.escapeKey", False, (1,), "string", gate=PATCH_TYPES,
+          cost=costs.strings_traversal, estimate=estimates.global_scan)
+def jsonpatch_escape_key(s: str) -> str:
+    """A key as one JSON Pointer segment: `~` is `~0`, `/` is `~1` (RFC 6901)."""
+    want("jsonpatch.escapeKey", s, str)
+    return s.replace("~", "~0").replace("/", "~1")
