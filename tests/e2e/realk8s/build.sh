@@ -74,6 +74,16 @@ GOFLAGS_MOD="-trimpath -mod=mod"
 export GOFLAGS=$GOFLAGS_MOD
 mkdir -p "$bin"
 
+# The machine's Go builds every release it can. A release whose go.mod asks for a newer
+# Go (v1.38 wants 1.27) is built with exactly that Go, which the go command fetches once
+# from the module proxy as the module golang.org/toolchain (into $GOMODCACHE).
+needs=$(go mod download -json "k8s.io/kubernetes@$VER" 2>/dev/null |
+  sed -n 's/.*requires go \\u003e= \([0-9][0-9.]*\).*/\1/p' | head -1 || true)
+if [ -n "$needs" ]; then
+  echo "== k8s.io/kubernetes@$VER requires Go $needs: building with go$needs"
+  export GOTOOLCHAIN=go$needs
+fi
+
 # Versions of the other programs, read from the Kubernetes release itself.
 kdir=$(go mod download -json "k8s.io/kubernetes@$VER" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
 [ -n "$kdir" ] || { echo "build.sh: k8s.io/kubernetes@$VER not found" >&2; exit 1; }
