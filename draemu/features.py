@@ -165,7 +165,7 @@ for _name, _specs, _deps in [
     ("DRAExtendedResource", _v(("1.34", False, ALPHA), ("1.36", True, BETA),
                                ("1.37", True, GA, True)), (_DRA,)),
     # Beta but off: on only with --min-compatibility-version 1.37, which draemu does not take.
-    ("DRAFractionalCapacityRange", _v(("1.37", False, BETA)), ()),
+    ("DRAFractionalCapacityRange", _v(("1.37", False, BETA)), ("DRAConsumableCapacity",)),
     ("DRAListTypeAttributes", _v(("1.36", False, ALPHA)), (_DRA,)),
     ("DRANodeAllocatableResources", _v(("1.36", False, ALPHA)), (_DRA,)),
     ("DRAOptionalNodeOperations", _v(("1.37", False, ALPHA)), (_DRA, "NodeDeclaredFeatures")),

@@ -439,7 +439,12 @@ class Compiler:
             except Cancelled:
                 raise
             except CELRuntimeError as e:
-                rv = rf(a)
+                # cel-go evaluates the right side too, and when neither decides, the left
+                # side's error is the one it reports.
+                try:
+                    rv = rf(a)
+                except CELRuntimeError:
+                    raise e from None
                 if rv is decisive:
                     return decisive
                 raise e from None

@@ -23,7 +23,7 @@ from draemu.cel import (
     compile_derived,
     compile_expression,
 )
-from draemu.scheduler.dra.capacity import consumption
+from draemu.scheduler.dra.capacity import CapacityError, consumption
 from draemu.scheduler.dra.explain import Explanation, explain
 from draemu.scheduler.dra.inventory import MALFORMED, Inventory, claim_key
 from draemu.scheduler.dra.model import Device, DeviceID, Exact, device_id_str
@@ -39,7 +39,9 @@ from draemu.scheduler.dra.requests import (
     AllocError,
     ClaimState,
     PreparedClaim,
+    PrepareError,
     Spec,
+    claim_name,
     prepare_claim,
 )
 from draemu.scheduler.dra.results import build_result
@@ -183,7 +185,7 @@ class Allocator:
             return AllocationOutcome(node_name, None, True, None,
                                      lambda: explain(search, None, allocated=False))
         try:
-            results = [build_result(c, node_name) for c in search.claims]
+            results = [build_result(c, node_name, self.inv.features) for c in search.claims]
         except (AllocError, *MALFORMED) as e:
             failure = e.message if isinstance(e, AllocError) else f"malformed input: {e}"
             return AllocationOutcome(node_name, None, False, failure,
@@ -291,26 +293,17 @@ class _Search:
         self.invalid_pools = node_pools.invalid_pools
         any_all = False
         for i, claim in enumerate(self.raw_claims):
-            prepared = self.allocator.prepared(i, claim)
-            state = prepared.state()
-            minimum = prepared.minimum
-            if minimum is None:
-                any_all = True
-                minimum = 0
-                for _, options, _ in prepared.slots:
-                    counts = []
-                    for spec in options:
-                        if spec.mode == "All":
-                            devices = self.all_devices[id(spec)] = \
-                                self._all_devices(state, spec, pools)
-                            counts.append(len(devices))
-                        else:
-                            counts.append(spec.count)
-                    minimum += min(counts)
-            if minimum > MAX_RESULTS:
-                raise AllocError(f"claim {state.name}: number of requested devices {minimum} "
-                                 f"exceeds the claim limit of {MAX_RESULTS}")
-            self.claims.append(state)
+            try:
+                prepared = self.allocator.prepared(i, claim)
+            except PrepareError as e:
+                # The requests before the failing one come first, as upstream's do.
+                self._count(claim_name(claim), e.done, pools)
+                for spec in e.partial:
+                    if spec.mode == "All":
+                        self._all_devices(claim_name(claim), spec, pools)
+                raise
+            any_all = self._count(prepared.name, prepared.slots, pools) or any_all
+            self.claims.append(prepared.state())
         if (any_all or not self.first_request_hopeless()) and self._plausible() and \
                 self._claim(0):
             return True
@@ -318,20 +311,52 @@ class _Search:
             raise AllocError("invalid resource pools were encountered", node_local=True)
         return False
 
-    def _all_devices(self, state: ClaimState, spec: Spec, pools: list[Pool]) -> list[Device]:
+    def _fits_alone(self, spec: Spec, device: Device) -> bool:
+        """Whether the request's capacity fits the device when nothing else consumes any."""
+        amounts = self.consumption(spec, device, name=device.name)
+        return amounts is not None and all(amount <= device.capacity[name].value
+                                           for name, amount in amounts.items())
+
+    def _count(self, name: str, slots: tuple[tuple[str, tuple[Spec, ...], bool], ...],
+               pools: list[Pool]) -> bool:
+        """Gathers the devices of `allocationMode: All` requests and checks the claim's size
+        limit, request by request as upstream does. Whether some request is such one."""
+        total = 0
+        any_all = False
+        for request, options, _ in slots:
+            fewest = None
+            for spec in options:
+                if spec.mode == "All":
+                    any_all = True
+                    devices = self.all_devices[id(spec)] = self._all_devices(name, spec, pools)
+                    count = len(devices)
+                else:
+                    count = spec.count
+                fewest = count if fewest is None else min(fewest, count)
+            fewest = fewest or 0
+            if fewest > MAX_RESULTS - total:
+                raise AllocError(f"claim {name}, request {request}: adding {fewest} devices "
+                                 f"exceeds the claim limit of {MAX_RESULTS}, with {total} "
+                                 "already accounted for")
+            total += fewest
+        return any_all
+
+    def _all_devices(self, claim: str, spec: Spec, pools: list[Pool]) -> list[Device]:
         out: list[Device] = []
         for pool in pools:
             if pool.incomplete:
-                raise AllocError(f"claim {state.name}, request {spec.name}: asks for all "
+                raise AllocError(f"claim {claim}, request {spec.label}: asks for all "
                                  f"devices, but resource pool {pool.id} is currently being "
                                  "updated")
             if pool.invalid:
-                raise AllocError(f"claim {state.name}, request {spec.name}: asks for all "
+                raise AllocError(f"claim {claim}, request {spec.label}: asks for all "
                                  f"devices, but resource pool {pool.id} is currently invalid")
             for d in pool.devices:
                 if self.selectable(spec, d) is not None:
                     continue
-                if self.features.consumable_capacity and self.capacity_short(spec, d) is not None:
+                # Only whether the request fits the device at all: what shares consume
+                # already is checked when the device is taken (so the request fails).
+                if self.features.consumable_capacity and not self._fits_alone(spec, d):
                     continue
                 out.append(d)
         return out
@@ -370,16 +395,29 @@ class _Search:
 
         Without this, a hopeless later request makes the search try every combination
         of devices for the earlier ones before giving up, which grows exponentially.
-        A selector that fails to evaluate leaves the decision to the search: whether
-        that error surfaces depends on the search order, as upstream.
+        Every option of every request is looked at, and a selector that fails to evaluate
+        on any device leaves the decision to the search: whether that error surfaces
+        depends on the search order, as upstream's (which, giving up, has tried them all
+        wherever it got to).
         """
         if sum(len(c.slots) for c in self.claims) < 2:
             return True  # one request: the search is linear anyway
+        for claim in self.claims:
+            # A device of an `allocationMode: All` request that a constraint turns down
+            # is an error (so is a derived attribute that fails), which the search meets
+            # only where it gets to that request.
+            if claim.constraints and any(spec.mode == "All" or spec.derived
+                                         for slot in claim.slots for spec in slot.options):
+                return True
+        hopeless = False
         try:
-            return all(any(self._could_fit(ci, spec) for spec in slot.options)
-                       for ci, claim in enumerate(self.claims) for slot in claim.slots)
+            for ci, claim in enumerate(self.claims):
+                for slot in claim.slots:
+                    fits = [self._could_fit(ci, spec) for spec in slot.options]
+                    hopeless = hopeless or not any(fits)
         except AllocError:
             return True
+        return not hopeless
 
     def _could_fit(self, ci: int, spec: Spec) -> bool:
         if spec.mode == "All":
@@ -397,8 +435,9 @@ class _Search:
             if device.consumes and not self.features.partitionable_devices:
                 continue
             found += 1
-            if found >= spec.count:
-                return True
+        # Every device is looked at (no stop at `count`): a selector that fails on a later
+        # one raises, and the search decides, as upstream's meets that failure when it
+        # backtracks.
         return found >= spec.count
 
     # --- recursion ------------------------------------------------------------------------
@@ -465,7 +504,18 @@ class _Search:
             self._undo(ci, chosen)
             if r is _LIMIT:
                 return _LIMIT
+        self._look_at_rest(ci, spec, max(start, len(candidates) - (needed - k - 1)))
         return False
+
+    def _look_at_rest(self, ci: int, spec: Spec, start: int) -> None:
+        """The devices from `start` on cannot complete the request (too few come after
+        them), so the search skips them; upstream still tries each, and a selector (or
+        derived attribute) that fails on one of them ends its search with that error."""
+        for device, pool in self.candidates[start:]:
+            if self._usable_now(ci, spec, device):
+                chosen = self._take(ci, spec, device, pool, must=False, usable=True)
+                if chosen is not None:
+                    self._undo(ci, chosen)
 
     def pool_of(self, device: Device) -> Pool:
         return self.pool_by_device[id(device)]
@@ -546,7 +596,7 @@ class _Search:
         if not spec.capacity and not device.has_request_policy and not self.multi(device) \
                 and not self.state.shared(device.id):
             return None  # the whole device, nothing else consuming: always fits
-        amounts = consumption(device, spec.capacity, spec.capacity_key)
+        amounts = self.consumption(spec, device)
         if amounts is None:
             return "cannot serve the requested capacity (unknown capacity or request policy)"
         consumed = self.state.consumed
@@ -562,6 +612,20 @@ class _Search:
                 return (f"capacity {name} exhausted (needs {_q(amount, total.format)}, "
                         f"{_q(left, total.format)} left of {_q(total.value, total.format)})")
         return None
+
+    def consumption(self, spec: Spec, device: Device, *,
+                    name: str | None = None) -> dict[str, Exact] | None:
+        """What the request consumes of the device's capacities (capacity.consumption);
+        a request the range arithmetic cannot represent fails the allocation, naming the
+        device by `name` (its ID unless given)."""
+        try:
+            return consumption(device, spec.capacity, spec.capacity_key,
+                               fractional=self.features.fractional_capacity_range,
+                               formats=spec.capacity_formats)
+        except CapacityError as e:
+            raise AllocError(f"claim {spec.claim_name}, request {spec.label}: checking "
+                             f"capacity for device {name or device_id_str(device.id)}: {e}"
+                             ) from None
 
     def _usable_now(self, ci: int, spec: Spec, device: Device) -> bool:
         if self.in_use(ci, spec, device) is not None:
@@ -588,6 +652,12 @@ class _Search:
                 taken = used_set.get(counter, 0)
                 if taken + amount > have:
                     return CounterShort(set_name, counter, amount, max(have - taken, 0))
+        # Upstream checks every counter of the pool, not only the device's: one that
+        # allocated devices overdraw (negative) refuses any device that consumes counters.
+        for set_name, have_set in available.items():
+            for counter, have in have_set.items():
+                if have < 0:
+                    return CounterShort(set_name, counter, 0, 0)
         return None
 
     def rejection(self, spec: Spec, device: Device) -> str | None:
@@ -686,16 +756,12 @@ class _Search:
     def _take(self, ci: int, spec: Spec, device: Device, pool: Pool, must: bool,
               usable: bool = False) -> Chosen | None:
         """Choose the device for the spec if it can take it. `usable`: `_usable_now` has
-        just said yes (not in use, capacity left), so those checks are not repeated."""
+        just said yes (not in use, capacity left), so those checks are not repeated;
+        otherwise (a device of an `allocationMode: All` request) capacity is checked last,
+        after the constraints, as upstream's allocateDevice does."""
         claim = self.claims[ci]
-        if not usable:
-            if self.in_use(ci, spec, device) is not None:
-                return None
-            if self.features.consumable_capacity:
-                short = self.capacity_short(spec, device)
-                if short is not None:
-                    self.rejections[(id(spec), device.id)] = short
-                    return None
+        if not usable and self.in_use(ci, spec, device) is not None:
+            return None
         if device.consumes and not self.features.partitionable_devices:
             self.rejections[(id(spec), device.id)] = \
                 "consumes counters, but DRAPartitionableDevices is disabled"
@@ -726,20 +792,27 @@ class _Search:
                 for c in added:
                     c.remove(device)
                 if must:
-                    raise AllocError(f"claim {claim.name}, request {spec.name}: cannot add "
+                    raise AllocError(f"claim {claim.name}, request {spec.label}: cannot add "
                                      f"device {device_id_str(device.id)} because a claim "
                                      "constraint would not be satisfied")
                 self.rejections[(id(spec), device.id)] = f"constraint #{constraint.index}: " \
                     f"{reason}"
                 return None
             added.append(constraint)
+        if not usable and self.features.consumable_capacity:
+            short = self.capacity_short(spec, device)
+            if short is not None:
+                for c in added:
+                    c.remove(device)
+                self.rejections[(id(spec), device.id)] = short
+                return None
         chosen = Chosen(device, spec, pool, charged=charge)
         if charge:
             self._charge(device, pool, 1)
         if self.features.compatibility_groups and device.groups:
             chosen.groups_before = self._fold_groups(device, pool)
         if multi:
-            amounts = consumption(device, spec.capacity, spec.capacity_key) or {}
+            amounts = self.consumption(spec, device) or {}
             chosen.share_id = _share_id()
             chosen.consumed = amounts
             sharing = self.sharing.setdefault(device.id, {})

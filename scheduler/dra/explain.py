@@ -197,7 +197,10 @@ def _device_report(search: SearchView, ci: int, spec: Spec, device: Device, usab
         reason = f"in use by claim {', '.join(holders)}" if holders else \
             "in use (allocation in flight)"
     if reason is None and search.features.consumable_capacity:
-        reason = search.capacity_short(spec, device)
+        try:
+            reason = search.capacity_short(spec, device)
+        except AllocError as e:
+            return DeviceReport(name, False, e.message)
     if reason is None:
         reason = search.taint_blocks(spec, device)
     if reason is None and device.consumes:

@@ -7,6 +7,19 @@ from dataclasses import dataclass
 
 from draemu.features import FeatureGates
 
+# Upstream keeps three copies of the allocator and runs the first whose features cover
+# every enabled one (structured.NewAllocator): "stable" as long as nothing beyond these is
+# on, "incubating" up to its set, else "experimental". They differ in more than the
+# features (the stable one ignores capacity requests, has no distinctAttribute and
+# gathers counter slices from every node); `Features.tier` says which one decides.
+_STABLE = frozenset({"admin_access", "prioritized_list", "partitionable_devices",
+                     "device_taints"})
+_INCUBATING = _STABLE | {"binding_conditions", "consumable_capacity",
+                         "fractional_capacity_range"}
+_TIERED = _INCUBATING | {"list_type_attributes", "optional_node_operations",
+                         "derived_attributes", "compatibility_groups"}
+STABLE, INCUBATING, EXPERIMENTAL = "stable", "incubating", "experimental"
+
 
 @dataclass(frozen=True)
 class Features:
@@ -17,6 +30,8 @@ class Features:
     device_taint_rules: bool = True
     binding_conditions: bool = True  # DRADeviceBindingConditions + DRAResourceClaimDeviceStatus
     consumable_capacity: bool = True
+    # DRAFractionalCapacityRange: a validRange with fractional bounds rounds in milli-units.
+    fractional_capacity_range: bool = False
     list_type_attributes: bool = False
     derived_attributes: bool = False
     compatibility_groups: bool = False
@@ -38,6 +53,7 @@ class Features:
             binding_conditions=g.enabled("DRADeviceBindingConditions")
             and g.enabled("DRAResourceClaimDeviceStatus"),
             consumable_capacity=g.enabled("DRAConsumableCapacity"),
+            fractional_capacity_range=g.enabled("DRAFractionalCapacityRange"),
             list_type_attributes=g.enabled("DRAListTypeAttributes"),
             derived_attributes=g.enabled("DRADerivedAttributes"),
             compatibility_groups=g.enabled("DRADeviceCompatibilityGroups"),
@@ -46,3 +62,11 @@ class Features:
             workload_claims=g.enabled("DRAWorkloadResourceClaims"),
             filter_timeout=g.enabled("DRASchedulerFilterTimeout"),
         )
+
+    @property
+    def tier(self) -> str:
+        """Which of upstream's allocators these features select (see _STABLE)."""
+        enabled = {name for name in _TIERED if getattr(self, name)}
+        if enabled <= _STABLE:
+            return STABLE
+        return INCUBATING if enabled <= _INCUBATING else EXPERIMENTAL

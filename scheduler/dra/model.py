@@ -31,6 +31,15 @@ def quantity(value: Any) -> Exact:
     return _parsed(value if isinstance(value, (int, float)) else str(value))[0]
 
 
+def quantity_format(value: Any) -> str:
+    """The format a quantity is written in (BinarySI for 1Gi, DecimalSI for 1G or 1)."""
+    if isinstance(value, dict):
+        value = value.get("value")
+    if value is None:
+        return "DecimalSI"
+    return _parsed(value if isinstance(value, (int, float)) else str(value))[1] or "DecimalSI"
+
+
 # Slices repeat the same few quantity strings on every device of every node: parsed once.
 @lru_cache(maxsize=4096, typed=True)
 def _parsed(value: str | float) -> tuple[Exact, str | None]:

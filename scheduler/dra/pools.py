@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from draemu.api.nodeselector import selector_matches
+from draemu.scheduler.dra.features import STABLE
 from draemu.scheduler.dra.inventory import Inventory
 from draemu.scheduler.dra.model import Device, DeviceID, Exact, Slice
 
@@ -100,9 +101,12 @@ def _ignored(s: Slice, features: Any) -> bool:
     return s.uses_compatibility_groups and not features.compatibility_groups
 
 
-def _relevant(s: Slice, node_name: str, labels: dict[str, str], partitionable: bool) -> bool:
+def _relevant(s: Slice, node_name: str, labels: dict[str, str], partitionable: bool,
+              stable: bool = False) -> bool:
     if not partitionable and (s.per_device is not None or s.shared_counters):
         return False
+    if stable and s.shared_counters:
+        return True  # upstream's stable allocator takes counter slices whatever they target
     try:
         if s.node_name or s.all_nodes or s.node_selector is not None:
             return node_matches(node_name, labels, s.node_name, s.all_nodes, s.node_selector)
@@ -116,9 +120,16 @@ def _relevant(s: Slice, node_name: str, labels: dict[str, str], partitionable: b
 
 def _gather(inv: Inventory, node_name: str, labels: dict[str, str]) -> NodePools:
     partitionable = inv.features.partitionable_devices
+    stable = inv.features.tier == STABLE
     newest: dict[tuple[str, str], list[Slice]] = {}
-    for s in inv.slices_for_node(node_name):
-        if _ignored(s, inv.features) or not _relevant(s, node_name, labels, partitionable):
+    candidates = inv.slices_for_node(node_name)
+    if stable and partitionable:
+        # The stable allocator looks at every slice, so other nodes' counter slices too.
+        candidates += [s for s in inv.slices.values() if s.shared_counters and s.node_name
+                       and s.node_name != node_name]
+    for s in candidates:
+        if _ignored(s, inv.features) or \
+                not _relevant(s, node_name, labels, partitionable, stable):
             continue
         kept = newest.get(s.pool_id)
         if kept is None or s.generation > kept[0].generation:
@@ -167,14 +178,16 @@ def _classify(pool: Pool, kept: list[Slice], partitionable: bool) -> None:
             if d.name in seen:
                 pool.invalid = pool.invalid or f"device {d.name} is listed twice"
             seen.add(d.name)
-            pool.has_binding_conditions = pool.has_binding_conditions or \
-                bool(d.binding_conditions)
     if partitionable:
         for s in [*pool.slices, *pool.other_slices]:
             if not s.is_counter_slice:
                 for d in s.devices:
                     pool.invalid = pool.invalid or _unknown_counters(pool, d)
     pool.devices = [d for s in pool.slices for d in s.devices]
+    # Only a complete, valid pool goes last for them: upstream keeps an incomplete or
+    # invalid one (which it describes without its slices) in its place by name.
+    pool.has_binding_conditions = not pool.incomplete and not pool.invalid and \
+        any(d.binding_conditions for d in pool.devices)
 
 
 def _unknown_counters(pool: Pool, device: Device) -> str:

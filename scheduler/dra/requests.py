@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from draemu.scheduler.dra.constraints import Constraint, DistinctAttribute, MatchAttribute
-from draemu.scheduler.dra.features import Features
-from draemu.scheduler.dra.model import Exact, quantity
+from draemu.scheduler.dra.features import STABLE, Features
+from draemu.scheduler.dra.model import Exact, quantity, quantity_format
 
 MAX_RESULTS = 32  # AllocationResultsMaxSize
 
@@ -20,6 +20,20 @@ class AllocError(Exception):
         super().__init__(message)
         self.message = message
         self.node_local = node_local
+
+
+class PrepareError(AllocError):
+    """A claim's preparation failed. Upstream prepares a claim's requests in order and,
+    per request, gathers an `allocationMode: All` request's devices and checks the claim's
+    size limit, whose failures come before a later request's: `done` are the requests
+    prepared before the failure, `partial` the subrequests of the failing request that
+    were."""
+
+    def __init__(self, message: str, done: tuple[tuple[str, tuple[Spec, ...], bool], ...],
+                 partial: tuple[Spec, ...] = ()) -> None:
+        super().__init__(message)
+        self.done = done
+        self.partial = partial
 
 
 def claim_name(claim: dict[str, Any]) -> str:
@@ -55,10 +69,17 @@ class Spec:
     _derived: dict[str, str] | None = None
     # The capacity requests as a key for capacity.consumption's per-device answers.
     capacity_key: tuple[tuple[str, Exact], ...] = ()
+    # The format each capacity request is written in (a share's consumedCapacity keeps it).
+    capacity_formats: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.name = f"{self.request}/{self.sub}" if self.sub else self.request
         self.capacity_key = tuple(sorted(self.capacity.items()))
+
+    @property
+    def label(self) -> str:
+        """The name upstream's messages give it: the subrequest's own, else the request's."""
+        return self.sub or self.request
 
     @property
     def class_selectors(self) -> list[str]:
@@ -149,40 +170,53 @@ def prepare_claim(index: int, claim: dict[str, Any], classes: dict[str, dict[str
     for request in devices.get("requests") or []:
         name = request.get("name", "")
         subrequests = request.get("firstAvailable") or []
-        if subrequests and not features.prioritized_list:
-            raise AllocError(f"claim {c}, request {name}: has subrequests, but the "
-                             "DRAPrioritizedList feature is disabled")
-        if not features.consumable_capacity:
-            exact = request.get("exactly") or {}
-            if exact.get("capacity") is not None:
-                raise AllocError(f"claim {c}, request {name}: has capacity requests, but the "
-                                 "DRAConsumableCapacity feature is disabled")
-            for sub in subrequests:
-                if sub.get("capacity") is not None:
-                    raise AllocError(f"claim {c}, subrequest {sub.get('name', '')}: has "
-                                     "capacity requests, but the DRAConsumableCapacity "
-                                     "feature is disabled")
-        if subrequests:
-            options = tuple(_spec(index, c, name, sub.get("name", ""), sub, classes,
-                                  features) for sub in subrequests)
-            slots.append((name, options, True))
-        else:
-            raw = request.get("exactly") or {}
-            slots.append((name, (_spec(index, c, name, None, raw, classes, features),),
-                          False))
+        gated = _gate_error(c, request, features)
+        if gated:
+            raise PrepareError(gated, tuple(slots))
+        options: list[Spec] = []
+        try:
+            if subrequests:
+                for sub in subrequests:
+                    options.append(_spec(index, c, name, sub.get("name", ""), sub, classes,
+                                         features))
+            else:
+                options.append(_spec(index, c, name, None, request.get("exactly") or {},
+                                     classes, features))
+        except AllocError as e:
+            raise PrepareError(e.message, tuple(slots), tuple(options)) from None
+        slots.append((name, tuple(options), bool(subrequests)))
     constraints: list[tuple[type[Constraint], int, str, frozenset[str], bool]] = []
     for i, raw in enumerate(devices.get("constraints") or []):
         requests = frozenset(raw.get("requests") or [])
         if raw.get("matchAttribute"):
             constraints.append((MatchAttribute, i, raw["matchAttribute"], requests,
                                 features.list_type_attributes))
-        elif raw.get("distinctAttribute"):
+        elif raw.get("distinctAttribute") and features.tier != STABLE:
             constraints.append((DistinctAttribute, i, raw["distinctAttribute"], requests,
                                 features.list_type_attributes))
         else:
-            raise AllocError(f"claim {c}, constraint #{i}: empty constraint (unsupported "
-                             "constraint type?)")
+            raise PrepareError(f"claim {c}, constraint #{i}: empty constraint (unsupported "
+                               "constraint type?)", tuple(slots))
     return PreparedClaim(claim, c, tuple(slots), tuple(constraints))
+
+
+def _gate_error(c: str, request: dict[str, Any], features: Features) -> str | None:
+    """A request that uses a feature whose gate is off, as upstream refuses it."""
+    name = request.get("name", "")
+    subrequests = request.get("firstAvailable") or []
+    if subrequests and not features.prioritized_list:
+        return f"claim {c}, request {name}: has subrequests, but the DRAPrioritizedList " \
+               "feature is disabled"
+    # (Upstream's stable allocator ignores capacity requests instead.)
+    if not features.consumable_capacity and features.tier != STABLE:
+        if (request.get("exactly") or {}).get("capacity") is not None:
+            return f"claim {c}, request {name}: has capacity requests, but the " \
+                   "DRAConsumableCapacity feature is disabled"
+        for sub in subrequests:
+            if sub.get("capacity") is not None:
+                return f"claim {c}, subrequest {sub.get('name', '')}: has capacity " \
+                       "requests, but the DRAConsumableCapacity feature is disabled"
+    return None
 
 
 def _spec(index: int, c: str, request: str, sub: str | None, raw: dict[str, Any],
@@ -211,7 +245,8 @@ def _spec(index: int, c: str, request: str, sub: str | None, raw: dict[str, Any]
         raise AllocError(f"claim {c}, request {label}: unsupported count mode {mode}")
     # The API defaults an ExactCount request's count to 1; an explicit 0 asks for nothing.
     count = int(raw["count"] or 0) if "count" in raw else 1
-    capacity = {k: quantity(v) for k, v in
-                ((raw.get("capacity") or {}).get("requests") or {}).items()}
+    requests = (raw.get("capacity") or {}).get("requests") or {}
+    capacity = {k: quantity(v) for k, v in requests.items()}
     return Spec(index, c, request, sub, raw, class_name, device_class, mode, count,
-                bool(raw.get("adminAccess")), list(raw.get("tolerations") or []), capacity)
+                bool(raw.get("adminAccess")), list(raw.get("tolerations") or []), capacity,
+                capacity_formats={k: quantity_format(v) for k, v in requests.items()})

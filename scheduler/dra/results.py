@@ -3,15 +3,14 @@ results, class and claim configuration, and the node selector."""
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
-from draemu.api.quantity import Quantity
-from draemu.scheduler.dra.model import Exact
+from draemu.scheduler.dra.capacity import consumed_quantities
+from draemu.scheduler.dra.features import Features
 from draemu.scheduler.dra.requests import AllocError, ClaimState
 
 
-def build_result(claim: ClaimState, node_name: str) -> dict[str, Any]:
+def build_result(claim: ClaimState, node_name: str, features: Features) -> dict[str, Any]:
     results = []
     for chosen in claim.chosen:
         spec, device = chosen.spec, chosen.device
@@ -29,8 +28,9 @@ def build_result(claim: ClaimState, node_name: str) -> dict[str, Any]:
         if chosen.share_id is not None:
             r["shareID"] = chosen.share_id
             if chosen.consumed:
-                r["consumedCapacity"] = {k: _canonical(v, device.capacity[k].format)
-                                         for k, v in chosen.consumed.items()}
+                r["consumedCapacity"] = consumed_quantities(
+                    device, spec.capacity, spec.capacity_formats,
+                    features.fractional_capacity_range)
         results.append(r)
     allocation: dict[str, Any] = {"devices": {"results": results}}
     config = _config(claim)
@@ -40,12 +40,6 @@ def build_result(claim: ClaimState, node_name: str) -> dict[str, Any]:
     if selector is not None:
         allocation["nodeSelector"] = selector
     return allocation
-
-
-# Every share of a device consumes one of a few amounts: written once each.
-@lru_cache(maxsize=1024)
-def _canonical(value: Exact, fmt: str) -> str:
-    return Quantity(value, fmt).canonical()
 
 
 def _config(claim: ClaimState) -> list[dict[str, Any]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from fractions import Fraction
 from math import ceil
 from typing import Any
@@ -267,7 +268,8 @@ def _request_policy(maximum: Quantity, policy: dict[str, Any], path: Path,
     if valid_values:
         if default is None:
             return [required(path.child("default"), "required when validValues is defined")]
-        return _valid_values(default, maximum, valid_values, path.child("validValues"))
+        return _valid_values(default, maximum, valid_values, path.child("validValues"),
+                             gates.enabled("DRAFractionalCapacityRange"))
     if isinstance(valid_range, dict):
         if default is None:
             return [required(path.child("default"), "required when validRange is defined")]
@@ -276,7 +278,7 @@ def _request_policy(maximum: Quantity, policy: dict[str, Any], path: Path,
 
 
 def _valid_values(default: Quantity, maximum: Quantity, values: list[Any],
-                  path: Path) -> Errors:
+                  path: Path, fractional: bool) -> Errors:
     errs: Errors = []
     parsed = [_quantity(v) or Quantity(0) for v in values]
     for i in range(len(parsed) - 1):
@@ -289,7 +291,10 @@ def _valid_values(default: Quantity, maximum: Quantity, values: list[Any],
             return [invalid(p, str(q), f"option is larger than capacity value: {maximum}")]
         return []
 
-    errs += f.bounded_set(parsed, MAX_VALID_VALUES, path, option, lambda q: ceil(q.value))
+    # Two values are the same one in whole units (Quantity.Value(), rounded up), or with
+    # DRAFractionalCapacityRange as exact decimals.
+    errs += f.bounded_set(parsed, MAX_VALID_VALUES, path, option,
+                          _decimal if fractional else lambda q: ceil(q.value))
     if len(parsed) <= MAX_VALID_VALUES and default not in parsed:
         errs.append(invalid(path, str(default),
                             "default value is not valid according to the requestPolicy"))
@@ -336,6 +341,12 @@ def _valid_range(default: Quantity, maximum: Quantity, valid_range: dict[str, An
                 errs.append(invalid(spath, str(value), f"value is not a multiple of a given "
                                     f"step ({step}) from ({minimum})"))
     return errs
+
+
+def _decimal(q: Quantity) -> str:
+    """The exact value as a decimal number (upstream's key: Quantity.AsDec().String())."""
+    text = str(Decimal(q.value.numerator) / Decimal(q.value.denominator))
+    return text if "E" not in text else format(Decimal(text), "f")
 
 
 def _units(q: Quantity, milli: bool) -> int:

@@ -1150,8 +1150,8 @@ CASES += [
          features=CC, shared=[((DRIVER_A, P1, D1), SHARE, consumed("1"))],
          claims=[claim(C0, all_request(R0, CLASS_A, **cap_req("1")))], classes=[CA],
          slices=[resource_slice(S1, N1, P1, DRIVER_A, multi(D1, {"capacity-0": "1"}),
-                                multi(D2, {"capacity-0": "1"}))],
-         expect=[allocation(LOCAL1, share(R0, D2, consumed("1")))]),
+                                multi(D2, {"capacity-0": "1"}))]),
+    # (v1.37.2: device-1 still counts as one of "all" although its capacity is taken.)
     case("consumable-capacity-dedicated-device-with-consumable-capacity-request", features=CC,
          claims=[claim(C0, request(R0, CLASS_A, 1, **cap_req("1")))],
          classes=[device_class(CLASS_A, DRIVER_A, multi=False)],

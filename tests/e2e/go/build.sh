@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the Go programs of the end-to-end suite into <repo>/.cache/go/bin:
-#   conformance, minidriver            (this module, ./cmd/...)
+#   conformance, minidriver, allocoracle (this module, ./cmd/...)
 #   dra-example-kubeletplugin          (sigs.k8s.io/dra-example-driver, pinned in exampledriver/go.mod)
 #   celcost                            (celcost/: cel-go and Kubernetes' CEL cost, its own module)
 # Every Go cache (modules, build cache, binaries) lives under <repo>/.cache/go, which git

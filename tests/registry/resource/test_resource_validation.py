@@ -505,3 +505,17 @@ def test_pool_status_request_spec_is_immutable(ctx: Context) -> None:
     new = {"spec": {"driver": "gpu.example.com", "limit": 10}}
     errors = ResourcePoolStatusRequestStrategy().validate_update(new, old, ctx)
     assert [(e.field, e.detail) for e in errors] == [("spec", "field is immutable")]
+
+
+def test_fractional_valid_values_are_distinct_only_with_their_gate() -> None:
+    # Without DRAFractionalCapacityRange, values are compared in whole units (rounded up):
+    # 250m, 500m and 1 are the same value; with it, exact decimals.
+    o = slice_with(lambda o: (dev(o).update(allowMultipleAllocations=True),
+                              dev(o)["capacity"].update(cores={"value": "4", "requestPolicy": {
+                                  "default": "1", "validValues": ["250m", "500m", "1"]}})))
+    off = ResourceSliceStrategy().validate(o, Context(gates=FeatureGates()))
+    assert messages(off) == [
+        "spec.devices[0].capacity[cores].requestPolicy.validValues[1]: Duplicate value: 1",
+        "spec.devices[0].capacity[cores].requestPolicy.validValues[2]: Duplicate value: 1"]
+    on = FeatureGates({"DRAFractionalCapacityRange": True})
+    assert ResourceSliceStrategy().validate(o, Context(gates=on)) == []
