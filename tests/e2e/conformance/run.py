@@ -99,13 +99,15 @@ def free_port() -> int:
 class Draemu:
     """`draemu up` for one suite, in a folder of its own."""
 
-    def __init__(self, folder: Path, image_map: Path, nodes: int, gates: str) -> None:
+    def __init__(self, folder: Path, image_map: Path, nodes: int, gates: str,
+                 emulated: str) -> None:
         self.folder = folder
         self.kubeconfig = folder / "kubeconfig"
         args = [sys.executable, "-m", "draemu", "up", "--data-dir", str(folder / "data"),
                 "--reset", "--port", str(free_port()), "--kubeconfig", str(self.kubeconfig),
                 "--preset", "empty", "--nodes", str(nodes), "--runtime", "process",
-                "--image-map-file", str(image_map), "--no-ui", "--log-format", "json"]
+                "--image-map-file", str(image_map), "--no-ui", "--log-format", "json",
+                "--emulated-version", emulated]
         if gates:
             args += ["--feature-gates", gates]
         self.stdout = open(folder / "draemu.out", "w")  # closed in stop()
@@ -184,7 +186,7 @@ def run_suite(bins: Path, suite: Suite, out: Path, image_map: Path, args: argpar
     count = selected(bins, suite, out)
     gates = ",".join(g for g in (dra_gates(args.emulated) if suite.dra_gates else "",
                                  args.feature_gates) if g)
-    cluster = Draemu(out, image_map, args.nodes, gates)
+    cluster = Draemu(out, image_map, args.nodes, gates, args.emulated)
     started = time.monotonic()
     try:
         cluster.wait_ready()
@@ -242,7 +244,8 @@ def main() -> int:
     parser.add_argument("--feature-gates", default="",
                         help="more draemu feature gates (A=true,B=false)")
     parser.add_argument("--emulated", default=features.CURRENT_VERSION,
-                        help="the release draemu emulates (default: %(default)s)")
+                        help="the release draemu emulates (draemu up --emulated-version; "
+                        "default: %(default)s)")
     parser.add_argument("--out", type=Path, default=REPO / ".cache" / "conformance",
                         help="reports, one folder per suite (default: .cache/conformance)")
     parser.add_argument("--e2e-arg", action="append", default=[],
