@@ -4,6 +4,7 @@ CDI, a container runtime, the pod workers and the kubelet HTTP endpoint."""
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,8 +28,10 @@ from draemu.kubelet.servingcert import ServingTLS
 from draemu.kubelet.volumes import VolumeManager
 from draemu.kubeletapi import pluginregistration as reg
 from draemu.log import get_logger
+from draemu.netns import dial
 from draemu.nodelayout import NodeLayout
 from draemu.podnetwork import NetworkError, NodeNetwork
+from draemu.portforward import StreamConnection
 
 log = get_logger("kubelet")
 
@@ -111,9 +114,10 @@ class Kubelet:
         self.server = None if options.port is None else KubeletServer(
             self.layout.pods_dir, self._find_pod, self._running, self._list_pods,
             options.address, options.port, options.tls, self._log_instance, self._exec,
-            netns=network.netns if network is not None else None)
+            netns=network.netns if network is not None else None,
+            port_forward=self._port_forward)
         self.log_provider = LogProvider(self.layout.pods_dir, self._running, self._log_instance,
-                                        self._exec)
+                                        self._exec, self._port_forward)
         self.podresources = PodResourcesServer(
             socket_path(self.layout.socket_root), self.cache, self._list_pods, self._find_pod,
             self._running, use_active_pods=gates.enabled("KubeletPodResourcesListUseActivePods"))
@@ -232,6 +236,21 @@ class Kubelet:
         if self.pods is None:
             raise ExecError(f'container not found ("{container}")')
         return await self.pods.exec(namespace, name, container, argv, stdin, tty)
+
+    async def _port_forward(self, namespace: str, name: str, port: int) -> StreamConnection:
+        if self.pods is None:
+            raise OSError(f'pod "{name}" not found')
+        netns = self.pods.pod_netns(namespace, name)
+        try:
+            reader, writer = await dial(netns, "127.0.0.1", port)
+        except (OSError, TimeoutError) as err:
+            reason = os.strerror(err.errno).lower() if getattr(err, "errno", None) else \
+                "i/o timeout"
+            # containerd's words
+            raise OSError(f"failed to connect to localhost:{port} inside namespace of pod "
+                          f"{name}, IPv4: dial tcp4 127.0.0.1:{port}: connect: {reason}"
+                          ) from err
+        return StreamConnection(reader, writer)
 
     def _list_pods(self) -> list[dict[str, Any]]:
         return self.pods.informer.list() if self.pods else []

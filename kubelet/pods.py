@@ -576,6 +576,25 @@ class PodWorkers:
         return await ExecSession.start(command, handle.env or container_env(handle.pid),
                                        stdin, tty)
 
+    # ---- for pods/portforward
+
+    def pod_netns(self, namespace: str, name: str) -> str | None:
+        """The network namespace a running pod's ports are in (None: this process's);
+        OSError when the pod runs nothing there."""
+        state = self.states.get(f"{namespace}/{name}")
+        pod = self.informer.get(f"{namespace}/{name}")
+        if state is None or pod is None or not any(
+                r.handle is not None and r.handle.pid is not None
+                and not r.handle.exit_code.done() for r in state.containers.values()):
+            raise OSError(f'pod "{name}" has no running container to forward a port to')
+        runtime: Any = self.runtime
+        if (pod.get("spec") or {}).get("hostNetwork"):
+            return runtime.host_netns
+        netns = runtime.netns(state.uid)
+        if netns is None:
+            raise OSError(f'pod "{name}" has no network namespace')
+        return netns
+
     # ---- for pods/log
 
     def log_instance(self, namespace: str, name: str, container: str, previous: bool

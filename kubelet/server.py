@@ -8,7 +8,9 @@ sinceSeconds, sinceTime, limitBytes); `GET /exec/{namespace}/{pod}/{container}` 
 `command` (repeated), `stdin`, `stdout`, `stderr`, `tty`, upgraded to a WebSocket of the
 remote-command protocol (draemu/remotecommand.py; a request without the upgrade gets the
 kubelet's refusal if the command cannot run there, else a 400 "unable to upgrade");
-plus `/healthz` and `/pods`. The port is published in the Node's
+`/portForward/{namespace}/{pod}?port=P`, a WebSocket of the kubelet's port-forwarding
+channels for one connection to the pod's port (draemu/portforward.py); plus `/healthz`
+and `/pods`. The port is published in the Node's
 `status.daemonEndpoints.kubeletEndpoint.Port` and the address as its InternalIP, as on a
 real node.
 
@@ -21,11 +23,12 @@ kube-apiserver-kubelet-client identity) may call: a real kubelet asks the apiser
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
+from aiohttp import WSMsgType, web
 
 from draemu.api.errors import bad_request
 from draemu.identity import MASTERS, user_from_peercert
@@ -33,10 +36,13 @@ from draemu.kubelet.execsession import ExecError
 from draemu.kubelet.logs import LogOptions, pick_log_file, pod_log_dir, stream_log
 from draemu.kubelet.servingcert import ServingTLS
 from draemu.netns import listening_socket
+from draemu.portforward import DATA_CHANNEL, ERROR_CHANNEL, KUBELET_PROTOCOL, PortConnection
 from draemu.remotecommand import PROTOCOLS, serve_session
 
 # Which instance (restart count) of a container pods/log reads (PodWorkers.log_instance).
 LogInstance = Callable[[str, str, str, bool], "int | None"]
+# A connection to port P of pod NAMESPACE/NAME (Kubelet.port_forward).
+PortForward = Callable[[str, str, int], Awaitable[PortConnection]]
 
 
 def _int(value: str | None) -> int | None:
@@ -49,9 +55,10 @@ class KubeletServer:
                  address: str = "127.0.0.1", port: int = 0, tls: ServingTLS | None = None,
                  instance: LogInstance = lambda _ns, _pod, _c, _prev: None,
                  exec_: Callable[..., Awaitable[Any]] | None = None,
-                 netns: str | None = None) -> None:
+                 netns: str | None = None, port_forward: PortForward | None = None) -> None:
         self.pods_dir = pods_dir
         self.netns = netns  # listen in this network namespace (its node's), not here
+        self.port_forward = port_forward
         self.exec = exec_
         self.instance = instance
         self.find_pod = find_pod
@@ -67,6 +74,7 @@ class KubeletServer:
         app = web.Application(middlewares=[_authorize] if self.tls else [])
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._logs)
         app.router.add_get("/exec/{namespace}/{pod}/{container}", self._exec)
+        app.router.add_route("*", "/portForward/{namespace}/{pod}", self._port_forward)
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/pods", self._pods)
         self._runner = web.AppRunner(app, access_log=None)
@@ -145,6 +153,60 @@ class KubeletServer:
         return ws
 
 
+    async def _port_forward(self, request: web.Request) -> web.StreamResponse:
+        """One connection to one port of the pod (`port`), over a WebSocket of the
+        kubelet's port forwarding protocol (draemu/portforward.py)."""
+        ns, name = request.match_info["namespace"], request.match_info["pod"]
+        if request.method not in ("GET", "POST"):
+            return web.Response(status=405, text="method not allowed")
+        if self.find_pod(ns, name) is None:
+            return web.Response(status=404, text=f'pod "{name}" not found')
+        port_text = request.query.get("port") or request.query.get("ports", "")
+        if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            return web.Response(status=400, text=f"invalid port {port_text!r}")
+        port = int(port_text)
+        ws = web.WebSocketResponse(protocols=(KUBELET_PROTOCOL,), autoping=True)
+        if not ws.can_prepare(request).ok:
+            return web.Response(status=400, text=f"{UPGRADE_REFUSAL}: missing upgrade "
+                                "headers in request")
+        await ws.prepare(request)
+        prefix = port.to_bytes(2, "little")
+        await ws.send_bytes(bytes([DATA_CHANNEL]) + prefix)
+        await ws.send_bytes(bytes([ERROR_CHANNEL]) + prefix)
+        try:
+            if self.port_forward is None:
+                raise OSError("port forwarding is not served by this kubelet")
+            connection = await self.port_forward(ns, name, port)
+        except (OSError, TimeoutError) as err:
+            await ws.send_bytes(bytes([ERROR_CHANNEL]) + str(err).encode())
+            await ws.close()
+            return ws
+        await relay_channels(ws, connection)
+        return ws
+
+
+async def relay_channels(ws: web.WebSocketResponse, connection: PortConnection) -> None:
+    """The pod's bytes out on the data channel, the data channel's bytes in, until
+    either side ends."""
+    async def outward() -> None:
+        while data := await connection.read():
+            await ws.send_bytes(bytes([DATA_CHANNEL]) + data)
+        await ws.close()
+
+    sending = asyncio.create_task(outward())
+    try:
+        async for msg in ws:
+            if msg.type == WSMsgType.BINARY and msg.data[:1] == bytes([DATA_CHANNEL]):
+                await connection.write(msg.data[1:])
+    except (ConnectionError, OSError, RuntimeError):
+        pass
+    finally:
+        sending.cancel()
+        with contextlib.suppress(asyncio.CancelledError, ConnectionError, RuntimeError):
+            await sending
+        await connection.close()
+
+
 UPGRADE_REFUSAL = "unable to upgrade"
 
 
@@ -169,17 +231,25 @@ def _missing_log(name: str, container: str, previous: bool) -> str:
 
 
 class LogProvider:
-    """What the in-process apiserver asks for `pods/log` and `pods/exec` on this node."""
+    """What the in-process apiserver asks for `pods/log`, `pods/exec` and
+    `pods/portforward` on this node."""
 
     def __init__(self, pods_dir: Path, running: Callable[[str, str, str], bool],
                  instance: LogInstance = lambda _ns, _pod, _c, _prev: None,
                  exec_: Callable[..., Awaitable[Any]] | None = None,
-                 netns: str | None = None) -> None:
+                 port_forward: PortForward | None = None) -> None:
         self.pods_dir = pods_dir
-        self.netns = netns  # listen in this network namespace (its node's), not here
         self.running = running
         self.instance = instance
         self.exec = exec_
+        self.port_forward = port_forward
+
+    async def pod_port_forward(self, namespace: str, pod: str, port: int) -> PortConnection:
+        """A connection to the pod's port (inside its network namespace); OSError says
+        why not."""
+        if self.port_forward is None:
+            raise OSError("port forwarding is not served by this kubelet")
+        return await self.port_forward(namespace, pod, port)
 
     async def pod_exec(self, namespace: str, pod: str, container: str, command: list[str],
                        stdin: bool, tty: bool) -> Any:

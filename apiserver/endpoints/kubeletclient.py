@@ -1,6 +1,9 @@
 """The apiserver's client of kubelets in their own process: `pods/log` is proxied to
-`GET https://<node address>:<kubelet port>/containerLogs/<ns>/<pod>/<container>` and
-`pods/exec` to a WebSocket on `/exec/<ns>/<pod>/<container>`, as kube-apiserver does it.
+`GET https://<node address>:<kubelet port>/containerLogs/<ns>/<pod>/<container>`,
+`pods/exec` to a WebSocket on `/exec/<ns>/<pod>/<container>`, as kube-apiserver does it,
+and each connection `pods/portforward` forwards to a WebSocket on
+`/portForward/<ns>/<pod>?port=P` (the kubelet's port-forwarding channels,
+draemu/portforward.py).
 
 The apiserver shows its kube-apiserver-kubelet-client certificate (O=system:masters)
 and verifies the kubelet's serving certificate against the cluster CA (as with
@@ -29,6 +32,7 @@ from draemu.api.errors import StatusError, bad_request
 from draemu.log import get_logger
 from draemu.netns import NetnsDialer
 from draemu.pki import PKI
+from draemu.portforward import DATA_CHANNEL, ERROR_CHANNEL, KUBELET_PROTOCOL
 
 log = get_logger("apiserver")
 
@@ -138,6 +142,21 @@ class KubeletClient:
                 raise _kubelet_error(resp.status if resp.status != 200 else e.status, body,
                                      pod, "pods/exec") from e
 
+    async def port_forward(self, node: dict[str, Any], namespace: str, pod: str, port: int,
+                           verify: bool = True) -> KubeletPortConnection:
+        """A connection to the pod's port through its kubelet; OSError says why not."""
+        url, address, kubelet_port = self._url(node, "portForward", namespace, pod)
+        url += f"?port={port}"
+        try:
+            ws = await self._session(verify).ws_connect(url, protocols=(KUBELET_PROTOCOL,),
+                                                        autoping=True, max_msg_size=0)
+        except (aiohttp.ClientError, TimeoutError) as err:
+            raise OSError(f"error dialing backend: dial tcp {address}:{kubelet_port}: "
+                          f"{err}") from err
+        connection = KubeletPortConnection(ws)
+        await connection.handshake()
+        return connection
+
     def _url(self, node: dict[str, Any], endpoint: str, *parts: str) -> tuple[str, str, int]:
         address, port = kubelet_endpoint(node)
         host = f"[{address}]" if ":" in address else address
@@ -148,6 +167,57 @@ class KubeletClient:
         for session in self._sessions.values():
             await session.close()
         self._sessions.clear()
+
+
+class KubeletPortConnection:
+    """A PortConnection (draemu/portforward.py) over the kubelet's port-forwarding
+    WebSocket: the data channel's bytes; what the error channel says is raised."""
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self.ws = ws
+        self._prefixes = {DATA_CHANNEL, ERROR_CHANNEL}  # the port, first on each channel
+
+    async def handshake(self) -> None:
+        """The two port messages, then an error at once if the kubelet could not dial."""
+        while self._prefixes:
+            await self._next()
+
+    async def _next(self) -> bytes | None:
+        """The next data (b"" at the end); None for a message that carries none."""
+        msg = await self.ws.receive()
+        if msg.type != aiohttp.WSMsgType.BINARY or not msg.data:
+            if msg.type == aiohttp.WSMsgType.BINARY:
+                return None
+            return b""
+        channel, body = msg.data[0], msg.data[1:]
+        if channel in self._prefixes:
+            self._prefixes.discard(channel)
+            return None
+        if channel == ERROR_CHANNEL:
+            if body:
+                await self.ws.close()
+                raise OSError(body.decode(errors="replace"))
+            return None
+        return body if body else None
+
+    async def read(self) -> bytes:
+        while True:
+            data = await self._next()
+            if data is not None:
+                return data
+
+    async def write(self, data: bytes) -> None:
+        try:
+            await self.ws.send_bytes(bytes([DATA_CHANNEL]) + data)
+        except (ConnectionError, RuntimeError) as err:
+            raise OSError(str(err)) from err
+
+    async def close_write(self) -> None:
+        """The kubelet's channels have no half-close: the pod's side stays open until it
+        ends the connection."""
+
+    async def close(self) -> None:
+        await self.ws.close()
 
 
 # How a kubelet answers /exec without an upgrade (upstream's httpstream handshake words).

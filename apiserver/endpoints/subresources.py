@@ -92,19 +92,17 @@ def _with_subresource(scope: Scope, subresource: str) -> Scope:
     return replace(scope, subresource=subresource)
 
 
-# pods/attach, pods/portforward ----------------------------------------------------------
+# pods/attach ------------------------------------------------------------------------------
 _UNSUPPORTED_STREAMS = {
     "attach": "draemu's kubelets cannot attach to a container: no container runtime here "
               "keeps a container's console (use kubectl logs, or kubectl exec into a "
               "process-runtime pod)",
-    "portforward": "draemu's kubelets cannot forward ports: no container runtime here serves "
-                   "a pod's ports",
 }
 
 
 async def unsupported_stream(scope: Scope, store: Store) -> web.Response:
-    """pods/attach and pods/portforward: a Status that says why, once the pod is known
-    (a missing pod is still a 404, as upstream)."""
+    """pods/attach: a Status that says why, once the pod is known (a missing pod is still
+    a 404, as upstream)."""
     if store.cache.get(scope.resource.key(scope.namespace, scope.name)) is None:
         raise not_found_error("pods", "", scope.name)
     raise bad_request(f"pods/{scope.subresource} is not supported: "

@@ -29,6 +29,7 @@ from draemu.apiserver.endpoints import (
     openapi_serving,
     patching,
     podexec,
+    portforward,
     rest_read,
     rest_write,
     reviews,
@@ -379,7 +380,11 @@ class Handlers:
         if sub == "exec" and resource.name == "pods" and info.verb in ("get", "create"):
             return await podexec.pod_exec(scope, self.ctx.store, self.ctx.log_providers,
                                           subresources.container_of, self.ctx.kubelet_client)
-        if sub in ("attach", "portforward") and info.verb in ("get", "create"):
+        if sub == "portforward" and resource.name == "pods" and info.verb in ("get", "create"):
+            return await portforward.pod_port_forward(scope, self.ctx.store,
+                                                      self.ctx.log_providers,
+                                                      self.ctx.kubelet_client)
+        if sub == "attach" and info.verb in ("get", "create"):
             return await subresources.unsupported_stream(scope, self.ctx.store)
         if sub == "log" and info.verb == "get":
             return await subresources.pod_log(scope, self.ctx.store, self.ctx.log_providers,

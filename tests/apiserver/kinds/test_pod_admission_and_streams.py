@@ -81,13 +81,21 @@ async def test_binding_writes_no_managed_fields_entry(client: Client) -> None:
     assert after == before
 
 
-@pytest.mark.parametrize("sub", ["attach", "portforward"])
-async def test_streaming_subresources_answer_a_clear_status(client: Client, sub: str) -> None:
+async def test_attach_answers_a_clear_status(client: Client) -> None:
     await client.post(PODS, pod("s1", node="n1"))
-    reply = await client.post(f"{PODS}/s1/{sub}")
+    reply = await client.post(f"{PODS}/s1/attach")
     assert reply.status == 400 and reply.json["kind"] == "Status"
-    assert reply.json["message"].startswith(f"pods/{sub} is not supported: draemu's kubelets")
-    missing = await client.post(f"{PODS}/nope/{sub}")
+    assert reply.json["message"].startswith("pods/attach is not supported: draemu's kubelets")
+    missing = await client.post(f"{PODS}/nope/attach")
+    assert missing.status == 404
+
+
+async def test_port_forward_without_an_upgrade_is_refused_as_upstream(client: Client) -> None:
+    await client.post(PODS, pod("s1", node="n1"))
+    reply = await client.post(f"{PODS}/s1/portforward")
+    assert reply.status == 400 and reply.json["message"] == (
+        "unable to upgrade connection: missing upgrade headers in request")
+    missing = await client.post(f"{PODS}/nope/portforward")
     assert missing.status == 404
 
 

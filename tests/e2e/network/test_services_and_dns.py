@@ -2,7 +2,8 @@
 (nftables, a DaemonSet pod on each node) and the real CoreDNS (kubeadm's Deployment and
 kube-dns Service): agnhost netexec backends called from a pod on another node by DNS name
 and ClusterIP, a NodePort on a node's address, session affinity, a headless Service's
-records, a deleted backend leaving the answers, and kubectl exec into a networked pod.
+records, a deleted backend leaving the answers, kubectl exec into a networked pod, and
+kubectl port-forward to a Service and a pod (WebSocket-tunnelled SPDY and plain SPDY).
 
 Needs root and tests/e2e/realk8s/build.sh's kube-proxy, coredns and agnhost."""
 
@@ -10,7 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import socket
+import subprocess
 import time
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
@@ -151,6 +156,40 @@ def test_kubectl_exec_runs_in_the_pods_network(cluster) -> None:
     pod = json.loads(cluster.kubectl("get", "pod", "client", "-o", "json").stdout)
     assert cluster.kubectl("exec", "client", "--", "python3", "-c", show).stdout.strip() == \
         pod["status"]["podIP"]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _forwarded(up: RunningDraemu, target: str, remote: int, websockets: bool,
+               path: str = "/hostname") -> str:
+    """What `kubectl port-forward TARGET LOCAL:REMOTE` answers on the local port."""
+    local = _free_port()
+    env = {**os.environ, "KUBECONFIG": str(up.kubeconfig),
+           "KUBECTL_PORT_FORWARD_WEBSOCKETS": "true" if websockets else "false"}
+    proc = subprocess.Popen(["kubectl", "port-forward", target, f"{local}:{remote}"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert re.match(rf"Forwarding from 127\.0\.0\.1:{local} -> ", line), line
+        return urllib.request.urlopen(f"http://127.0.0.1:{local}{path}", timeout=10
+                                      ).read().decode()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.mark.parametrize("websockets", [True, False], ids=["websocket", "spdy"])
+def test_kubectl_port_forward_reaches_a_service_and_a_pod(cluster, websockets) -> None:
+    pods = _backend_pods(cluster)
+    assert _forwarded(cluster, "svc/backend", 80, websockets) in pods
+    name = sorted(pods)[0]
+    assert _forwarded(cluster, f"pod/{name}", 8080, websockets) == name
 
 
 def test_a_deleted_backend_leaves_the_answers(cluster) -> None:
