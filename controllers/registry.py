@@ -91,6 +91,9 @@ CONTROLLERS = (
                     None, needs_signer=True),
     ControllerEntry("garbagecollector", "garbagecollector:GarbageCollector",
                     "generic-garbage-collector"),
+    ControllerEntry("storage-version-migrator",
+                    "storageversionmigrator:StorageVersionMigratorController",
+                    "storage-version-migrator-controller", gates=("StorageVersionMigrator",)),
     ControllerEntry("namespace", "namespace:NamespaceController", "namespace-controller"),
 )
 BY_NAME = {e.name: e for e in CONTROLLERS}
