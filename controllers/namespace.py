@@ -1,4 +1,5 @@
 """The namespace lifecycle controller: deleting a namespace deletes everything in it,
+its pods first (the rest only once no pod is left, upstream's OrderedNamespaceDeletion),
 then lifts the namespace's `kubernetes` finalizer so the apiserver can remove it.
 While content remains, the namespace's status conditions say what is left."""
 
@@ -44,31 +45,16 @@ class NamespaceController(Controller):
         remaining: dict[str, int] = {}
         finalizers: dict[str, int] = {}
         failures: list[str] = []
-        for res in self.resources:
-            try:
-                listed = await self.client.list(res.api_version, res.resource, key)
-            except ApiError as e:
-                if e.code in (404, 405):
-                    continue
-                failures.append(f"{res.resource}.{res.group or 'core'}: {e.message}")
-                continue
-            items = listed.get("items") or []
-            if not items:
-                continue
-            label = f"{res.resource}.{res.group}" if res.group else res.resource
-            remaining[label] = len(items)
-            for item in items:
-                for fin in meta(item).get("finalizers") or []:
-                    finalizers[fin] = finalizers.get(fin, 0) + 1
-            if any(not meta(i).get("deletionTimestamp") for i in items):
-                try:
-                    await self.client.request(
-                        "DELETE", f"/{'apis' if res.group else 'api'}/{res.api_version}"
-                        f"/namespaces/{key}/{res.resource}",
-                        json={"kind": "DeleteOptions", "apiVersion": "v1",
-                              "propagationPolicy": "Background"})
-                except (ApiError, OSError) as e:
-                    failures.append(f"{label}: {e}")
+        # Pods first, and nothing else until they are gone (OrderedNamespaceDeletion,
+        # always on since 1.34): a pod's finalizers or its kubelet may still need the
+        # Secrets, ConfigMaps and ServiceAccounts it uses.
+        pods = [r for r in self.resources if r.group == "" and r.resource == "pods"]
+        others = [r for r in self.resources if r not in pods]
+        for group in (pods, others):
+            for res in group:
+                await self._delete_content(key, res, remaining, finalizers, failures)
+            if remaining:
+                break
         await self._update_conditions(ns, remaining, finalizers, failures)
         if remaining or failures:
             return 1.0
@@ -81,6 +67,36 @@ class NamespaceController(Controller):
                 raise
         self.log.info("namespace content removed", namespace=key)
         return None
+
+    async def _delete_content(self, namespace: str, res: APIResource,
+                              remaining: dict[str, int], finalizers: dict[str, int],
+                              failures: list[str]) -> None:
+        """Delete what is left of one resource in the namespace; count what remains (by
+        `<resource>.<group>`, as upstream names it) and the finalizers holding it."""
+        try:
+            listed = await self.client.list(res.api_version, res.resource, namespace)
+        except ApiError as e:
+            if e.code not in (404, 405):
+                failures.append(f"{res.resource}.{res.group or 'core'}: {e.message}")
+            return
+        items = listed.get("items") or []
+        if not items:
+            return
+        label = f"{res.resource}.{res.group}"
+        remaining[label] = len(items)
+        for item in items:
+            for fin in meta(item).get("finalizers") or []:
+                finalizers[fin] = finalizers.get(fin, 0) + 1
+        if all(meta(i).get("deletionTimestamp") for i in items):
+            return
+        try:
+            await self.client.request(
+                "DELETE", f"/{'apis' if res.group else 'api'}/{res.api_version}"
+                f"/namespaces/{namespace}/{res.resource}",
+                json={"kind": "DeleteOptions", "apiVersion": "v1",
+                      "propagationPolicy": "Background"})
+        except (ApiError, OSError) as e:
+            failures.append(f"{label}: {e}")
 
     async def _update_conditions(self, ns: Obj, remaining: dict[str, int],
                                  finalizers: dict[str, int], failures: list[str]) -> None:
