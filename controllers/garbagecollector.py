@@ -3,8 +3,10 @@ propagation, for every kind the apiserver serves.
 
 - An object all of whose owners are gone is deleted (background propagation).
 - An owner deleted with `propagationPolicy=Foreground` carries the
-  `foregroundDeletion` finalizer: its dependents are deleted first, and the finalizer
-  is lifted once no dependent with `blockOwnerDeletion` is left.
+  `foregroundDeletion` finalizer: its dependents are deleted first (a dependent that
+  has another owner still there only loses its reference to it), and the finalizer is
+  lifted once no dependent with `blockOwnerDeletion` is left. A cycle of such owners is
+  broken by lifting the blocking references of the dependent that closes it.
 - An owner deleted with `propagationPolicy=Orphan` carries the `orphan` finalizer: its
   dependents lose their owner reference to it, then the finalizer is lifted.
 """
@@ -62,14 +64,30 @@ class GarbageCollector(Controller):
     def _observe(self, res: APIResource, old: Obj | None, obj: Obj) -> None:
         item = self._item(res, obj)
         self.objects[uid_of(obj)] = (res, item)
+        refs = meta(obj).get("ownerReferences") or []
         if old is not None:
             for ref in meta(old).get("ownerReferences") or []:
                 self.dependents[ref.get("uid", "")].discard(item)
-        refs = meta(obj).get("ownerReferences") or []
+            self._enqueue_unblocked_owners(meta(old).get("ownerReferences") or [], refs)
+            if _deleting_dependents(obj) and not _deleting_dependents(old):
+                # Deleted in the foreground now: every dependent decides again.
+                for dep in self.dependents.get(uid_of(obj), ()):
+                    self.queue.add(dep)
         for ref in refs:
             self.dependents[ref.get("uid", "")].add(item)
         if refs or meta(obj).get("deletionTimestamp"):
             self.queue.add(item)
+
+    def _enqueue_unblocked_owners(self, old_refs: list[Obj], refs: list[Obj]) -> None:
+        """Owners a dependent stopped blocking (a reference removed, or its
+        blockOwnerDeletion lifted) may finish their foreground deletion now."""
+        now = {r.get("uid"): r for r in refs}
+        for ref in old_refs:
+            if ref.get("blockOwnerDeletion") and not (now.get(ref.get("uid")) or {}).get(
+                    "blockOwnerDeletion"):
+                owner = self.objects.get(ref.get("uid", ""))
+                if owner is not None:
+                    self.queue.add(owner[1])
 
     def _forget(self, res: APIResource, obj: Obj) -> None:
         item = self._item(res, obj)
@@ -126,9 +144,10 @@ class GarbageCollector(Controller):
                 await self._orphan_dependents(res, obj)
                 return None
             if FOREGROUND in finalizers:
-                return await self._delete_dependents_first(res, obj)
+                return await self._process_deleting_dependents(res, obj)
+            return None  # being deleted already, and waiting for no dependent
         if meta(obj).get("ownerReferences"):
-            await self._check_owners(res, obj)
+            await self._attempt_to_delete(res, obj)
         return None
 
     def _dependents_of(self, obj: Obj) -> list[tuple[APIResource, Obj]]:
@@ -146,41 +165,53 @@ class GarbageCollector(Controller):
             await self._patch_owner_refs(dres, dep, refs)
         await self._remove_finalizer(res, owner, ORPHAN)
 
-    async def _delete_dependents_first(self, res: APIResource, owner: Obj) -> float | None:
-        blocking = 0
-        for dres, dep in self._dependents_of(owner):
-            ref = next((r for r in meta(dep).get("ownerReferences") or []
-                        if r.get("uid") == uid_of(owner)), {})
-            if ref.get("blockOwnerDeletion"):
-                blocking += 1
-            if not meta(dep).get("deletionTimestamp"):
-                policy = "Foreground" if self.dependents.get(uid_of(dep)) else "Background"
-                await self._delete(dres, dep, policy)
-        if blocking:
-            return 1.0  # dependents still terminating; look again
-        await self._remove_finalizer(res, owner, FOREGROUND)
-        return None
+    async def _process_deleting_dependents(self, res: APIResource, owner: Obj
+                                           ) -> float | None:
+        """An owner deleted in the foreground: its finalizer goes once no dependent
+        blocks it (a reference with blockOwnerDeletion); each blocking dependent is
+        looked at, deciding by all its owners whether it goes (upstream's
+        processDeletingDependentsItem)."""
+        uid = uid_of(owner)
+        blocking = [(dres, dep) for dres, dep in self._dependents_of(owner)
+                    if any(r.get("uid") == uid and r.get("blockOwnerDeletion")
+                           for r in meta(dep).get("ownerReferences") or [])]
+        if not blocking:
+            await self._remove_finalizer(res, owner, FOREGROUND)
+            return None
+        for dres, dep in blocking:
+            if not _deleting_dependents(dep):
+                self.queue.add(self._item(dres, dep))
+        return 1.0  # dependents still there; look again
 
-    async def _check_owners(self, res: APIResource, obj: Obj) -> None:
+    async def _attempt_to_delete(self, res: APIResource, obj: Obj) -> None:
+        """Upstream's attemptToDeleteItem for an object not being deleted: kept while an
+        owner is there (its references to owners that are gone or deleted in the
+        foreground are removed), deleted in the foreground when an owner waits for it and
+        it has dependents of its own (its blocking references lifted first when one of
+        those waits too: an ownership cycle), deleted otherwise."""
         refs = meta(obj).get("ownerReferences") or []
-        absent, waiting = [], []
+        solid, dangling, waiting = [], [], []
         for ref in refs:
             state = await self._owner_state(obj, ref)
-            if state == "absent":
-                absent.append(ref)
-            elif state == "foreground" and ref.get("blockOwnerDeletion"):
-                waiting.append(ref)
-        if refs and len(absent) == len(refs):
-            if not meta(obj).get("deletionTimestamp"):
-                policy = "Foreground" if self.dependents.get(uid_of(obj)) else "Background"
-                await self._delete(res, obj, policy)
-        elif absent:
-            gone = {r.get("uid") for r in absent}
-            await self._patch_owner_refs(res, obj,
-                                         [r for r in refs if r.get("uid") not in gone])
-        elif waiting and len(waiting) == len(refs) and not meta(obj).get("deletionTimestamp"):
-            await self._delete(res, obj, "Foreground" if self.dependents.get(uid_of(obj))
-                               else "Background")
+            {"absent": dangling, "foreground": waiting}.get(state, solid).append(ref)
+        if solid:
+            gone = {r.get("uid") for r in dangling + waiting}
+            if gone:
+                await self._patch_owner_refs(res, obj, [r for r in refs
+                                                        if r.get("uid") not in gone])
+            return
+        dependents = self._dependents_of(obj)
+        if waiting and dependents:
+            if any(_deleting_dependents(dep) for _, dep in dependents):
+                await self._patch_owner_refs(res, obj, [
+                    {**r, "blockOwnerDeletion": False} if r.get("blockOwnerDeletion") else r
+                    for r in refs])
+            await self._delete(res, obj, "Foreground")
+            return
+        finalizers = meta(obj).get("finalizers") or []
+        policy = "Orphan" if ORPHAN in finalizers else \
+            "Foreground" if FOREGROUND in finalizers else "Background"
+        await self._delete(res, obj, policy)
 
     async def _owner_state(self, obj: Obj, ref: Obj) -> str:
         uid = ref.get("uid", "")
@@ -222,10 +253,14 @@ class GarbageCollector(Controller):
                 raise
 
     async def _patch_owner_refs(self, res: APIResource, obj: Obj, refs: list[Obj]) -> None:
+        """The object's ownerReferences become `refs`, if it did not change meanwhile
+        (uid and resourceVersion preconditions: a conflict is retried on fresh state)."""
         try:
             await self.client.patch(res.api_version, res.resource, name_of(obj),
                                     {"metadata": {"ownerReferences": refs or None,
-                                                  "uid": uid_of(obj)}},
+                                                  "uid": uid_of(obj),
+                                                  "resourceVersion": meta(obj).get(
+                                                      "resourceVersion")}},
                                     namespace=namespace_of(obj) or None)
         except ApiError as e:
             if e.code != 404:
@@ -241,3 +276,9 @@ class GarbageCollector(Controller):
         except ApiError as e:
             if e.code != 404:
                 raise
+
+
+def _deleting_dependents(obj: Obj) -> bool:
+    """Deleted in the foreground, waiting for its dependents."""
+    return bool(meta(obj).get("deletionTimestamp")) and \
+        FOREGROUND in (meta(obj).get("finalizers") or [])
