@@ -13,7 +13,6 @@ namespace.
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import ipaddress
 import os
 import socket
@@ -23,7 +22,15 @@ from typing import Any, TypeVar
 
 CLONE_NEWNET = 0x40000000
 T = TypeVar("T")
-_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _setns(fd: int, netns: str) -> None:
+    import ctypes  # here: an apiserver without a pod network never needs it
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.setns(fd, CLONE_NEWNET) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"setns {netns}: {os.strerror(errno)}")
 
 
 def in_netns(netns: str, fn: Callable[[], T]) -> T:
@@ -39,9 +46,7 @@ def in_netns(netns: str, fn: Callable[[], T]) -> T:
             error.append(err)
             return
         try:
-            if _libc.setns(fd, CLONE_NEWNET) != 0:
-                errno = ctypes.get_errno()
-                raise OSError(errno, f"setns {netns}: {os.strerror(errno)}")
+            _setns(fd, netns)
             result.append(fn())
         except BaseException as err:  # re-raised in the caller
             error.append(err)

@@ -26,7 +26,6 @@ import contextlib
 import struct
 import zlib
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Protocol
 
 from draemu.log import get_logger
@@ -181,18 +180,18 @@ async def read_frames(transport: Transport):  # type: ignore[no-untyped-def]
             yield False, first & 0x7FFFFFFF, second >> 24, body
 
 
-@dataclass
 class _Pair:
     """The two streams of one forwarded connection."""
 
-    port: int
-    error: int | None = None
-    data: int | None = None
-    connection: PortConnection | None = None
-    tasks: list[asyncio.Task[None]] = field(default_factory=list)
-    # What the client sent before the pod's port answered: (bytes, flags), in order.
-    pending: list[tuple[bytes, int]] = field(default_factory=list)
-    ready: bool = False
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.error: int | None = None
+        self.data: int | None = None
+        self.connection: PortConnection | None = None
+        self.tasks: list[asyncio.Task[None]] = []
+        # What the client sent before the pod's port answered: (bytes, flags), in order.
+        self.pending: list[tuple[bytes, int]] = []
+        self.ready = False
 
 
 class PortForwardSession:

@@ -7,7 +7,7 @@ import asyncio
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from draemu.client import Client, EventRecorder, Informer
@@ -30,8 +30,10 @@ from draemu.kubeletapi import pluginregistration as reg
 from draemu.log import get_logger
 from draemu.netns import dial
 from draemu.nodelayout import NodeLayout
-from draemu.podnetwork import NetworkError, NodeNetwork
-from draemu.portforward import StreamConnection
+
+if TYPE_CHECKING:
+    from draemu.podnetwork import NodeNetwork
+    from draemu.portforward import StreamConnection
 
 log = get_logger("kubelet")
 
@@ -189,6 +191,8 @@ class Kubelet:
         await informer.start()
 
     async def _set_pod_cidr(self, cidr: str) -> None:
+        from draemu.podnetwork import NetworkError
+
         assert self.options.network is not None
         try:
             await self.options.network.set_pod_cidr(cidr)
@@ -238,6 +242,8 @@ class Kubelet:
         return await self.pods.exec(namespace, name, container, argv, stdin, tty)
 
     async def _port_forward(self, namespace: str, name: str, port: int) -> StreamConnection:
+        from draemu.portforward import StreamConnection
+
         if self.pods is None:
             raise OSError(f'pod "{name}" not found')
         netns = self.pods.pod_netns(namespace, name)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from draemu.api.types import Obj
 from draemu.apiserver.admission.matching import Request
@@ -30,7 +30,9 @@ from draemu.apiserver.storage.cachedobjects import CachedObjects
 from draemu.apiserver.storage.storeadapter import Storage
 from draemu.features import FeatureGates
 from draemu.identity import UserInfo
-from draemu.netns import NetnsDialer
+
+if TYPE_CHECKING:
+    from draemu.netns import NetnsDialer
 
 OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 

@@ -31,7 +31,7 @@ import base64
 import json
 import ssl
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
@@ -46,7 +46,9 @@ from draemu.cel.errors import CELCompileError, CELRuntimeError
 from draemu.cel.kubernetes import compile_kubernetes
 from draemu.cel.offload import run_off_loop
 from draemu.log import get_logger
-from draemu.netns import NetnsDialer
+
+if TYPE_CHECKING:
+    from draemu.netns import NetnsDialer
 
 log = get_logger("apiserver.webhooks")
 

@@ -23,16 +23,18 @@ import contextlib
 import os
 import ssl
 from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 import aiohttp
 
 from draemu.api.errors import StatusError, bad_request
 from draemu.log import get_logger
-from draemu.netns import NetnsDialer
 from draemu.pki import PKI
 from draemu.portforward import DATA_CHANNEL, ERROR_CHANNEL, KUBELET_PROTOCOL
+
+if TYPE_CHECKING:
+    from draemu.netns import NetnsDialer
 
 log = get_logger("apiserver")
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from draemu.apiserver.storage.watchcache import HISTORY, WATCHER_QUEUE
 from draemu.features import FeatureGates
-from draemu.netns import NetnsDialer
+
+if TYPE_CHECKING:
+    from draemu.netns import NetnsDialer
 
 
 @dataclass

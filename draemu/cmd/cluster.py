@@ -15,7 +15,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from draemu.client import Client
 from draemu.features import FeatureGates
@@ -26,8 +26,10 @@ from draemu.identity import (
     service_account_user,
 )
 from draemu.log import get_logger
-from draemu.podnetwork import ClusterNetwork, NetworkRanges, PodNetworkUnavailable
 from draemu.privatefiles import private_dir, private_file
+
+if TYPE_CHECKING:  # imported when used: a cluster without a pod network never needs them
+    from draemu.podnetwork import ClusterNetwork, NetworkRanges
 
 log = get_logger("cluster")
 
@@ -58,10 +60,17 @@ class ClusterOptions:
     image_map: Any = None  # kubelet.runtime.ImageMap for the process runtime
     runtime_unconfined: bool = False  # process runtime: pods without user namespaces
     # The process runtime's pod network (draemu/podnetwork.py): on where this machine can
-    # make network namespaces; its ranges (--pod-cidr, --service-cidr) apply to the
-    # apiserver and node-ipam.
+    # make network namespaces. --pod-cidr is node-ipam's cluster CIDR on it;
+    # --service-cidr the apiserver's service range, with or without it.
     pod_network: bool = True
-    network_ranges: NetworkRanges = field(default_factory=NetworkRanges)
+    pod_cidr: str = "10.244.0.0/16"
+    service_cidr: str = "10.96.0.0/12"
+
+    @property
+    def network_ranges(self) -> NetworkRanges:
+        from draemu.podnetwork import NetworkRanges
+
+        return NetworkRanges(cluster_cidr=self.pod_cidr, service_cidr=self.service_cidr)
     scheduler: bool = True
     controllers: bool = True
     controller_settings: dict[str, float] = field(default_factory=dict)
@@ -96,6 +105,8 @@ async def start_pod_network(ranges: NetworkRanges) -> ClusterNetwork | None:
     """The pod network's cluster namespace, or None (said in one line) where this machine
     cannot make network namespaces: pods then get addresses that reach nothing, as
     without it."""
+    from draemu.podnetwork import ClusterNetwork, PodNetworkUnavailable
+
     try:
         return await ClusterNetwork.create(ranges)
     except PodNetworkUnavailable as err:
@@ -179,7 +190,7 @@ class Cluster:
             legacy_versions=legacy, token_file=o.token_file, audit_log=o.audit_log,
             # With the components in the child, the collector is the apiserver's alone.
             freeze_gc=self.control_plane is not None,
-            service_cidr=o.network_ranges.service_cidr,
+            service_cidr=o.service_cidr,
             # On the pod network the apiserver also listens at the node network's gateway
             # (default/kubernetes's endpoint) and dials pods and Services from there.
             cluster_listener=(network.netns, o.network_ranges.gateway)
@@ -264,8 +275,7 @@ class Cluster:
                     service_account_user("kube-system", account),
                     service_account_groups("kube-system")),
                 service_account_key_file=self.data_dir / "pki" / "sa.key",
-                cluster_cidr=o.network_ranges.cluster_cidr if self.network else None,
-                node_cidr_mask_size=o.network_ranges.node_mask)
+                cluster_cidr=self.network.ranges.cluster_cidr if self.network else None)
             await self.controllers.start()
             # In one process, the apiserver's /metrics also shows the controllers'.
             manager = self.controllers

@@ -33,10 +33,10 @@ from draemu.kubelet.node import UNREACHABLE
 from draemu.kubelet.runtime import ImageMap
 from draemu.kubelet.runtime.userns import IdRanges
 from draemu.log import get_logger
-from draemu.podnetwork import NodeNetwork, NodeNetworks
 
 if TYPE_CHECKING:
     from draemu.apiserver.server.lifecycle import APIServer
+    from draemu.podnetwork import NodeNetwork, NodeNetworks
 
 log = get_logger("nodes")
 

@@ -1,14 +1,18 @@
 """Container runtimes: `fake` (default; nothing runs) and `process` (opt-in; containers are
 local processes confined in their own namespaces, images mapped to local executables)."""
 
+from __future__ import annotations
+
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from draemu.kubelet.runtime.base import ContainerConfig, Runtime, RuntimeError_
 from draemu.kubelet.runtime.fake import FakeRuntime
 from draemu.kubelet.runtime.imagemap import ImageMap, ImageMapError
 from draemu.kubelet.runtime.process import NamespacesUnavailable, ProcessRuntime
-from draemu.podnetwork import NodeNetwork
+
+if TYPE_CHECKING:
+    from draemu.podnetwork import NodeNetwork
 
 RUNTIMES: dict[str, type[Any]] = {"fake": FakeRuntime, "process": ProcessRuntime}
 

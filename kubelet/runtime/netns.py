@@ -17,11 +17,14 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draemu.log import get_logger
 from draemu.netns import dial, listening_socket
-from draemu.podnetwork import NetworkError, NodeNetwork
 from draemu.streams import splice
+
+if TYPE_CHECKING:
+    from draemu.podnetwork import NodeNetwork
 
 log = get_logger("kubelet.runtime")
 LAUNCHER = Path(__file__).with_name("launch.py")
@@ -59,6 +62,8 @@ class Sandbox:
             error = (await self.proc.stderr.read()).decode(errors="replace").strip()
             raise OSError(f"the pod's network namespace could not be made: {error}")
         if self.network is not None:
+            from draemu.podnetwork import NetworkError
+
             try:
                 self.ip = await self.network.attach_pod(self.pod_uid, self.proc.pid)
             except NetworkError as err:

@@ -34,7 +34,7 @@ import os
 import signal
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from draemu.kubelet.runtime import podroot
 from draemu.kubelet.runtime.base import (
@@ -50,7 +50,9 @@ from draemu.kubelet.runtime.imagemap import ImageMap, ImageMapError
 from draemu.kubelet.runtime.netns import Sandbox, launcher_argv
 from draemu.kubelet.runtime.userns import IdRanges, NoFreeRange
 from draemu.log import get_logger
-from draemu.podnetwork import NodeNetwork
+
+if TYPE_CHECKING:
+    from draemu.podnetwork import NodeNetwork
 
 log = get_logger("kubelet.runtime")
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

@@ -245,19 +245,36 @@ def _scheduler_config(args: argparse.Namespace) -> str | None:
     return text
 
 
+def _check_ranges(args: argparse.Namespace) -> None:
+    """--pod-cidr and --service-cidr: private IPv4 ranges that do not overlap each other
+    nor the node network (the whole check only where there can be a pod network)."""
+    import ipaddress
+
+    if args.runtime == "process":
+        from draemu.podnetwork import NetworkRanges
+
+        try:
+            NetworkRanges(cluster_cidr=args.pod_cidr, service_cidr=args.service_cidr)
+        except ValueError as e:
+            raise UsageError(f"--pod-cidr/--service-cidr: {e}") from None
+        return
+    try:
+        cidr = ipaddress.ip_network(args.service_cidr, strict=True)
+    except ValueError as e:
+        raise UsageError(f"--service-cidr: {e}") from None
+    if cidr.version != 4 or not cidr.is_private:
+        raise UsageError(f"--service-cidr {cidr}: not a private IPv4 range")
+
+
 def cluster_options(args: argparse.Namespace) -> ClusterOptions:
     """`draemu up`'s flags as the cluster's options; UsageError says what is wrong."""
     from draemu.cmd import datadir
     from draemu.cmd.cluster import ClusterOptions, default_data_dir
     from draemu.cmd.commands._common import store_url
-    from draemu.podnetwork import NetworkRanges
     from draemu.store import StoreError
 
     gates, image_map, scheduler_config, enabled_controllers = _check_usage(args)
-    try:
-        ranges = NetworkRanges(cluster_cidr=args.pod_cidr, service_cidr=args.service_cidr)
-    except ValueError as e:
-        raise UsageError(f"--pod-cidr/--service-cidr: {e}") from None
+    _check_ranges(args)
     try:
         store = store_url(args)
     except (ValueError, StoreError) as e:
@@ -280,7 +297,8 @@ def cluster_options(args: argparse.Namespace) -> ClusterOptions:
         legacy_v1alpha3=args.legacy_v1alpha3,
         scheduler=not args.no_scheduler, controllers=not args.no_controllers,
         image_map=image_map, runtime_unconfined=args.runtime_unconfined,
-        control_plane_process=not args.one_process, network_ranges=ranges,
+        control_plane_process=not args.one_process, pod_cidr=args.pod_cidr,
+        service_cidr=args.service_cidr,
         scheduler_config=scheduler_config, enabled_controllers=enabled_controllers)
 
 
