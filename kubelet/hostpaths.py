@@ -11,6 +11,10 @@ The kubelet's own folders are the node's folders the emulated kubelet watches:
 Every other path P is the node's own: `<node root>/host/P`, so that a pod writing to
 its node never touches this machine's file system or another node's.
 
+A node whose own `/sys` is a folder (a mock or faker put a fake sysfs there) gives it
+to its containers as their `/sys` (`node_sysfs`); other nodes' containers get this
+machine's sysfs, read-only.
+
 A device node that a CDI spec names (`device_source`) is the node's own file where the
 node has one (a device a mock or faker made in the node's folder, such as NVIDIA's mock
 driver root's `dev/nvidia0`), else, for paths under /dev, this machine's device.
@@ -84,6 +88,13 @@ def machine_path_in_node(layout: NodeLayout, path: str) -> str | None:
         if rest is not None:
             return rest
     return None
+
+
+def node_sysfs(layout: NodeLayout) -> str | None:
+    """The node's own /sys, relative to its folder, when it is a folder; else None."""
+    rel = in_node(layout, "/sys")
+    found = lookup(layout.root, rel)
+    return rel if found is not None and stat.S_ISDIR(found.st_mode) else None
 
 
 def device_source(layout: NodeLayout, path: str) -> tuple[str, str] | None:

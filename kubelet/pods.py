@@ -19,7 +19,7 @@ from typing import Any
 from draemu.api.types import Obj
 from draemu.client import ApiError, Client, EventRecorder, Informer, WorkQueue, key_of
 from draemu.client.workqueue import ShutDown
-from draemu.kubelet.cdi import CDIError, CDIRegistry
+from draemu.kubelet.cdi import CDIError, CDIRegistry, ContainerEdits
 from draemu.kubelet.dra.manager import DRAError, DRAManager
 from draemu.kubelet.dra.plugins import DRAPluginManager
 from draemu.kubelet.envvars import EnvBuilder, EnvError, expand
@@ -321,6 +321,21 @@ class PodWorkers:
         elif not state.ip and self._free_ips:
             state.ip = self._free_ips.pop(0)
 
+    def _node_files(self, state: PodState, container: Obj, edits: ContainerEdits
+                    ) -> tuple[list[Obj], list[Obj], Obj | None]:
+        """What the container mounts of its node (for runtimes that mount volumes): its
+        volumes, the pod's /etc files and CDI mounts; its CDI device nodes; the node's
+        own /sys when it has one."""
+        if self.volumes is None or state.volumes is None:
+            return [], [], None
+        mounts = [m.spec() for m in [
+            *container_mounts(container, state.volumes),
+            *pod_file_mounts(state.pod_files or {}, container),
+            *self.volumes.cdi_mounts(edits.mounts)]]
+        privileged = bool((container.get("securityContext") or {}).get("privileged"))
+        return (mounts, self.volumes.cdi_devices(edits.device_nodes),
+                self.volumes.sysfs(privileged))
+
     async def _start(self, key: str, pod: Obj, container: Obj, rec: ContainerRecord) -> None:
         meta = pod["metadata"]
         state = self.states[key]
@@ -330,14 +345,7 @@ class PodWorkers:
             env = await self.env.build(pod, container, self.host_ip, state.ip)
             env.update(edits.env_map())
             spec = pod.get("spec") or {}
-            mounts: list[Obj] = []
-            devices: list[Obj] = []
-            if self.volumes is not None and state.volumes is not None:
-                mounts = [m.spec() for m in [
-                    *container_mounts(container, state.volumes),
-                    *pod_file_mounts(state.pod_files or {}, container),
-                    *self.volumes.cdi_mounts(edits.mounts)]]
-                devices = self.volumes.cdi_devices(edits.device_nodes)
+            mounts, devices, sysfs = self._node_files(state, container, edits)
             if self.volumes is not None and spec.get("hostNetwork"):
                 host_netns = getattr(self.runtime, "host_netns", None)
                 taken = await asyncio.to_thread(host_port_conflicts, container, host_netns)
@@ -366,7 +374,7 @@ class PodWorkers:
                 restart_count=rec.restart_count,
                 annotations=dict(meta.get("annotations") or {}),
                 pod_uid=meta["uid"], host_network=bool(spec.get("hostNetwork")), mounts=mounts,
-                devices=devices,
+                devices=devices, sysfs=sysfs,
                 security=security, hostname=pod_hostname(pod, self.node_name),
                 host_ports=[(p.get("hostIP") or "0.0.0.0", int(p["hostPort"]),
                              int(p["containerPort"])) for p in container.get("ports") or []

@@ -36,6 +36,7 @@ from draemu.kubelet.hostpaths import (
     lookup,
     machine_path_in_node,
     make,
+    node_sysfs,
 )
 from draemu.log import get_logger
 from draemu.nodelayout import NodeLayout
@@ -177,6 +178,15 @@ class VolumeManager:
             if found is not None:
                 out.append({"base": found[0], "path": found[1], "target": node["path"]})
         return out
+
+    def sysfs(self, writable: bool) -> Obj | None:
+        """The node's own /sys as the container's (a mount for the launcher), or None: the
+        container gets this machine's sysfs. Writable for privileged containers, as a
+        container runtime mounts /sys for them."""
+        rel = node_sysfs(self.layout)
+        if rel is None:
+            return None
+        return Mount(VolumeSource(str(self.layout.root), rel), "/sys", not writable).spec()
 
     def teardown(self, uid: str) -> None:
         for task in self._refreshers.pop(uid, []):

@@ -66,6 +66,8 @@ class ContainerConfig:
     mounts: list[dict[str, Any]] = field(default_factory=list)
     # CDI device nodes as this container gets them (kubelet/volumes.py cdi_devices).
     devices: list[dict[str, Any]] = field(default_factory=list)
+    # The node's own /sys as a mount (kubelet/volumes.py sysfs); None: this machine's.
+    sysfs: dict[str, Any] | None = None
     security: ContainerSecurity = field(default_factory=ContainerSecurity)
     hostname: str = ""
     # TCP hostPorts of a pod with its own network: (host IP, host port, container port).

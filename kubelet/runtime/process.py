@@ -251,7 +251,7 @@ class ProcessRuntime:
             "root": podroot.root_spec(image_folder, security.read_only_root,
                                       security.masked_paths),
             "mounts": [*config.mounts, *([executable] if executable else [])],
-            "devices": config.devices, "scratch": str(scratch), "cwd": cwd,
+            "devices": config.devices, "sysfs": config.sysfs, "scratch": str(scratch), "cwd": cwd,
             "user": user}
         proc, init_pid = await self._launch(spec, config.name)
         container = Container(pid=init_pid or proc.pid, env=env)

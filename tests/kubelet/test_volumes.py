@@ -111,3 +111,15 @@ def test_a_cdi_device_link_cannot_lead_out_of_the_node(tmp_path: Path):
     manager = VolumeManager(StubClient(), layout)  # type: ignore[arg-type]
     # The link resolves inside the node's folder, where /dev/zero does not exist.
     assert manager.cdi_devices([{"path": "/dev/x", "hostPath": "/dev/escape"}]) == []
+
+
+def test_a_nodes_own_sys_folder_is_its_containers_sys(tmp_path: Path):
+    layout = NodeLayout(tmp_path / "node")
+    layout.create()
+    manager = VolumeManager(StubClient(), layout)  # type: ignore[arg-type]
+    assert manager.sysfs(writable=False) is None  # this machine's sysfs
+    (layout.root / "host" / "fake-sys" / "bus" / "pci").mkdir(parents=True)
+    (layout.root / "host" / "sys").symlink_to("fake-sys")  # resolved inside the node
+    assert manager.sysfs(writable=False) == {
+        "base": str(layout.root), "path": "host/sys", "target": "/sys", "readOnly": True}
+    assert manager.sysfs(writable=True)["readOnly"] is False  # privileged

@@ -11,11 +11,16 @@ on its kind host (the driver's hack/ci/mock-nvml/setup-mock-gpu.sh, steps 2 to 7
     <node>/var/lib/nvml-mock/dev/               the same devices (the CI's DEV_ROOT)
     <node>/var/lib/nvml-mock/imex/proc-devices  /proc/devices with nvidia-caps-imex-channels
                                                 (the chart's altProcDevices)
+    <node>/sys/bus/pci/devices/<bus id> ...     the GPUs' PCI sysfs, rendered from the
+                                                profile by the nvml-mock chart's renderer
+                                                (its setup.sh step 10): the node's /sys,
+                                                where the driver finds each GPU's PCIe root
+                                                and NUMA node
 
 The files come from tests/e2e/vendors/build.sh nvidia (its `nvidia/mock` folder: the
-library, nvidia-smi and the mock's profiles). A node's profile is one of the mock's
-(a100, h100, t4, l40s, b200, gb200, gb300) with a GPU count and, optionally, per-GPU
-overrides in the profile's own schema (`devices[i]` fields: name, memory, pci, ...) and
+library, nvidia-smi, render-pci-sysfs and the mock's profiles). A node's profile is one
+of the mock's (a100, h100, t4, l40s, b200, gb200, gb300) with a GPU count and, optionally,
+per-GPU overrides in the profile's own schema (`devices[i]` fields: name, memory, pci, ...) and
 system overrides (driver and CUDA versions): what the seed-nvidia preset's nodes use to
 come as close to the DRA introduction's GPUs as the mock can describe.
 """
@@ -25,6 +30,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +61,8 @@ class MockProfile:
     system: dict[str, Any] = field(default_factory=dict)
     # index -> fields of the profile's `devices[index]` entry to set (merged into it)
     devices: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # The profile's `pcie_topology` replaced (root complexes, their NUMA nodes and GPUs).
+    topology: dict[str, Any] | None = None
 
     @property
     def driver_version(self) -> str:
@@ -67,7 +75,7 @@ def mock_files(cache: Path | None = None) -> Path:
     base = cache or Path(os.environ.get("DRAEMU_VENDORS_CACHE")
                          or Path.home() / ".cache" / "draemu" / "vendors")
     folder = base / "nvidia" / "mock"
-    missing = [n for n in ("libnvidia-ml.so", "nvidia-smi", "profiles")
+    missing = [n for n in ("libnvidia-ml.so", "nvidia-smi", "render-pci-sysfs", "profiles")
                if not (folder / n).exists()]
     if missing:
         raise MockError(f"{folder} lacks {', '.join(missing)}: build it with "
@@ -107,7 +115,27 @@ def profile_config(files: Path, mock: MockProfile) -> dict[str, Any]:
         entry = entries.setdefault(index, {"index": index})
         _merge(entry, overrides)
     config["devices"] = [entries[i] for i in sorted(entries)]
+    if mock.topology is not None:
+        config["pcie_topology"] = mock.topology
     return config
+
+
+def preset_mocks(preset: Path) -> dict[str, MockProfile]:
+    """The `nvidiaMock` of each node of a preset file (drivers/presets/seed-nvidia.yaml)."""
+    data = yaml.safe_load(preset.read_text())
+    out: dict[str, MockProfile] = {}
+    for node in data.get("nodes") or []:
+        spec = node.get("nvidiaMock")
+        if not spec:
+            continue
+        try:
+            out[node["name"]] = MockProfile(
+                str(spec["profile"]), int(spec.get("count", 8)), dict(spec.get("system") or {}),
+                {int(k): dict(v) for k, v in (spec.get("devices") or {}).items()},
+                spec.get("topology"))
+        except (KeyError, TypeError, ValueError) as err:
+            raise MockError(f"{preset}: node {node.get('name')}: nvidiaMock: {err}") from None
+    return out
 
 
 def _device(path: Path, major: int, minor: int) -> None:
@@ -184,4 +212,15 @@ def lay_out(node_host: Path, mock: MockProfile, files: Path | None = None) -> Pa
     _proc_files(driver / "proc" / "driver" / "nvidia", version)
     (root / "imex").mkdir(exist_ok=True)
     (root / "imex" / "proc-devices").write_text(_proc_devices())
+    _render_sysfs(files, driver / "config" / "config.yaml", node_host)
     return driver
+
+
+def _render_sysfs(files: Path, config: Path, node_host: Path) -> None:
+    shutil.rmtree(node_host / "sys" / "bus" / "pci", ignore_errors=True)
+    shutil.rmtree(node_host / "sys" / "devices", ignore_errors=True)
+    result = subprocess.run([str(files / "render-pci-sysfs"), "--config", str(config),
+                             "--output", str(node_host)], capture_output=True, text=True,
+                            timeout=60, check=False)
+    if result.returncode != 0:
+        raise MockError(f"render-pci-sysfs: {result.stderr.strip()}")

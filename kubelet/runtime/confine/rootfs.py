@@ -7,7 +7,8 @@ what the container writes) or, for an image that is a single program or no image
 all, a tmpfs with the machine's system folders (`/usr`, `/bin`, `/lib*`, ...) mounted
 read-only and an `/etc` of its own (a few copied files, no secrets). Then, in every
 root: `/dev` (a tmpfs with null, zero, full, random, urandom, tty, a private `pts`,
-`shm` and `mqueue`, and the devices the kubelet names), `/sys` read-only, a fresh
+`shm` and `mqueue`, and the devices the kubelet names), `/sys` (this machine's sysfs
+read-only, or the node's own /sys folder when the kubelet names one), a fresh
 `/proc` of the container's PID namespace with upstream's masked and read-only paths,
 an empty `/tmp`, and the pod's mounts as the kubelet lists them.
 
@@ -66,6 +67,7 @@ class RootBuilder:
                         key=lambda m: posixpath.normpath("/" + m["target"]).count("/"))
         # Every source is cloned before anything is mounted over a path it may go through.
         sources = [self.clone(m) for m in mounts]
+        sysfs = self.clone(self.spec["sysfs"]) if self.spec.get("sysfs") else None
         devices = [(self.clone_device(d["base"], d["path"]), d["target"])
                    for d in self.spec.get("devices") or []]
         self.scratch_area()
@@ -79,7 +81,11 @@ class RootBuilder:
         for path, mode in SKELETON.items():
             self.mount_point(path, True, mode)
         self.dev(devices)
-        self.mount_fs("sysfs", "/sys", sc.MS_RDONLY | sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC)
+        if sysfs is not None:  # the node's own /sys (a fake one a mock laid out)
+            self.attach(sysfs[0], "/sys", True)
+        else:
+            self.mount_fs("sysfs", "/sys",
+                          sc.MS_RDONLY | sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC)
         if image:
             flags = sc.MS_NOSUID | sc.MS_NODEV | (sc.MS_RDONLY if self.read_only else 0)
             self.mount_fs("tmpfs", "/tmp", flags, self.owned("mode=1777"))

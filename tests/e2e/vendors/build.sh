@@ -9,7 +9,7 @@
 #   plugin, compute-domain-controller, compute-domain-daemon, webhook; cgo), the
 #   nvidia-cdi-hook of the container toolkit version it vendors (from the Go module proxy,
 #   as its image copies it from that toolkit's image), NVIDIA's mock NVML
-#   (NVIDIA/k8s-test-infra pkg/gpu/mocknvml, `make`), and nvidia-smi 550.163.01 (Debian 13's non-free
+#   (NVIDIA/k8s-test-infra pkg/gpu/mocknvml, `make`; and its render-pci-sysfs), and nvidia-smi 550.163.01 (Debian 13's non-free
 #   package, as NVIDIA's mock-NVML CI takes it from NVIDIA's Ubuntu package; the init
 #   container runs it against the mock library). Then the image's root as a folder
 #   (nvidia/image: the image's files at their paths, glibc and bash from this machine as
@@ -130,7 +130,7 @@ nvidia_cdi_hook() {
 mock_nvml() {
   local src=$1 out="$cache/nvidia/mock"
   local key
-  key="$(cat "$cache/src/.NVIDIA__k8s-test-infra.stamp") $(go env GOVERSION)"
+  key="$(cat "$cache/src/.NVIDIA__k8s-test-infra.stamp") $(go env GOVERSION) render-pci-sysfs"
   fresh "$out/.mocknvml.stamp" "$key" && return 0
   mkdir -p "$out"
   log "NVIDIA's mock NVML (k8s-test-infra pkg/gpu/mocknvml): make"
@@ -138,6 +138,9 @@ mock_nvml() {
   (cd "$src/pkg/gpu/mocknvml" && make clean >/dev/null &&
     GOFLAGS=-mod=vendor make NO_PADDING=1 LIB_VERSION=550.163.01)
   cp "$src/pkg/gpu/mocknvml/libnvidia-ml.so.550.163.01" "$out/libnvidia-ml.so"
+  # The nvml-mock chart's renderer of a node's PCI sysfs from the profile
+  # (deployments/nvml-mock/scripts/setup.sh step 10): pcieRoot and NUMA node.
+  (cd "$src" && CGO_ENABLED=0 GOFLAGS=-mod=vendor go build -o "$out/" ./cmd/render-pci-sysfs)
   rm -rf "$out/profiles"
   cp -r "$src/pkg/gpu/mocknvml/configs" "$out/profiles"
   echo "$key" > "$out/.mocknvml.stamp"

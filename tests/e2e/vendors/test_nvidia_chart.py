@@ -4,13 +4,15 @@ from ../shared/thirdparty/) into `draemu up --runtime process`, with the values 
 mock-NVML CI passes (hack/ci/mock-nvml/e2e-test.sh: gpuResourcesEnabledOverride,
 nvidiaDriverRoot=/var/lib/nvml-mock/driver, altProcDevices) and its node label. Each
 node's /var/lib/nvml-mock is laid out as that CI lays out its kind host (the GB200
-profile it uses; draemu/cmd/demo/nvidiamock.py); the chart's image is mapped to a folder
-with the image's files (tests/e2e/vendors/build.sh).
+profile it uses; draemu/cmd/demo/nvidiamock.py), and its /sys is the GPUs' PCI sysfs as
+the nvml-mock chart renders it; the chart's image is mapped to a folder with the image's
+files (tests/e2e/vendors/build.sh).
 
 The chart's init container finds nvidia-smi and the mock library in the driver root and
 runs them; the gpus and compute-domains kubelet plugins register with each node's
 kubelet and publish what the real driver computes from the mock (product name,
-architecture, CUDA and driver versions, memory as a capacity, IMEX channels); a claim
+architecture, CUDA and driver versions, PCIe root and NUMA node, memory as a capacity,
+IMEX channels); a claim
 selecting a GB200 by those attributes is allocated and prepared, and its pod runs with the
 CDI spec the driver wrote: its environment and the device nodes of the driver root;
 `helm uninstall` takes the slices away."""
@@ -144,6 +146,11 @@ def check_published(cluster: RunningDraemu) -> list[dict[str, Any]]:
             assert re.fullmatch(r"[0-9a-f]{4}:[0-9a-f]{2}:00\.0",
                                 attrs["resource.kubernetes.io/pciBusID"]["string"])
             assert device["capacity"] == {"memory": {"value": "192Gi"}}
+            # From the node's PCI sysfs the mock's renderer laid out (the GB200 profile's
+            # pcie_topology: GPUs 0-1 on pci0000:00, NUMA 0; 2-3 on pci0000:40, NUMA 1).
+            root = attrs["resource.kubernetes.io/pcieRoot"]["string"]
+            numa = attrs["resource.kubernetes.io/numaNode"]["int"]
+            assert (root, numa) in {("pci0000:00", 0), ("pci0000:40", 1)}, attrs
     return slices
 
 
