@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import datetime
 import json
+import struct
 from typing import Any
 
 from draemu.apiserver.wire.protobuf.messages import MESSAGES, WRAPPERS
@@ -85,6 +86,8 @@ def _field(number: int, value: Any, type_: str) -> bytes:
         return length_delimited(number, base64.b64decode(value))
     if type_ in ("bool", "int32", "int64"):
         return tag(number, 0) + varint(int(value))
+    if type_ == "double":
+        return tag(number, 1) + struct.pack("<d", value)
     return length_delimited(number, encode_message(value, type_))
 
 
@@ -101,6 +104,16 @@ def _special(value: Any, name: str) -> bytes | None:
         if isinstance(value, str):
             return tag(1, 0) + varint(1) + length_delimited(3, value.encode())
         return tag(1, 0) + varint(0) + tag(2, 0) + varint(value)
-    if name in ("runtime.RawExtension", "meta.v1.FieldsV1"):
+    if name in ("runtime.RawExtension", "meta.v1.FieldsV1", "apiextensions.v1.JSON"):
         return length_delimited(1, json.dumps(value).encode())
+    if name == "apiextensions.v1.JSONSchemaPropsOrBool":
+        if isinstance(value, bool):
+            return tag(1, 0) + varint(int(value))
+        return tag(1, 0) + varint(1) + _field(2, value, "apiextensions.v1.JSONSchemaProps")
+    if name in ("apiextensions.v1.JSONSchemaPropsOrArray",
+                "apiextensions.v1.JSONSchemaPropsOrStringArray"):
+        item = "string" if name.endswith("StringArray") else "apiextensions.v1.JSONSchemaProps"
+        if isinstance(value, list):
+            return b"".join(_field(2, v, item) for v in value)
+        return _field(1, value, "apiextensions.v1.JSONSchemaProps")
     return None

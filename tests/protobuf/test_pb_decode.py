@@ -18,6 +18,7 @@ from pb_encode import (
     varint,
 )
 
+from draemu.apiserver.wire.codec import dumps
 from draemu.apiserver.wire.protobuf import ProtobufError, decode, message_name
 
 pytestmark = pytest.mark.unit
@@ -208,3 +209,49 @@ def test_mangled_bodies_decode_or_raise_protobuf_error(case: Path, cut: int,
     except ProtobufError:
         return
     assert isinstance(result, dict)
+
+
+CRD_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "replicas": {"type": "integer", "minimum": 0, "maximum": 10, "default": 1},
+        "ratio": {"type": "number", "multipleOf": 0.25, "maximum": 1e21},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "pair": {"type": "array", "items": [{"type": "string"}, {"type": "integer"}]},
+        "open": {"type": "object", "additionalProperties": {"type": "string"}},
+        "closed": {"type": "object", "additionalProperties": False},
+        "any": {"x-kubernetes-preserve-unknown-fields": True, "enum": [{"a": 1}, "b", None]},
+    },
+    "dependencies": {"ratio": ["replicas"], "tags": {"required": ["open"]}},
+}
+
+
+def test_crd_schema_unions_and_doubles_decode_as_a_json_client_writes_them() -> None:
+    """Go writes a float64 that holds an integer without a fraction (`10`, not `10.0`),
+    and apiextensions' unions as the schema, the bool or the list they hold."""
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "widgets.example.com"},
+           "spec": {"group": "example.com", "scope": "Namespaced",
+                    "names": {"plural": "widgets", "kind": "Widget"},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": CRD_SCHEMA}}]}}
+    body = encode_object(crd, "apiextensions.v1.CustomResourceDefinition")
+    got = decode(body, "", "", "")
+    assert got == crd
+    schema = got["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+    assert dumps(schema["replicas"]) == \
+        b'{"type":"integer","default":1,"maximum":10,"minimum":0}'
+    assert dumps(schema["ratio"]) == b'{"type":"number","maximum":1e+21,"multipleOf":0.25}'
+
+
+@pytest.mark.parametrize(("group", "kind", "message"), [
+    ("apiextensions.k8s.io", "CustomResourceDefinition",
+     "apiextensions.v1.CustomResourceDefinition"),
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema", "flowcontrol.v1.FlowSchema"),
+    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration",
+     "flowcontrol.v1.PriorityLevelConfiguration"),
+    ("apiregistration.k8s.io", "APIService", "apiregistration.v1.APIService"),
+])
+def test_groups_outside_k8s_io_api_name_their_messages(group: str, kind: str,
+                                                         message: str) -> None:
+    assert message_name(group, "v1", kind) == message

@@ -158,3 +158,54 @@ async def test_protobuf_status_update_of_a_resource_claim(client: Client) -> Non
         "PUT", f"{claims}/c/status", encode_object(created, "resource.v1.ResourceClaim"))
     assert status == 200, updated
     assert updated["status"]["allocation"] == allocation
+
+
+async def test_protobuf_crd_is_established_and_its_schema_kept(client: Client) -> None:
+    """e2e.test's apiextensions client creates CRDs with protobuf bodies."""
+    schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "size": {"type": "integer", "maximum": 5, "default": 1},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}}}}}}
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "gizmos.pb.example.com"},
+           "spec": {"group": "pb.example.com", "scope": "Namespaced",
+                    "names": {"plural": "gizmos", "kind": "Gizmo"},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": schema}}]}}
+    path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    status, _, created = await client.call(
+        "POST", path, encode_object(crd, "apiextensions.v1.CustomResourceDefinition"))
+    assert status == 201, created
+    assert created["spec"]["versions"][0]["schema"]["openAPIV3Schema"] == schema
+
+
+@pytest.mark.parametrize(("resource", "obj", "message"), [
+    ("flowschemas", {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema",
+                     "metadata": {"name": "pb-fs"},
+                     "spec": {"priorityLevelConfiguration": {"name": "global-default"},
+                              "matchingPrecedence": 9000,
+                              "rules": [{"subjects": [{"kind": "User",
+                                                       "user": {"name": "pb-user"}}],
+                                         "nonResourceRules": [{
+                                             "verbs": ["get"], "nonResourceURLs": ["/x"]}]}]}},
+     "flowcontrol.v1.FlowSchema"),
+    ("prioritylevelconfigurations",
+     {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
+      "metadata": {"name": "pb-pl"},
+      "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 0,
+                                              "limitResponse": {"type": "Reject"}}}},
+     "flowcontrol.v1.PriorityLevelConfiguration"),
+])
+async def test_protobuf_flowcontrol_kinds(client: Client, resource: str, obj: dict[str, Any],
+                                          message: str) -> None:
+    path = f"/apis/flowcontrol.apiserver.k8s.io/v1/{resource}"
+    status, _, created = await client.call("POST", path, encode_object(obj, message))
+    assert status == 201, created
+    # Defaulting may add fields; every field sent is kept as sent (a zero share too).
+    assert contains(created["spec"], obj["spec"])
+
+
+def contains(full: Any, part: Any) -> bool:
+    if isinstance(part, dict):
+        return isinstance(full, dict) and all(k in full and contains(full[k], v)
+                                              for k, v in part.items())
+    return bool(full == part)

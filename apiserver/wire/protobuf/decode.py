@@ -19,13 +19,22 @@ from __future__ import annotations
 import base64
 import datetime
 import json
+import struct
 from collections.abc import Callable
 from typing import Any
 
 from draemu.api.meta import format_micro_time, format_time
 from draemu.api.types import Obj
 from draemu.apiserver.wire.protobuf.messages import KINDS, MESSAGES, WRAPPERS
-from draemu.apiserver.wire.protobuf.reader import BYTES, VARINT, WireError, fields, packed, signed
+from draemu.apiserver.wire.protobuf.reader import (
+    BYTES,
+    FIXED64,
+    VARINT,
+    WireError,
+    fields,
+    packed,
+    signed,
+)
 
 MAGIC = b"k8s\x00"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
@@ -45,6 +54,7 @@ _SCALARS: dict[str, tuple[int, Callable[[Any], Any]]] = {
     "bool": (VARINT, bool),
     "int32": (VARINT, lambda v: signed(v, 32)),
     "int64": (VARINT, lambda v: signed(v, 64)),
+    "double": (FIXED64, lambda v: _double(v)),
 }
 _ZERO = ("", 0, False)
 _BY_NUMBER = {name: {f[0]: f for f in table} for name, table in MESSAGES.items()}
@@ -69,14 +79,15 @@ _OUTPUT = {name: [(f[0], f[1], _rule(f[2], f[4])) for f in table]
 Where = tuple[str, str]
 
 
-_PACKAGES = {"rbac.authorization.k8s.io": "rbac"}
+_PACKAGES = {"rbac.authorization.k8s.io": "rbac", "flowcontrol.apiserver.k8s.io": "flowcontrol"}
 
 
 def message_name(group: str, version: str, kind: str) -> str | None:
     """The schema's message for a kind, or None when draemu does not take it as a body."""
     if kind == "DeleteOptions":  # registered in every group version, one message
         return "meta.v1.DeleteOptions"
-    # The Go package's folder: the group without .k8s.io, but rbac for RBAC's group.
+    # The Go package's folder: the group without .k8s.io, but rbac for RBAC's group and
+    # flowcontrol for API priority and fairness.
     package = "core" if group == "" else _PACKAGES.get(group, group.removesuffix(".k8s.io"))
     name = f"{package}.{version}.{kind}"
     return name if name in KINDS else None
@@ -181,6 +192,9 @@ def _message(buf: bytes, name: str) -> Any:
                 values[number] = item
     if name in WRAPPERS:
         return values.get(1, [])
+    union = _UNION.get(name)
+    if union is not None:
+        return union(values)
     return _json_object(name, values)
 
 
@@ -247,6 +261,15 @@ def _zero(type_: str) -> Any:
     return _message(b"", type_)
 
 
+def _double(bits: int) -> float | int:
+    """A float64 as Go's encoding/json writes it: integral values without a fraction
+    (`5`, as a JSON client sends it), others in their shortest form."""
+    value: float = struct.unpack("<d", bits.to_bytes(8, "little"))[0]
+    if value.is_integer() and abs(value) < 1e21:
+        return int(value)
+    return value
+
+
 # Messages with custom Go marshalling --------------------------------------------------
 def _plain(buf: bytes) -> dict[int, int | bytes]:
     """Field number -> last value, for the small fixed messages below."""
@@ -308,4 +331,16 @@ _SPECIAL: dict[str, Callable[[dict[int, int | bytes]], Any]] = {
     "runtime.RawExtension": lambda f: _embedded_json(f, "RawExtension"),
     "api.resource.Quantity": lambda f: _string_field(f, "Quantity"),
     "util.intstr.IntOrString": _int_or_string,
+    "apiextensions.v1.JSON": lambda f: _embedded_json(f, "JSON"),
+}
+
+# apiextensions.k8s.io/v1's schema unions (marshal.go): a schema or a bool, a schema or a
+# list of schemas, a schema or a list of property names; from the decoded fields.
+_UNION: dict[str, Callable[[dict[int, Any]], Any]] = {
+    "apiextensions.v1.JSONSchemaPropsOrBool":
+        lambda v: v[2] if v.get(2) is not None else bool(v.get(1, False)),
+    "apiextensions.v1.JSONSchemaPropsOrArray":
+        lambda v: v[2] if v.get(2) else v.get(1),
+    "apiextensions.v1.JSONSchemaPropsOrStringArray":
+        lambda v: v[2] if v.get(2) else v.get(1),
 }

@@ -54,7 +54,14 @@ ROOTS: dict[str, tuple[str, ...]] = {
     "resource/v1beta1": ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate",
                          "ResourceSlice"),
     "resource/v1alpha3": ("DeviceTaintRule", "ResourcePoolStatusRequest"),
+    "flowcontrol/v1": ("FlowSchema", "PriorityLevelConfiguration"),
+    # From the k8s.io/apiextensions-apiserver and k8s.io/kube-aggregator modules.
+    "apiextensions/v1": ("CustomResourceDefinition",),
+    "apiregistration/v1": ("APIService",),
 }
+# API modules beside k8s.io/api whose kinds are roots: proto package prefix (the Go
+# module's import path with '_' for '-') of their `pkg/apis/<group>/<version>` folders.
+EXTRA_MODULES = ("k8s.io.apiextensions_apiserver.pkg.apis.", "k8s.io.kube_aggregator.pkg.apis.")
 # apimachinery packages: proto package -> (folder, short name).
 MACHINERY = {
     "k8s.io.apimachinery.pkg.apis.meta.v1": ("pkg/apis/meta/v1", "meta.v1"),
@@ -66,10 +73,15 @@ META_ROOTS = ("DeleteOptions",)
 # Messages whose JSON form is not their fields (custom Go marshalling): the decoder
 # knows them by these names.
 SPECIAL = {"meta.v1.Time", "meta.v1.MicroTime", "meta.v1.FieldsV1",
-           "api.resource.Quantity", "util.intstr.IntOrString", "runtime.RawExtension"}
+           "api.resource.Quantity", "util.intstr.IntOrString", "runtime.RawExtension",
+           "apiextensions.v1.JSON"}
+# Custom marshalling over messages of their own (a schema, or a bool, or a list): the
+# decoder knows them by name too, and their fields are tabled for it.
+UNION = {"apiextensions.v1.JSONSchemaPropsOrArray", "apiextensions.v1.JSONSchemaPropsOrBool",
+         "apiextensions.v1.JSONSchemaPropsOrStringArray"}
 SCALARS = {"string", "bytes", "bool", "int32", "int64", "uint32", "uint64", "double", "float",
            "sint32", "sint64", "fixed32", "fixed64", "sfixed32", "sfixed64"}
-DECODED_SCALARS = {"string", "bytes", "bool", "int32", "int64"}  # what decode.py reads
+DECODED_SCALARS = {"string", "bytes", "bool", "int32", "int64", "double"}  # what decode.py reads
 
 _MESSAGE = re.compile(r"^message (\w+) \{$")
 _FIELD = re.compile(r"^\s+(optional|repeated) ([\w.]+) (\w+) = (\d+);")
@@ -108,7 +120,9 @@ def short_name(package: str, ref: str) -> str:
     pkg, _, name = ref.rpartition(".")
     if pkg in MACHINERY:
         return f"{MACHINERY[pkg][1]}.{name}"
-    return f"{pkg.removeprefix('k8s.io.api.')}.{name}"
+    for prefix in ("k8s.io.api.", *EXTRA_MODULES):
+        pkg = pkg.removeprefix(prefix)
+    return f"{pkg}.{name}"
 
 
 def parse_proto(path: Path, package: str) -> dict[str, list[ProtoField]]:
@@ -159,14 +173,18 @@ def parse_go(folder: Path, package: str) -> tuple[dict[str, dict[int, GoField]],
     return structs, slices
 
 
-def load(api: Path, machinery: Path) -> tuple[dict[str, list[ProtoField]],
-                                              dict[str, dict[int, GoField]], set[str]]:
+def load(api: Path, machinery: Path, extra: list[Path]
+         ) -> tuple[dict[str, list[ProtoField]], dict[str, dict[int, GoField]], set[str]]:
     protos: dict[str, list[ProtoField]] = {}
     go: dict[str, dict[int, GoField]] = {}
     slices: set[str] = set()
     # Every API package: the roots reach into others (pods into scheduling, for one).
     folders = [(proto.parent, str(proto.parent.relative_to(api)).replace("/", "."))
                for proto in sorted(api.glob("*/*/generated.proto"))]
+    for module in extra:
+        apis = module / "pkg" / "apis"
+        folders += [(proto.parent, str(proto.parent.relative_to(apis)).replace("/", "."))
+                    for proto in sorted(apis.glob("*/*/generated.proto"))]
     folders += [(machinery / folder, short) for folder, short in MACHINERY.values()]
     for folder, package in folders:
         protos.update(parse_proto(folder / "generated.proto", package))
@@ -211,7 +229,7 @@ def table(protos: dict[str, list[ProtoField]], go: dict[str, dict[int, GoField]]
         fields = []
         for f in protos[name]:
             g = go.get(name, {}).get(f.number)
-            if g is None and name not in slices:
+            if g is None and name not in slices and name not in UNION:
                 raise SystemExit(f"{name}.{f.name}: no Go struct field")
             flags = ""
             if f.label == "repeated":
@@ -247,14 +265,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("api", type=Path, help="the k8s.io/api module folder")
     parser.add_argument("apimachinery", type=Path, help="the k8s.io/apimachinery module folder")
+    parser.add_argument("extra", type=Path, nargs="*",
+                        help="the k8s.io/apiextensions-apiserver and k8s.io/kube-aggregator "
+                             "module folders")
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("messages.py"))
     args = parser.parse_args(argv)
-    protos, go, slices = load(args.api, args.apimachinery)
+    protos, go, slices = load(args.api, args.apimachinery, args.extra)
     messages, wrappers = table(protos, go, slices)
     used = {t for fields in messages.values() for f in fields for t in f[2:4]}
     if unsupported := used & SCALARS - DECODED_SCALARS:
         raise SystemExit(f"the decoder does not read scalar types {sorted(unsupported)}")
-    source = f"{args.api.name} and {args.apimachinery.name}"
+    source = ", ".join(p.name for p in (args.api, args.apimachinery, *args.extra))
     args.out.write_text(render(messages, wrappers, source))
     print(f"{len(messages)} messages written to {args.out}", file=sys.stderr)
     return 0

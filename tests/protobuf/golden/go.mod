@@ -4,7 +4,9 @@ go 1.26.0
 
 require (
 	k8s.io/api v0.37.2
+	k8s.io/apiextensions-apiserver v0.37.2
 	k8s.io/apimachinery v0.37.2
+	k8s.io/kube-aggregator v0.37.2
 )
 
 require (

@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -36,6 +37,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	storagemigrationv1 "k8s.io/api/storagemigration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -43,6 +45,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -125,6 +128,68 @@ func podSpec() corev1.PodSpec {
 		ResourceClaims:  []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr("gpu-template")}},
 		HostNetwork:     false,
 		SchedulingGates: []corev1.PodSchedulingGate{{Name: "wait"}},
+	}
+}
+
+// A CRD whose schema uses every form of apiextensions' unions and embedded JSON.
+func crd() *apiextensionsv1.CustomResourceDefinition {
+	str := apiextensionsv1.JSONSchemaProps{Type: "string", MinLength: ptr[int64](0), Pattern: "^[a-z]+$",
+		Enum: []apiextensionsv1.JSON{{Raw: []byte(`"a"`)}, {Raw: []byte(`"bb"`)}}}
+	schema := apiextensionsv1.JSONSchemaProps{
+		Type: "object", Description: "a widget", Required: []string{"spec"},
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"spec": {Type: "object", XPreserveUnknownFields: ptr(false),
+				Properties: map[string]apiextensionsv1.JSONSchemaProps{
+					"replicas": {Type: "integer", Format: "int32", Minimum: ptr(0.0), Maximum: ptr(10.0),
+						ExclusiveMaximum: true, Default: &apiextensionsv1.JSON{Raw: []byte(`1`)}},
+					"ratio":  {Type: "number", MultipleOf: ptr(0.25), Maximum: ptr(1e21), Minimum: ptr(-1.5)},
+					"name":   str,
+					"tags":   {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &str}, XListType: ptr("set")},
+					"tuple":  {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{JSONSchemas: []apiextensionsv1.JSONSchemaProps{str, {Type: "integer"}}}},
+					"labels": {Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &str}},
+					"closed": {Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: false}},
+					"port":   {XIntOrString: true, AnyOf: []apiextensionsv1.JSONSchemaProps{{Type: "integer"}, {Type: "string"}}},
+					"embedded": {Type: "object", XEmbeddedResource: true, XPreserveUnknownFields: ptr(true),
+						Nullable: true, Example: &apiextensionsv1.JSON{Raw: []byte(`{"kind":"Pod"}`)}},
+				},
+				Dependencies: apiextensionsv1.JSONSchemaDependencies{
+					"name":  {Property: []string{"replicas"}},
+					"ratio": {Schema: &apiextensionsv1.JSONSchemaProps{Required: []string{"replicas"}}}},
+				XValidations: apiextensionsv1.ValidationRules{{Rule: "self.replicas <= 10", Message: "too many",
+					Reason: ptr(apiextensionsv1.FieldValueInvalid), FieldPath: ".replicas", OptionalOldSelf: ptr(false)}}},
+			"status": {Type: "object", XPreserveUnknownFields: ptr(true),
+				ExternalDocs: &apiextensionsv1.ExternalDocumentation{URL: "https://example.com"}},
+		},
+	}
+	return &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget",
+				Kind: "Widget", ListKind: "WidgetList", ShortNames: []string{"wd"}, Categories: []string{"all"}},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true, Deprecated: true, DeprecationWarning: ptr(""),
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &schema},
+				Subresources: &apiextensionsv1.CustomResourceSubresources{
+					Status: &apiextensionsv1.CustomResourceSubresourceStatus{},
+					Scale: &apiextensionsv1.CustomResourceSubresourceScale{SpecReplicasPath: ".spec.replicas",
+						StatusReplicasPath: ".status.replicas", LabelSelectorPath: ptr(".status.selector")}},
+				AdditionalPrinterColumns: []apiextensionsv1.CustomResourceColumnDefinition{{Name: "Replicas",
+					Type: "integer", JSONPath: ".spec.replicas", Priority: 0}},
+				SelectableFields: []apiextensionsv1.SelectableField{{JSONPath: ".spec.name"}},
+			}, {Name: "v2", Served: false, Storage: false,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptr(true)}}}},
+			Conversion: &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter,
+				Webhook: &apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"},
+					ClientConfig: &apiextensionsv1.WebhookClientConfig{CABundle: []byte{1, 2, 3},
+						Service: &apiextensionsv1.ServiceReference{Namespace: "ns", Name: "conv", Path: ptr("/crdconvert"), Port: ptr[int32](9443)}}}},
+			PreserveUnknownFields: false,
+		},
+		Status: apiextensionsv1.CustomResourceDefinitionStatus{
+			Conditions: []apiextensionsv1.CustomResourceDefinitionCondition{{Type: apiextensionsv1.Established,
+				Status: apiextensionsv1.ConditionTrue, LastTransitionTime: created, Reason: "InitialNamesAccepted"}},
+			AcceptedNames:  apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget"},
+			StoredVersions: []string{"v1"}},
 	}
 }
 
@@ -473,6 +538,37 @@ func moreObjects() map[string]runtime.Object {
 		"runtimeclass": &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "nvidia"}, Handler: "nvidia"},
 		"volumeattributesclass": &storagev1.VolumeAttributesClass{ObjectMeta: metav1.ObjectMeta{Name: "gold"}, DriverName: "example.com/csi",
 			Parameters: map[string]string{"iops": "100"}},
+		"customresourcedefinition": crd(),
+		"flowschema": &flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: "fs"},
+			Spec: flowcontrolv1.FlowSchemaSpec{PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: "pl"},
+				MatchingPrecedence: 0, DistinguisherMethod: &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
+				Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+					Subjects: []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindGroup, Group: &flowcontrolv1.GroupSubject{Name: "system:authenticated"}},
+						{Kind: flowcontrolv1.SubjectKindServiceAccount, ServiceAccount: &flowcontrolv1.ServiceAccountSubject{Namespace: "kube-system", Name: "*"}}},
+					ResourceRules: []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"*"}, APIGroups: []string{""},
+						Resources: []string{"pods"}, ClusterScope: false, Namespaces: []string{"*"}}},
+					NonResourceRules: []flowcontrolv1.NonResourcePolicyRule{{Verbs: []string{"get"}, NonResourceURLs: []string{"/healthz"}}}}}},
+			Status: flowcontrolv1.FlowSchemaStatus{Conditions: []flowcontrolv1.FlowSchemaCondition{{Type: flowcontrolv1.FlowSchemaConditionDangling,
+				Status: flowcontrolv1.ConditionFalse, LastTransitionTime: created, Reason: "Found", Message: "ok"}}}},
+		"prioritylevelconfiguration": &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "pl"},
+			Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited,
+				Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr[int32](0),
+					LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeQueue,
+						Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 64, HandSize: 6, QueueLengthLimit: 50}},
+					LendablePercent: ptr[int32](0), BorrowingLimitPercent: ptr[int32](100)}}},
+		"prioritylevelconfiguration-exempt": &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "ex"},
+			Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementExempt,
+				Exempt: &flowcontrolv1.ExemptPriorityLevelConfiguration{NominalConcurrencyShares: ptr[int32](0)}}},
+		"apiservice": &apiregistrationv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: "v1alpha1.wardle.example.com"},
+			Spec: apiregistrationv1.APIServiceSpec{Service: &apiregistrationv1.ServiceReference{Namespace: "ns", Name: "api", Port: ptr[int32](7443)},
+				Group: "wardle.example.com", Version: "v1alpha1", CABundle: []byte{0, 1, 255},
+				GroupPriorityMinimum: 2000, VersionPriority: 200},
+			Status: apiregistrationv1.APIServiceStatus{Conditions: []apiregistrationv1.APIServiceCondition{{
+				Type: apiregistrationv1.Available, Status: apiregistrationv1.ConditionFalse, LastTransitionTime: created,
+				Reason: "MissingEndpoints", Message: "no endpoints"}}}},
+		"apiservice-local": &apiregistrationv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: "v1.apps"},
+			Spec: apiregistrationv1.APIServiceSpec{Group: "apps", Version: "v1", InsecureSkipTLSVerify: false,
+				GroupPriorityMinimum: 17800, VersionPriority: 15}},
 		"storageversionmigration": &storagemigrationv1.StorageVersionMigration{ObjectMeta: metav1.ObjectMeta{Name: "m"},
 			Spec: storagemigrationv1.StorageVersionMigrationSpec{Resource: metav1.GroupResource{Group: "apps", Resource: "deployments"}},
 			Status: storagemigrationv1.StorageVersionMigrationStatus{ResourceVersion: "5", Conditions: []metav1.Condition{{
@@ -548,7 +644,8 @@ func main() {
 		autoscalingv1.AddToScheme, resourcev1.AddToScheme, resourcev1beta1.AddToScheme, resourcev1beta2.AddToScheme,
 		resourcev1alpha3.AddToScheme, autoscalingv2.AddToScheme, certsv1.AddToScheme, discoveryv1.AddToScheme,
 		rbacv1.AddToScheme, schedulingv1.AddToScheme, storagev1.AddToScheme, admissionv1.AddToScheme,
-		networkingv1.AddToScheme, storagemigrationv1.AddToScheme, nodev1.AddToScheme} {
+		networkingv1.AddToScheme, storagemigrationv1.AddToScheme, nodev1.AddToScheme,
+		flowcontrolv1.AddToScheme, apiextensionsv1.AddToScheme, apiregistrationv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			panic(err)
 		}
