@@ -8,6 +8,7 @@ The protobuf form that kubectl 1.27/1.28 ask for is not produced.
 
 from __future__ import annotations
 
+import copy
 import json
 from functools import lru_cache
 from typing import Any
@@ -34,7 +35,8 @@ def openapi_v2_document(strategies: list[Any]) -> dict[str, Any]:
 @lru_cache(maxsize=8)
 def v2_json_text(sig: tuple[Any, ...]) -> str:
     served = [ServedKind(s) for s in sig]
-    needed = SchemaSet("", "", narrow_gvks=False, own=own_definitions(served))
+    own = {key: custom_resource_v2(d) for key, d in own_definitions(served).items()}
+    needed = SchemaSet("", "", narrow_gvks=False, own=own)
     paths: dict[str, Any] = {}
     for group, version in group_versions(served):
         mine = [s for s in served if s.group == group and version in s.versions]
@@ -53,6 +55,59 @@ def v2_json_text(sig: tuple[Any, ...]) -> str:
                "name": "authorization", "type": "apiKey"}},
            "security": [{"BearerToken": []}]}
     return json.dumps(doc, sort_keys=True, separators=(",", ":"))
+
+
+# What the custom resource's definition gets beside its schema (kept as they are).
+_ADDED = ("apiVersion", "kind", "metadata")
+
+
+def custom_resource_v2(definition: dict[str, Any]) -> dict[str, Any]:
+    """A custom resource's definition as upstream publishes it in Swagger 2.0, which
+    kubectl validates with: an open root is a bare object; elsewhere the junctors go,
+    nullable and open values lose their type and children (upstream's
+    ToStructuralOpenAPIV2)."""
+    gvk = definition.get("x-kubernetes-group-version-kind")
+    if definition.get("x-kubernetes-preserve-unknown-fields"):
+        return {"type": "object", "x-kubernetes-group-version-kind": gvk}
+    props = definition.get("properties") or {}
+    added = {name: props[name] for name in _ADDED if name in props}
+    out = copy.deepcopy({k: v for k, v in definition.items() if k != "properties"})
+    mine = {k: copy.deepcopy(v) for k, v in props.items() if k not in added}
+    if mine:
+        out["properties"] = mine
+    _structural_v2(out)
+    out.setdefault("properties", {}).update(added)
+    return out
+
+
+def _structural_v2(s: dict[str, Any]) -> None:
+    for junctor in ("allOf", "oneOf", "anyOf", "not"):
+        s.pop(junctor, None)
+    if s.pop("nullable", False):
+        # Untyped: kubectl breaks on items or properties of an untyped value.
+        for key in ("type", "items", "properties"):
+            s.pop(key, None)
+    open_ = s.get("x-kubernetes-preserve-unknown-fields") is True
+    if open_:
+        s.pop("items", None)
+        s.pop("properties", None)
+    if "items" not in s and s.get("type") == "array" or open_ and s.get("type") == "object":
+        s.pop("type")
+    props = s.get("properties") or {}
+    if "required" in s:
+        s["required"] = [r for r in s["required"]
+                         if not (props.get(r) or {}).get("nullable")] or None
+        additional = s.get("additionalProperties")
+        if s["required"] is None or isinstance(additional, dict) and additional.get(
+                "nullable"):
+            del s["required"]
+    children = list(props.values())
+    for key in ("items", "additionalProperties"):
+        if isinstance(s.get(key), dict):
+            children.append(s[key])
+    for child in children:
+        if isinstance(child, dict):
+            _structural_v2(child)
 
 
 def _param(p: Param) -> dict[str, Any]:

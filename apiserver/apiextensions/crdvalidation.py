@@ -28,7 +28,18 @@ COLUMN_TYPES = ["boolean", "date", "integer", "number", "string"]
 COLUMN_FORMATS = ["byte", "date", "date-time", "double", "float", "int32", "int64", "name",
                   "password"]
 SCHEMA_TYPES = ["array", "boolean", "integer", "number", "object", "string"]
-ROOT_WITH_STATUS = ["description", "type", "required", "properties", "x-kubernetes-validations"]
+# What a root schema may hold beside `properties.status` when /status is served (its
+# JSON names, and the Go field names upstream's message lists).
+ROOT_WITH_STATUS = {
+    "description": "Description", "type": "Type", "format": "Format", "title": "Title",
+    "maximum": "Maximum", "exclusiveMaximum": "ExclusiveMaximum", "minimum": "Minimum",
+    "exclusiveMinimum": "ExclusiveMinimum", "maxLength": "MaxLength",
+    "minLength": "MinLength", "pattern": "Pattern", "maxItems": "MaxItems",
+    "minItems": "MinItems", "uniqueItems": "UniqueItems", "multipleOf": "MultipleOf",
+    "required": "Required", "items": "Items", "properties": "Properties",
+    "externalDocs": "ExternalDocs", "example": "Example",
+    "x-kubernetes-preserve-unknown-fields": "XPreserveUnknownFields",
+    "x-kubernetes-validations": "XValidations"}
 REASONS = ["FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid",
            "FieldValueRequired"]
 CONVERSION_STRATEGIES = ["None", "Webhook"]
@@ -318,17 +329,30 @@ def validate_schema(schema: Obj, path: Path, status_enabled: bool, *,
             errs.append(invalid(root.child("type"), schema.get("type"),
                                 'only "object" is allowed as the type at the root of the '
                                 "schema if the status subresource is enabled"))
-        elif any(k not in ROOT_WITH_STATUS for k in schema if schema.get(k) not in
-                 (None, "", [], {}, False)):
-            errs.append(invalid_no_value(root, "only " + "[" + " ".join(ROOT_WITH_STATUS) +
-                                         "] fields are allowed at the root of the schema if "
-                                         "the status subresource is enabled"))
+        elif any(k not in ROOT_WITH_STATUS and _set(k, v) for k, v in schema.items()):
+            errs.append(invalid_no_value(root, "only [" + " ".join(ROOT_WITH_STATUS.values())
+                                         + "] fields are allowed at the root of the schema "
+                                         "if the status subresource is enabled"))
     if schema.get("nullable"):
         errs.append(forbidden(root.child("nullable"), "nullable cannot be true at the root"))
     errs += _walk(schema, root, "root")
     if not errs:
         errs += celrules.check_rules(schema, root, unchanged=unchanged)
     return errs
+
+
+# Go pointers among the fields not allowed at a root with /status: set even when zero.
+_POINTERS = frozenset({"$ref", "default", "maxProperties", "minProperties", "not",
+                       "additionalProperties", "additionalItems", "x-kubernetes-list-type",
+                       "x-kubernetes-map-type"})
+
+
+def _set(name: str, value: Any) -> bool:
+    """Whether a schema field holds other than Go's zero value."""
+    if value is None:
+        return False
+    return name in _POINTERS or value not in ("", [], {}) and value is not False \
+        and not (type(value) is int and value == 0)
 
 
 def _walk(s: Obj, path: Path, level: str) -> list[FieldError]:

@@ -112,32 +112,45 @@ def object_meta_node() -> SchemaNode:
 # Nulls and defaults ----------------------------------------------------------------------
 
 
-def default(value: Any, schema: Obj) -> Any:
-    """Drop `null`s of non-nullable fields and fill in `default:` values (in place);
-    returns the value."""
+def default(value: Any, schema: Obj, prune_nulls: bool = True) -> Any:
+    """Drop `null`s of non-nullable fields (unless not `prune_nulls`: objects read from
+    storage) and fill in `default:` values (in place); returns the value."""
     if isinstance(value, dict):
         props = schema.get("properties")
         if props:
             for key, sub in props.items():
-                if key in value and value[key] is None and not sub.get("nullable"):
+                if prune_nulls and key in value and value[key] is None \
+                        and not sub.get("nullable"):
                     del value[key]
                 if key not in value and "default" in sub:
                     value[key] = copy.deepcopy(sub["default"])
                 if key in value:
-                    value[key] = default(value[key], sub)
+                    value[key] = default(value[key], sub, prune_nulls)
         additional = schema.get("additionalProperties")
         if isinstance(additional, dict):
             for key in list(value):
-                if value[key] is None and not additional.get("nullable"):
+                if prune_nulls and value[key] is None and not additional.get("nullable"):
                     del value[key]
                 else:
-                    value[key] = default(value[key], additional)
+                    value[key] = default(value[key], additional, prune_nulls)
     elif isinstance(value, list):
         items = schema.get("items")
         if isinstance(items, dict):
             for i, v in enumerate(value):
-                value[i] = default(v, items)
+                value[i] = default(v, items, prune_nulls)
     return value
+
+
+def has_defaults(schema: Any) -> bool:
+    """Whether a schema sets a `default` anywhere (below its root: a root default is
+    not allowed)."""
+    if not isinstance(schema, dict):
+        return False
+    props = schema.get("properties")
+    if isinstance(props, dict) and any("default" in sub or has_defaults(sub)
+                                       for sub in props.values() if isinstance(sub, dict)):
+        return True
+    return has_defaults(schema.get("additionalProperties")) or has_defaults(schema.get("items"))
 
 
 # Validation --------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from draemu.api import yamlload
 from draemu.api.errors import StatusError, bad_request, invalid_object
 from draemu.api.types import Obj
 from draemu.apiserver.endpoints.scope import Scope
@@ -42,13 +43,32 @@ def duplicates(scope: Scope, raw: bytes, mode: str) -> list[str]:
     return decode_duplicates(raw, scope.request.headers.get("Content-Type"))
 
 
+def apply_duplicates(raw: bytes, mode: str) -> list[str]:
+    """An apply patch's keys given twice, as Go's strict YAML decoding words them
+    (`line 7: key "a" already set in map`); upstream looks for them after the apply."""
+    return [] if mode == "Ignore" else yamlload.duplicate_key_errors(raw)
+
+
+def check_applied(scope: RequestContext, duplicate: list[str], mode: str) -> None:
+    """`mode` applied to an apply patch's `apply_duplicates`, once the apply worked."""
+    if not duplicate:
+        return
+    if mode == "Strict":
+        raise bad_request("error strict decoding patch: error converting YAML to JSON: "
+                          "yaml: unmarshal errors:\n  " + "\n  ".join(duplicate))
+    for message in duplicate:
+        if message not in scope.warnings:
+            scope.warnings.append(message)
+
+
 def check(scope: RequestContext, obj: Obj, mode: str, old: Obj | None = None,
-          duplicate: list[str] | None = None) -> Obj:
+          duplicate: list[str] | None = None, *, keep_unknown: bool = False) -> Obj:
     """Check JSON types, drop null struct fields, rewrite timestamps, then apply `mode`
     to the unknown fields of `obj` (in the request's version) and to the `duplicate`
     fields of the body it came from; returns the object to use. `old` is a stored
     revision of the object `obj` changes, or None: when it is in the request's version,
-    what `obj` has strictly equal to it was checked already."""
+    what `obj` has strictly equal to it was checked already. `keep_unknown` (an apply
+    patch): unknown fields stay, for the typed apply to refuse in every mode."""
     group, version, kind = scope.resource.group, scope.version, scope.resource.kind
     twice = [f'duplicate field "{path}"' for path in duplicate or ()]
     # Fields a newer release removed: tell which field replaced them before they are
@@ -59,6 +79,8 @@ def check(scope: RequestContext, obj: Obj, mode: str, old: Obj | None = None,
         raise invalid_object(kind, group, name, obsolete)
     custom = scope.strategy.prune_unknown(obj, version)
     if custom is not None:
+        if keep_unknown:
+            return obj
         obj, unknown = custom
         return _unknown(kind, version, obj, unknown, twice, mode, scope, None)
     if not schemas.has_kind(group, version, kind):
@@ -72,6 +94,8 @@ def check(scope: RequestContext, obj: Obj, mode: str, old: Obj | None = None,
     if found.bad_time:
         # Upstream names the first bad time in schema order: the timestamp walk raises it.
         timestamps.normalize(group, version, kind, obj)
+    if keep_unknown:
+        return obj
     return _unknown(kind, version, obj, found.unknown, twice, mode, scope,
                     lambda: schemas.prune(group, version, kind, obj))
 

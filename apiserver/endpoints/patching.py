@@ -70,6 +70,24 @@ def _check_precondition(scope: Scope, patched: Obj, old: Obj) -> None:
         raise conflict(scope.resource.name, scope.resource.group, scope.name, MODIFIED)
 
 
+def _check_identity(scope: Scope, patched: Obj) -> None:
+    """A patch may not rename the object or move it to another namespace (upstream's
+    checkName and BeforeCreate/BeforeUpdate, with their messages)."""
+    meta = patched.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    name = meta.get("name") or ""
+    if not name:
+        raise bad_request(f"the name of the object ({scope.name} based on URL) was "
+                          "undeterminable: name must be provided")
+    if name != scope.name:
+        raise bad_request(f"the name of the object ({name}) does not match the name on the "
+                          f"URL ({scope.name})")
+    if scope.resource.namespaced and meta.get("namespace") not in (None, "",
+                                                                   scope.namespace):
+        raise bad_request("the namespace of the provided object does not match the "
+                          "namespace sent on the request")
+
+
 def _patch_pins_rv(patch: Any) -> bool:
     if isinstance(patch, dict):
         meta = patch.get("metadata")
@@ -115,33 +133,41 @@ async def patch(scope: Scope, store: Store) -> web.Response:
                           "Forbidden: may not be specified for non-apply patch")
     force = scope.flag("force")
     manager = managedfields.manager(scope)
-    twice = fieldvalidation.duplicates(scope, raw, mode)
     if is_apply:
+        # Upstream applies the patch as decoded (undeclared fields fail the typed apply,
+        # whatever the mode), then decodes it strictly for keys given twice.
+        twice = fieldvalidation.apply_duplicates(raw, mode)
         if not isinstance(body, dict):
             raise bad_request("apply patch must be an object")
         scope.check_type_meta(body)
-        body = fieldvalidation.check(scope, body, mode, duplicate=twice)
+        body = fieldvalidation.check(scope, body, mode, keep_unknown=True)
         existing = await store.storage.get_latest(scope.resource, scope.namespace, scope.name)
         if existing is None and scope.subresource == "":
-            meta = body.setdefault("metadata", {})
-            meta["name"] = meta.get("name") or scope.name
-            if scope.resource.namespaced:
-                meta["namespace"] = meta.get("namespace") or scope.namespace
+            # Applied over nothing: the configuration names the object (as upstream), the
+            # request's namespace is the object's, owned by nobody.
             obj = _ssa(scope, None, body, manager, force)
+            fieldvalidation.check_applied(scope, twice, mode)
+            _check_identity(scope, obj)
+            if scope.resource.namespaced:
+                obj["metadata"]["namespace"] = scope.namespace
             created = await store.create(scope, obj, dry_run=dry_run, manager=manager,
                                          operation="Apply")
             return scope.respond(scope.out(created), 201)
+    else:
+        twice = fieldvalidation.duplicates(scope, raw, mode)
 
     async def propose(old: Obj) -> Obj:
         current = scope.out(old)  # the patch functions leave their input alone
         if is_apply:
             patched = _ssa(scope, current, body, manager, force)
+            fieldvalidation.check_applied(scope, twice, mode)
         else:
             patched = apply_patch(scope, ctype, current, body)
             if not isinstance(patched, dict):
                 raise bad_request("the patched object is not an object")
             patched = fieldvalidation.check(scope, patched, mode, old, twice)
         _check_precondition(scope, patched, old)
+        _check_identity(scope, patched)
         scope.check_type_meta(patched)
         return scope.to_storage(patched)
 

@@ -52,10 +52,12 @@ class RequestContext:
 
     @property
     def stored_as_served(self) -> bool:
-        """Whether stored objects already are in the request's group and version (not
-        so for a kind stored as another, like events.k8s.io Events as core Events)."""
+        """Whether stored objects are served as they are: in the request's group and
+        version (not so for a kind stored as another, like events.k8s.io Events as core
+        Events) and not defaulted when read (custom resources whose schema has defaults)."""
         return self.version == self.strategy.storage_version and \
-            self.strategy.storage_group is None
+            self.strategy.storage_group is None and \
+            not self.strategy.defaults_on_read(self.version)
 
     def out(self, obj: Obj) -> Obj:
         """A stored object in the request's version."""

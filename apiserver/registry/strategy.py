@@ -192,6 +192,12 @@ class Strategy:
             raise NotImplementedError(f"{self.kind}: no conversion to {version}")
         return obj
 
+    def defaults_on_read(self, version: str) -> bool:
+        """Whether `from_storage` defaults objects of `version` even when they are
+        stored in it (a custom resource's schema gained a default after they were
+        written: upstream defaults them when it decodes them from storage)."""
+        return False
+
     def api_version(self, version: str) -> str:
         return f"{self.group}/{version}" if self.group else version
 

@@ -56,6 +56,8 @@ class _LimitedComposer(Composer):
         self.alias_nodes = 0
         self._sizes: dict[int, int] = {}  # anchored node -> its expanded size
         self.duplicates: list[tuple[MappingNode, str]] = []
+        # Where each of `duplicates` repeats its key: (0-based line, column).
+        self.duplicate_marks: list[tuple[int, int]] = []
 
     def new_document(self) -> None:
         """The limits count each document of a stream on its own."""
@@ -93,6 +95,8 @@ class _LimitedComposer(Composer):
                 if isinstance(key, ScalarNode):
                     if key.value in seen:
                         self.duplicates.append((node, key.value))
+                        self.duplicate_marks.append((key.start_mark.line,
+                                                     key.start_mark.column))
                     seen.add(key.value)
         return node
 
@@ -162,6 +166,21 @@ def load(raw: bytes) -> tuple[Any, list[str]]:
             value = _unshared(value)  # as JSON would have it: each place its own copy
         duplicates = _paths(node, loader.duplicates) if loader.duplicates else []
         return value, duplicates
+    finally:
+        loader.dispose()
+
+
+def duplicate_key_errors(raw: bytes) -> list[str]:
+    """The keys `raw` (one YAML or JSON document `load` accepts) has twice in a mapping,
+    worded as Go's yaml.UnmarshalStrict words them (`line 7: key "a" already set in
+    map`), in document order."""
+    loader = LimitedLoader(raw)
+    try:
+        loader.get_single_node()
+        found = sorted(zip(loader.duplicate_marks, (key for _, key in loader.duplicates),
+                           strict=True))
+        return [f"line {line + 1}: key {json.dumps(key, ensure_ascii=False)} already set "
+                "in map" for (line, _), key in found]
     finally:
         loader.dispose()
 

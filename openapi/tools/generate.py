@@ -216,6 +216,11 @@ FIELD_TEXT = {
     ("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "finalizers"): "Cleanup that must "
                                                                        "finish before the "
                                                                        "object is deleted.",
+    # Its first words are what Kubernetes' conformance test (CustomResourcePublishOpenAPI)
+    # looks for in `kubectl explain <custom resource>.metadata`.
+    ("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "creationTimestamp"):
+        "CreationTimestamp is a timestamp of when the server created the object (RFC 3339, "
+        "UTC); set by the system, read-only, null for lists.",
     ("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "resourceVersion"): "Version of the "
                                                                             "object for "
                                                                             "concurrency "

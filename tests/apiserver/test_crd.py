@@ -115,6 +115,27 @@ async def test_crd_schema_must_be_structural(client: Client) -> None:
     assert fields[f"{prefix}[tags].items"] == "Required value: must be specified"
 
 
+async def test_root_schema_with_status_may_preserve_unknown_fields(client: Client) -> None:
+    """Upstream's fixtures (AllowAllSchema with /status) create such CRDs; a root default
+    or list type is still refused, naming the fields allowed as upstream's message does."""
+    crd = copy.deepcopy(CRD)
+    crd["spec"]["versions"][1]["subresources"] = {"status": {}}
+    crd["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["maxLength"] = 0
+    assert (await client.post(CRDS, crd)).status == 201
+    bad = copy.deepcopy(CRD)
+    bad["metadata"]["name"] = "gadgets.example.org"
+    bad["spec"].update(group="example.org", names={"plural": "gadgets", "kind": "Gadget"})
+    bad["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["maxProperties"] = 0
+    reply = await client.post(CRDS, bad)
+    assert reply.status == 422
+    assert reply.json["details"]["causes"][0]["message"].endswith(
+        "only [Description Type Format Title Maximum ExclusiveMaximum Minimum "
+        "ExclusiveMinimum MaxLength MinLength Pattern MaxItems MinItems UniqueItems "
+        "MultipleOf Required Items Properties ExternalDocs Example XPreserveUnknownFields "
+        "XValidations] fields are allowed at the root of the schema if the status "
+        "subresource is enabled")
+
+
 async def test_crd_cel_rule_must_compile(client: Client) -> None:
     bad = copy.deepcopy(CRD)
     spec = bad["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
@@ -413,3 +434,32 @@ async def test_no_new_objects_while_the_crd_is_terminating(client: Client) -> No
             break
         await asyncio.sleep(0.05)
     assert (await client.get(f"{CRDS}/widgets.example.com")).status == 404
+
+
+async def test_a_default_added_later_is_applied_to_stored_objects_when_read(
+        client: Client) -> None:
+    """Upstream defaults custom resources as it decodes them from storage: an object
+    written before its CRD gained a default shows it on get, list and watch."""
+    await _with_crd(client)
+    assert (await client.post(WIDGETS, widget("old"))).status == 201
+    rv = (await client.get(WIDGETS)).json["metadata"]["resourceVersion"]
+    path = "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/count/default"
+    reply = await client.patch(f"{CRDS}/widgets.example.com",
+                               [{"op": "add", "path": path, "value": 3}],
+                               "application/json-patch+json")
+    assert reply.status == 200, reply.body
+    for _ in range(50):
+        got = (await client.get(f"{WIDGETS}/old")).json
+        if "count" in got["spec"]:
+            break
+        await asyncio.sleep(0.1)
+    assert got["spec"] == {"size": "small", "count": 3}
+    assert (await client.get(WIDGETS)).json["items"][0]["spec"]["count"] == 3
+    watch = await client.stream(f"{WIDGETS}?watch=true&resourceVersion={rv}")
+    try:
+        await client.patch(f"{WIDGETS}/old", {"metadata": {"labels": {"a": "b"}}},
+                           "application/merge-patch+json")
+        event = await next_event(watch)
+        assert event["object"]["spec"]["count"] == 3
+    finally:
+        watch.close()

@@ -100,6 +100,75 @@ async def test_server_side_apply_creates_then_conflicts_then_forces(client: Clie
     assert forced.status == 200 and forced.json["data"] == {"k": "b"}
 
 
+APPLY = "application/apply-patch+yaml"
+
+
+@pytest.mark.parametrize("mode", ["Ignore", "Warn", "Strict"])
+async def test_apply_of_an_undeclared_field_fails_the_typed_apply_in_every_mode(
+        client: Client, mode: str) -> None:
+    """As kube-apiserver 1.37: the apply configuration is typed as sent, whatever
+    fieldValidation says (a 500 without reason, as upstream's)."""
+    yaml_body = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c4\nbogus: 1\n"
+    reply = await client.request("PATCH", f"{CM}/c4?fieldManager=m&fieldValidation={mode}",
+                                 raw=yaml_body, content_type=APPLY)
+    assert reply.status == 500
+    assert reply.json["message"] == ("failed to create typed patch object (/c4; /v1, "
+                                     "Kind=ConfigMap): .bogus: field not declared in schema")
+
+
+async def test_apply_duplicate_keys_are_named_by_line(client: Client) -> None:
+    """After the apply, the patch is decoded strictly as YAML: Strict refuses keys given
+    twice, Warn sends one warning each (upstream's words)."""
+    yaml_body = (b'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c2\n  name: c2\n'
+                 b'data:\n  a: "1"\n  a: "2"\n')
+    strict = await client.request("PATCH", f"{CM}/c2?fieldManager=m&fieldValidation=Strict",
+                                  raw=yaml_body, content_type=APPLY)
+    assert strict.status == 400
+    assert strict.json["message"] == (
+        "error strict decoding patch: error converting YAML to JSON: yaml: unmarshal "
+        'errors:\n  line 5: key "name" already set in map\n  line 8: key "a" already set '
+        "in map")
+    warned = await client.request("PATCH", f"{CM}/c2?fieldManager=m&fieldValidation=Warn",
+                                  raw=yaml_body, content_type=APPLY)
+    assert warned.status == 201 and warned.json["data"] == {"a": "2"}
+    assert warned.headers.getall("Warning") == [
+        '299 - "line 5: key \\"name\\" already set in map"',
+        '299 - "line 8: key \\"a\\" already set in map"']
+    json_body = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c3"},' \
+        b'"data":{"a":"1","a":"2"}}'
+    reply = await client.request("PATCH", f"{CM}/c3?fieldManager=m&fieldValidation=Strict",
+                                 raw=json_body, content_type=APPLY)
+    assert reply.json["message"].endswith('line 1: key "a" already set in map')
+
+
+@pytest.mark.parametrize(("url_name", "config", "patch", "message"), [
+    ("n1", {"metadata": {"name": "other"}}, None,
+     "the name of the object (other) does not match the name on the URL (n1)"),
+    ("n2", {"metadata": {"name": "n2", "namespace": "kube-system"}}, None,
+     "the namespace of the provided object does not match the namespace sent on the request"),
+    ("n3", {}, None,
+     "the name of the object (n3 based on URL) was undeterminable: name must be provided"),
+    ("e1", None, {"metadata": {"name": "zz"}},
+     "the name of the object (zz) does not match the name on the URL (e1)"),
+    ("e1", None, {"metadata": {"namespace": "kube-system"}},
+     "the namespace of the provided object does not match the namespace sent on the request"),
+    ("e1", None, {"metadata": {"name": None}},
+     "the name of the object (e1 based on URL) was undeterminable: name must be provided"),
+])
+async def test_a_patch_may_not_rename_or_move_the_object(
+        client: Client, url_name: str, config: dict | None, patch: dict | None,
+        message: str) -> None:
+    """kube-apiserver's answers (a 400 each), for apply on create and for patches."""
+    if config is not None:
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "1"}, **config}
+        reply = await client.patch(f"{CM}/{url_name}?fieldManager=m", body, APPLY)
+    else:
+        await client.post(CM, configmap(url_name))
+        reply = await client.patch(f"{CM}/{url_name}", patch, "application/merge-patch+json")
+    assert (reply.status, reply.json["message"]) == (400, message)
+    assert (await client.get(f"{CM}/{url_name}")).status == (200 if patch else 404)
+
+
 async def test_apply_without_field_manager_is_422(client: Client) -> None:
     reply = await client.patch(f"{CM}/nofm", {"metadata": {"name": "nofm"}},
                                "application/apply-patch+yaml")

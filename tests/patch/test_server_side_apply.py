@@ -265,5 +265,5 @@ def test_an_undeclared_field_in_an_apply_configuration_is_rejected():
         apply(None, config, "alice")
     assert err.value.message == (
         "failed to create typed patch object (default/d; apps/v1, Kind=Deployment): "
-        '.spec.template.spec.containers[name="web"].bar: field not declared in schema\n'
-        ".spec.foo: field not declared in schema")
+        'errors:\n  .spec.template.spec.containers[name="web"].bar: field not declared in '
+        "schema\n  .spec.foo: field not declared in schema")

@@ -77,6 +77,10 @@ class CustomResourceStrategy(Strategy):
         # bump the generation too (as upstream).
         self.status_fields = ("status",) if "status" in self.subresources else ()
         self._nodes: dict[str, SchemaNode] = {}
+        # Versions whose schema has defaults: objects read from storage get them too
+        # (written before the default was added to the CRD).
+        self._defaulted = frozenset(name for name, schema in self._schemas.items()
+                                    if structural.has_defaults(schema))
 
     # Schemas ---------------------------------------------------------------------------
     def openapi_schema(self, version: str) -> Obj:
@@ -134,8 +138,15 @@ class CustomResourceStrategy(Strategy):
             obj["apiVersion"] = self.api_version(self.storage_version)
         return obj
 
+    def defaults_on_read(self, version: str) -> bool:
+        return version in self._defaulted
+
     def from_storage(self, obj: Obj, version: str) -> Obj:
-        out = dict(obj)
+        if version in self._defaulted:
+            out = copy.deepcopy(obj)
+            structural.default(out, self._schemas[version], prune_nulls=False)
+        else:
+            out = dict(obj)
         out["apiVersion"] = self.api_version(version)
         return out
 

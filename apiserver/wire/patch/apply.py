@@ -123,8 +123,9 @@ def _untyped(applied: dict[str, Any], errors: list[str]) -> StatusError:
     group, _, version = str(applied.get("apiVersion", "")).rpartition("/")
     gvk = f"{group}/{version}, Kind={applied.get('kind', '')}"
     where = f"{meta.get('namespace', '')}/{meta.get('name', '')}; {gvk}"
-    return StatusError(500, "", f"failed to create typed patch object ({where}): "
-                       + "\n".join(errors))
+    # structured-merge-diff's ValidationErrors: one alone, or a list under "errors:".
+    text = errors[0] if len(errors) == 1 else "\n  ".join(["errors:", *errors])
+    return StatusError(500, "", f"failed to create typed patch object ({where}): {text}")
 
 
 def _last_applied(obj: dict[str, Any]) -> str | None:
