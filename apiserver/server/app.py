@@ -40,6 +40,7 @@ from draemu.apiserver.endpoints import (
 from draemu.apiserver.endpoints.requestinfo import RequestInfo, parse
 from draemu.apiserver.endpoints.scope import AUDIT_ANNOTATIONS, VALIDATION_FAILURES, Scope
 from draemu.apiserver.genericregistry.store import WHOLE_OBJECT_SUBRESOURCES, Store
+from draemu.apiserver.registry.resources import Resource
 from draemu.apiserver.server import health, httperrors
 from draemu.apiserver.server.context import APIContext, AppOptions, create_context
 from draemu.apiserver.wire.codec import (
@@ -368,7 +369,8 @@ class Handlers:
                               "the server does not allow this method on the requested resource",
                               {})
         scope = Scope.of(request, info, resource, namespace, user,
-                         negotiate(request.headers.get("Accept")))
+                         negotiate(request.headers.get("Accept"), strict=True,
+                                   table=_prints_tables(resource, sub)))
         if (resource.group, resource.name) in reviews.RESOURCES:
             return await reviews.create(scope, self.ctx.authorizer, self.ctx.authenticator)
         if sub == "token" and (resource.group, resource.name) == ("", "serviceaccounts") \
@@ -399,6 +401,17 @@ class Handlers:
             raise StatusError(405, "MethodNotAllowed", "the server does not allow this method "
                               "on the requested resource", {})
         return await handler(scope, self.ctx.store)
+
+
+# Subresources whose answers are not the object's kind (no Table of them upstream).
+_NO_TABLES = frozenset({"binding", "eviction", "token"})
+
+
+def _prints_tables(resource: Resource, subresource: str) -> bool:
+    """Whether an endpoint answers `as=Table` (upstream: a table convertor); reviews,
+    bindings, evictions and tokens answer 406."""
+    return subresource not in _NO_TABLES and \
+        (resource.group, resource.name) not in reviews.RESOURCES
 
 
 Verb = Callable[[Scope, Store], Awaitable[web.StreamResponse]]

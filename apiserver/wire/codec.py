@@ -358,8 +358,17 @@ class Accept:
     partial_metadata: str = ""  # version when PartialObjectMetadata(List) is wanted
 
 
-def negotiate(accept_header: str | None) -> Accept:
-    """Walk the Accept list in order; the first range we can serve decides."""
+def not_acceptable() -> StatusError:
+    return StatusError(406, "NotAcceptable", "only the following media types are accepted: "
+                       "application/json, application/yaml, application/vnd.kubernetes.protobuf")
+
+
+def negotiate(accept_header: str | None, *, table: bool = True, strict: bool = False
+              ) -> Accept:
+    """Walk the Accept list in order; the first range we can serve decides. `table`:
+    whether the endpoint prints Tables (upstream's have a table convertor; reviews,
+    bindings, evictions and tokens do not). `strict` (resource requests): an Accept
+    nothing of which can be served is a 406, as upstream answers; else JSON."""
     for item in (accept_header or "").split(","):
         parts = [p.strip() for p in item.split(";")]
         mtype = parts[0].lower()
@@ -370,12 +379,15 @@ def negotiate(accept_header: str | None) -> Accept:
         if mtype not in (JSON, "*/*", "application/*", PROTOBUF, "application/yaml"):
             continue
         if mtype == PROTOBUF:
-            continue  # protobuf-first Accepts get JSON: skip to the next range
+            # Protobuf-first Accepts get JSON (clients decode it): skip to the next range,
+            # JSON when there is none.
+            strict = strict and bool(params.get("as"))
+            continue
         as_ = params.get("as", "")
         if not as_:
             return Accept()
         if as_ == "Table" and params.get("g") == "meta.k8s.io" \
-                and params.get("v") in ("v1", "v1beta1"):
+                and params.get("v") in ("v1", "v1beta1") and table:
             return Accept(table=params["v"])
         if as_ == "APIGroupDiscoveryList" and params.get("g") == "apidiscovery.k8s.io" \
                 and params.get("v") == "v2" and not params.get("profile"):
@@ -383,5 +395,7 @@ def negotiate(accept_header: str | None) -> Accept:
         if as_ in ("PartialObjectMetadata", "PartialObjectMetadataList") \
                 and params.get("g") == "meta.k8s.io" and params.get("v") in ("v1", "v1beta1"):
             return Accept(partial_metadata=params["v"])
+    if strict and (accept_header or "").strip():
+        raise not_acceptable()
     return Accept()
 
