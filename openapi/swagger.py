@@ -91,6 +91,9 @@ def _structural_v2(s: dict[str, Any]) -> None:
     if open_:
         s.pop("items", None)
         s.pop("properties", None)
+        if s.get("x-kubernetes-embedded-resource") is True and "required" in s:
+            # Upstream adds an open embedded resource's kind and apiVersion to neither.
+            s["required"] = [r for r in s["required"] if r not in ("kind", "apiVersion")]
     if "items" not in s and s.get("type") == "array" or open_ and s.get("type") == "object":
         s.pop("type")
     props = s.get("properties") or {}

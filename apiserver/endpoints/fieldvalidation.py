@@ -7,6 +7,7 @@ detection live in `draemu.openapi.schemas`.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 
 from draemu.api import yamlload
@@ -77,10 +78,10 @@ def check(scope: RequestContext, obj: Obj, mode: str, old: Obj | None = None,
     if obsolete:
         name = (obj.get("metadata") or {}).get("name") or scope.name
         raise invalid_object(kind, group, name, obsolete)
+    if keep_unknown and scope.strategy.prune_unknown(copy.deepcopy(obj), version) is not None:
+        return obj  # a custom resource's metadata was type-checked on a copy
     custom = scope.strategy.prune_unknown(obj, version)
     if custom is not None:
-        if keep_unknown:
-            return obj
         obj, unknown = custom
         return _unknown(kind, version, obj, unknown, twice, mode, scope, None)
     if not schemas.has_kind(group, version, kind):

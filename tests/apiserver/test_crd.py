@@ -463,3 +463,31 @@ async def test_a_default_added_later_is_applied_to_stored_objects_when_read(
         assert event["object"]["spec"]["count"] == 3
     finally:
         watch.close()
+
+
+async def test_apply_types_the_configuration_as_sent_embedded_resources_included(
+        client: Client) -> None:
+    """kube-apiserver 1.37's answer to an apply naming undeclared fields, at the root, in
+    metadata and in an embedded resource (whose apiVersion, kind and metadata are
+    declared by the embedding)."""
+    crd = copy.deepcopy(CRD)
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["properties"]["template"] = {
+        "type": "object", "x-kubernetes-embedded-resource": True,
+        "properties": {"metadata": {"type": "object",
+                                    "properties": {"name": {"type": "string"}}}}}
+    assert (await client.post(CRDS, crd)).status == 201
+    config = (b"apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: a\n  bogus: 1\n"
+              b"color: red\nspec:\n  size: small\n  template:\n    apiversion: v1\n"
+              b"    kind: Pod\n    metadata:\n      name: p\n      nope: 2\n")
+    for mode in ("Ignore", "Strict"):
+        reply = await client.request(
+            "PATCH", f"{WIDGETS}/a?fieldManager=m&fieldValidation={mode}", raw=config,
+            content_type="application/apply-patch+yaml")
+        assert reply.status == 500
+        assert reply.json["message"] == (
+            "failed to create typed patch object (/a; example.com/v1, Kind=Widget): errors:\n"
+            "  .metadata.bogus: field not declared in schema\n"
+            "  .color: field not declared in schema\n"
+            "  .spec.template.apiversion: field not declared in schema\n"
+            "  .spec.template.metadata.nope: field not declared in schema")

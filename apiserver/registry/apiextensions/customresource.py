@@ -32,6 +32,31 @@ DEFAULT_COLUMNS = [{"name": "Age", "type": "date", "jsonPath": ".metadata.creati
 _BLOCKING = {"NotSupported", "Required", "TooLong", "TooMany", "TypeInvalid"}
 
 
+def _add_type_and_object_meta(props: Obj) -> None:
+    props["apiVersion"] = {"type": "string", "description": "APIVersion defines the "
+                           "versioned schema of this representation of an object."}
+    props["kind"] = {"type": "string", "description": "Kind is a string value "
+                     "representing the REST resource this object represents."}
+    props["metadata"] = {"allOf": [{"$ref": schemas.REF_PREFIX + structural.OBJECT_META}],
+                         "description": "Standard object's metadata."}
+
+
+def _with_embedded_resources(schema: Any) -> None:
+    """An `x-kubernetes-embedded-resource` object publishes apiVersion, kind (both
+    required) and ObjectMeta, whatever its schema says of them (upstream's
+    addEmbeddedProperties): kubectl and server-side apply type them."""
+    if not isinstance(schema, dict):
+        return
+    for sub in (schema.get("properties") or {}).values():
+        _with_embedded_resources(sub)
+    _with_embedded_resources(schema.get("items"))
+    _with_embedded_resources(schema.get("additionalProperties"))
+    if schema.get("x-kubernetes-embedded-resource") is True:
+        _add_type_and_object_meta(schema.setdefault("properties", {}))
+        required = schema.setdefault("required", [])
+        required += [name for name in ("kind", "apiVersion") if name not in required]
+
+
 class CustomResourceStrategy(Strategy):
     """Identity and behaviour from `crd` (a stored apiextensions.k8s.io/v1 object)."""
 
@@ -86,13 +111,8 @@ class CustomResourceStrategy(Strategy):
     def openapi_schema(self, version: str) -> Obj:
         """The version's schema as published (apiVersion, kind and metadata added)."""
         out = copy.deepcopy(self._schemas.get(version) or {})
-        props = out.setdefault("properties", {})
-        props["apiVersion"] = {"type": "string", "description": "APIVersion defines the "
-                               "versioned schema of this representation of an object."}
-        props["kind"] = {"type": "string", "description": "Kind is a string value "
-                         "representing the REST resource this object represents."}
-        props["metadata"] = {"allOf": [{"$ref": schemas.REF_PREFIX + structural.OBJECT_META}],
-                             "description": "Standard object's metadata."}
+        _with_embedded_resources(out)
+        _add_type_and_object_meta(out.setdefault("properties", {}))
         out["type"] = "object"
         out["x-kubernetes-group-version-kind"] = [{"group": self.group, "kind": self.kind,
                                                    "version": version}]
@@ -106,6 +126,7 @@ class CustomResourceStrategy(Strategy):
         return node
 
     def prune_unknown(self, obj: Obj, version: str) -> tuple[Obj, list[str]] | None:
+        """Pruned in place: the caller keeps no other reference to `obj`."""
         meta = obj.get("metadata")
         problem = "metadata: must be an object" if meta is not None and \
             not isinstance(meta, dict) else None
