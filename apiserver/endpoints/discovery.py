@@ -24,13 +24,16 @@ SUBRESOURCES: dict[str, tuple[str | None, str | None, str, tuple[str, ...]]] = {
     "exec": ("", "v1", "PodExecOptions", ("create", "get")),
     "attach": ("", "v1", "PodAttachOptions", ("create", "get")),
     "portforward": ("", "v1", "PodPortForwardOptions", ("create", "get")),
+    # PodProxyOptions, ServiceProxyOptions: the parent's kind + "ProxyOptions".
+    "proxy": ("", "v1", "", ("create", "delete", "get", "patch", "update")),
     "token": ("authentication.k8s.io", "v1", "TokenRequest", ("create",)),
 }
 
 
 # Subresources the handlers serve whatever the strategy declares.
 HANDLER_SUBRESOURCES: dict[tuple[str, str], frozenset[str]] = {
-    ("", "pods"): frozenset({"log", "exec", "attach", "portforward"})}
+    ("", "pods"): frozenset({"log", "exec", "attach", "portforward", "proxy"}),
+    ("", "services"): frozenset({"proxy"})}
 
 
 def subresources_of(r: Resource) -> frozenset[str]:
@@ -39,6 +42,8 @@ def subresources_of(r: Resource) -> frozenset[str]:
 
 def _sub_kind(r: Resource, version: str, sub: str) -> tuple[str, str, str, tuple[str, ...]]:
     group, sub_version, kind, verbs = SUBRESOURCES.get(sub, (None, None, "", ("get",)))
+    if sub == "proxy":
+        kind = f"{r.kind}ProxyOptions"
     return (r.group if group is None else group, version if sub_version is None else
             sub_version, kind or r.kind, verbs)
 

@@ -1,7 +1,9 @@
 """What a request path and method mean, as kube's RequestInfoFactory reads them.
 
 `/apis/<group>/<version>[/watch][/namespaces/<ns>]/<resource>[/<name>[/<subresource>]]`
-(and `/api/v1/...` for the core group); trailing slashes are ignored.
+(and `/api/v1/...` for the core group); trailing slashes are ignored. A `proxy`
+subresource may go on with a path of its own (`pods/web:8080/proxy/healthz`), which
+its handler reads from the request.
 """
 
 from __future__ import annotations
@@ -57,8 +59,8 @@ def parse(method: str, path: str, watch_param: bool) -> RequestInfo:
     resource = rest[0]
     name = rest[1] if len(rest) > 1 else ""
     subresource = rest[2] if len(rest) > 2 else ""
-    if len(rest) > 3:
-        # Deeper paths (e.g. pods/x/proxy/a/b) are not served: keep them unmatchable.
+    if len(rest) > 3 and subresource != "proxy":
+        # Other deeper paths are not served: keep them unmatchable.
         subresource = "/".join(rest[2:])
     if legacy_watch or (verb == "get" and watch_param and not name):
         verb = "watch"

@@ -30,6 +30,7 @@ from draemu.apiserver.endpoints import (
     patching,
     podexec,
     portforward,
+    proxy,
     rest_read,
     rest_write,
     reviews,
@@ -386,6 +387,8 @@ class Handlers:
             return await portforward.pod_port_forward(scope, self.ctx.store,
                                                       self.ctx.log_providers,
                                                       self.ctx.kubelet_client)
+        if sub == "proxy" and resource.group == "" and resource.name in ("pods", "services"):
+            return await proxy.proxy(scope, self.ctx.store, self.ctx.backend_client)
         if sub == "attach" and info.verb in ("get", "create"):
             return await subresources.unsupported_stream(scope, self.ctx.store)
         if sub == "log" and info.verb == "get":

@@ -21,6 +21,7 @@ from draemu.apiserver.controlplane.systemobjects import (
     ensure_flowcontrol_configuration,
 )
 from draemu.apiserver.endpoints.kubeletclient import KubeletClient
+from draemu.apiserver.endpoints.proxy import BackendClient
 from draemu.apiserver.endpoints.subresources import LogProviders
 from draemu.apiserver.flowcontrol.controller import FlowControl
 from draemu.apiserver.genericregistry.store import Store
@@ -74,6 +75,8 @@ class APIContext:
     log_providers: LogProviders
     # Reaches kubelets in their own process (pods/log, pods/exec).
     kubelet_client: KubeletClient
+    # Reaches pods and Services (pods/proxy, services/proxy).
+    backend_client: BackendClient
     metrics: Metrics
     max_readonly: int
     max_mutating: int
@@ -113,7 +116,8 @@ def create_context(app: AppOptions) -> APIContext:
         authorizer=authorizer, insecure=opts.insecure_http, server_address=app.server_address,
         signer=app.signer, log_providers=app.log_providers,
         # Plain HTTP to kubelets when this server has no certificates (--insecure-http).
-        kubelet_client=KubeletClient(app.pki, opts.dialer), metrics=metrics,
+        kubelet_client=KubeletClient(app.pki, opts.dialer),
+        backend_client=BackendClient(opts.dialer), metrics=metrics,
         max_readonly=opts.max_requests_inflight,
         max_mutating=opts.max_mutating_requests_inflight,
         request_timeout=opts.request_timeout, ready=asyncio.Event(),

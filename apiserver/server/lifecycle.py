@@ -358,6 +358,7 @@ class APIServer:
             self._gc = None
         if self.api is not None:
             await self.api.kubelet_client.close()
+            await self.api.backend_client.close()
             if self.api.audit is not None:
                 self.api.audit.close()
         if self.store is not None and self._owns_store:

@@ -2,8 +2,9 @@
 (nftables, a DaemonSet pod on each node) and the real CoreDNS (kubeadm's Deployment and
 kube-dns Service): agnhost netexec backends called from a pod on another node by DNS name
 and ClusterIP, a NodePort on a node's address, session affinity, a headless Service's
-records, a deleted backend leaving the answers, kubectl exec into a networked pod, and
-kubectl port-forward to a Service and a pod (WebSocket-tunnelled SPDY and plain SPDY).
+records, a deleted backend leaving the answers, kubectl exec into a networked pod,
+kubectl port-forward to a Service and a pod (WebSocket-tunnelled SPDY and plain SPDY),
+and pods/proxy and services/proxy.
 
 Needs root and tests/e2e/realk8s/build.sh's kube-proxy, coredns and agnhost."""
 
@@ -190,6 +191,23 @@ def test_kubectl_port_forward_reaches_a_service_and_a_pod(cluster, websockets) -
     assert _forwarded(cluster, "svc/backend", 80, websockets) in pods
     name = sorted(pods)[0]
     assert _forwarded(cluster, f"pod/{name}", 8080, websockets) == name
+
+
+def test_the_apiserver_proxies_to_a_pod_and_a_service(cluster) -> None:
+    pods = _backend_pods(cluster)
+    name = sorted(pods)[0]
+    base = "/api/v1/namespaces/default"
+    assert cluster.kubectl("get", "--raw", f"{base}/pods/{name}:8080/proxy/hostname"
+                           ).stdout == name
+    assert cluster.kubectl("get", "--raw", f"{base}/pods/http:{name}:8080/proxy/hostname"
+                           ).stdout == name
+    answers = {cluster.kubectl("get", "--raw", f"{base}/services/backend:80/proxy/hostname"
+                               ).stdout for _ in range(12)}
+    assert answers <= set(pods) and answers
+    refused = cluster.kubectl("get", "--raw", f"{base}/pods/{name}:9/proxy/", check=False)
+    ip = pods[name]["status"]["podIP"]
+    assert f"error trying to reach service: dial tcp {ip}:9: connect: connection refused" \
+        in refused.stderr
 
 
 def test_a_deleted_backend_leaves_the_answers(cluster) -> None:
