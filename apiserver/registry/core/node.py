@@ -89,6 +89,9 @@ class NodeStrategy(Strategy):
 
     def default(self, obj: Obj, version: str) -> None:
         status = obj.get("status") or {}
+        # Upstream's SetDefaults_NodeStatus: no allocatable means all of the capacity.
+        if status.get("allocatable") is None and status.get("capacity") is not None:
+            status["allocatable"] = dict(status["capacity"])
         check_quantities([*(status.get("capacity") or {}).values(),
                           *(status.get("allocatable") or {}).values()], self.kind, version)
 
