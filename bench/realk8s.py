@@ -4,20 +4,24 @@ Each workload runs on a fresh control plane of each side, the sides one after th
 (the order alternating between runs), and the table at the end gives both figures and
 their ratio, with the load average when each side finished.
 
-DRA workloads (bench/draworkloads.py, after upstream's scheduler_perf DRA set): template,
-churn, partitionable, consumable, prioritized. N nodes (Node objects created directly, no
-kubelets; their Leases renewed every 10 s by this process, as kubelets do), their
-ResourceSlices, the DeviceClasses and one ResourceClaimTemplate; then the pods. The figure
-is the time from the first pod create until every pod is bound and its claim allocated
-(seen by watches from this process), as pods per second; also the CPU seconds the control
+DRA workloads (bench/draworkloads.py: upstream's scheduler_perf DRA test cases, run from
+upstream's own configurations and templates, scaled to the nodes asked for): template,
+churn, claim, partitionable, backtracking, compatibility, consumable, firstavailable,
+listattributes, taints, extended, podgroupclaim, podgrouptemplate. Nodes are Node objects
+created directly (no kubelets; their Leases renewed every 10 s by this process, as
+kubelets do), then upstream's operations in order: slices, classes, claims allocated
+beforehand, pods scheduled beforehand, and the measured pods: all at once (the figure:
+pods / seconds from the first create until every one is scheduled, seen by a watch of
+this process), or in a steady state (`count` in flight, each deleted once scheduled and
+replaced, for the duration: pods scheduled / duration). Also the CPU seconds the control
 plane used in that window and its memory (sums over its processes of the resident set at
-the end, of its peak, and of the proportional set size). On a busy machine the CPU seconds
-compare better than the wall clock: the kernel shares the cores per runnable thread, and
-the Go components run many. Every allocation is checked (no device or counter or capacity
-given twice, the constraint and the subrequest kept); a wrong one fails the run. The
-gates a workload needs (DRAPartitionableDevices, DRAConsumableCapacity, DRAPrioritizedList;
-all on by default at 1.37, the last one GA) are set to true with --feature-gates on every
-component of both sides.
+the end, of its peak, and of the proportional set size). On a busy machine the CPU
+seconds compare better than the wall clock: the kernel shares the cores per runnable
+thread, and the Go components run many. Every allocation is checked at the end (no
+device, counter or capacity given twice, constraints held, the counts asked), and a
+device held by two live claims at any time during the run; a wrong one fails the run.
+The gates a test case sets are set to true with --feature-gates on every component of
+both sides (and kube-apiserver gets --runtime-config for the PodGroup API).
 
 apiserver workloads (bench/apiload.py), in this order on one control plane per side:
 list (LIST of 10k pods, whole and in pages of 500), watch (a write's fan-out to 1,000
@@ -88,8 +92,6 @@ def _load(name: str) -> Any:
 draworkloads = _load("draworkloads")
 apiload = _load("apiload")
 _tree = _load("startup").process_tree
-workload = draworkloads.basic
-NS = workload.NS
 
 
 def free_ports(n: int) -> list[int]:
@@ -186,10 +188,14 @@ class Side:
     name = ""
     kubeconfig: Path
 
-    def __init__(self, workdir: Path, gates: tuple[str, ...] = ()) -> None:
+    def __init__(self, workdir: Path, gates: tuple[str, ...] = (),
+                 runtime_config: tuple[str, ...] = ()) -> None:
         self.workdir = workdir
         self.procs: list[subprocess.Popen[bytes]] = []
         self.gates = gates  # set to true on every component
+        # kube-apiserver's --runtime-config (draemu serves an API group's versions when
+        # its gates are on)
+        self.runtime_config = runtime_config
         self.restarts = 0
         self.respawned_at = 0.0
 
@@ -321,7 +327,9 @@ class RealSide(Side):
             "--authorization-mode", "Node,RBAC", "--cert-dir", str(d),
             # it taints every new Node not-ready until the node lifecycle controller sees
             # its kubelet report Ready; there are no kubelets here
-            "--disable-admission-plugins", "TaintNodesByCondition"] + self.gate_flags())
+            "--disable-admission-plugins", "TaintNodesByCondition"] + self.gate_flags()
+            + (["--runtime-config", ",".join(self.runtime_config)]
+               if self.runtime_config else []))
         self._spawn("kube-scheduler", [
             str(BIN / "kube-scheduler"), "--kubeconfig", str(d / "scheduler.kubeconfig"),
             "--bind-address", "127.0.0.1", "--secure-port", str(p_sched),
@@ -639,23 +647,22 @@ def _owner_pod(claim: dict[str, Any]) -> str | None:
 
 class Ledger:
     """The devices of the live claims: which claim holds each, and every time a device
-    was given to a second live claim. Devices that allow multiple allocations are
-    left to the workload's own check."""
+    was given to a second live claim. Results with a share ID (devices that allow
+    multiple allocations) and admin access are left to check_allocations."""
 
-    def __init__(self, shared: bool) -> None:
-        self.shared = shared
+    def __init__(self) -> None:
         self.holder: dict[tuple[str, str, str], str] = {}
         self.held: dict[str, list[tuple[str, str, str]]] = {}
         self.conflicts: list[str] = []
 
-    def update(self, claim: dict[str, Any]) -> None:
-        name = claim["metadata"]["name"]
+    def update(self, *objs: dict[str, Any]) -> None:
+        claim = objs[-1]
+        name = f"{claim['metadata'].get('namespace')}/{claim['metadata']['name']}"
         self.remove(claim)
-        if self.shared:
-            return
         results = ((claim.get("status") or {}).get("allocation") or {}).get(
             "devices", {}).get("results") or []
-        keys = [(r["driver"], r["pool"], r["device"]) for r in results]
+        keys = [(r["driver"], r["pool"], r["device"]) for r in results
+                if not r.get("shareID") and not r.get("adminAccess")]
         for key in keys:
             other = self.holder.get(key)
             if other is not None and other != name:
@@ -664,7 +671,7 @@ class Ledger:
         self.held[name] = keys
 
     def remove(self, claim: dict[str, Any]) -> None:
-        name = claim["metadata"]["name"]
+        name = f"{claim['metadata'].get('namespace')}/{claim['metadata']['name']}"
         for key in self.held.pop(name, []):
             if self.holder.get(key) == name:
                 del self.holder[key]
@@ -678,14 +685,13 @@ CONTROLLERS = "*,-node-lifecycle"
 RENEW_SECONDS = 10.0  # the kubelet's default (a quarter of the 40 s lease)
 
 
-async def heartbeat(client: Any, nodes: int) -> None:
+async def heartbeat(client: Any, names: list[str]) -> None:
     """Renew every node's Lease every 10 s, spread over the interval, as kubelets do:
     both sides pay for the writes of a cluster of that size (neither runs the node
     lifecycle controller, which would read them)."""
     from draemu.api.meta import micro_time_now
 
-    names = [draworkloads.node_name(i) for i in range(nodes)]
-    await workload._bounded([_create(client, "coordination.k8s.io/v1", "leases", {
+    await draworkloads.bounded([_create(client, "coordination.k8s.io/v1", "leases", {
         "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "metadata": {"name": n, "namespace": LEASE_NS},
         "spec": {"holderIdentity": n, "leaseDurationSeconds": 40,
@@ -700,182 +706,228 @@ async def heartbeat(client: Any, nodes: int) -> None:
         await asyncio.sleep(max(0.0, started + RENEW_SECONDS - time.monotonic()))
 
 
-async def measure_dra(side: Side, wl: Any, nodes: int, pods: int, inflight: int,
-                      profile: Path | None = None) -> dict[str, float]:
-    """A DRA workload: nodes, slices, classes, template; then the pods (all at once, or
-    `inflight` at a time for a churn workload) until `pods` are bound with their claims
-    allocated."""
+def plural(kind: str) -> str:
+    lower = kind.lower()
+    return lower + ("es" if lower.endswith("s") else "s")
 
+
+class Plan:
+    """One DRA workload's operations run against one side (see bench/draworkloads.py):
+    the objects made, the pods watched until scheduled, the measured phase timed."""
+
+    def __init__(self, side: Side, client: Any, watcher: Any, wl: Any, nodes: int,
+                 ops: list[Any]) -> None:
+        from draemu.client import Informer
+
+        self.side, self.client, self.wl, self.nodes, self.ops = side, client, wl, nodes, ops
+        self.bound: dict[str, set[str]] = {}     # namespace -> pods scheduled
+        self.scheduled = asyncio.Event()
+        self.ledger = Ledger()
+        self.pod_inf = Informer(watcher, "v1", "pods")
+        self.claim_inf = Informer(watcher, "resource.k8s.io/v1", "resourceclaims")
+        self.on_bound: Any = None                # the steady state's deleter
+        self.beats: asyncio.Task[None] | None = None
+
+    def _on_pod(self, *objs: dict[str, Any]) -> None:
+        obj = objs[-1]
+        if (obj.get("spec") or {}).get("nodeName"):
+            meta = obj["metadata"]
+            seen = self.bound.setdefault(meta["namespace"], set())
+            if meta["name"] not in seen:
+                seen.add(meta["name"])
+                self.scheduled.set()
+                if self.on_bound is not None:
+                    self.on_bound(obj)
+
+    async def start(self) -> None:
+        self.pod_inf.add_handler(on_add=self._on_pod, on_update=self._on_pod)
+        self.claim_inf.add_handler(on_add=self.ledger.update, on_update=self.ledger.update,
+                                   on_delete=self.ledger.remove)
+        for inf in (self.pod_inf, self.claim_inf):
+            await inf.start()
+            await inf.wait_synced(120)
+
+    async def stop(self) -> None:
+        if self.beats is not None:
+            self.beats.cancel()
+            await asyncio.gather(self.beats, return_exceptions=True)
+        for inf in (self.pod_inf, self.claim_inf):
+            await inf.stop()
+
+    async def create_objects(self, op: Any) -> list[dict[str, Any]]:
+        objs = [draworkloads.objects(op, i) for i in range(op.count)]
+        made = await draworkloads.bounded(
+            self.client.create(o["apiVersion"], plural(o["kind"]), o, op.namespace)
+            for o in objs)
+        if op.opcode == "createNodes":
+            names = [o["metadata"]["name"] for o in objs]
+            self.beats = asyncio.create_task(heartbeat(self.client, names))
+        return made
+
+    async def allocate(self, op: Any) -> None:
+        """upstream's allocResourceClaims: every claim of the namespace allocated on a
+        node picked at random (seeded: both sides get the same allocations)."""
+        c = self.client
+        claims = (await c.list_all("resource.k8s.io/v1", "resourceclaims", op.namespace))["items"]
+        if not claims:
+            return
+        everything = (await c.list_all("resource.k8s.io/v1", "resourceclaims"))["items"]
+        allocated = [x for x in everything if (x.get("status") or {}).get("allocation")]
+        nodes = (await c.list_all("v1", "nodes"))["items"]
+        classes = (await c.list_all("resource.k8s.io/v1", "deviceclasses"))["items"]
+        slices = (await c.list_all("resource.k8s.io/v1", "resourceslices"))["items"]
+        done = await asyncio.to_thread(draworkloads.allocate_claims, claims, nodes, classes,
+                                       slices, allocated, self.wl.gates)
+
+        async def write(claim: dict[str, Any], allocation: dict[str, Any]) -> None:
+            claim = {**claim, "status": {**(claim.get("status") or {}),
+                                         "allocation": allocation}}
+            await c.update("resource.k8s.io/v1", "resourceclaims", claim, op.namespace,
+                           subresource="status")
+
+        await draworkloads.bounded(write(cl, a) for cl, a in done)
+
+    async def wait_scheduled(self, namespace: str, count: int, what: str) -> None:
+        last, seen = time.perf_counter(), -1
+        while len(self.bound.get(namespace, ())) < count:
+            self.scheduled.clear()
+            try:
+                await asyncio.wait_for(self.scheduled.wait(), 1.0)
+            except TimeoutError:
+                self.side.check()
+            if self.beats is not None and self.beats.done():
+                self.beats.result()  # a failed renewal stops the run
+            n = len(self.bound.get(namespace, ()))
+            if n != seen:
+                last, seen = time.perf_counter(), n
+            elif time.perf_counter() - last > STALL_SECONDS:
+                waiting = next((p for p in self.pod_inf.list()
+                                if p["metadata"]["namespace"] == namespace
+                                and not (p.get("spec") or {}).get("nodeName")), {})
+                raise RuntimeError(
+                    f"{self.side.name} {self.wl.name} {what}: no progress for "
+                    f"{STALL_SECONDS}s: {n} of {count} pods scheduled; a pod waiting: "
+                    f"{waiting.get('metadata', {}).get('name')} {waiting.get('status')}")
+
+    async def create_pods(self, op: Any, first: int = 0, count: int | None = None) -> None:
+        await draworkloads.bounded(
+            self.client.create("v1", "pods", draworkloads.objects(op, i), op.namespace,
+                               decode=False)
+            for i in range(first, first + (op.count if count is None else count)))
+
+    async def burst(self, op: Any) -> float:
+        """All pods at once; the seconds until every one is scheduled."""
+        start = time.perf_counter()
+        await self.create_pods(op)
+        await self.wait_scheduled(op.namespace, op.count, "measured pods")
+        return time.perf_counter() - start
+
+    async def steady(self, op: Any) -> tuple[float, int]:
+        """`op.count` pods in flight for `op.duration` s, each deleted once scheduled
+        and replaced (upstream's steady state): the seconds and the pods scheduled."""
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.on_bound = lambda pod: pod["metadata"]["namespace"] == op.namespace \
+            and queue.put_nowait(pod)
+        next_index = op.count
+        counted = 0
+        start = time.perf_counter()
+
+        async def replace_pods() -> None:
+            nonlocal next_index, counted
+            while True:
+                pod = await queue.get()
+                counted += 1
+                await self.client.delete("v1", "pods", pod["metadata"]["name"], op.namespace,
+                                         grace_period_seconds=0)
+                i, next_index = next_index, next_index + 1
+                await self.client.create("v1", "pods", draworkloads.objects(op, i),
+                                         op.namespace, decode=False)
+
+        workers = [asyncio.create_task(replace_pods()) for _ in range(min(op.count, 32))]
+        try:
+            await self.create_pods(op)
+            deadline = start + op.duration
+            last = counted
+            while time.perf_counter() < deadline:
+                await asyncio.sleep(min(1.0, max(0.0, deadline - time.perf_counter())))
+                for w in workers + ([self.beats] if self.beats else []):
+                    if w.done():
+                        w.result()
+                self.side.check()
+                if counted == last and time.perf_counter() - start > STALL_SECONDS:
+                    raise RuntimeError(f"{self.side.name} {self.wl.name}: nothing scheduled")
+            elapsed = time.perf_counter() - start
+            return elapsed, counted
+        finally:
+            self.on_bound = None
+            for w in workers:
+                w.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+
+    async def check(self) -> list[str]:
+        claims = [c for c in (await self.client.list_all(
+            "resource.k8s.io/v1", "resourceclaims"))["items"]
+            if (c.get("status") or {}).get("allocation")]
+        slices = (await self.client.list_all("resource.k8s.io/v1", "resourceslices"))["items"]
+        return list(self.ledger.conflicts) + draworkloads.check_allocations(claims, slices)
+
+
+async def measure_dra(side: Side, wl: Any, nodes: int, ops: list[Any],
+                      profile: Path | None = None) -> dict[str, float]:
+    """A DRA workload's operations (bench/draworkloads.py), the one with collectMetrics
+    measured: pods/s, and the control plane's CPU seconds in that window and memory."""
     client, watcher = await connect(side)
+    plan = Plan(side, client, watcher, wl, nodes, ops)
     try:
-        await prepare_namespace(client, NS)
         await _create(client, "v1", "namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                    "metadata": {"name": LEASE_NS}})
-        for dc in wl.device_classes:
-            await _create(client, "resource.k8s.io/v1", "deviceclasses", dc)
-        await _create(client, "resource.k8s.io/v1", "resourceclaimtemplates", wl.template, NS)
-        await workload._bounded([client.create("v1", "nodes", draworkloads.node(i))
-                                 for i in range(nodes)])
-        beats = asyncio.create_task(heartbeat(client, nodes))
-        try:
-            return await _measure_dra(side, client, watcher, wl, nodes, pods, inflight,
-                                      profile, beats)
-        finally:
-            beats.cancel()
-            await asyncio.gather(beats, return_exceptions=True)
+        for ns in draworkloads.namespaces(ops):
+            await prepare_namespace(client, ns)
+        await plan.start()
+        out: dict[str, float] = {}
+        for op in ops:
+            if op.opcode in ("createNodes", "createAny", "createPodGroups"):
+                await plan.create_objects(op)
+            elif op.opcode == "allocResourceClaims":
+                await plan.allocate(op)
+            elif op.opcode == "createPods" and not op.collect_metrics:
+                await plan.create_pods(op)
+                await plan.wait_scheduled(op.namespace, op.count, "pods before the measure")
+            elif op.opcode == "createPods":
+                out = await _measured(plan, op, profile)
+            else:
+                raise RuntimeError(f"{wl.name}: operation {op.opcode} is not supported")
+        problems = await plan.check()
+        if problems:
+            raise RuntimeError(f"{side.name} {wl.name}: wrong allocations: {problems[:5]} "
+                               f"({len(problems)} problems)")
+        return out
     finally:
+        await plan.stop()
         await client.close()
         await watcher.close()
 
 
-async def _measure_dra(side: Side, client: Any, watcher: Any, wl: Any, nodes: int, pods: int,
-                       inflight: int, profile: Path | None, beats: asyncio.Task[None]
-                       ) -> dict[str, float]:
-    from draemu.client import Informer
-
-    await workload._bounded([client.create("resource.k8s.io/v1", "resourceslices", s)
-                             for i in range(nodes) for s in wl.slices(i)])
-    if wl.churn:
-        fill = draworkloads.prefill_claims(nodes, inflight)
-
-        async def allocated(claim: dict[str, Any], status: dict[str, Any]) -> None:
-            made = await client.create("resource.k8s.io/v1", "resourceclaims", claim, NS)
-            made["status"] = status
-            await client.update("resource.k8s.io/v1", "resourceclaims", made, NS,
-                                subresource="status")
-
-        await workload._bounded([allocated(c, st) for c, st in fill])
-
-    bound: set[str] = set()
-    claim_of: dict[str, dict[str, Any]] = {}   # pod -> its allocated claim
-    done: set[str] = set()
-    finished: asyncio.Queue[str] = asyncio.Queue()
-    changed = asyncio.Event()
-    ledger = Ledger(shared=wl.name == "consumable")
-
-    def progress(pod_name: str) -> None:
-        if pod_name in bound and pod_name in claim_of and pod_name not in done:
-            done.add(pod_name)
-            finished.put_nowait(pod_name)
-        changed.set()
-
-    def on_pod(*objs: dict[str, Any]) -> None:
-        obj = objs[-1]
-        if (obj.get("spec") or {}).get("nodeName"):
-            bound.add(obj["metadata"]["name"])
-            progress(obj["metadata"]["name"])
-
-    def on_claim(*objs: dict[str, Any]) -> None:
-        obj = objs[-1]
-        ledger.update(obj)
-        owner = _owner_pod(obj)
-        if owner and (obj.get("status") or {}).get("allocation"):
-            claim_of[owner] = obj
-            progress(owner)
-
-    pod_inf = Informer(watcher, "v1", "pods", NS)
-    claim_inf = Informer(watcher, "resource.k8s.io/v1", "resourceclaims", NS)
-    pod_inf.add_handler(on_add=on_pod, on_update=on_pod)
-    claim_inf.add_handler(on_add=on_claim, on_update=on_claim, on_delete=ledger.remove)
-    for inf in (pod_inf, claim_inf):
-        await inf.start()
-        await inf.wait_synced(120)
-
+async def _measured(plan: Plan, op: Any, profile: Path | None) -> dict[str, float]:
+    side = plan.side
     spies = start_profile(side, profile) if profile else []
     cpu0 = side.cpu()
     cpu0_by_pid = {pid: _cpu(pid) for pid in side.pids()}
     own0, machine0 = time.process_time(), _machine_ticks()
-    start = time.perf_counter()
-    workers: list[asyncio.Task[None]] = []
-    deleted = 0
-    if wl.churn:
-        next_pod = min(inflight, pods)
-
-        async def churn() -> None:
-            nonlocal next_pod, deleted
-            while True:
-                name = await finished.get()
-                await client.delete("v1", "pods", name, NS, grace_period_seconds=0)
-                deleted += 1
-                if next_pod < pods:
-                    i, next_pod = next_pod, next_pod + 1
-                    await client.create("v1", "pods", workload.pod(i), NS)
-
-        workers = [asyncio.create_task(churn()) for _ in range(inflight)]
-        await workload._bounded([client.create("v1", "pods", workload.pod(i), NS)
-                                 for i in range(min(inflight, pods))])
+    if op.steady_state:
+        elapsed, pods = await plan.steady(op)
     else:
-        await workload._bounded([client.create("v1", "pods", workload.pod(i), NS)
-                                 for i in range(pods)])
-    created = time.perf_counter() - start
-    last_progress, last_count = time.perf_counter(), 0
-    try:
-        while len(done) < pods:
-            changed.clear()
-            try:
-                await asyncio.wait_for(changed.wait(), 1.0)
-            except TimeoutError:
-                side.check()
-            for w in [*workers, beats]:
-                if w.done():
-                    w.result()  # a failed delete, create or renewal stops the run
-            count = len(bound) + len(claim_of)
-            if count != last_count:
-                last_progress, last_count = time.perf_counter(), count
-            elif time.perf_counter() - last_progress > STALL_SECONDS:
-                waiting = next((p for p in pod_inf.list()
-                                if p["metadata"]["name"] not in done), {})
-                raise RuntimeError(
-                    f"{side.name} {wl.name}: no progress for {STALL_SECONDS}s: "
-                    f"{len(bound)} bound, {len(claim_of)} with a claim allocated, "
-                    f"{len(done)} of {pods} done, {len(claim_inf.list())} claims; a pod "
-                    f"waiting: {waiting.get('metadata', {}).get('name')} "
-                    f"{waiting.get('status')}")
-        elapsed = time.perf_counter() - start
-        deadline = time.monotonic() + 60
-        while wl.churn and deleted < pods and time.monotonic() < deadline:
-            for w in workers:  # the last pods are deleted too
-                if w.done():
-                    w.result()
-            await asyncio.sleep(0.05)
-    finally:
-        for w in workers:
-            w.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
+        elapsed, pods = await plan.burst(op), op.count
     cpu = side.cpu() - cpu0
-    # Which process was busy: the apiserver, the child with the scheduler and
-    # controllers, PostgreSQL's backends, ...
     print("  CPU s per process: " + cpu_by_process(cpu0_by_pid)
           + f"; this benchmark: {time.process_time() - own0:.2f}; "
           + _machine_busy(machine0, _machine_ticks()), flush=True)
     if spies:
         stop_profile(spies)
     rss, peak, pss = side.rss_mib()
-    out = {"seconds": elapsed, "pods_per_second": pods / elapsed, "create_seconds": created,
-           "cpu": cpu, "rss": rss, "peak": peak, "pss": pss}
-    problems = list(ledger.conflicts)
-    if wl.churn:
-        # every churned pod's claim is deleted (and so deallocated) by the controllers
-        t = time.perf_counter()
-        while time.perf_counter() - t < 60:
-            left = [c for c in claim_inf.list() if _owner_pod(c)]
-            if not left:
-                break
-            await asyncio.sleep(0.2)
-        out["claims_left"] = len(left)
-        out["release_seconds"] = time.perf_counter() - t
-        if left:
-            problems.append(f"{len(left)} claims of deleted pods still there 60 s after "
-                            f"the last delete, e.g. {left[0]['metadata']['name']} "
-                            f"{left[0].get('status')}")
-    else:
-        problems += wl.check(list(claim_of.values()))
-    for inf in (pod_inf, claim_inf):
-        await inf.stop()
-    if problems:
-        raise RuntimeError(f"{side.name} {wl.name}: wrong allocations: {problems[:5]} "
-                           f"({len(problems)} problems)")
-    return out
+    return {"seconds": elapsed, "pods": pods, "pods_per_second": pods / elapsed, "cpu": cpu,
+            "cpu_per_pod_ms": 1000 * cpu / max(pods, 1), "rss": rss, "peak": peak,
+            "pss": pss}
 
 
 async def measure_api(side: Side, steps: list[str], args: argparse.Namespace
@@ -940,12 +992,12 @@ def admin_client(side: Side) -> Any:
 
 
 def run_side(kind: type[Side], gates: tuple[str, ...], keep: bool,
-             body: Any) -> dict[str, float]:
+             body: Any, runtime_config: tuple[str, ...] = ()) -> dict[str, float]:
     """A fresh control plane of `kind`, `body(side)` measured on it, then stopped."""
     from draemu import aio
 
     workdir = Path(tempfile.mkdtemp(prefix=f"draemu-bench-{kind.name}-"))
-    side = kind(workdir, gates)
+    side = kind(workdir, gates, runtime_config)
     try:
         side.start()
         result = aio.run(body(side))
@@ -959,14 +1011,12 @@ def run_side(kind: type[Side], gates: tuple[str, ...], keep: bool,
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def dra_line(name: str, wl: str, nodes: int, pods: int, r: dict[str, float]) -> str:
-    extra = (f"; claims of deleted pods gone {r['release_seconds']:.1f}s after the last"
-             if "release_seconds" in r else "")
-    return (f"{name:6s} {wl:13s} nodes={nodes:5d} pods={pods:5d} time={r['seconds']:7.2f}s "
-            f"{r['pods_per_second']:7.1f} pods/s  (pods created in {r['create_seconds']:.2f}s; "
-            f"control plane CPU {r['cpu']:.1f}s; RSS {r['rss']:.0f} MiB, "
+def dra_line(name: str, wl: str, nodes: int, r: dict[str, float]) -> str:
+    return (f"{name:6s} {wl:16s} nodes={nodes:5d} pods={int(r['pods']):5d} "
+            f"time={r['seconds']:7.2f}s {r['pods_per_second']:7.1f} pods/s  (control plane "
+            f"CPU {r['cpu']:.1f}s, {r['cpu_per_pod_ms']:.2f} ms a pod; RSS {r['rss']:.0f} MiB, "
             f"sum of peaks {r['peak']:.0f} MiB, PSS {r['pss']:.0f} MiB; "
-            f"load {r['load']:.2f}{extra})")
+            f"load {r['load']:.2f})")
 
 
 # (key, label, higher is better, format) of the apiserver figures
@@ -1009,10 +1059,12 @@ def main() -> int:
                         help="comma-separated node counts of the DRA workloads "
                         "(default: 100,500)")
     parser.add_argument("--pods", type=int, default=0,
-                        help="pods per DRA run (default: min(1000, 4 per node, the devices) "
-                        "for most, 1 per node for partitionable, 1000 for churn)")
-    parser.add_argument("--inflight", type=int, default=10,
-                        help="churn: pods at a time, and devices left free (default: 10)")
+                        help="measured pods per DRA run: of a burst, or in flight in a "
+                        "steady state (default: upstream's count for the nodes, see "
+                        "bench/draworkloads.py)")
+    parser.add_argument("--duration", type=float, default=0.0,
+                        help="seconds a steady-state workload is measured (default: "
+                        "upstream's, 10)")
     parser.add_argument("--list-pods", type=int, default=10000,
                         help="list: pods in the namespace listed (default: 10000)")
     parser.add_argument("--list-runs", type=int, default=20,
@@ -1077,19 +1129,22 @@ def main() -> int:
     for name in dra:
         wl = draworkloads.WORKLOADS[name]
         for n in (int(x) for x in args.nodes.split(",")):
-            pods = args.pods or wl.default_pods(n)
+            ops = wl.plan(n, args.pods, args.duration)
+            print(draworkloads.describe(name, n, args.pods), flush=True)
             for run in range(args.runs):
                 results: dict[str, dict[str, float]] = {}
                 for kind in alternate(run):
-                    def body(side: Side, wl: Any = wl, n: int = n, pods: int = pods,
+                    def body(side: Side, wl: Any = wl, n: int = n, ops: list[Any] = ops,
                              kind: type[Side] = kind) -> Any:
-                        return measure_dra(side, wl, n, pods, args.inflight,
+                        return measure_dra(side, wl, n, ops,
                                            args.profile if kind.name != "real" else None)
 
-                    r = run_side(kind, wl.gates, args.keep, body)
+                    r = run_side(kind, wl.gates, args.keep, body, wl.runtime_config)
                     results[kind.name] = r
-                    print(dra_line(kind.name, name, n, pods, r), flush=True)
-                size = f"{n} nodes, {pods} pods"
+                    print(dra_line(kind.name, name, n, r), flush=True)
+                measured = wl.measured(n, args.pods)
+                size = f"{n} nodes, " + (f"{measured.count} in flight"
+                                         if measured.steady_state else f"{measured.count} pods")
                 row(f"{name}: pods/s", size, run, results, "pods_per_second", True, "{:.1f}")
                 row(f"{name}: control-plane CPU s", size, run, results, "cpu", False,
                     "{:.1f}")

@@ -32,90 +32,138 @@ apiload = realk8s.apiload
 tcpbalancer = _load("tcpbalancer")
 
 
-def claim(name: str, *results: dict[str, Any]) -> dict[str, Any]:
-    return {"metadata": {"name": name},
+DRIVER = "test-driver.cdi.k8s.io"
+
+
+def claim(name: str, *results: dict[str, Any], requests: list[dict[str, Any]] | None = None,
+          constraints: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    devices: dict[str, Any] = {"requests": requests or []}
+    if constraints:
+        devices["constraints"] = constraints
+    return {"metadata": {"name": name, "namespace": "ns"}, "spec": {"devices": devices},
             "status": {"allocation": {"devices": {"results": list(results)}}}}
 
 
-def result(pool: str, device: str, request: str = "gpu", **extra: Any) -> dict[str, Any]:
-    return {"request": request, "driver": wl.DRIVER, "pool": pool, "device": device, **extra}
+def result(pool: str, device: str, request: str = "req-0", **extra: Any) -> dict[str, Any]:
+    return {"request": request, "driver": DRIVER, "pool": pool, "device": device, **extra}
 
 
-def test_every_workload_builds_its_objects_and_names_its_gates():
+def a_slice(pool: str, devices: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    return {"metadata": {"name": pool}, "spec": {
+        "driver": DRIVER, "pool": {"name": pool, "generation": 1, "resourceSliceCount": 1},
+        "nodeName": pool, "devices": devices, **spec}}
+
+
+def test_every_workload_plans_upstreams_operations_at_any_size():
     for w in wl.WORKLOADS.values():
-        slices = w.slices(3)
-        assert slices and all(s["spec"]["nodeName"] == wl.node_name(3) for s in slices)
-        assert {s["spec"]["pool"]["resourceSliceCount"] for s in slices} == {len(slices)}
-        assert w.template["metadata"]["name"] == wl.TEMPLATE_NAME
-        assert 1 <= w.default_pods(100) <= 1000
+        for nodes in (2, 60):
+            plan = w.plan(nodes)
+            made = wl.node_names(plan)
+            assert len(made) == nodes and len(set(made)) == nodes
+            measured = [op for op in plan if op.collect_metrics]
+            assert len(measured) == 1 and measured[0].opcode == "createPods"
+            assert 1 <= measured[0].count <= max(wl.MAX_POD_PHASE, nodes)
+            assert measured[0].duration > 0 if measured[0].steady_state else True
+            for op in plan:
+                if op.template is not None and op.count:
+                    obj = wl.objects(op, op.count - 1)
+                    assert obj["apiVersion"] and obj["kind"], (w.name, op)
+        assert w.measured(5000).count <= max(wl.MAX_POD_PHASE, 5000)
     assert wl.WORKLOADS["partitionable"].gates == ("DRAPartitionableDevices",)
-    assert wl.WORKLOADS["consumable"].gates == ("DRAConsumableCapacity",)
-    assert wl.WORKLOADS["prioritized"].gates == ("DRAPrioritizedList",)
-    # a pool's counters cover what its devices consume
-    counters, devices = wl.partitionable_slices(0)
-    have = counters["spec"]["sharedCounters"][0]["counters"]
-    for d in devices["spec"]["devices"]:
-        assert set(d["consumesCounters"][0]["counters"]) <= set(have)
+    assert wl.WORKLOADS["podgroupclaim"].runtime_config == ("scheduling.k8s.io/v1beta1=true",)
+    # "full": all devices but 10 allocated beforehand, at any size
+    churn = {op.opcode + str(op.namespace): op for op in wl.WORKLOADS["churn"].plan(7)}
+    assert churn["createAnyinit"].count == 7 * 10 - 10
+    # upstream's ratio of 5 pods to a claim is kept
+    claims = {(op.opcode, op.namespace): op.count for op in wl.WORKLOADS["claim"].plan(5000)}
+    assert claims[("createPods", "test")] == 5 * claims[("createAny", "test")] == wl.MAX_POD_PHASE
 
 
-def test_exclusive_devices():
-    assert wl.check_exclusive([claim("a", result("p", "d1")), claim("b", result("p", "d2"))]) == []
-    assert wl.check_exclusive([claim("a", result("p", "d1")), claim("b", result("p", "d1"))]) \
-        == [f"device {wl.DRIVER}/p/d1 allocated to both a and b"]
+def test_allocate_claims_spreads_claims_over_the_nodes_with_room_seeded():
+    w = wl.WORKLOADS["template"]
+    plan = w.plan(6)
+    by_template = {op.template.name: op for op in plan if op.template is not None}
+    nodes = [wl.objects(by_template["node-with-dra-test-driver.yaml"], i) for i in range(6)]
+    slices = [wl.objects(by_template["resourceslice-basic-devices.yaml"], i) for i in range(6)]
+    classes = [wl.objects(by_template["deviceclass.yaml"], 0)]
+    claims = [{**wl.objects(by_template["resourceclaim.yaml"], i)} for i in range(55)]
+    for c in claims:
+        c["metadata"]["namespace"] = "init"
+    done = wl.allocate_claims(claims, nodes, classes, slices, [], w.gates)
+    assert len(done) == 55
+    assert done == wl.allocate_claims(claims, nodes, classes, slices, [], w.gates)
+    allocated = [{**c, "status": {"allocation": a}} for c, a in done]
+    assert wl.check_allocations(allocated, slices) == []
+    assert len({c["status"]["allocation"]["devices"]["results"][0]["pool"]
+                for c in allocated}) == 6
+    more = [{**c, "metadata": {**c["metadata"], "name": f"more-{i}"}} for i, c in
+            enumerate(claims[:6])]
+    with pytest.raises(RuntimeError, match="no node has room"):
+        wl.allocate_claims(more, nodes, classes, slices, allocated, w.gates)
 
 
-def test_partitionable_counters_and_match_attribute():
-    good = claim("a", result("node-0", "two-counters-1"), result("node-0", "two-counters-2"))
-    assert wl.check_partitionable([good]) == []
-    # one-counter-1 takes counter1, which two-counters-1 of another claim holds already
-    over = claim("b", result("node-0", "one-counter-1"), result("node-0", "one-counter-3"))
-    problems = wl.check_partitionable([good, over])
-    assert "pool node-0: counter1 consumed 2 times, it has 1" in problems
-    split = claim("c", result("node-1", "two-counters-1"), result("node-2", "two-counters-1"))
-    assert any("matchAttribute" in p for p in wl.check_partitionable([split]))
-    assert any("1 devices allocated" in p
-               for p in wl.check_partitionable([claim("d", result("node-3", "one-counter-1"))]))
+def test_check_allocations_finds_what_is_wrong():
+    devices = [{"name": f"d{i}", "attributes": {"root": {"string": str(i % 2)}}}
+               for i in range(4)]
+    s = a_slice("p", devices)
+    one = [{"name": "req-0", "exactly": {"deviceClassName": "c"}}]
+    assert wl.check_allocations([claim("a", result("p", "d0"), requests=one),
+                                 claim("b", result("p", "d1"), requests=one)], [s]) == []
+    assert wl.check_allocations([claim("a", result("p", "d1"), requests=one),
+                                 claim("b", result("p", "d1"), requests=one)], [s]) == [
+        f"device {DRIVER}/p/d1 allocated to both a and b"]
+    assert wl.check_allocations([claim("a", result("p", "d9"))], [s]) == [
+        f"a: device {DRIVER}/p/d9 does not exist"]
+    two = [{"name": "req-0", "exactly": {"deviceClassName": "c", "count": 2}}]
+    assert wl.check_allocations([claim("a", result("p", "d0"), requests=two)], [s]) == [
+        "a: request req-0 got 1 devices, asked 2"]
+    match = [{"matchAttribute": f"{DRIVER}/root"}]
+    assert wl.check_allocations([claim("a", result("p", "d0"), result("p", "d2"),
+                                       constraints=match)], [s]) == []
+    assert "matchAttribute" in wl.check_allocations(
+        [claim("a", result("p", "d0"), result("p", "d1"), constraints=match)], [s])[0]
+    distinct = [{"distinctAttribute": f"{DRIVER}/root"}]
+    assert "distinctAttribute" in wl.check_allocations(
+        [claim("a", result("p", "d0"), result("p", "d2"), constraints=distinct)], [s])[0]
 
 
-def test_consumable_capacity_is_not_overcommitted():
-    def shared(name: str, gi: int) -> dict[str, Any]:
-        return claim(name, *(result("node-0", "shareable-0", f"mem-{k}",
-                                    consumedCapacity={"memory": f"{gi}Gi"}, shareID=f"{name}{k}")
-                             for k in range(2)))
+def test_check_allocations_counts_counters_and_capacity():
+    counters = a_slice("p", [
+        {"name": f"d{i}", "consumesCounters": [{"counterSet": "set", "counters": {
+            "mem": {"value": "10Gi"}}}]} for i in range(3)],
+        sharedCounters=[{"name": "set", "counters": {"mem": {"value": "20Gi"}}}])
+    assert wl.check_allocations([claim("a", result("p", "d0")),
+                                 claim("b", result("p", "d1"))], [counters]) == []
+    assert wl.check_allocations([claim("a", result("p", "d0")), claim("b", result("p", "d1")),
+                                 claim("c", result("p", "d2"))], [counters]) == [
+        f"counter {DRIVER}/p/set/mem: 32212254720 consumed of 21474836480"]
+    shared = a_slice("q", [{"name": "s", "allowMultipleAllocations": True,
+                            "capacity": {"bw": {"value": "10G"}}}])
 
-    assert wl.check_consumable([shared(f"c{i}", 10) for i in range(4)]) == []  # 80Gi of 80Gi
-    assert wl.check_consumable([shared(f"c{i}", 10) for i in range(5)]) == [
-        "device node-0/shareable-0: 100Gi consumed of 80Gi"]
-    bare = claim("x", result("node-0", "shareable-1", "mem-0"),
-                 result("node-0", "shareable-1", "mem-1"))
-    assert len(wl.check_consumable([bare])) == 2
+    def share(name: str, amount: str) -> dict[str, Any]:
+        return claim(name, result("q", "s", shareID=name, consumedCapacity={"bw": amount}))
 
-
-def test_prioritized_list_takes_the_second_subrequest():
-    assert wl.check_prioritized([claim("a", result("p", "d", "gpu/sub-1"))]) == []
-    assert wl.check_prioritized([claim("a", result("p", "d", "gpu/sub-0"))]) != []
-
-
-def test_prefill_leaves_the_last_devices_free():
-    fill = wl.prefill_claims(nodes=2, free=3)
-    assert len(fill) == 2 * wl.basic.DEVICES_PER_NODE - 3
-    devices = {(st["allocation"]["devices"]["results"][0]["pool"],
-                st["allocation"]["devices"]["results"][0]["device"]) for _, st in fill}
-    assert len(devices) == len(fill) and ("node-00001", "gpu-7") not in devices
+    assert wl.check_allocations([share(f"c{i}", "2500M") for i in range(4)], [shared]) == []
+    assert wl.check_allocations([share(f"c{i}", "2500M") for i in range(5)], [shared]) == [
+        f"capacity {DRIVER}/q/s/bw: 12500000000 consumed of 10G"]
 
 
 def test_ledger_sees_a_device_held_twice_and_forgets_deleted_claims():
-    ledger = realk8s.Ledger(shared=False)
+    ledger = realk8s.Ledger()
     ledger.update(claim("a", result("p", "d")))
     ledger.remove(claim("a"))
     ledger.update(claim("b", result("p", "d")))
     assert ledger.conflicts == []
     ledger.update(claim("c", result("p", "d")))
-    assert ledger.conflicts == [f"{wl.DRIVER}/p/d: b and c"]
+    assert ledger.conflicts == [f"{DRIVER}/p/d: ns/b and ns/c"]
     # a claim deallocated in an update gives its device back
     ledger.update(claim("b"))
     ledger.update(claim("c"))
     ledger.update(claim("e", result("p", "d")))
+    assert len(ledger.conflicts) == 1
+    # shares of one device are not conflicts
+    ledger.update(claim("f", result("p", "s", shareID="1")))
+    ledger.update(claim("g", result("p", "s", shareID="2")))
     assert len(ledger.conflicts) == 1
 
 
