@@ -24,6 +24,7 @@ from draemu.cel import (
     compile_expression,
 )
 from draemu.scheduler.dra.capacity import CapacityError, consumption
+from draemu.scheduler.dra.constraints import Reason
 from draemu.scheduler.dra.explain import Explanation, explain
 from draemu.scheduler.dra.inventory import MALFORMED, Inventory, claim_key
 from draemu.scheduler.dra.model import Device, DeviceID, Exact, device_id_str
@@ -65,6 +66,17 @@ OPTIONAL_NODE_OPERATIONS = "DRAOptionalNodeOperations"
 def one_line(expression: str) -> str:
     """A (multi-line) CEL expression on one line, for reasons and events."""
     return " ".join(expression.split())
+
+@dataclass(frozen=True, slots=True)
+class _ConstraintReason:
+    """A constraint turned a device down: words made when an explanation asks."""
+
+    index: int
+    reason: Reason
+
+    def message(self) -> str:
+        return f"constraint #{self.index}: {self.reason()}"
+
 
 class _TimedOut(AllocError):
     def __init__(self) -> None:
@@ -270,7 +282,7 @@ class _Search:
         # Why the search turned a device down for a spec, beyond the isolated checks
         # (constraints), for explanations.
         # (A counter shortage is kept as its figures, formatted only when explained.)
-        self.rejections: dict[tuple[int, DeviceID], str | CounterShort] = {}
+        self.rejections: dict[tuple[int, DeviceID], str | CounterShort | _ConstraintReason] = {}
         self.invalid_pools = False
         self.deadline: float | None = None
         # Devices of usable pools in search order, and each one's pool (the node's).
@@ -663,7 +675,8 @@ class _Search:
     def rejection(self, spec: Spec, device: Device) -> str | None:
         """Why the search turned the device down for the spec, beyond the isolated checks."""
         reason = self.rejections.get((id(spec), device.id))
-        return reason.message() if isinstance(reason, CounterShort) else reason
+        return reason.message() if isinstance(reason, (CounterShort, _ConstraintReason)) \
+            else reason
 
     def _available_counters(self, pool: Pool) -> dict[str, dict[str, Exact]]:
         cached = self.counters_available.get(pool.id)
@@ -795,8 +808,8 @@ class _Search:
                     raise AllocError(f"claim {claim.name}, request {spec.label}: cannot add "
                                      f"device {device_id_str(device.id)} because a claim "
                                      "constraint would not be satisfied")
-                self.rejections[(id(spec), device.id)] = f"constraint #{constraint.index}: " \
-                    f"{reason}"
+                self.rejections[(id(spec), device.id)] = _ConstraintReason(constraint.index,
+                                                                           reason)
                 return None
             added.append(constraint)
         if not usable and self.features.consumable_capacity:

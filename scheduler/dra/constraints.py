@@ -3,7 +3,7 @@ distinctAttribute (pairwise different values), with or without list-type attribu
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from draemu.scheduler.dra.model import Device, device_id_str
@@ -47,6 +47,11 @@ def show(v: Value) -> str:
     return repr(v[1]) if v[0] == "string" else str(v[1]).lower() if v[0] == "bool" else str(v[1])
 
 
+# Why a device cannot join, made into words only when an explanation asks (a search may
+# turn down thousands of devices and explain none of them).
+Reason = Callable[[], str]
+
+
 class Constraint:
     def __init__(self, index: int, attribute: str, requests: Iterable[str], lists: bool
                  ) -> None:
@@ -55,6 +60,7 @@ class Constraint:
         self.requests = frozenset(requests)
         self.lists = lists
         self.chosen: list[tuple[Device, Value]] = []
+        self._key = (attribute, lists)
 
     def covers(self, request: str, subrequest: str | None) -> bool:
         if not self.requests:
@@ -64,67 +70,103 @@ class Constraint:
 
     def value(self, device: Device, derived: dict[str, Any] | None = None) -> tuple[bool, Value]:
         """`derived`: the value a request's derived attribute of this name gives the device,
-        which shadows the device's own attribute."""
-        attr = derived if derived is not None else lookup(device, self.attribute)
+        which shadows the device's own attribute. A device's own value is worked out once
+        (its attributes do not change: a slice update makes new Device objects)."""
+        if derived is None:
+            known = device.constraint_values.get(self._key)
+            if known is None:
+                known = device.constraint_values[self._key] = \
+                    self._value(lookup(device, self.attribute))
+            return known
+        return self._value(derived)
+
+    def _value(self, attr: dict[str, Any] | None) -> tuple[bool, Value]:
         if attr is None:
             return False, None
         return True, (_as_set(attr) if self.lists else _scalar(attr))
 
-    def add(self, device: Device, derived: dict[str, Any] | None = None) -> str | None:
+    def add(self, device: Device, derived: dict[str, Any] | None = None) -> Reason | None:
         """None if the device may join, else why not."""
         present, v = self.value(device, derived)
         if not present:
-            return f"has no attribute {self.attribute} ({self.kind} constraint)"
+            attribute, kind = self.attribute, self.kind
+            return lambda: f"has no attribute {attribute} ({kind} constraint)"
         reason = self.check(device, v)
         if reason is None:
-            self.chosen.append((device, v))
+            self._join(device, v)
         return reason
+
+    def _join(self, device: Device, v: Value) -> None:
+        self.chosen.append((device, v))
 
     def remove(self, device: Device) -> None:
         for i in range(len(self.chosen) - 1, -1, -1):
             if self.chosen[i][0] is device:
                 del self.chosen[i]
+                self._removed(i)
                 return
+
+    def _removed(self, index: int) -> None:
+        """The device at `index` of `chosen` left."""
 
     kind = ""
 
-    def check(self, device: Device, v: Value) -> str | None:  # pragma: no cover - abstract
+    def check(self, device: Device, v: Value) -> Reason | None:  # pragma: no cover - abstract
         raise NotImplementedError
 
 
 class MatchAttribute(Constraint):
     kind = "matchAttribute"
 
-    def check(self, device: Device, v: Value) -> str | None:
+    def __init__(self, index: int, attribute: str, requests: Iterable[str], lists: bool
+                 ) -> None:
+        super().__init__(index, attribute, requests, lists)
+        # Lists: the values every device chosen so far has in common, after each of them.
+        self._common: list[Value] = []
+
+    def _join(self, device: Device, v: Value) -> None:
+        super()._join(device, v)
+        if self.lists:
+            self._common.append(v if not self._common else self._common[-1] & v)
+
+    def _removed(self, index: int) -> None:
+        if self.lists:
+            del self._common[index:]
+            for _, v in self.chosen[index:]:
+                self._common.append(v if not self._common else self._common[-1] & v)
+
+    def check(self, device: Device, v: Value) -> Reason | None:
         if not self.chosen:
             if self.lists and v is None:
-                return f"attribute {self.attribute} is empty (matchAttribute)"
+                attribute = self.attribute
+                return lambda: f"attribute {attribute} is empty (matchAttribute)"
             return None
         first_device, first = self.chosen[0]
+        attribute = self.attribute
         if self.lists:
-            running = first
-            for _, other in self.chosen[1:]:
-                running = running & other
-            if v is not None and running and v & running:
+            running = self._common[-1]
+            if v is not None and running and not v.isdisjoint(running):
                 return None
-            return (f"{self.attribute} is {show(v)}, which does not intersect "
-                    f"{show(running)} of {device_id_str(first_device.id)} (matchAttribute)")
+            return lambda: (f"{attribute} is {show(v)}, which does not intersect "
+                            f"{show(running)} of {device_id_str(first_device.id)} "
+                            "(matchAttribute)")
         if v is not None and first is not None and v == first:
             return None
-        return (f"{self.attribute} is {show(v)} but {device_id_str(first_device.id)} has "
-                f"{show(first)} (matchAttribute)")
+        return lambda: (f"{attribute} is {show(v)} but {device_id_str(first_device.id)} has "
+                        f"{show(first)} (matchAttribute)")
 
 
 class DistinctAttribute(Constraint):
     kind = "distinctAttribute"
 
-    def check(self, device: Device, v: Value) -> str | None:
+    def check(self, device: Device, v: Value) -> Reason | None:
         if not self.chosen:
             return None
         for other_device, other in self.chosen:
             clash = v is None or other is None or (
-                bool(v & other) if self.lists else v == other)
+                not v.isdisjoint(other) if self.lists else v == other)
             if clash:
-                return (f"{self.attribute} is {show(v)}, not distinct from "
-                        f"{device_id_str(other_device.id)} (distinctAttribute)")
+                attribute = self.attribute
+                return lambda: (f"{attribute} is {show(v)}, not distinct from "
+                                f"{device_id_str(other_device.id)} (distinctAttribute)")
         return None

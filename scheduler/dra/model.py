@@ -86,6 +86,8 @@ class Device:
     # What requests consume of its capacities (capacity.consumption), by the requests.
     consumptions: dict[tuple[tuple[str, Exact], ...], dict[str, Exact] | None] = field(
         default_factory=dict)
+    # Constraints' comparable values of its attributes, by (attribute, list mode).
+    constraint_values: dict[tuple[str, bool], tuple[bool, Any]] = field(default_factory=dict)
     has_request_policy: bool = field(init=False)
     _cel: CelDevice | None = None
 
