@@ -54,7 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_emulation_arguments(parser, "on for the seed preset, off otherwise")
     parser.add_argument("--preset", default="seed", metavar="NAME|FILE",
                         help="nodes and drivers to start: seed (the DRA introduction's three "
-                        "GPU nodes), example, empty, or a preset YAML file (default: seed)")
+                        "GPU nodes), seed-nvidia (the same nodes for NVIDIA's real driver on "
+                        "its mock NVML: see draemu demo seed-nvidia), example, empty, or a "
+                        "preset YAML file (default: seed)")
     parser.add_argument("--nodes", type=int, metavar="N",
                         help="number of nodes for the 'example' preset")
     from draemu.cmd.commands._common import add_runtime_arguments

@@ -27,6 +27,7 @@ come as close to the DRA introduction's GPUs as the mock can describe.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -206,7 +207,9 @@ def lay_out(node_host: Path, mock: MockProfile, files: Path | None = None) -> Pa
     (driver / "usr" / "bin").mkdir(parents=True, exist_ok=True)
     shutil.copy2(files / "nvidia-smi", driver / "usr" / "bin" / "nvidia-smi")
     (driver / "config").mkdir(exist_ok=True)
-    (driver / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    # As JSON (which YAML includes): PyYAML writes "0421819085498" unquoted, a string to
+    # YAML 1.1 (not octal) but a number to the mock's Go YAML reader.
+    (driver / "config" / "config.yaml").write_text(json.dumps(config, indent=1) + "\n")
     for dev in (root / "dev", driver / "dev"):
         _devices(dev, mock.count)
     _proc_files(driver / "proc" / "driver" / "nvidia", version)
@@ -224,3 +227,39 @@ def _render_sysfs(files: Path, config: Path, node_host: Path) -> None:
                             timeout=60, check=False)
     if result.returncode != 0:
         raise MockError(f"render-pci-sysfs: {result.stderr.strip()}")
+
+
+def lay_out_preset(preset: Path, data_dir: Path, files: Path | None = None) -> dict[str, Path]:
+    """Every node of the preset that has an `nvidiaMock`, in the cluster of `data_dir`
+    (`draemu up --data-dir`): node -> its driver root on this machine."""
+    return {node: lay_out(data_dir / "nodes" / node / "host", mock, files)
+            for node, mock in preset_mocks(preset).items()}
+
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m draemu.cmd.demo.nvidiamock PRESET DATA_DIR`: lay out the mocks of a
+    preset's nodes in a cluster's data dir (after `draemu up --preset PRESET --data-dir
+    DATA_DIR`, before installing NVIDIA's chart)."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m draemu.cmd.demo.nvidiamock",
+                                     description=main.__doc__)
+    parser.add_argument("preset", help="a preset with nvidiaMock nodes: seed-nvidia or a file")
+    parser.add_argument("data_dir", type=Path, help="the cluster's --data-dir")
+    args = parser.parse_args(argv)
+    preset = Path(args.preset)
+    if not preset.exists():
+        preset = Path(__file__).parents[2] / "drivers" / "presets" / f"{args.preset}.yaml"
+    try:
+        for node, driver_root in lay_out_preset(preset, args.data_dir).items():
+            print(f"{node}: {driver_root}")
+    except (MockError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -28,7 +28,10 @@ def manifests() -> Path:
 
 class Demo:
     def __init__(self, kubeconfig: Path, kubectl: str, *, pause: bool = False,
-                 out: Callable[[str], None] = print) -> None:
+                 out: Callable[[str], None] = print, folder: Path | None = None) -> None:
+        # The scenarios' manifests: examples/seed, or examples/seed_nvidia (the same
+        # objects, written for what NVIDIA's real driver publishes).
+        self.folder = folder or manifests()
         self.kubeconfig = kubeconfig
         self.kubectl = kubectl
         self.pause = pause
@@ -117,7 +120,7 @@ class Demo:
     async def scenario_1(self) -> None:
         self.title("Scenario 1: large model training must get 80 GB of GPU memory")
         self.say("The claim asks for memory >= 80 GiB and CUDA >= 11; a Job's pod uses it.")
-        f = str(manifests() / "1-large-model-training.yaml")
+        f = str(self.folder / "1-large-model-training.yaml")
         await self.run("apply", "-f", f)
         await self.pods_exist("job-name=llm-training-80gb")
         await self.run("wait", "--for=condition=Ready", "pod", "-l", "job-name=llm-training-80gb",
@@ -135,7 +138,7 @@ class Demo:
 
     async def scenario_2(self) -> None:
         self.title("Scenario 2a: two pods share one GPU through one claim")
-        f = str(manifests() / "2a-shared-gpu-claim.yaml")
+        f = str(self.folder / "2a-shared-gpu-claim.yaml")
         await self.run("apply", "-f", f)
         await self.run("wait", "--for=condition=Ready", "pod/inference-pod-a",
                        "pod/inference-pod-b", "--timeout=60s")
@@ -151,7 +154,7 @@ class Demo:
 
         self.title("Scenario 2b: the same intent with consumable capacity (10Gi each)")
         self.say("Each pod gets its own claim for 10Gi of one shareable A100 80GB.")
-        f = str(manifests() / "2b-consumable-capacity.yaml")
+        f = str(self.folder / "2b-consumable-capacity.yaml")
         await self.run("apply", "-f", f)
         await self.run("wait", "--for=condition=Ready", "pod/inference-share-a",
                  "pod/inference-share-b", "--timeout=60s")
@@ -168,7 +171,7 @@ class Demo:
 
     async def scenario_3(self) -> None:
         self.title("Scenario 3: a GPU and an RDMA NIC on the same NUMA node")
-        f = str(manifests() / "3-gpu-plus-nic.yaml")
+        f = str(self.folder / "3-gpu-plus-nic.yaml")
         await self.run("apply", "-f", f)
         await self.run("wait", "--for=condition=Ready", "pod/distributed-training-pod",
                  "--timeout=60s")
@@ -185,7 +188,7 @@ class Demo:
         await self.run("delete", "-f", f, "--wait=true")
 
         self.title("Scenario 3, without the constraint: the pair may straddle NUMA nodes")
-        f = str(manifests() / "3b-gpu-plus-nic-unaligned.yaml")
+        f = str(self.folder / "3b-gpu-plus-nic-unaligned.yaml")
         await self.run("apply", "-f", f)
         await self.run("wait", "--for=condition=Ready", "pod/unaligned-training-pod",
                        "--timeout=60s")
