@@ -19,6 +19,7 @@ CDI spec the driver wrote: its environment and the device nodes of the driver ro
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import shutil
@@ -224,3 +225,68 @@ def test_nvidias_chart_on_the_mock_nvml_publishes_prepares_and_uninstalls(
     wait_for("the slices to go", lambda: not (
         driver_slices(cluster, "gpu.nvidia.com")
         or driver_slices(cluster, "compute-domain.nvidia.com")) or None)
+
+
+def bad_and_good_claims() -> str:
+    return """
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: {name}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: gpu.nvidia.com
+    config:
+    - requests: [gpu]
+      opaque:
+        driver: gpu.nvidia.com
+        parameters:
+          apiVersion: resource.nvidia.com/v1beta1
+          kind: GpuConfig
+          sharing: {sharing}
+"""
+
+
+def test_the_charts_admission_webhook_and_metrics_serve_on_the_pod_network(
+        cluster: RunningDraemu) -> None:
+    """The chart's validating webhook (a Deployment behind a Service, its TLS from a
+    Secret as `webhook.tls.mode=secret` takes it) judges GPU claims' opaque configuration
+    through the apiserver; the kubelet plugins' and the controller's metrics answer on
+    their pods' addresses."""
+    from draemu.pki import make_ca, make_serving_cert
+
+    service = f"{RELEASE}-webhook"
+    ca = make_ca("nvidia-webhook-ca")
+    cert = make_serving_cert(ca, "127.0.0.1", [service, f"{service}.{NAMESPACE}",
+                                               f"{service}.{NAMESPACE}.svc"])
+    cluster.kubectl("create", "namespace", NAMESPACE, check=False)  # kept by uninstall
+    folder = cluster.kubeconfig.parent
+    (folder / "tls.crt").write_bytes(cert.cert_pem)
+    (folder / "tls.key").write_bytes(cert.key_pem)
+    cluster.kubectl("create", "secret", "tls", "webhook-tls", "-n", NAMESPACE,
+                    f"--cert={folder / 'tls.crt'}", f"--key={folder / 'tls.key'}")
+    helm(cluster, "install", RELEASE, str(chart()), "--namespace", NAMESPACE, *VALUES,
+         "--set", "webhook.enabled=true", "--set", "webhook.tls.mode=secret",
+         "--set", "webhook.tls.secret.name=webhook-tls",
+         "--set", f"webhook.tls.secret.caBundle={base64.b64encode(ca.cert_pem).decode()}",
+         "--wait", "--timeout", "5m")
+    try:
+        refused = cluster.kubectl("apply", "-f", "-", check=False, input=bad_and_good_claims(
+            ).format(name="bogus-sharing", sharing="{strategy: Bogus}"))
+        assert refused.returncode == 1, refused.stdout
+        assert 'admission webhook "gpu.nvidia.com" denied the request' in refused.stderr, \
+            refused.stderr
+        assert "spec.devices.config[0].opaque.parameters" in refused.stderr, refused.stderr
+        accepted = cluster.kubectl("apply", "-f", "-", input=bad_and_good_claims().format(
+            name="no-sharing", sharing="null"))
+        assert accepted.stdout.strip() == "resourceclaim.resource.k8s.io/no-sharing created"
+        cluster.kubectl("delete", "resourceclaim", "no-sharing")
+        for pod in plugin_pods(cluster):
+            metrics = cluster.kubectl("get", "--raw", f"/api/v1/namespaces/{NAMESPACE}/pods/"
+                                      f"{pod['metadata']['name']}:8080/proxy/metrics").stdout
+            assert "# TYPE" in metrics, metrics[:500]
+    finally:
+        helm(cluster, "uninstall", RELEASE, "--namespace", NAMESPACE, "--wait")
