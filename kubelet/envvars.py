@@ -1,5 +1,6 @@
-"""A container's environment from its spec: `env` (values, field references, ConfigMap and
-Secret keys) and `envFrom`, in the order the kubelet builds it."""
+"""A container's environment from its spec: the Services of its namespace (service links),
+`envFrom`, then `env` (values, field references, ConfigMap and Secret keys), in the order
+the kubelet builds it, each later one overriding the earlier."""
 
 from __future__ import annotations
 
@@ -80,7 +81,10 @@ class EnvBuilder:
     async def build(self, pod: Obj, container: Obj, host_ip: str,
                     pod_ip: str | None) -> dict[str, str]:
         namespace = pod["metadata"]["namespace"]
-        env: dict[str, str] = {"HOSTNAME": pod["metadata"]["name"]}
+        env: dict[str, str] = {}
+        if (pod.get("spec") or {}).get("enableServiceLinks", True) is not False:
+            env.update(await self._service_links(namespace))
+        env["HOSTNAME"] = pod["metadata"]["name"]
         for source in container.get("envFrom") or []:
             for kind in ("configMap", "secret"):
                 ref = source.get(f"{kind}Ref")
@@ -118,6 +122,49 @@ class EnvBuilder:
                 if "resourceFieldRef" in source:
                     env[item["name"]] = resource_value(container, source["resourceFieldRef"])
         return env
+
+
+    async def _service_links(self, namespace: str) -> dict[str, str]:
+        """The variables of every Service in the namespace with a cluster IP (the
+        `kubernetes` Service's are the runtime's: it knows how the pod reaches the
+        apiserver)."""
+        try:
+            services = (await self.client.list("v1", "services", namespace)).get("items") or []
+        except ApiError as err:
+            raise EnvError(f"services of {namespace}: {err.message}") from err
+        env: dict[str, str] = {}
+        for service in sorted(services, key=lambda s: s["metadata"]["name"]):
+            if (namespace, service["metadata"]["name"]) != ("default", "kubernetes"):
+                env.update(service_link_env(service))
+        return env
+
+
+def service_link_env(service: Obj) -> dict[str, str]:
+    """A Service's variables as the kubelet writes them (enableServiceLinks): NAME_SERVICE_HOST
+    and _SERVICE_PORT[_PORTNAME], and Docker's link variables NAME_PORT[_P_PROTO[_PROTO,
+    _PORT, _ADDR]]; none for a Service without a cluster IP (headless, ExternalName)."""
+    spec = service.get("spec") or {}
+    ip = spec.get("clusterIP") or ""
+    ports = spec.get("ports") or []
+    if not ip or ip == "None" or not ports:
+        return {}
+    name = service["metadata"]["name"].upper().replace("-", "_")
+    env = {f"{name}_SERVICE_HOST": ip, f"{name}_SERVICE_PORT": str(ports[0].get("port"))}
+    for port in ports:
+        if port.get("name"):
+            env[f"{name}_SERVICE_PORT_{port['name'].upper().replace('-', '_')}"] = \
+                str(port.get("port"))
+    host = f"[{ip}]" if ":" in ip else ip
+    first = ports[0]
+    env[f"{name}_PORT"] = f"{(first.get('protocol') or 'TCP').lower()}://{host}:{first['port']}"
+    for port in ports:
+        protocol = port.get("protocol") or "TCP"
+        prefix = f"{name}_PORT_{port['port']}_{protocol.upper()}"
+        env[prefix] = f"{protocol.lower()}://{host}:{port['port']}"
+        env[f"{prefix}_PROTO"] = protocol.lower()
+        env[f"{prefix}_PORT"] = str(port["port"])
+        env[f"{prefix}_ADDR"] = ip
+    return env
 
 
 def resource_value(container: Obj, ref: Obj) -> str:
