@@ -139,7 +139,7 @@ async def patch(scope: Scope, store: Store) -> web.Response:
         twice = fieldvalidation.apply_duplicates(raw, mode)
         if not isinstance(body, dict):
             raise bad_request("apply patch must be an object")
-        scope.check_type_meta(body)
+        scope.check_applied_type_meta(body)
         body = fieldvalidation.check(scope, body, mode, keep_unknown=True)
         existing = await store.storage.get_latest(scope.resource, scope.namespace, scope.name)
         if existing is None and scope.subresource == "":

@@ -104,6 +104,18 @@ class Scope(RequestContext):
         obj["apiVersion"] = self.api_version
         obj["kind"] = self.resource.kind
 
+    def check_applied_type_meta(self, obj: Obj) -> None:
+        """An apply configuration names exactly the endpoint's apiVersion and kind, or
+        the field manager refuses it first (a 400 naming the configuration's
+        group/version and kind as Go prints them)."""
+        api_version, kind = obj.get("apiVersion"), obj.get("kind")
+        if api_version == self.api_version and kind == self.resource.kind:
+            return
+        text = api_version if isinstance(api_version, str) else ""
+        group, _, version = text.rpartition("/") if text.count("/") <= 1 else ("", "", "")
+        shown_kind = kind if isinstance(kind, str) else ""
+        raise bad_request(f"invalid object type: {group}/{version}, Kind={shown_kind}")
+
 
 # Control characters (an unknown field named "\x1f") may not appear in a header; Go's
 # net/http writes them as spaces, and aiohttp would drop the connection instead.

@@ -236,6 +236,14 @@ def test_malformed_patches_get_a_status_and_change_nothing(
     if reply.status_code < 300:
         assert reply.json()["kind"] == target.kind
         return
+    if ctype.startswith("application/apply") and reply.status_code == 500:
+        # kube-apiserver's one 500 here: a configuration its field manager cannot type
+        # (a field not in the schema, a list item without its key), outside its error
+        # types. Still a Status, and nothing changed.
+        assert reply.json()["message"].startswith("failed to create typed patch object ("), \
+            reply.text
+        assert _snapshot(http, target) == before, "a failed apply changed the store"
+        return
     _check(http, reply, target, before)
 
 
