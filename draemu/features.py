@@ -18,6 +18,9 @@ CURRENT_VERSION = "1.37"
 EMULATABLE_VERSIONS = ("1.34", "1.35", "1.36", "1.37", "1.38")
 
 ALPHA, BETA, GA, DEPRECATED, PREALPHA = "ALPHA", "BETA", "GA", "DEPRECATED", ""
+# A row of this stage says the gate is gone from that release on: the code behaves as
+# `default` always, and the name is unknown to --feature-gates and /metrics.
+REMOVED = "REMOVED"
 
 
 def _minor(version: str) -> tuple[int, int]:
@@ -38,8 +41,18 @@ class Spec:
 class Gate:
     name: str
     default: bool
-    stage: str  # "ALPHA", "BETA", "GA", "DEPRECATED" ("" before the gate exists)
+    stage: str  # "ALPHA", "BETA", "GA", "DEPRECATED" ("" before the gate exists, REMOVED after)
     locked: bool = False  # locked to its default: cannot be changed
+
+    @property
+    def listed(self) -> bool:
+        """Whether the release lists the gate (--feature-gates, /metrics): it exists."""
+        return self.stage not in (PREALPHA, REMOVED)
+
+    @property
+    def metric_stage(self) -> str:
+        """The `stage` label of kubernetes_feature_enabled ("" for GA, as upstream's)."""
+        return "" if self.stage == GA else self.stage
 
 
 _SPECS: dict[str, tuple[Spec, ...]] = {}
@@ -60,11 +73,19 @@ def spec_at(name: str, version: str = CURRENT_VERSION) -> Gate:
             chosen = spec
     if chosen is None:
         return Gate(name, False, PREALPHA)
-    return Gate(name, chosen.default, chosen.stage, chosen.locked)
+    return Gate(name, chosen.default, chosen.stage, chosen.locked or chosen.stage == REMOVED)
 
 
 def known(version: str = CURRENT_VERSION) -> dict[str, Gate]:
+    """Every gate of the table as `version` has it (removed ones too: callers that list
+    gates as the release does filter on `Gate.listed`)."""
     return {name: spec_at(name, version) for name in _SPECS}
+
+
+def listed(version: str = CURRENT_VERSION) -> dict[str, Gate]:
+    """The gates release `version` has (not yet introduced and removed ones left out), as
+    its /metrics kubernetes_feature_enabled lists them."""
+    return {name: gate for name, gate in known(version).items() if gate.listed}
 
 
 class FeatureGateError(ValueError):
@@ -88,6 +109,8 @@ class FeatureGates:
             if name not in _SPECS:
                 raise FeatureGateError(f"unrecognized feature gate: {name}")
             gate = spec_at(name, self.emulated_version)
+            if gate.stage == REMOVED:
+                raise FeatureGateError(f"unrecognized feature gate: {name}")
             if gate.locked and value != gate.default:
                 errors.append(f"cannot set feature gate {name} to {str(value).lower()}, feature is "
                               f"locked to {str(gate.default).lower()}")
@@ -95,14 +118,23 @@ class FeatureGates:
                 errors.append(f"cannot set feature gate {name} to {str(value).lower()}, feature is "
                               f"PreAlpha at emulated version {self.emulated_version}")
         if not errors:
-            for name, deps in sorted(_DEPENDENCIES.items()):
-                if name in _SPECS and self.enabled(name):
-                    off = [d for d in deps if d in _SPECS and not self.enabled(d)]
-                    if off:
-                        errors.append(f"{name} is enabled, but depends on features that are "
-                                      f"disabled: [{' '.join(off)}]")
+            errors = self._dependency_errors()
         if errors:
             raise FeatureGateError("; ".join(errors))
+
+    def _dependency_errors(self) -> list[str]:
+        """Upstream's dependency check; a gate the release has removed neither depends on
+        nor is depended on (its release dropped it from the table)."""
+        errors = []
+        for name, deps in sorted(_DEPENDENCIES.items()):
+            if not spec_at(name, self.emulated_version).listed or not self.enabled(name):
+                continue
+            off = [d for d in deps if spec_at(d, self.emulated_version).stage != REMOVED
+                   and not self.enabled(d)]
+            if off:
+                errors.append(f"{name} is enabled, but depends on features that are "
+                              f"disabled: [{' '.join(off)}]")
+        return errors
 
     @classmethod
     def parse(cls, text: str | None, emulated_version: str = CURRENT_VERSION) -> FeatureGates:
@@ -136,24 +168,34 @@ class FeatureGates:
     def overrides(self) -> dict[str, bool]:
         return dict(self._overrides)
 
+    def metric_rows(self) -> dict[tuple[str, str], bool]:
+        """(name, stage label) -> enabled, for every gate the emulated release has: what
+        its kube-apiserver's /metrics reports as kubernetes_feature_enabled."""
+        return {(name, gate.metric_stage): self.enabled(name)
+                for name, gate in listed(self.emulated_version).items()}
+
 
 def _v(*rows: tuple) -> list[Spec]:
     return [Spec(*row) for row in rows]
 
 
 # The DRA feature set and the gates DRA's kubelet, scheduler and workloads read, with the
-# history kubernetes v1.37.2's pkg/features/kube_features.go gives them (and its
-# dependencies table). 1.38 rows are the changes the 1.37 source announces for 1.38
-# ("LockToDefault: true in 1.38").
+# history kubernetes v1.37.2's and v1.38.0-beta.0's pkg/features/kube_features.go give
+# them (and their dependencies tables). A new release: its rows here (a REMOVED row for a
+# gate its source no longer has), checked by tests/features/test_feature_gates_source.py
+# against the release's source and by tests/e2e/realk8s/test_release_against_real.py
+# against its kube-apiserver.
 _DRA = "DynamicResourceAllocation"
 for _name, _specs, _deps in [
     (_DRA, _v(("1.26", False, ALPHA), ("1.32", False, BETA), ("1.34", True, GA),
-              ("1.35", True, GA, True)), ()),
+              ("1.35", True, GA, True), ("1.38", True, REMOVED)), ()),
     ("DRAAdminAccess", _v(("1.32", False, ALPHA), ("1.34", True, BETA),
                           ("1.36", True, GA, True)), (_DRA,)),
-    ("DRAConsumableCapacity", _v(("1.34", False, ALPHA), ("1.36", True, BETA)), (_DRA,)),
+    ("DRAConsumableCapacity", _v(("1.34", False, ALPHA), ("1.36", True, BETA),
+                                 ("1.38", True, GA)), (_DRA,)),
     ("DRADerivedAttributes", _v(("1.37", False, ALPHA)), (_DRA,)),
-    ("DRADeviceBindingConditions", _v(("1.34", False, ALPHA), ("1.36", True, BETA)),
+    ("DRADeviceBindingConditions", _v(("1.34", False, ALPHA), ("1.36", True, BETA),
+                                      ("1.38", True, GA, True)),
      (_DRA, "DRAResourceClaimDeviceStatus")),
     ("DRADeviceCompatibilityGroups", _v(("1.37", False, ALPHA)),
      (_DRA, "DRAPartitionableDevices")),
@@ -165,11 +207,13 @@ for _name, _specs, _deps in [
     ("DRAExtendedResource", _v(("1.34", False, ALPHA), ("1.36", True, BETA),
                                ("1.37", True, GA, True)), (_DRA,)),
     # Beta but off: on only with --min-compatibility-version 1.37, which draemu does not take.
-    ("DRAFractionalCapacityRange", _v(("1.37", False, BETA)), ("DRAConsumableCapacity",)),
+    ("DRAFractionalCapacityRange", _v(("1.37", False, BETA), ("1.38", True, GA)),
+     ("DRAConsumableCapacity",)),
     ("DRAListTypeAttributes", _v(("1.36", False, ALPHA)), (_DRA,)),
     ("DRANodeAllocatableResources", _v(("1.36", False, ALPHA)), (_DRA,)),
     ("DRAOptionalNodeOperations", _v(("1.37", False, ALPHA)), (_DRA, "NodeDeclaredFeatures")),
-    ("DRAPartitionableDevices", _v(("1.33", False, ALPHA), ("1.36", True, BETA)), (_DRA,)),
+    ("DRAPartitionableDevices", _v(("1.33", False, ALPHA), ("1.36", True, BETA),
+                                   ("1.38", True, GA, True)), (_DRA,)),
     ("DRAPartitionableDevicesType", _v(("1.37", False, ALPHA)),
      (_DRA, "DRAPartitionableDevices", "DRAResourcePoolStatus")),
     ("DRAPrioritizedList", _v(("1.33", False, ALPHA), ("1.34", True, BETA), ("1.36", True, GA),
@@ -184,14 +228,17 @@ for _name, _specs, _deps in [
      (_DRA, "GenericWorkload")),
     # scheduling.k8s.io Workload and PodGroup.
     ("GenericWorkload", _v(("1.35", False, ALPHA), ("1.37", False, BETA)), ()),
-    ("TopologyAwareWorkloadScheduling", _v(("1.36", False, ALPHA)), ()),
-    ("CompositePodGroup", _v(("1.37", False, ALPHA)),
+    ("TopologyAwareWorkloadScheduling", _v(("1.36", False, ALPHA), ("1.38", False, BETA)),
+     ("GenericWorkload",)),
+    ("CompositePodGroup", _v(("1.37", False, ALPHA), ("1.38", False, BETA)),
      ("GenericWorkload", "TopologyAwareWorkloadScheduling")),
-    ("PodGroupPreemptionPolicy", _v(("1.37", False, ALPHA)), ("GenericWorkload",)),
-    ("WorkloadWithJob", _v(("1.36", False, ALPHA)), ()),
+    # Gone in 1.38: a PodGroup's preemptionPolicy is part of GenericWorkload there.
+    ("PodGroupPreemptionPolicy", _v(("1.37", False, ALPHA), ("1.38", True, REMOVED)),
+     ("GenericWorkload",)),
+    ("WorkloadWithJob", _v(("1.36", False, ALPHA)), ("GenericWorkload",)),
     ("NodeDeclaredFeatures", _v(("1.35", False, ALPHA), ("1.36", True, BETA),
                                 ("1.37", True, GA, True)), ()),
-    ("SchedulerPreQueueingHints", _v(("1.37", False, ALPHA)), ()),
+    ("SchedulerPreQueueingHints", _v(("1.37", False, ALPHA), ("1.38", True, BETA)), ()),
     # StatefulSet rolling updates take down up to rollingUpdate.maxUnavailable pods at once.
     ("MaxUnavailableStatefulSet", _v(("1.24", False, ALPHA), ("1.35", False, BETA),
                                      ("1.37", True, BETA)), ()),
@@ -204,11 +251,11 @@ for _name, _specs, _deps in [
                                                ("1.36", True, GA, True)), ()),
     ("KubeletPodResourcesGet", _v(("1.27", False, ALPHA), ("1.34", True, BETA),
                                   ("1.36", True, GA, True)), ()),
-    ("KubeletPodResourcesListUseActivePods", _v(("1.0", False, GA), ("1.34", True, DEPRECATED),
-                                                ("1.38", True, DEPRECATED, True)), ()),
+    ("KubeletPodResourcesListUseActivePods", _v(("1.0", False, GA), ("1.34", True, DEPRECATED)),
+     ()),
     # Kubelet: device health from DRA plugins into pods' allocatedResourcesStatus.
     ("ResourceHealthStatus", _v(("1.31", False, ALPHA), ("1.36", True, BETA)), (_DRA,)),
-    ("ResourceHealthStatusMessage", _v(("1.36", True, BETA)), ()),
+    ("ResourceHealthStatusMessage", _v(("1.36", True, BETA)), ("ResourceHealthStatus",)),
     # admissionregistration.k8s.io/v1 MutatingAdmissionPolicy(Binding) and their admission
     # plugin (v1beta1 before 1.36, which draemu does not serve).
     ("MutatingAdmissionPolicy", _v(("1.32", False, ALPHA), ("1.34", False, BETA),

@@ -274,6 +274,9 @@ class Handlers:
             for prefix, n in self.ctx.store.cache.object_counts().items()}
         self.ctx.metrics.gauges["draemu_store_revision"] = lambda: {
             (): float(self.ctx.store.cache.revision)}
+        self.ctx.metrics.gauges["kubernetes_feature_enabled"] = lambda: {
+            (("name", name), ("stage", stage)): float(on)
+            for (name, stage), on in self.ctx.gates.metric_rows().items()}
         return app
 
     # Routing ---------------------------------------------------------------------------------

@@ -1,11 +1,12 @@
-"""The 1.37 feature-gate table of DRA and the kubelet's DRA, as kubernetes v1.37.2's
-pkg/features/kube_features.go has it (stage, default, lock), and upstream's checks."""
+"""The 1.37 and 1.38 feature-gate tables of DRA and the kubelet's DRA, as kubernetes
+v1.37.2's and v1.38.0-beta.0's pkg/features/kube_features.go have them (stage, default,
+lock), and upstream's checks."""
 
 from __future__ import annotations
 
 import pytest
 
-from draemu.features import FeatureGateError, FeatureGates, known, spec_at
+from draemu.features import FeatureGateError, FeatureGates, known, listed, spec_at
 
 pytestmark = pytest.mark.unit
 
@@ -45,6 +46,57 @@ UPSTREAM_1_37 = {
     "ResourceHealthStatus": ("BETA", True, False),
     "ResourceHealthStatusMessage": ("BETA", True, False),
 }
+
+# What changes in kubernetes v1.38.0-beta.0 (DynamicResourceAllocation and
+# PodGroupPreemptionPolicy are gone from it).
+UPSTREAM_1_38 = {
+    **{name: row for name, row in UPSTREAM_1_37.items()
+       if name not in ("DynamicResourceAllocation", "PodGroupPreemptionPolicy")},
+    "DRAConsumableCapacity": ("GA", True, False),
+    "DRADeviceBindingConditions": ("GA", True, True),
+    "DRADeviceTaintRules": ("GA", True, True),
+    "DRADeviceTaints": ("GA", True, True),
+    "DRAFractionalCapacityRange": ("GA", True, False),
+    "DRAPartitionableDevices": ("GA", True, True),
+    "CompositePodGroup": ("BETA", False, False),
+    "TopologyAwareWorkloadScheduling": ("BETA", False, False),
+    "SchedulerPreQueueingHints": ("BETA", True, False),
+}
+
+
+def test_every_dra_and_kubelet_dra_gate_has_its_1_38_stage_default_and_lock() -> None:
+    gates = listed("1.38")
+    assert {name: (g.stage, g.default, g.locked) for name, g in gates.items()
+            if name in UPSTREAM_1_38} == UPSTREAM_1_38
+    assert "DynamicResourceAllocation" not in gates
+
+
+def test_a_removed_gate_is_unknown_but_its_feature_stays_on() -> None:
+    with pytest.raises(FeatureGateError,
+                       match="unrecognized feature gate: DynamicResourceAllocation"):
+        FeatureGates.parse("DynamicResourceAllocation=true", emulated_version="1.38")
+    gates = FeatureGates(emulated_version="1.38")
+    assert gates.enabled("DynamicResourceAllocation")
+    assert gates.enabled("PodGroupPreemptionPolicy")
+    assert "DynamicResourceAllocation" in listed("1.37")
+
+
+def test_a_removed_gate_is_no_dependency_any_more() -> None:
+    # At 1.34 DynamicResourceAllocation may still be turned off, and its dependents with it.
+    with pytest.raises(FeatureGateError, match=r"DRAAdminAccess is enabled, but depends on "
+                                               r"features that are disabled: "
+                                               r"\[DynamicResourceAllocation\]"):
+        FeatureGates.parse("DynamicResourceAllocation=false", emulated_version="1.34")
+    assert FeatureGates.parse("DRAPartitionableDevicesType=true,DRAResourcePoolStatus=true",
+                              emulated_version="1.38").enabled("DRAPartitionableDevicesType")
+
+
+def test_1_38_gates_new_dependencies_hold_at_1_37_too() -> None:
+    for release in ("1.37", "1.38"):
+        with pytest.raises(FeatureGateError, match=r"WorkloadWithJob is enabled, but depends "
+                                                   r"on features that are disabled: "
+                                                   r"\[GenericWorkload\]"):
+            FeatureGates.parse("WorkloadWithJob=true", emulated_version=release)
 
 
 def test_every_dra_and_kubelet_dra_gate_has_its_1_37_stage_default_and_lock() -> None:
