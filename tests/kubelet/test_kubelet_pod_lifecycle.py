@@ -132,7 +132,8 @@ async def test_unhealthy_device_shows_in_allocated_resources_status(client, node
 
 
 async def test_device_health_stays_out_of_pod_status_with_the_gate_off(client, node_factory):
-    node = await node_factory(gates=FeatureGates({"ResourceHealthStatus": False}))
+    node = await node_factory(gates=FeatureGates({"ResourceHealthStatus": False,
+                                                  "ResourceHealthStatusMessage": False}))
     driver = GPUDriver("gpu.example.com", "node-1", node.cdi_dir, [{"count": 1}])
     plugin = await add_driver(node, driver)
     claim = await create_claim(client, "c1")
