@@ -16,6 +16,9 @@ from dataclasses import dataclass
 # The release draemu reports and emulates by default, and the releases it can emulate.
 CURRENT_VERSION = "1.37"
 EMULATABLE_VERSIONS = ("1.34", "1.35", "1.36", "1.37", "1.38")
+# The Kubernetes release whose sources the newest rows of each emulated release were read
+# from (and whose kube-apiserver tests/e2e/realk8s compares against).
+RELEASE_SOURCES = {"1.37": "v1.37.2", "1.38": "v1.38.0-beta.0"}
 
 ALPHA, BETA, GA, DEPRECATED, PREALPHA = "ALPHA", "BETA", "GA", "DEPRECATED", ""
 # A row of this stage says the gate is gone from that release on: the code behaves as
@@ -76,6 +79,11 @@ def spec_at(name: str, version: str = CURRENT_VERSION) -> Gate:
     return Gate(name, chosen.default, chosen.stage, chosen.locked or chosen.stage == REMOVED)
 
 
+def dependencies(name: str, version: str = CURRENT_VERSION) -> tuple[str, ...]:
+    """What `name` depends on at release `version` (gates removed there no longer count)."""
+    return tuple(d for d in _DEPENDENCIES.get(name, ()) if spec_at(d, version).stage != REMOVED)
+
+
 def known(version: str = CURRENT_VERSION) -> dict[str, Gate]:
     """Every gate of the table as `version` has it (removed ones too: callers that list
     gates as the release does filter on `Gate.listed`)."""
@@ -126,11 +134,10 @@ class FeatureGates:
         """Upstream's dependency check; a gate the release has removed neither depends on
         nor is depended on (its release dropped it from the table)."""
         errors = []
-        for name, deps in sorted(_DEPENDENCIES.items()):
+        for name in sorted(_DEPENDENCIES):
             if not spec_at(name, self.emulated_version).listed or not self.enabled(name):
                 continue
-            off = [d for d in deps if spec_at(d, self.emulated_version).stage != REMOVED
-                   and not self.enabled(d)]
+            off = [d for d in dependencies(name, self.emulated_version) if not self.enabled(d)]
             if off:
                 errors.append(f"{name} is enabled, but depends on features that are "
                               f"disabled: [{' '.join(off)}]")
