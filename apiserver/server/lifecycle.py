@@ -27,6 +27,7 @@ from aiohttp import web
 from draemu import aio, kubeconfig, pki
 from draemu.apiserver.admission.policystatus import PolicyStatus
 from draemu.apiserver.auth.authentication import load_token_file
+from draemu.apiserver.controlplane.apiservices import CRDAPIServices, ensure_local_apiservices
 from draemu.apiserver.controlplane.bootstraproles import ensure_bootstrap_policy
 from draemu.apiserver.controlplane.crdserving import CRDServing
 from draemu.apiserver.controlplane.serviceips import ServiceIPAddresses
@@ -92,6 +93,7 @@ class APIServer:
         self.crds: CRDServing | None = None
         self.policy_status: PolicyStatus | None = None
         self.service_ips: ServiceIPAddresses | None = None
+        self.crd_apiservices: CRDAPIServices | None = None
         # A unix socket for components in this process: plain HTTP with a per-identity
         # random token, so they skip TLS on both ends.
         self.loopback_path = ""
@@ -255,6 +257,9 @@ class APIServer:
                                     front_proxy_ca, opts.service_cidr)
         self.service_ips = ServiceIPAddresses(api.store)
         self.service_ips.start()
+        await ensure_local_apiservices(api.store)
+        self.crd_apiservices = CRDAPIServices(api.store)
+        self.crd_apiservices.start()
         if api.flowcontrol is not None:
             api.flowcontrol.start()
         self.write_kubeconfig(self.kubeconfig_path)
@@ -349,6 +354,9 @@ class APIServer:
         if self.service_ips is not None:
             await self.service_ips.stop()
             self.service_ips = None
+        if self.crd_apiservices is not None:
+            await self.crd_apiservices.stop()
+            self.crd_apiservices = None
         if self.api is not None:
             await self.api.store.admission.close()
         if self._cache is not None:

@@ -44,6 +44,7 @@ PACKAGES = {
     "certificates.k8s.io/v1": "io.k8s.api.certificates.v1",
     "networking.k8s.io/v1": "io.k8s.api.networking.v1",
     "storagemigration.k8s.io/v1": "io.k8s.api.storagemigration.v1",
+    "apiregistration.k8s.io/v1": "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1",
     "node.k8s.io/v1": "io.k8s.api.node.v1",
     "flowcontrol.apiserver.k8s.io/v1": "io.k8s.api.flowcontrol.v1",
     "resource.k8s.io/v1": "io.k8s.api.resource.v1",

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from draemu.api.errors import FieldError, Path, forbidden
 from draemu.api.types import Obj
+from draemu.apiserver.registry.core.common import container_cells
+from draemu.apiserver.registry.core.podspec_defaults import default_pod_template
 from draemu.apiserver.registry.core.podspec_validation import (
     Options,
     obsolete_claim_source_errors,
     validate_pod_spec,
 )
-from draemu.apiserver.registry.core.common import container_cells
-from draemu.apiserver.registry.core.podspec_defaults import default_pod_template
 from draemu.apiserver.registry.core.service import format_labels
 from draemu.apiserver.registry.generic import NAME, GenericStrategy, Printed, get_path
 from draemu.apiserver.registry.meta import validate_annotations, validate_labels
