@@ -175,6 +175,11 @@ class FeatureGates:
     def overrides(self) -> dict[str, bool]:
         return dict(self._overrides)
 
+    def emulates_at_least(self, release: str) -> bool:
+        """Whether the emulated release is `release` or a later one: rules (validation,
+        behaviour) a release added without a gate apply from it on."""
+        return _minor(self.emulated_version) >= _minor(release)
+
     def metric_rows(self) -> dict[tuple[str, str], bool]:
         """(name, stage label) -> enabled, for every gate the emulated release has: what
         its kube-apiserver's /metrics reports as kubernetes_feature_enabled."""

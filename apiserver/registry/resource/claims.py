@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from draemu.api.errors import Path, forbidden, invalid, not_supported, required, too_many
+from draemu.api.quantity import Quantity, QuantityError
 from draemu.apiserver.registry.core.nodeselector_validation import validate_node_selector
 from draemu.features import FeatureGates
 
 from . import fields as f
 from .deviceselectors import derived_expression, selector_list
 from .fields import Errors, lst, obj
+from .rules import CAPACITY_REQUESTS, ONE_SLASH_NAMES, applies
 from .taints import toleration
 
 REQUESTS_MAX = 32
@@ -18,6 +20,7 @@ FIRST_AVAILABLE_MAX = 8
 CONSTRAINTS_MAX = 32
 CONFIG_MAX = 32
 RESULTS_MAX = 32
+CAPACITY_AMOUNTS_MAX = 32  # capacity.requests, consumedCapacity (1.38)
 RESERVED_FOR_MAX = 256
 DEVICE_STATUS_CONDITIONS_MAX = 8
 OPAQUE_PARAMETERS_MAX = 10 * 1024
@@ -154,7 +157,32 @@ def _exact_request(req: dict[str, Any], path: Path, ctx: _ClaimContext, ref: str
                             path)
     errs += f.each(lst(req.get("tolerations")), path.child("tolerations"),
                    lambda t, p: toleration(obj(t), p))
+    if applies(ctx.gates, CAPACITY_REQUESTS) and isinstance(req.get("capacity"), dict):
+        errs += capacity_amounts(req["capacity"].get("requests"),
+                                 path.child("capacity", "requests"), ctx.gates)
     return errs
+
+
+def capacity_amounts(amounts: Any, path: Path, gates: FeatureGates) -> Errors:
+    """A request's `capacity.requests` and a result's `consumedCapacity` (1.38): capacity
+    names, at most 32 of them, no amount below zero."""
+    amounts = obj(amounts)
+    one_slash = applies(gates, ONE_SLASH_NAMES)
+    errs = f.bounded_map(amounts, -1, f.ATTRIBUTE_KEY_MAX, path,
+                         lambda k, p: f.qualified_name(k, p, one_slash), _not_negative)
+    if len(amounts) > CAPACITY_AMOUNTS_MAX:
+        errs.append(too_many(path, len(amounts), CAPACITY_AMOUNTS_MAX))
+    return errs
+
+
+def _not_negative(value: Any, path: Path) -> Errors:
+    try:
+        amount = Quantity.parse(value)
+    except (QuantityError, TypeError):
+        return []  # the schema refuses what is no quantity
+    if amount < Quantity(0):
+        return [invalid(path, str(amount), "must be greater than or equal to 0")]
+    return []
 
 
 def _derived_attribute(attr: dict[str, Any], path: Path, ctx: _ClaimContext,
@@ -164,7 +192,8 @@ def _derived_attribute(attr: dict[str, Any], path: Path, ctx: _ClaimContext,
     if not name:
         errs.append(required(path.child("name")))
     else:
-        errs += f.fully_qualified_name(name, path.child("name"))
+        errs += f.fully_qualified_name(name, path.child("name"),
+                                       applies(ctx.gates, ONE_SLASH_NAMES))
         if not ctx.constrains(name, ref):
             errs.append(invalid(path.child("name"), name, "must be referenced by at least one "
                                 "matchAttribute or distinctAttribute constraint targeting "
@@ -201,11 +230,13 @@ def _constraint(constraint: dict[str, Any], path: Path, names: RequestNames,
                 gates: FeatureGates) -> Errors:
     errs = f.bounded_set(lst(constraint.get("requests")), REQUESTS_MAX, path.child("requests"),
                          lambda r, p: request_ref(str(r), p, names), lambda r: r)
+    one_slash = applies(gates, ONE_SLASH_NAMES)
     if constraint.get("matchAttribute") is not None:
-        errs += f.fully_qualified_name(constraint["matchAttribute"], path.child("matchAttribute"))
+        errs += f.fully_qualified_name(constraint["matchAttribute"], path.child("matchAttribute"),
+                                       one_slash)
     elif constraint.get("distinctAttribute") is not None:
         errs += f.fully_qualified_name(constraint["distinctAttribute"],
-                                       path.child("distinctAttribute"))
+                                       path.child("distinctAttribute"), one_slash)
     elif gates.enabled("DRAConsumableCapacity"):
         errs.append(required(path, 'exactly one of "matchAttribute" or "distinctAttribute" is '
                              "required, but multiple fields are set"))
@@ -243,7 +274,8 @@ def _shared_device_id_text(key: tuple[str, str, str, str | None]) -> str:
     return f"{text}/{key[3]}" if key[3] else text
 
 
-def claim_status_update(new: dict[str, Any], old: dict[str, Any]) -> Errors:
+def claim_status_update(new: dict[str, Any], old: dict[str, Any],
+                        gates: FeatureGates) -> Errors:
     """The rules of a /status write; `new` and `old` are whole claims."""
     status, old_status = obj(new.get("status")), obj(old.get("status"))
     names = request_names(obj(obj(new.get("spec")).get("devices")))
@@ -274,7 +306,7 @@ def claim_status_update(new: dict[str, Any], old: dict[str, Any]) -> Errors:
         if allocation != old_allocation:
             errs.append(invalid(path.child("allocation"), allocation, "field is immutable"))
     elif isinstance(allocation, dict):
-        errs += _allocation(allocation, path.child("allocation"), names)
+        errs += _allocation(allocation, path.child("allocation"), names, gates)
     return errs
 
 
@@ -284,11 +316,12 @@ def _consumer_ref(ref: Any, path: Path) -> Errors:
             if not ref.get(name)]
 
 
-def _allocation(allocation: dict[str, Any], path: Path, names: RequestNames) -> Errors:
+def _allocation(allocation: dict[str, Any], path: Path, names: RequestNames,
+                gates: FeatureGates) -> Errors:
     devices = obj(allocation.get("devices"))
     dpath = path.child("devices")
     errs = f.bounded_list(lst(devices.get("results")), RESULTS_MAX, dpath.child("results"),
-                          lambda r, p: _result(obj(r), p, names))
+                          lambda r, p: _result(obj(r), p, names, gates))
     errs += f.bounded_list(lst(devices.get("config")), 2 * CONFIG_MAX, dpath.child("config"),
                            lambda c, p: _allocation_config(obj(c), p, names))
     if isinstance(allocation.get("nodeSelector"), dict):
@@ -296,7 +329,8 @@ def _allocation(allocation: dict[str, Any], path: Path, names: RequestNames) -> 
     return errs
 
 
-def _result(result: dict[str, Any], path: Path, names: RequestNames) -> Errors:
+def _result(result: dict[str, Any], path: Path, names: RequestNames,
+            gates: FeatureGates) -> Errors:
     errs = request_ref(result.get("request", ""), path.child("request"), names)
     errs += f.driver_name(result.get("driver", ""), path.child("driver"))
     errs += f.pool_name(result.get("pool", ""), path.child("pool"))
@@ -309,6 +343,9 @@ def _result(result: dict[str, Any], path: Path, names: RequestNames) -> Errors:
                    lambda t, p: toleration(obj(t), p))
     errs += skip_node_operations(lst(result.get("skipNodeOperations")),
                                  path.child("skipNodeOperations"))
+    if applies(gates, CAPACITY_REQUESTS) and result.get("consumedCapacity") is not None:
+        errs += capacity_amounts(result["consumedCapacity"], path.child("consumedCapacity"),
+                                 gates)
     return errs
 
 

@@ -100,11 +100,14 @@ def c_identifier(value: str, path: Path) -> Errors:
     return errs
 
 
-def qualified_name(value: str, path: Path) -> Errors:
-    """A device attribute or capacity name: `<id>` or `<domain>/<id>`."""
+def qualified_name(value: str, path: Path, one_slash: bool = False) -> Errors:
+    """A device attribute or capacity name: `<id>` or `<domain>/<id>`. Before 1.38 (without
+    `one_slash`) what follows a second slash went unchecked."""
     parts = value.split("/")
     if len(parts) == 1:
         return c_identifier(parts[0], path)
+    if one_slash and len(parts) > 2:
+        return [invalid(path, value, "must not contain more than one slash")]
     errs: Errors = []
     domain, ident = parts[0], parts[1]
     if not domain:
@@ -122,12 +125,12 @@ FULLY_QUALIFIED_HINT = (
     "a fully qualified name must be a domain and a name separated by a slash")
 
 
-def fully_qualified_name(value: str, path: Path) -> Errors:
+def fully_qualified_name(value: str, path: Path, one_slash: bool = False) -> Errors:
     """`matchAttribute`, `distinctAttribute`, `partitionTypeAttribute`: `<domain>/<id>`.
 
     Upstream's causes are kept; when the domain is missing, the detail also shows what
     a valid name looks like, built from the user's own value (issue 4)."""
-    errs = qualified_name(value, path)
+    errs = qualified_name(value, path, one_slash)
     if "/" not in value:
         errs.append(invalid(path, value, FULLY_QUALIFIED_HINT + _example_for(value)))
     return errs

@@ -9,6 +9,7 @@ from draemu.features import FeatureGates
 
 from . import fields as f
 from .fields import Errors, lst, obj
+from .rules import ONE_SLASH_NAMES, applies
 
 LIMIT_MIN, LIMIT_MAX = 1, 1000
 POOLS_MAX = 1000
@@ -33,7 +34,8 @@ def request_spec(spec: dict[str, Any], gates: FeatureGates) -> Errors:
         if not gates.enabled("DRAPartitionableDevicesType"):
             errs.append(forbidden(apath, "disabled by feature gate DRAPartitionableDevicesType"))
         else:
-            errs += f.fully_qualified_name(attribute, apath)
+            errs += f.fully_qualified_name(attribute, apath,
+                                           applies(gates, ONE_SLASH_NAMES))
     return errs
 
 

@@ -16,6 +16,14 @@ from draemu.features import FeatureGates
 from . import fields as f
 from .claims import binding_parameters, immutable, skip_node_operations
 from .fields import Errors, lst, obj
+from .rules import (
+    CAPACITY_KEY_NAME,
+    INT64_VERSIONS,
+    ONE_SLASH_NAMES,
+    ONE_TERM_DEVICE_NODE_SELECTOR,
+    UNCHANGED_DEVICES,
+    applies,
+)
 from .taints import taint
 
 MAX_DEVICES = 128
@@ -34,10 +42,19 @@ _NODE_SELECTION = ("exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
 _DEVICE_NODE_SELECTION = ("exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required "
                           "when `perDeviceNodeSelection` is set to true in the ResourceSlice spec")
 
-_NUM = r"(0|[1-9]\d*)"
-_PRE = r"(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)"
 _BUILD = r"[0-9a-zA-Z-]+"
-SEMVER = re.compile(rf"^{_NUM}\.{_NUM}\.{_NUM}(-{_PRE}(\.{_PRE})*)?(\+{_BUILD}(\.{_BUILD})*)?$")
+
+
+def _semver(number: str) -> re.Pattern[str]:
+    pre = rf"({number}|\d*[a-zA-Z-][0-9a-zA-Z-]*)"
+    return re.compile(rf"^{number}\.{number}\.{number}(-{pre}(\.{pre})*)?"
+                      rf"(\+{_BUILD}(\.{_BUILD})*)?$")
+
+
+SEMVER = _semver(r"(0|[1-9]\d*)")
+# 1.38: numbers (and digit-only pre-release identifiers) of at most 18 digits, so that
+# every one fits an int64 for CEL.
+SEMVER_INT64 = _semver(r"(0|[1-9]\d{0,17})")
 _LIST_FORMS = ("bools", "ints", "strings", "versions")
 _SCALAR_FORMS = ("bool", "int", "string", "version")
 _NODE_ALLOCATABLE = {"cpu", "memory", "ephemeral-storage"}
@@ -56,14 +73,7 @@ def slice_spec(spec: dict[str, Any], old: dict[str, Any] | None, gates: FeatureG
     errs += _node_selection(spec, path)
     if spec.get("sharedCounters") is not None and spec.get("devices") is not None:
         errs.append(invalid(path, "", "only one of `sharedCounters` or `devices` is allowed"))
-    devices = lst(spec.get("devices"))
-    max_devices = MAX_DEVICES_ADVANCED if any(_advanced(obj(d)) for d in devices) else MAX_DEVICES
-    old_devices = {obj(d).get("name"): obj(d) for d in lst((old or {}).get("devices"))}
-    per_device = spec.get("perDeviceNodeSelection") is True
-    errs += f.bounded_set(devices, max_devices, path.child("devices"),
-                          lambda d, p: _device(obj(d), old_devices.get(obj(d).get("name")), p,
-                                               per_device, gates),
-                          lambda d: obj(d).get("name", ""))
+    errs += _devices(spec, old, path.child("devices"), gates)
     errs += f.bounded_set(lst(spec.get("sharedCounters")), MAX_COUNTER_SETS,
                           path.child("sharedCounters"), _counter_set,
                           lambda c: obj(c).get("name", ""))
@@ -72,6 +82,27 @@ def slice_spec(spec: dict[str, Any], old: dict[str, Any] | None, gates: FeatureG
         errs += skip_node_operations(lst(spec.get("skipNodeOperations")),
                                      path.child("skipNodeOperations"))
     return errs
+
+
+def _devices(spec: dict[str, Any], old: dict[str, Any] | None, path: Path,
+             gates: FeatureGates) -> Errors:
+    devices = lst(spec.get("devices"))
+    per_device = spec.get("perDeviceNodeSelection") is True
+    if applies(gates, UNCHANGED_DEVICES):
+        # The list is atomic: any change validates every device; an unchanged one only its
+        # node selection, when perDeviceNodeSelection changed.
+        if old is not None and lst(old.get("devices")) == devices:
+            if old.get("perDeviceNodeSelection") == spec.get("perDeviceNodeSelection"):
+                return []
+            return [e for i, d in enumerate(devices)
+                    for e in _device_node_selection(obj(d), path.index(i), per_device, gates)]
+        old = None
+    max_devices = MAX_DEVICES_ADVANCED if any(_advanced(obj(d)) for d in devices) else MAX_DEVICES
+    old_devices = {obj(d).get("name"): obj(d) for d in lst((old or {}).get("devices"))}
+    return f.bounded_set(devices, max_devices, path,
+                         lambda d, p: _device(obj(d), old_devices.get(obj(d).get("name")), p,
+                                              per_device, gates),
+                         lambda d: obj(d).get("name", ""))
 
 
 def _advanced(device: dict[str, Any]) -> bool:
@@ -157,15 +188,20 @@ def _device(device: dict[str, Any], old: dict[str, Any] | None, path: Path, per_
     if values > MAX_ATTRIBUTE_VALUES:
         errs.append(invalid(path, values, "the total number of attribute values must not "
                             f"exceed {MAX_ATTRIBUTE_VALUES}"))
+    one_slash = applies(gates, ONE_SLASH_NAMES)
+
+    def name(key: str, p: Path) -> Errors:
+        return f.qualified_name(key, p, one_slash)
+
     errs += f.bounded_map(attributes, -1, f.ATTRIBUTE_KEY_MAX, path.child("attributes"),
-                          f.qualified_name, lambda a, p: _attribute(obj(a), p))
+                          name, lambda a, p: _attribute(obj(a), p, gates))
     multiple = device.get("allowMultipleAllocations") is True
     # Unchanged capacities and taints are not re-validated, so stored values that newer
     # rules reject keep working.
     if old is None or obj(old.get("capacity")) != capacity or (
             old.get("allowMultipleAllocations") is True) != multiple:
         errs += f.bounded_map(capacity, -1, f.ATTRIBUTE_KEY_MAX, path.child("capacity"),
-                              f.qualified_name,
+                              name,
                               lambda c, p: _capacity(obj(c), p, multiple, gates))
     taints = lst(device.get("taints"))
     if old is None or lst(old.get("taints")) != taints:
@@ -174,12 +210,12 @@ def _device(device: dict[str, Any], old: dict[str, Any] | None, path: Path, per_
     errs += f.bounded_set(lst(device.get("consumesCounters")), MAX_CONSUMES_COUNTERS,
                           path.child("consumesCounters"), _counter_consumption,
                           lambda c: obj(c).get("counterSet", ""))
-    errs += _device_node_selection(device, path, per_device)
+    errs += _device_node_selection(device, path, per_device, gates)
     errs += binding_parameters(lst(device.get("bindingConditions")),
                                lst(device.get("bindingFailureConditions")), path)
     errs += f.bounded_map(obj(device.get("nodeAllocatableResources")), -1, 253,
                           path.child("nodeAllocatableResources"), _node_allocatable_name,
-                          lambda r, p: _node_allocatable(obj(r), p, capacity))
+                          lambda r, p: _node_allocatable(obj(r), p, capacity, gates))
     return errs
 
 
@@ -196,7 +232,7 @@ def _value_count(attribute: dict[str, Any]) -> int:
     return count
 
 
-def _attribute(attribute: dict[str, Any], path: Path) -> Errors:
+def _attribute(attribute: dict[str, Any], path: Path, gates: FeatureGates) -> Errors:
     if len(attribute) == 1 and (attribute.get("int") is not None
                                 or attribute.get("bool") is not None):
         return []  # the common case, nothing to check
@@ -204,8 +240,9 @@ def _attribute(attribute: dict[str, Any], path: Path) -> Errors:
     set_forms = [form for form in _SCALAR_FORMS + _LIST_FORMS if attribute.get(form) is not None]
     if isinstance(attribute.get("string"), str):
         errs += _string_value(attribute["string"], path.child("string"))
+    int64 = applies(gates, INT64_VERSIONS)
     if isinstance(attribute.get("version"), str):
-        errs += _version_value(attribute["version"], path.child("version"))
+        errs += _version_value(attribute["version"], path.child("version"), int64)
     for form in _LIST_FORMS:
         if attribute.get(form) is None:
             continue
@@ -216,7 +253,7 @@ def _attribute(attribute: dict[str, Any], path: Path) -> Errors:
             if form == "strings":
                 errs += _string_value(str(item), path.child(form).index(i))
             elif form == "versions":
-                errs += _version_value(str(item), path.child(form).index(i))
+                errs += _version_value(str(item), path.child(form).index(i), int64)
     if not set_forms:
         errs.append(invalid(path, "", "exactly one value must be specified"))
     elif len(set_forms) > 1:
@@ -230,9 +267,12 @@ def _string_value(value: str, path: Path) -> Errors:
     return []
 
 
-def _version_value(value: str, path: Path) -> Errors:
+def _version_value(value: str, path: Path, int64: bool) -> Errors:
     errs: Errors = []
-    if not SEMVER.match(value):
+    if int64 and not SEMVER_INT64.match(value):
+        errs.append(invalid(path, value, "must be a string compatible with semver.org spec "
+                            "2.0.0, with at most 18 digits in numbers"))
+    elif not int64 and not SEMVER.match(value):
         errs.append(invalid(path, value, "must be a string compatible with semver.org spec 2.0.0"))
     return errs + _string_value(value, path)
 
@@ -366,7 +406,8 @@ def _counter_consumption(consumption: Any, path: Path) -> Errors:
                                 lambda g, p: f.dns_label(str(g), p), lambda g: g)
 
 
-def _device_node_selection(device: dict[str, Any], path: Path, per_device: bool) -> Errors:
+def _device_node_selection(device: dict[str, Any], path: Path, per_device: bool,
+                           gates: FeatureGates) -> Errors:
     has_any = any(device.get(name) is not None
                   for name in ("nodeName", "nodeSelector", "allNodes"))
     if not per_device:
@@ -386,6 +427,10 @@ def _device_node_selection(device: dict[str, Any], path: Path, per_device: bool)
     if isinstance(device.get("nodeSelector"), dict):
         chosen.append("`nodeSelector`")
         errs += validate_node_selector(device["nodeSelector"], path.child("nodeSelector"))
+        terms = lst(device["nodeSelector"].get("nodeSelectorTerms"))
+        if len(terms) != 1 and applies(gates, ONE_TERM_DEVICE_NODE_SELECTOR):
+            errs.append(invalid(path.child("nodeSelector", "nodeSelectorTerms"), terms,
+                                "must have exactly one node selector term"))
     if device.get("allNodes") is not None:
         if device["allNodes"] is True:
             chosen.append("`allNodes`")
@@ -413,8 +458,8 @@ def _positive(value: Any, path: Path) -> Errors:
     return []
 
 
-def _node_allocatable(resource: dict[str, Any], path: Path,
-                      capacity: dict[str, Any]) -> Errors:
+def _node_allocatable(resource: dict[str, Any], path: Path, capacity: dict[str, Any],
+                      gates: FeatureGates) -> Errors:
     mapping, overhead = resource.get("mapping"), resource.get("overhead")
     if not isinstance(mapping, dict) and not isinstance(overhead, dict):
         return [required(path, "at least one of `mapping` or `overhead` is required")]
@@ -423,7 +468,15 @@ def _node_allocatable(resource: dict[str, Any], path: Path,
         mpath = path.child("mapping")
         key = mapping.get("capacityKey")
         if key is not None:
-            if key not in capacity:
+            # 1.38: a key that is no name is reported as such, not as a missing capacity.
+            name_errs = f.qualified_name(key, mpath.child("capacityKey"), True) if applies(
+                gates, CAPACITY_KEY_NAME) else []
+            if key == "":
+                errs.append(invalid(mpath.child("capacityKey"), "",
+                                    "capacityKey must not be an empty string"))
+            elif name_errs:
+                errs += name_errs
+            elif key not in capacity:
                 errs.append(invalid(mpath.child("capacityKey"), key,
                                     "must be the name of a capacity of this device"))
             if mapping.get("capacityMultiplier") is None:
@@ -458,7 +511,7 @@ def _partition_type(spec: dict[str, Any], path: Path, gates: FeatureGates) -> Er
     ppath = path.child("partitionTypeAttribute")
     if not gates.enabled("DRAPartitionableDevicesType"):
         return [forbidden(ppath, "disabled by feature gate DRAPartitionableDevicesType")]
-    errs = f.fully_qualified_name(name, ppath)
+    errs = f.fully_qualified_name(name, ppath, applies(gates, ONE_SLASH_NAMES))
     consumers = [(i, obj(d)) for i, d in enumerate(lst(spec.get("devices")))
                  if lst(obj(d).get("consumesCounters"))]
     if not consumers:

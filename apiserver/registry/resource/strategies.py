@@ -174,7 +174,7 @@ class ResourceClaimStrategy(ResourceStrategy):
         errors = _admin_access_errors(new, paths, ctx)
         errors += statusauthz.status_errors(new, old, obj(new.get("metadata")).get(
             "namespace", ""), ctx)
-        return errors + claims.claim_status_update(new, old)
+        return errors + claims.claim_status_update(new, old, ctx.gates)
 
     def table_columns(self) -> list[Column]:
         name, age = super().table_columns()
