@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from draemu.features import FeatureGates
+from draemu.features import CURRENT_VERSION, FeatureGates
 
 # Upstream keeps three copies of the allocator and runs the first whose features cover
-# every enabled one (structured.NewAllocator): "stable" as long as nothing beyond these is
-# on, "incubating" up to its set, else "experimental". They differ in more than the
-# features (the stable one ignores capacity requests, has no distinctAttribute and
-# gathers counter slices from every node); `Features.tier` says which one decides.
+# every enabled one (structured.NewAllocator): "stable" as long as nothing beyond its set
+# is on, "incubating" up to its set, else "experimental". Up to 1.37 they differ in more
+# than the features: that stable copy ignores capacity requests, has no distinctAttribute
+# and gathers counter slices from every node (`Features.old_stable`); 1.38's stable copy is
+# 1.37's incubating one. `Features.tier` says which copy decides.
 _STABLE = frozenset({"admin_access", "prioritized_list", "partitionable_devices",
                      "device_taints"})
 _INCUBATING = _STABLE | {"binding_conditions", "consumable_capacity",
@@ -19,6 +20,22 @@ _INCUBATING = _STABLE | {"binding_conditions", "consumable_capacity",
 _TIERED = _INCUBATING | {"list_type_attributes", "optional_node_operations",
                          "derived_attributes", "compatibility_groups"}
 STABLE, INCUBATING, EXPERIMENTAL = "stable", "incubating", "experimental"
+# Per release (from which on): what the stable and the incubating copies cover
+# (k8s.io/dynamic-resource-allocation/structured/internal/*/allocator_*.go
+# SupportedFeatures), and whether the stable copy is the old one.
+_TIER_SETS: tuple[tuple[tuple[int, int], frozenset[str], frozenset[str], bool], ...] = (
+    ((1, 34), _STABLE, _INCUBATING, True),
+    ((1, 38), _INCUBATING, _TIERED, False),
+)
+
+
+def _tier_sets(release: str) -> tuple[frozenset[str], frozenset[str], bool]:
+    major, minor = (int(x) for x in release.split(".")[:2])
+    chosen = _TIER_SETS[0]
+    for row in _TIER_SETS:
+        if row[0] <= (major, minor):
+            chosen = row
+    return chosen[1], chosen[2], chosen[3]
 
 
 @dataclass(frozen=True)
@@ -40,6 +57,7 @@ class Features:
     extended_resource: bool = True  # DRAExtendedResource: DeviceClasses back resources
     workload_claims: bool = False  # DRAWorkloadResourceClaims: claims of a PodGroup
     filter_timeout: bool = True  # DRASchedulerFilterTimeout: Filter's time limit
+    release: str = CURRENT_VERSION  # the emulated Kubernetes release: which allocator copies
 
     @classmethod
     def from_gates(cls, gates: FeatureGates | None) -> Features:
@@ -61,12 +79,20 @@ class Features:
             extended_resource=g.enabled("DRAExtendedResource"),
             workload_claims=g.enabled("DRAWorkloadResourceClaims"),
             filter_timeout=g.enabled("DRASchedulerFilterTimeout"),
+            release=g.emulated_version,
         )
 
     @property
     def tier(self) -> str:
-        """Which of upstream's allocators these features select (see _STABLE)."""
+        """Which of upstream's allocators these features select (see _TIER_SETS)."""
+        stable, incubating, _ = _tier_sets(self.release)
         enabled = {name for name in _TIERED if getattr(self, name)}
-        if enabled <= _STABLE:
+        if enabled <= stable:
             return STABLE
-        return INCUBATING if enabled <= _INCUBATING else EXPERIMENTAL
+        return INCUBATING if enabled <= incubating else EXPERIMENTAL
+
+    @property
+    def old_stable(self) -> bool:
+        """Whether the allocator that decides is the stable copy of 1.37 and before (no
+        distinctAttribute, capacity requests ignored, counter slices from every node)."""
+        return self.tier == STABLE and _tier_sets(self.release)[2]

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from draemu.api.nodeselector import selector_matches
-from draemu.scheduler.dra.features import STABLE
 from draemu.scheduler.dra.inventory import Inventory
 from draemu.scheduler.dra.model import Device, DeviceID, Exact, Slice
 
@@ -120,7 +119,7 @@ def _relevant(s: Slice, node_name: str, labels: dict[str, str], partitionable: b
 
 def _gather(inv: Inventory, node_name: str, labels: dict[str, str]) -> NodePools:
     partitionable = inv.features.partitionable_devices
-    stable = inv.features.tier == STABLE
+    stable = inv.features.old_stable
     newest: dict[tuple[str, str], list[Slice]] = {}
     candidates = inv.slices_for_node(node_name)
     if stable and partitionable:

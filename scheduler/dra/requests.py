@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from draemu.scheduler.dra.constraints import Constraint, DistinctAttribute, MatchAttribute
-from draemu.scheduler.dra.features import STABLE, Features
+from draemu.scheduler.dra.features import Features
 from draemu.scheduler.dra.model import Exact, quantity, quantity_format
 
 MAX_RESULTS = 32  # AllocationResultsMaxSize
@@ -191,7 +191,7 @@ def prepare_claim(index: int, claim: dict[str, Any], classes: dict[str, dict[str
         if raw.get("matchAttribute"):
             constraints.append((MatchAttribute, i, raw["matchAttribute"], requests,
                                 features.list_type_attributes))
-        elif raw.get("distinctAttribute") and features.tier != STABLE:
+        elif raw.get("distinctAttribute") and not features.old_stable:
             constraints.append((DistinctAttribute, i, raw["distinctAttribute"], requests,
                                 features.list_type_attributes))
         else:
@@ -208,7 +208,7 @@ def _gate_error(c: str, request: dict[str, Any], features: Features) -> str | No
         return f"claim {c}, request {name}: has subrequests, but the DRAPrioritizedList " \
                "feature is disabled"
     # (Upstream's stable allocator ignores capacity requests instead.)
-    if not features.consumable_capacity and features.tier != STABLE:
+    if not features.consumable_capacity and not features.old_stable:
         if (request.get("exactly") or {}).get("capacity") is not None:
             return f"claim {c}, request {name}: has capacity requests, but the " \
                    "DRAConsumableCapacity feature is disabled"

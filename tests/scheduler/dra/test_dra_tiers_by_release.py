@@ -1,0 +1,70 @@
+"""Which of upstream's allocator copies decides, by emulated release: up to 1.37 the stable
+copy (every beta DRA gate off) ignores capacity requests and has no distinctAttribute;
+1.38's stable copy covers binding conditions and consumable capacity and behaves as 1.37's
+incubating one (k8s.io/dynamic-resource-allocation v0.38.0-beta.0)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from draemu.features import FeatureGates
+from draemu.scheduler.dra import Allocator, Inventory
+from draemu.scheduler.dra.features import EXPERIMENTAL, INCUBATING, STABLE, Features
+
+pytestmark = pytest.mark.unit
+
+DRIVER = "gpu.example.com"
+NODE = {"metadata": {"name": "node-1"}}
+
+
+def inventory(release: str, **gates: bool) -> Inventory:
+    inv = Inventory(FeatureGates(gates, emulated_version=release))
+    inv.set_class({"metadata": {"name": "gpu"}, "spec": {"selectors": [
+        {"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}})
+    inv.set_slice({"metadata": {"name": "s1"}, "spec": {
+        "driver": DRIVER, "nodeName": "node-1",
+        "pool": {"name": "node-1", "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": "gpu-0", "attributes": {"model": {"string": "a"}}},
+                    {"name": "gpu-1", "attributes": {"model": {"string": "b"}}}]}})
+    return inv
+
+
+def claim(**devices: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "c", "namespace": "ns"}, "spec": {"devices": {
+        "requests": [{"name": "r", "exactly": {"deviceClassName": "gpu", "count": 2}}],
+        **devices}}}
+
+
+def test_the_tier_sets_move_in_1_38() -> None:
+    assert Features.from_gates(FeatureGates(emulated_version="1.37")).tier == INCUBATING
+    assert Features.from_gates(FeatureGates(emulated_version="1.38")).tier == STABLE
+    assert Features.from_gates(FeatureGates({"DRAListTypeAttributes": True},
+                                            emulated_version="1.38")).tier == INCUBATING
+    # 1.37's experimental features make 1.38 pick incubating: it covers them all.
+    assert Features.from_gates(FeatureGates({"DRADerivedAttributes": True},
+                                            emulated_version="1.37")).tier == EXPERIMENTAL
+    assert Features.from_gates(FeatureGates({"DRADerivedAttributes": True},
+                                            emulated_version="1.38")).tier == INCUBATING
+
+
+def test_distinct_attribute_is_known_to_1_38s_stable_allocator() -> None:
+    distinct = claim(constraints=[{"distinctAttribute": f"{DRIVER}/model"}])
+    old = {"DRAConsumableCapacity": False, "DRADeviceBindingConditions": False}
+    outcome = Allocator(inventory("1.37", **old)).allocate(NODE, [distinct])
+    assert outcome.error and "empty constraint" in outcome.error
+    outcome = Allocator(inventory("1.38")).allocate(NODE, [distinct])
+    assert outcome.results is not None, outcome.error
+
+
+def test_capacity_requests_with_the_gate_off_fail_in_1_38s_stable_allocator() -> None:
+    wanted = claim()
+    wanted["spec"]["devices"]["requests"][0]["exactly"].update(
+        count=1, capacity={"requests": {"memory": "1Gi"}})
+    old = {"DRAConsumableCapacity": False, "DRADeviceBindingConditions": False}
+    assert Allocator(inventory("1.37", **old)).allocate(NODE, [wanted]).results is not None
+    outcome = Allocator(inventory("1.38", DRAConsumableCapacity=False,
+                                  DRAFractionalCapacityRange=False)).allocate(NODE, [wanted])
+    assert outcome.error and "has capacity requests, but the DRAConsumableCapacity feature " \
+        "is disabled" in outcome.error
