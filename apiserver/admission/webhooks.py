@@ -217,44 +217,7 @@ class Webhooks:
             raise CallError(f"received invalid webhook response: {e}") from None
 
     def _url(self, config: Obj) -> tuple[str, str | None]:
-        """The address to dial and the TLS server name to check."""
-        if config.get("url"):
-            return str(config["url"]), None
-        service = config.get("service") or {}
-        name, namespace = service.get("name", ""), service.get("namespace", "")
-        port = int(service.get("port") or 443)
-        path = service.get("path") or ""
-        host = f"{name}.{namespace}.svc"
-        address = self._endpoint(name, namespace, port)
-        display = f"https://{host}:{port}{path}"
-        if address is None:
-            raise CallError(f'failed to call webhook: Post "{display}?timeout=10s": no '
-                            f'endpoints available for service "{name}"')
-        ip, target_port = address
-        shown = f"[{ip}]" if ":" in ip else ip
-        return f"https://{shown}:{target_port}{path}", host
-
-    def _endpoint(self, name: str, namespace: str, port: int) -> tuple[str, int] | None:
-        """A ready address of the Service's Endpoints for `port` (its target port)."""
-        endpoints = self.table.by_group_resource("", "endpoints")
-        services = self.table.by_group_resource("", "services")
-        if endpoints is None or services is None:
-            return None
-        service = self.cache.get(services.key(namespace, name))
-        found = self.cache.get(endpoints.key(namespace, name))
-        if service is None or found is None:
-            return None
-        port_name = ""
-        for p in (service.get("spec") or {}).get("ports") or []:
-            if p.get("port") == port:
-                port_name = p.get("name") or ""
-        for subset in found.get("subsets") or []:
-            for p in subset.get("ports") or []:
-                if (p.get("name") or "") == port_name:
-                    for address in subset.get("addresses") or []:
-                        if address.get("ip"):
-                            return str(address["ip"]), int(p.get("port") or port)
-        return None
+        return client_config_url(self.table, self.cache, config)
 
     def _ssl(self, ca_bundle: str) -> ssl.SSLContext:
         ctx = self._contexts.get(ca_bundle)
@@ -268,6 +231,50 @@ class Webhooks:
                     ctx = ssl.create_default_context()
             self._contexts[ca_bundle] = ctx
         return ctx
+
+
+def client_config_url(table: ResourceTable, cache: Any, config: Obj) -> tuple[str, str | None]:
+    """Where a webhook's `clientConfig` is dialled and the TLS server name to check: its
+    `url`, or an address of its Service's Endpoints (CallError when there is none)."""
+    if config.get("url"):
+        return str(config["url"]), None
+    service = config.get("service") or {}
+    name, namespace = service.get("name", ""), service.get("namespace", "")
+    port = int(service.get("port") or 443)
+    path = service.get("path") or ""
+    host = f"{name}.{namespace}.svc"
+    address = service_endpoint(table, cache, name, namespace, port)
+    display = f"https://{host}:{port}{path}"
+    if address is None:
+        raise CallError(f'failed to call webhook: Post "{display}?timeout=10s": no '
+                        f'endpoints available for service "{name}"')
+    ip, target_port = address
+    shown = f"[{ip}]" if ":" in ip else ip
+    return f"https://{shown}:{target_port}{path}", host
+
+
+def service_endpoint(table: ResourceTable, cache: Any, name: str, namespace: str, port: int
+                     ) -> tuple[str, int] | None:
+    """A ready address of the Service's Endpoints for `port` (its target port)."""
+    endpoints = table.by_group_resource("", "endpoints")
+    services = table.by_group_resource("", "services")
+    if endpoints is None or services is None:
+        return None
+    service = cache.get(services.key(namespace, name))
+    found = cache.get(endpoints.key(namespace, name))
+    if service is None or found is None:
+        return None
+    port_name = ""
+    for p in (service.get("spec") or {}).get("ports") or []:
+        if p.get("port") == port:
+            port_name = p.get("name") or ""
+    for subset in found.get("subsets") or []:
+        for p in subset.get("ports") or []:
+            if (p.get("name") or "") == port_name:
+                for address in subset.get("addresses") or []:
+                    if address.get("ip"):
+                        return str(address["ip"]), int(p.get("port") or port)
+    return None
 
 
 def _describe(e: BaseException) -> str:

@@ -13,10 +13,12 @@ latest object and idempotent.
 from __future__ import annotations
 
 import asyncio
+import functools
 
 from draemu.api.errors import StatusError
 from draemu.api.meta import format_time, now, set_condition
 from draemu.api.types import Obj
+from draemu.apiserver.controlplane.crdconversion import ConversionWebhooks
 from draemu.apiserver.registry.apiextensions.customresource import CustomResourceStrategy
 from draemu.apiserver.registry.apiextensions.customresourcedefinition import CLEANUP_FINALIZER
 from draemu.apiserver.registry.resources import Resource, ResourceTable
@@ -37,9 +39,11 @@ class CRDServing(CacheListener):
     failure = "reconciling a CustomResourceDefinition failed"
     retry_after = CLEANUP_POLL
 
-    def __init__(self, table: ResourceTable, storage: Storage) -> None:
+    def __init__(self, table: ResourceTable, storage: Storage,
+                 conversions: ConversionWebhooks | None = None) -> None:
         self.table = table
         self.storage = storage
+        self.conversions = conversions
         crds = table.by_group_resource(GROUP, RESOURCE)
         assert crds is not None, "the CustomResourceDefinition kind is not served"
         self.crds: Resource = crds
@@ -102,6 +106,9 @@ class CRDServing(CacheListener):
         if self._conflict(crd):
             self._unserve(name)
             return
+        if self.conversions is not None:
+            strategy.converter = functools.partial(self.conversions.convert,
+                                                   strategy.conversion, strategy.kind)
         before = self._served.get(name)
         if before is not None and before != (strategy.group, strategy.resource):
             self.table.remove(*before)

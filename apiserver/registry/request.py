@@ -57,7 +57,8 @@ class RequestContext:
         Events) and not defaulted when read (custom resources whose schema has defaults)."""
         return self.version == self.strategy.storage_version and \
             self.strategy.storage_group is None and \
-            not self.strategy.defaults_on_read(self.version)
+            not self.strategy.defaults_on_read(self.version) and \
+            not self.strategy.converts_on_read()
 
     def out(self, obj: Obj) -> Obj:
         """A stored object in the request's version."""

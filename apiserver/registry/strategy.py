@@ -198,6 +198,11 @@ class Strategy:
         written: upstream defaults them when it decodes them from storage)."""
         return False
 
+    def converts_on_read(self) -> bool:
+        """Whether stored objects may be of another version than the storage version
+        and be converted on every read (a custom resource with a conversion webhook)."""
+        return False
+
     def api_version(self, version: str) -> str:
         return f"{self.group}/{version}" if self.group else version
 

@@ -29,6 +29,7 @@ from draemu.apiserver.admission.policystatus import PolicyStatus
 from draemu.apiserver.auth.authentication import load_token_file
 from draemu.apiserver.controlplane.apiservices import CRDAPIServices, ensure_local_apiservices
 from draemu.apiserver.controlplane.bootstraproles import ensure_bootstrap_policy
+from draemu.apiserver.controlplane.crdconversion import ConversionWebhooks
 from draemu.apiserver.controlplane.crdserving import CRDServing
 from draemu.apiserver.controlplane.serviceips import ServiceIPAddresses
 from draemu.apiserver.controlplane.systemobjects import (
@@ -247,7 +248,8 @@ class APIServer:
         reservations(api.store.state).cidr = ipaddress.ip_network(opts.service_cidr)
         await ensure_system_namespaces(api.store)
         await ensure_bootstrap_policy(api.store)
-        self.crds = CRDServing(table, storage)
+        self.crds = CRDServing(table, storage,
+                               ConversionWebhooks(table, storage.cache, opts.dialer))
         self.crds.start()
         self.policy_status = PolicyStatus(table, storage)
         self.policy_status.start()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from draemu.features import GA, REMOVED, RELEASE_SOURCES, dependencies, known
+from draemu.features import GA, RELEASE_SOURCES, REMOVED, dependencies, known
 
 pytestmark = pytest.mark.unit
 

@@ -7,6 +7,7 @@ additional printer columns."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from draemu.api.errors import FieldError, StatusError, bad_request
@@ -24,6 +25,9 @@ from draemu.apiserver.registry.strategy import (
 from draemu.openapi import schemas
 from draemu.openapi.schemas.fields import first_type_error
 from draemu.openapi.schemas.node import SchemaNode
+
+# Objects (of one apiVersion) and the apiVersion wanted -> the converted objects.
+Converter = Callable[[list[Obj], str], list[Obj]]
 
 DEFAULT_COLUMNS = [{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp",
                     "description": CREATION_TIMESTAMP_DESCRIPTION}]
@@ -106,6 +110,10 @@ class CustomResourceStrategy(Strategy):
         # (written before the default was added to the CRD).
         self._defaulted = frozenset(name for name, schema in self._schemas.items()
                                     if structural.has_defaults(schema))
+        # `spec.conversion`; with the Webhook strategy, versions are converted by
+        # `converter` (set by whoever serves the CRD: it calls the webhook).
+        self.conversion: Obj = spec.get("conversion") or {}
+        self.converter: Converter | None = None
 
     # Schemas ---------------------------------------------------------------------------
     def openapi_schema(self, version: str) -> Obj:
@@ -153,22 +161,36 @@ class CustomResourceStrategy(Strategy):
     def default(self, obj: Obj, version: str) -> None:
         structural.default(obj, self._schemas.get(version) or {})
 
+    @property
+    def webhook_conversion(self) -> bool:
+        return self.conversion.get("strategy") == "Webhook" and self.converter is not None
+
+    def _convert(self, obj: Obj, api_version: str) -> Obj:
+        """`obj` in `api_version`: by the conversion webhook when the CRD has one and
+        the versions differ, else relabelled (the None strategy)."""
+        if obj.get("apiVersion") != api_version and self.webhook_conversion:
+            assert self.converter is not None
+            return self.converter([obj], api_version)[0]
+        out = dict(obj)
+        out["apiVersion"] = api_version
+        return out
+
     def to_storage(self, obj: Obj, version: str) -> Obj:
         if version != self.storage_version:
-            obj = dict(obj)
-            obj["apiVersion"] = self.api_version(self.storage_version)
+            return self._convert(obj, self.api_version(self.storage_version))
         return obj
 
     def defaults_on_read(self, version: str) -> bool:
         return version in self._defaulted
 
+    def converts_on_read(self) -> bool:
+        return self.webhook_conversion
+
     def from_storage(self, obj: Obj, version: str) -> Obj:
+        out = self._convert(obj, self.api_version(version))
         if version in self._defaulted:
-            out = copy.deepcopy(obj)
+            out = copy.deepcopy(out)
             structural.default(out, self._schemas[version], prune_nulls=False)
-        else:
-            out = dict(obj)
-        out["apiVersion"] = self.api_version(version)
         return out
 
     # Validation ------------------------------------------------------------------------------
