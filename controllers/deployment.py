@@ -106,6 +106,7 @@ class DeploymentController(Controller):
             new = await self._create_rs(d, revision + 1, olds)
         elif int((meta(new).get("annotations") or {}).get(REVISION, "0") or 0) < revision:
             new = await self._annotate(new, revision + 1)  # rolled back to an older template
+        await self._sync_revision(d, new)
         wanted = int(spec.get("replicas", 1))
         if not spec.get("paused"):
             strategy = (spec.get("strategy") or {}).get("type", "RollingUpdate")
@@ -174,6 +175,19 @@ class DeploymentController(Controller):
         await self.recorder.event(d, "Normal", "ScalingReplicaSet",
                                   f"Scaled up replica set {name_of(created)} from 0 to {initial}")
         return created
+
+    async def _sync_revision(self, d: Obj, new: Obj) -> None:
+        """The Deployment carries its new ReplicaSet's revision annotation, as upstream's
+        SetDeploymentRevision keeps it (clients wait for it after a rollout)."""
+        revision = (meta(new).get("annotations") or {}).get(REVISION)
+        if not revision or (meta(d).get("annotations") or {}).get(REVISION) == revision:
+            return
+        try:
+            await self.client.patch("apps/v1", "deployments", name_of(d), {
+                "metadata": {"annotations": {REVISION: revision}}}, namespace=namespace_of(d))
+        except ApiError as e:
+            if e.code != 404:
+                raise
 
     async def _annotate(self, rs: Obj, revision: int) -> Obj:
         return await self.client.patch("apps/v1", "replicasets", name_of(rs), {

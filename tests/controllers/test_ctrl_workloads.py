@@ -96,6 +96,9 @@ async def test_deployment_creates_a_replicaset_named_by_template_hash():
     assert rs["spec"]["selector"]["matchLabels"] == {"app": "web", "pod-template-hash": h}
     assert rs["spec"]["replicas"] == 2
     assert rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1"
+    # The Deployment carries its new ReplicaSet's revision too.
+    assert ("web", {"metadata": {"annotations": {"deployment.kubernetes.io/revision": "1"}}}
+            ) in client.of("patch", "deployments")
 
 
 def _job(**spec):
