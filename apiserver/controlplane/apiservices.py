@@ -7,9 +7,14 @@ priority 1000, version priority 100: the crdRegistrationController's)."""
 
 from __future__ import annotations
 
+import asyncio
+
 from draemu.api.errors import StatusError
+from draemu.api.meta import time_now
 from draemu.api.types import Obj
 from draemu.apiserver.controlplane.systemobjects import Bootstrap
+from draemu.apiserver.endpoints import aggregation
+from draemu.apiserver.endpoints.aggregation import Aggregator
 from draemu.apiserver.genericregistry.store import Store
 from draemu.apiserver.registry.apiextensions.customresource import CustomResourceStrategy
 from draemu.apiserver.storage.cachelistener import CacheListener
@@ -166,3 +171,155 @@ class CRDAPIServices(CacheListener):
 
 def _managed(obj: Obj) -> str:
     return str(((obj.get("metadata") or {}).get("labels") or {}).get(AUTOMANAGED, ""))
+
+
+class APIServiceAvailability(CacheListener):
+    """kube-aggregator's AvailableConditionController: the `Available` condition of
+    every service-backed APIService, from its Service, the Service's EndpointSlices and a
+    discovery request to the server (`Passed`, `all checks passed`); checked again when
+    they change, every RECHECK seconds while Available and every RETRY seconds while not.
+    The server's resource list is kept for aggregated discovery."""
+
+    name = "apiservice-availability"
+    failure = "checking an APIService's availability failed; retrying"
+    settle = 0.05
+    retry_after = RETRY = 2.0
+    RECHECK = 30.0
+
+    def __init__(self, store: Store, aggregator: Aggregator) -> None:
+        self.store = store
+        self.boot = Bootstrap(store)
+        self.aggregator = aggregator
+        table = store.table
+        self.apiservices = table.by_group_resource(GROUP, RESOURCE)
+        self.services = table.by_group_resource("", "services")
+        self.slices = table.by_group_resource("discovery.k8s.io", "endpointslices")
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        found = [r for r in (self.apiservices, self.services, self.slices) if r is not None]
+        super().__init__(store.cache, [r.prefix for r in found] if len(found) == 3 else [])
+
+    def start(self) -> None:
+        if self.prefixes:
+            super().start()
+
+    async def stop(self) -> None:
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        await super().stop()
+
+    def _remote(self) -> list[Obj]:
+        assert self.apiservices is not None
+        return [obj for _key, obj in self.cache.list(self.apiservices.prefix)
+                if isinstance((obj.get("spec") or {}).get("service"), dict)]
+
+    def changed(self, change: Change) -> None:
+        assert self.apiservices is not None
+        if change.key.startswith(self.apiservices.prefix):
+            self.enqueue(change.key[len(self.apiservices.prefix):])
+            return
+        obj = change.obj or {}
+        meta = obj.get("metadata") or {}
+        name = (meta.get("labels") or {}).get("kubernetes.io/service-name") \
+            if change.key.startswith(self.slices.prefix if self.slices else "") \
+            else meta.get("name")
+        for svc in self._remote():
+            ref = svc["spec"]["service"]
+            if ref.get("namespace") == meta.get("namespace") and ref.get("name") == name:
+                self.enqueue(svc["metadata"]["name"])
+
+    def resynced(self) -> None:
+        for svc in self._remote():
+            self.enqueue(svc["metadata"]["name"])
+
+    def _later(self, name: str, delay: float) -> None:
+        old = self._timers.pop(name, None)
+        if old is not None:
+            old.cancel()
+        self._timers[name] = asyncio.get_running_loop().call_later(delay, self.enqueue, name)
+
+    async def reconcile(self, key: str) -> None:
+        assert self.apiservices is not None
+        obj = self.cache.get(self.apiservices.key("", key))
+        if obj is None or not isinstance((obj.get("spec") or {}).get("service"), dict):
+            timer = self._timers.pop(key, None)
+            if timer is not None:
+                timer.cancel()
+            self._forget(key)
+            return
+        status, reason, message = await self._check(obj)
+        condition = {"type": "Available", "status": status, "reason": reason,
+                     "message": message}
+        try:
+            await self.boot.correct(GROUP, RESOURCE, "", key,
+                                    lambda o: _set_available(o, condition), subresource="status")
+        except StatusError as e:
+            if e.reason not in ("NotFound", "Conflict"):
+                raise
+        self._later(key, self.RECHECK if status == "True" else self.RETRY)
+
+    def _forget(self, name: str) -> None:
+        version, _, group = name.partition(".")
+        self.aggregator.documents.pop((group, version), None)
+
+    async def _check(self, obj: Obj) -> tuple[str, str, str]:
+        spec = obj["spec"]
+        ref = spec["service"]
+        name, namespace, port = ref.get("name", ""), ref.get("namespace", ""), \
+            ref.get("port", 443)
+        key = (spec.get("group", ""), spec.get("version", ""))
+        service = self.store.objects.lookup("services", "", namespace, name)
+        if service is None:
+            return "False", "ServiceNotFound", f'service/{name} in "{namespace}" is not present'
+        if (service.get("spec") or {}).get("type", "ClusterIP") == "ClusterIP":
+            problem = self._endpoint_problem(service, name, namespace, port)
+            if problem is not None:
+                return problem
+        try:
+            doc = await aggregation.discover(self.store, self.aggregator.client, obj)
+        except aggregation.BackendUnreachable as e:
+            self.aggregator.documents.pop(key, None)
+            return "False", "FailedDiscoveryCheck", str(e)
+        if isinstance(doc, dict):
+            self.aggregator.documents[key] = doc
+        return "True", "Passed", "all checks passed"
+
+    def _endpoint_problem(self, service: Obj, name: str, namespace: str, port: int
+                          ) -> tuple[str, str, str] | None:
+        port_name = next((p.get("name") or "" for p in (service.get("spec") or {}).get("ports")
+                          or [] if p.get("port") == port), None)
+        if port_name is None:
+            return "False", "ServicePortError", (f'service/{name} in "{namespace}" is not '
+                                                 f"listening on port {port}")
+        slices = [s for s in self.store.objects.lookup_namespace(
+            "endpointslices", "discovery.k8s.io", namespace)
+            if (s["metadata"].get("labels") or {}).get("kubernetes.io/service-name") == name]
+        if not slices:
+            return "False", "EndpointsNotFound", (f"cannot find endpointslices for "
+                                                  f'service/{name} in "{namespace}"')
+        for s in slices:
+            if any((p.get("name") or "") == port_name for p in s.get("ports") or []) and any(
+                    (e.get("conditions") or {}).get("ready") is not False and e.get("addresses")
+                    for e in s.get("endpoints") or []):
+                return None
+        return "False", "MissingEndpoints", (f'endpointslices for service/{name} in '
+                                             f'"{namespace}" have no addresses with port name '
+                                             f'"{port_name}"')
+
+
+def _set_available(obj: Obj, condition: Obj) -> None:
+    """SetAPIServiceCondition: the Available condition replaced, its transition time kept
+    while its status stays."""
+    conditions = obj.setdefault("status", {}).setdefault("conditions", [])
+    old = next((c for c in conditions if c.get("type") == "Available"), None)
+    if old is not None and all(old.get(k) == condition[k] for k in ("status", "reason",
+                                                                     "message")):
+        return
+    new = dict(condition)
+    new["lastTransitionTime"] = old["lastTransitionTime"] if old is not None and \
+        old.get("status") == condition["status"] and old.get("lastTransitionTime") \
+        else time_now()
+    if old is None:
+        conditions.append(new)
+    else:
+        conditions[conditions.index(old)] = new

@@ -7,6 +7,8 @@ gets the legacy JSON, which old kubectl handles.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from draemu.api.types import Obj
 from draemu.apiserver.registry.resources import Resource, ResourceTable
 
@@ -63,13 +65,28 @@ def _group_doc(name: str, versions: list[str]) -> Obj:
     return {"name": name, "versions": gvs, "preferredVersion": gvs[0]}
 
 
-def api_group_list(table: ResourceTable) -> Obj:
-    groups = [_group_doc(g, vs) for g, vs in table.groups().items() if g]
+# Extension apiservers' group-versions: (group, version, its APIResourceList or None
+# while it is not Available), by priority.
+Remote = Sequence[tuple[str, str, "Obj | None"]]
+
+
+def _all_groups(table: ResourceTable, remote: Remote) -> dict[str, list[str]]:
+    groups = table.groups()
+    for group, version, _doc in remote:
+        versions = groups.setdefault(group, [])
+        if version not in versions:
+            versions.append(version)
+    return groups
+
+
+def api_group_list(table: ResourceTable, remote: Remote = ()) -> Obj:
+    groups = [_group_doc(g, vs) for g, vs in _all_groups(table, remote).items() if g]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
-def api_group(table: ResourceTable, group: str) -> Obj | None:
-    versions = table.groups().get(group)
+def api_group(table: ResourceTable, group: str, remote: Remote = ()
+              ) -> Obj | None:
+    versions = _all_groups(table, remote).get(group)
     if not group or not versions:
         return None
     return {"kind": "APIGroup", "apiVersion": "v1", **_group_doc(group, versions)}
@@ -119,7 +136,48 @@ def _aggregated_resource(r: Resource, version: str) -> Obj:
     return out
 
 
-def aggregated(table: ResourceTable, core: bool) -> Obj:
+def _from_resource_list(doc: Obj, group: str, version: str) -> list[Obj]:
+    """An extension apiserver's APIResourceList as aggregated discovery's resources
+    (upstream's convertAPIResourceToDiscovery)."""
+    out: dict[str, Obj] = {}
+    entries = [e for e in doc.get("resources") or [] if isinstance(e, dict)]
+    for e in entries:
+        name = str(e.get("name") or "")
+        if not name or "/" in name:
+            continue
+        entry: Obj = {"resource": name, "responseKind": {
+            "group": e.get("group") or group, "version": e.get("version") or version,
+            "kind": e.get("kind") or ""},
+            "scope": "Namespaced" if e.get("namespaced") else "Cluster",
+            "singularResource": e.get("singularName") or "", "verbs": e.get("verbs") or []}
+        for key in ("shortNames", "categories"):
+            if e.get(key):
+                entry[key] = list(e[key])
+        out[name] = entry
+    for e in entries:
+        parent, _, sub = str(e.get("name") or "").partition("/")
+        if sub and parent in out:
+            out[parent].setdefault("subresources", []).append({
+                "subresource": sub, "verbs": e.get("verbs") or [], "responseKind": {
+                    "group": e.get("group") or group, "version": e.get("version") or version,
+                    "kind": e.get("kind") or ""}})
+    return [out[name] for name in sorted(out)]
+
+
+def _remote_items(remote: Remote) -> list[Obj]:
+    items: dict[str, Obj] = {}
+    for group, version, doc in remote:
+        item = items.setdefault(group, {"metadata": {"name": group}, "versions": []})
+        if doc is None:
+            item["versions"].append({"version": version, "resources": [], "freshness": "Stale"})
+        else:
+            item["versions"].append({"version": version, "freshness": "Current",
+                                     "resources": _from_resource_list(doc, group, version)})
+    return list(items.values())
+
+
+def aggregated(table: ResourceTable, core: bool, remote: Remote = ()
+               ) -> Obj:
     """The APIGroupDiscoveryList of /api (core=True) or /apis."""
     items = []
     for group, versions in table.groups().items():
@@ -132,5 +190,8 @@ def aggregated(table: ResourceTable, core: bool) -> Obj:
                                                      for r in resources],
                          "freshness": "Current"})
         items.append({"metadata": {"name": group}, "versions": docs})
+    if not core:
+        local = {item["metadata"]["name"] for item in items}
+        items += [i for i in _remote_items(remote) if i["metadata"]["name"] not in local]
     return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
             "metadata": {}, "items": items}

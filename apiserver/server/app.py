@@ -16,6 +16,7 @@ from aiohttp import web
 import draemu
 from draemu.api.errors import StatusError, not_found_error
 from draemu.api.jsonfast import loads
+from draemu.api.types import Obj
 from draemu.apiserver.auth.authorization import (
     PUBLIC_PATHS,
     Attributes,
@@ -24,6 +25,7 @@ from draemu.apiserver.auth.authorization import (
 )
 from draemu.apiserver.auth.impersonation import Impersonator, wanted_user
 from draemu.apiserver.endpoints import (
+    aggregation,
     deletion,
     discovery,
     openapi_serving,
@@ -284,11 +286,32 @@ class Handlers:
         path = request.path
         user: UserInfo = request[USER_KEY]
         info: RequestInfo = request[INFO_KEY]
+        apiservice = self._extension_apiservice(path)
+        if apiservice is not None:
+            return await self._aggregated(request, info, user, apiservice)
         if not info.resource_request:
             self._authorize(Attributes(user, info.verb, path=path.rstrip("/") or "/"), info,
                             request)
             return await self._non_resource(request, path)
         return await self._resource(request, info, user)
+
+    def _extension_apiservice(self, path: str) -> Obj | None:
+        """The APIService of an extension apiserver that serves `path`'s group-version
+        (none for the group-versions this apiserver serves itself)."""
+        parts = [p for p in path.split("/") if p]
+        if len(parts) < 3 or parts[0] != "apis":
+            return None
+        if self.ctx.table.in_group_version(parts[1], parts[2]):
+            return None
+        return aggregation.remote_apiservice(self.ctx.store, parts[1], parts[2])
+
+    async def _aggregated(self, request: web.Request, info: RequestInfo, user: UserInfo,
+                          apiservice: Obj) -> web.StreamResponse:
+        """Authorized here, then relayed to the extension apiserver (which authorizes
+        again, through a SubjectAccessReview, as kube-aggregator's backends do)."""
+        self._authorize(self._request_attributes(request, user), info, request)
+        return await aggregation.proxy(request, apiservice, user, self.ctx.store,
+                                       self.ctx.aggregator.client)
 
     def _authorize(self, attrs: Attributes, info: RequestInfo,
                    request: web.Request | None = None) -> None:
@@ -312,6 +335,7 @@ class Handlers:
             return await openapi_serving.respond(request, trimmed, self.ctx.table)
         accept = negotiate(request.headers.get("Accept"))
         parts = [p for p in trimmed.split("/") if p]
+        remote = self.ctx.aggregator.remote(self.ctx.store) if parts[:1] == ["apis"] else []
         doc: Any = None
         content_type = ""
         if parts == ["api"]:
@@ -322,14 +346,14 @@ class Handlers:
                 doc = discovery.api_versions(self.ctx.server_address)
         elif parts == ["apis"]:
             if accept.discovery_v2:
-                doc, content_type = discovery.aggregated(self.ctx.table, False), \
+                doc, content_type = discovery.aggregated(self.ctx.table, False, remote), \
                     discovery.V2_CONTENT_TYPE
             else:
-                doc = discovery.api_group_list(self.ctx.table)
+                doc = discovery.api_group_list(self.ctx.table, remote)
         elif len(parts) == 2 and parts[0] == "api":
             doc = discovery.api_resource_list(self.ctx.table, "", parts[1])
         elif len(parts) == 2 and parts[0] == "apis":
-            doc = discovery.api_group(self.ctx.table, parts[1])
+            doc = discovery.api_group(self.ctx.table, parts[1], remote)
         elif len(parts) == 3 and parts[0] == "apis":
             doc = discovery.api_resource_list(self.ctx.table, parts[1], parts[2])
         if doc is None:

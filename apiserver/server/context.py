@@ -20,6 +20,7 @@ from draemu.apiserver.controlplane.systemobjects import (
     Bootstrap,
     ensure_flowcontrol_configuration,
 )
+from draemu.apiserver.endpoints.aggregation import Aggregator, AggregatorClient
 from draemu.apiserver.endpoints.kubeletclient import KubeletClient
 from draemu.apiserver.endpoints.proxy import BackendClient
 from draemu.apiserver.endpoints.subresources import LogProviders
@@ -88,6 +89,8 @@ class APIContext:
     audit: AuditLog | None
     # API Priority and Fairness, or None for the max-in-flight limits.
     flowcontrol: FlowControl | None
+    # Extension apiservers behind APIServices (the aggregation layer).
+    aggregator: Aggregator
 
 
 def create_context(app: AppOptions) -> APIContext:
@@ -122,4 +125,6 @@ def create_context(app: AppOptions) -> APIContext:
         max_mutating=opts.max_mutating_requests_inflight,
         request_timeout=opts.request_timeout, ready=asyncio.Event(),
         audit=AuditLog(opts.audit_log) if opts.audit_log is not None else None,
-        flowcontrol=flowcontrol)
+        flowcontrol=flowcontrol,
+        aggregator=Aggregator(AggregatorClient(
+            opts.dialer, app.pki.directory if app.pki is not None else None)))

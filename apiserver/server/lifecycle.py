@@ -27,7 +27,11 @@ from aiohttp import web
 from draemu import aio, kubeconfig, pki
 from draemu.apiserver.admission.policystatus import PolicyStatus
 from draemu.apiserver.auth.authentication import load_token_file
-from draemu.apiserver.controlplane.apiservices import CRDAPIServices, ensure_local_apiservices
+from draemu.apiserver.controlplane.apiservices import (
+    APIServiceAvailability,
+    CRDAPIServices,
+    ensure_local_apiservices,
+)
 from draemu.apiserver.controlplane.bootstraproles import ensure_bootstrap_policy
 from draemu.apiserver.controlplane.crdconversion import ConversionWebhooks
 from draemu.apiserver.controlplane.crdserving import CRDServing
@@ -95,6 +99,7 @@ class APIServer:
         self.policy_status: PolicyStatus | None = None
         self.service_ips: ServiceIPAddresses | None = None
         self.crd_apiservices: CRDAPIServices | None = None
+        self.availability: APIServiceAvailability | None = None
         # A unix socket for components in this process: plain HTTP with a per-identity
         # random token, so they skip TLS on both ends.
         self.loopback_path = ""
@@ -262,6 +267,8 @@ class APIServer:
         await ensure_local_apiservices(api.store)
         self.crd_apiservices = CRDAPIServices(api.store)
         self.crd_apiservices.start()
+        self.availability = APIServiceAvailability(api.store, api.aggregator)
+        self.availability.start()
         if api.flowcontrol is not None:
             api.flowcontrol.start()
         self.write_kubeconfig(self.kubeconfig_path)
@@ -359,6 +366,9 @@ class APIServer:
         if self.crd_apiservices is not None:
             await self.crd_apiservices.stop()
             self.crd_apiservices = None
+        if self.availability is not None:
+            await self.availability.stop()
+            self.availability = None
         if self.api is not None:
             await self.api.store.admission.close()
         if self._cache is not None:
@@ -369,6 +379,7 @@ class APIServer:
         if self.api is not None:
             await self.api.kubelet_client.close()
             await self.api.backend_client.close()
+            await self.api.aggregator.client.close()
             if self.api.audit is not None:
                 self.api.audit.close()
         if self.store is not None and self._owns_store:
