@@ -1,7 +1,9 @@
-"""Generate the scheduling.k8s.io Workload and PodGroup schemas (v1beta1, v1alpha3) from
-the OpenAPI v3 documents of kubernetes v1.37.2
+"""Generate the scheduling.k8s.io Workload, PodGroup and CompositePodGroup schemas (v1beta1,
+v1alpha3) from the OpenAPI v3 documents of kubernetes v1.38.0-beta.0 (CompositePodGroup;
+the files keep Workload's and PodGroup's from v1.37.2, whose types 1.38 did not change but
+whose upstream descriptions it reworded)
 (`api/openapi-spec/v3/apis__scheduling.k8s.io__<version>_openapi.json`, e.g. from the Go
-module cache): the definitions reachable from Workload, PodGroup and their lists, with our
+module cache): the definitions reachable from these kinds and their lists, with our
 own descriptions (`generate_resource.describe`), into
 `openapi/schemas/scheduling.k8s.io__<version>-workloads.json`. `generate.py` owns
 `scheduling.k8s.io__v1alpha3.json` (the v1alpha3 types batch/v1 refers to); definitions it
@@ -23,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import generate  # the sibling generator: description helpers
 from generate_resource import describe
 
-KINDS = ("Workload", "WorkloadList", "PodGroup", "PodGroupList")
+KINDS = ("Workload", "WorkloadList", "PodGroup", "PodGroupList", "CompositePodGroup",
+         "CompositePodGroupList")
 VERSIONS = ("v1beta1", "v1alpha3")
 
 
