@@ -178,13 +178,16 @@ class DeploymentController(Controller):
 
     async def _sync_revision(self, d: Obj, new: Obj) -> None:
         """The Deployment carries its new ReplicaSet's revision annotation, as upstream's
-        SetDeploymentRevision keeps it (clients wait for it after a rollout)."""
+        SetDeploymentRevision keeps it (clients wait for it after a rollout); written by
+        an update, as upstream's controller (its role may update Deployments, not patch
+        them)."""
         revision = (meta(new).get("annotations") or {}).get(REVISION)
         if not revision or (meta(d).get("annotations") or {}).get(REVISION) == revision:
             return
+        fresh = copy.deepcopy(d)
+        fresh["metadata"].setdefault("annotations", {})[REVISION] = revision
         try:
-            await self.client.patch("apps/v1", "deployments", name_of(d), {
-                "metadata": {"annotations": {REVISION: revision}}}, namespace=namespace_of(d))
+            await self.client.update("apps/v1", "deployments", fresh)
         except ApiError as e:
             if e.code != 404:
                 raise
