@@ -12,6 +12,10 @@ both must serve the same discovery and list the same feature gates.
   or not, stage label, value) at the release's defaults.
 - /version: the same emulated release.
 
+Each release runs twice: with its default gates, and with the gates of the DRA and
+workload APIs that are off by default turned on (GATES), so that their kinds are compared
+too.
+
 kube-apiserver at another release than the default one: `DRAEMU_REALK8S_BIN=
 ~/.cache/draemu/realk8s/bin-1.38 tests/e2e/realk8s/build.sh --version v1.38.0-beta.0
 kube-apiserver` (draemu.cmd.testing.kubeapiserver.binary_for finds it); without it the
@@ -45,13 +49,26 @@ _STAGE = re.compile(r"v\d+(alpha|beta)\d+$")
 Discovery = dict[str, dict[str, dict[str, tuple[Any, ...]]]]  # group -> version -> resource
 
 
+# The off-by-default gates that add kinds or versions to resource.k8s.io and
+# scheduling.k8s.io.
+GATES = {"defaults": "",
+         "apis-on": "GenericWorkload=true,TopologyAwareWorkloadScheduling=true,"
+                    "DRAWorkloadResourceClaims=true,DRAResourcePoolStatus=true,"
+                    "CompositePodGroup=true"}
+
+
 @pytest.fixture(params=sorted(RELEASE_SOURCES))
 def release(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.fixture(params=sorted(GATES))
+def gates(request: pytest.FixtureRequest) -> str:
+    return GATES[str(request.param)]
+
+
 @pytest.fixture
-def real(release: str, tmp_path: Path) -> Iterator[KubeApiserver]:
+def real(release: str, gates: str, tmp_path: Path) -> Iterator[KubeApiserver]:
     tag = RELEASE_SOURCES[release]
     binary = binary_for(tag)
     if binary is None:
@@ -63,8 +80,10 @@ def real(release: str, tmp_path: Path) -> Iterator[KubeApiserver]:
     except EtcdUnavailable as error:
         pytest.skip(str(error))
     try:
-        with kube_apiserver(binary, tmp_path / "real", etcd.endpoints,
-                            ["--runtime-config", "api/all=true"]) as server:
+        flags = ["--runtime-config", "api/all=true"]
+        if gates:
+            flags += ["--feature-gates", gates]
+        with kube_apiserver(binary, tmp_path / "real", etcd.endpoints, flags) as server:
             yield server
     finally:
         etcd.stop()
@@ -140,13 +159,15 @@ def _resource_differences(ours: Discovery, theirs: Discovery) -> dict[str, Any]:
     return out
 
 
-async def test_draemu_serves_what_the_release_serves(release: str, real: KubeApiserver,
+async def test_draemu_serves_what_the_release_serves(release: str, gates: str,
+                                                     real: KubeApiserver,
                                                      tmp_path: Path) -> None:
     async with Client.from_kubeconfig(str(real.admin)) as client:
         await real.ready(client)
     theirs, real_gates, real_version = await _observe(real.admin)
+    flags = ["--feature-gates", gates] if gates else []
     with draemu_up(tmp_path / "draemu", "--emulated-version", release, "--preset", "empty",
-                   "--no-scheduler", "--no-controllers", "--no-ui") as up:
+                   "--no-scheduler", "--no-controllers", "--no-ui", *flags) as up:
         ours, our_gates, our_version = await _observe(up.kubeconfig)
     assert our_version == real_version
     assert _resource_differences(ours, theirs) == {}
