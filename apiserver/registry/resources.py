@@ -7,6 +7,7 @@ discovery, routing, storage keys and the watch cache all read it.
 from __future__ import annotations
 
 import copy
+import os
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -70,10 +71,13 @@ class ResourceTable:
     so that discovery and OpenAPI caches know when to rebuild."""
 
     def __init__(self, strategies: list[Strategy], gates: FeatureGates,
-                 legacy_versions: bool = False) -> None:
+                 legacy_versions: bool = False, serve_removed: bool | None = None) -> None:
         """`legacy_versions`: also serve the versions strategies list as legacy (draemu's
         own, for old manifests). The gates' emulated release decides which versions are
-        served at all."""
+        served at all; `serve_removed` (default: $KUBE_APISERVER_SERVE_REMOVED_APIS_FOR_
+        ONE_RELEASE, as kube-apiserver reads it) keeps those the release removes."""
+        if serve_removed is None:
+            serve_removed = serve_removed_from_env()
         self.resources: list[Resource] = []
         self._by_gvr: dict[tuple[str, str, str], Resource] = {}
         self._by_gr: dict[tuple[str, str], Resource] = {}
@@ -81,7 +85,8 @@ class ResourceTable:
         for strategy in strategies:
             if strategy.feature_gate and not gates.enabled(strategy.feature_gate):
                 continue
-            served = served_versions(strategy, gates.emulated_version, legacy_versions)
+            served = served_versions(strategy, gates.emulated_version, legacy_versions,
+                                     serve_removed)
             if not served:
                 continue
             if served != tuple(strategy.versions):
@@ -140,9 +145,27 @@ def _release(text: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
-def served_versions(strategy: Strategy, release: str, legacy: bool) -> tuple[str, ...]:
+SERVE_REMOVED_ENV = "KUBE_APISERVER_SERVE_REMOVED_APIS_FOR_ONE_RELEASE"
+_TRUE = ("1", "t", "T", "TRUE", "true", "True")
+_FALSE = ("0", "f", "F", "FALSE", "false", "False")
+
+
+def serve_removed_from_env() -> bool:
+    """$KUBE_APISERVER_SERVE_REMOVED_APIS_FOR_ONE_RELEASE as kube-apiserver parses it
+    (Go's strconv.ParseBool); anything else is an error at start."""
+    text = os.environ.get(SERVE_REMOVED_ENV)
+    if text is None or text in _FALSE:
+        return False
+    if text in _TRUE:
+        return True
+    raise ValueError(f'strconv.ParseBool: parsing "{text}": invalid syntax')
+
+
+def served_versions(strategy: Strategy, release: str, legacy: bool,
+                    serve_removed: bool = False) -> tuple[str, ...]:
     """The versions of a kind that Kubernetes `release` ("1.37") serves, plus draemu's
-    legacy ones when asked."""
+    legacy ones when asked; with `serve_removed`, also those `release` removes (served
+    one more release, as kube-apiserver does when told to)."""
     out = []
     for version in strategy.versions:
         if version in strategy.legacy_versions:
@@ -150,6 +173,8 @@ def served_versions(strategy: Strategy, release: str, legacy: bool) -> tuple[str
                 out.append(version)
             continue
         since, until = strategy.version_releases.get(version, ("0.0", None))
+        if until is not None and serve_removed and _release(until) == _release(release):
+            until = None
         if _release(since) <= _release(release) and (until is None or
                                                     _release(release) < _release(until)):
             out.append(version)

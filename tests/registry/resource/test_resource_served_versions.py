@@ -44,6 +44,17 @@ def test_1_38_no_longer_serves_v1beta1() -> None:
     assert served("1.38")["v1"] == ORIGINAL | {"devicetaintrules"}
 
 
+def test_1_38_serves_v1beta1_one_more_release_when_told(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUBE_APISERVER_SERVE_REMOVED_APIS_FOR_ONE_RELEASE", "true")
+    assert served("1.38")["v1beta1"] == ORIGINAL
+    monkeypatch.setenv("KUBE_APISERVER_SERVE_REMOVED_APIS_FOR_ONE_RELEASE", "yes")
+    with pytest.raises(ValueError, match='parsing "yes": invalid syntax'):
+        served("1.38")
+    monkeypatch.setenv("KUBE_APISERVER_SERVE_REMOVED_APIS_FOR_ONE_RELEASE", "false")
+    assert "v1beta1" not in served("1.38")
+
+
 def test_1_36_serves_taint_rules_in_beta_and_alpha_only() -> None:
     versions = served("1.36")
     assert "devicetaintrules" not in versions["v1"]
