@@ -26,6 +26,7 @@ from draemu.cel import (
 from draemu.scheduler.dra.capacity import CapacityError, consumption
 from draemu.scheduler.dra.constraints import Reason
 from draemu.scheduler.dra.explain import Explanation, explain
+from draemu.scheduler.dra.features import ALL_POOL_ERRORS_NODE_LOCAL
 from draemu.scheduler.dra.inventory import MALFORMED, Inventory, claim_key
 from draemu.scheduler.dra.model import Device, DeviceID, Exact, device_id_str
 from draemu.scheduler.dra.pools import (
@@ -356,13 +357,15 @@ class _Search:
     def _all_devices(self, claim: str, spec: Spec, pools: list[Pool]) -> list[Device]:
         out: list[Device] = []
         for pool in pools:
+            node_local = self.features.since(ALL_POOL_ERRORS_NODE_LOCAL)
             if pool.incomplete:
                 raise AllocError(f"claim {claim}, request {spec.label}: asks for all "
                                  f"devices, but resource pool {pool.id} is currently being "
-                                 "updated")
+                                 "updated", node_local=node_local)
             if pool.invalid:
                 raise AllocError(f"claim {claim}, request {spec.label}: asks for all "
-                                 f"devices, but resource pool {pool.id} is currently invalid")
+                                 f"devices, but resource pool {pool.id} is currently invalid",
+                                 node_local=node_local)
             for d in pool.devices:
                 if self.selectable(spec, d) is not None:
                     continue

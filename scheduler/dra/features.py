@@ -29,11 +29,21 @@ _TIER_SETS: tuple[tuple[tuple[int, int], frozenset[str], frozenset[str], bool], 
 )
 
 
-def _tier_sets(release: str) -> tuple[frozenset[str], frozenset[str], bool]:
+# Allocator behaviour a release changed without a gate, by the release that changed it:
+# an `allocationMode: All` request meeting an incomplete or invalid pool rules out this
+# node only (structured.ErrFailedAllocationOnNode), no longer the pod's scheduling attempt.
+ALL_POOL_ERRORS_NODE_LOCAL = (1, 38)
+
+
+def _minor(release: str) -> tuple[int, int]:
     major, minor = (int(x) for x in release.split(".")[:2])
+    return major, minor
+
+
+def _tier_sets(release: str) -> tuple[frozenset[str], frozenset[str], bool]:
     chosen = _TIER_SETS[0]
     for row in _TIER_SETS:
-        if row[0] <= (major, minor):
+        if row[0] <= _minor(release):
             chosen = row
     return chosen[1], chosen[2], chosen[3]
 
@@ -90,6 +100,10 @@ class Features:
         if enabled <= stable:
             return STABLE
         return INCUBATING if enabled <= incubating else EXPERIMENTAL
+
+    def since(self, release: tuple[int, int]) -> bool:
+        """Whether the emulated release is `release` or later."""
+        return _minor(self.release) >= release
 
     @property
     def old_stable(self) -> bool:

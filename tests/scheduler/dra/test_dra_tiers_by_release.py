@@ -68,3 +68,21 @@ def test_capacity_requests_with_the_gate_off_fail_in_1_38s_stable_allocator() ->
                                   DRAFractionalCapacityRange=False)).allocate(NODE, [wanted])
     assert outcome.error and "has capacity requests, but the DRAConsumableCapacity feature " \
         "is disabled" in outcome.error
+
+
+def test_all_devices_of_an_incomplete_pool_rule_out_only_this_node_from_1_38() -> None:
+    def outcome(release: str) -> Any:
+        inv = inventory(release)
+        inv.set_slice({"metadata": {"name": "half"}, "spec": {
+            "driver": DRIVER, "nodeName": "node-1",
+            "pool": {"name": "shared", "generation": 1, "resourceSliceCount": 2},
+            "devices": [{"name": "gpu-9"}]}})
+        everything = claim()
+        everything["spec"]["devices"]["requests"][0]["exactly"] = {
+            "deviceClassName": "gpu", "allocationMode": "All"}
+        return Allocator(inv).allocate(NODE, [everything])
+
+    old, new = outcome("1.37"), outcome("1.38")
+    for result in (old, new):
+        assert result.error and "is currently being updated" in result.error
+    assert (old.unsatisfiable, new.unsatisfiable) == (False, True)
