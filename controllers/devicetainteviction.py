@@ -167,20 +167,51 @@ class DeviceTaintEvictionController(Controller):
         if delay > 0:
             self.queue.add("rules:")
             return delay
-        try:
-            await self.client.delete("v1", "pods", name_of(pod), namespace_of(pod),
-                                     preconditions={"uid": meta(pod).get("uid", "")})
-        except ApiError as e:
-            if e.code not in (404, 409):
-                raise
+        if not await self._mark_and_delete(pod, key):
             return None
         for rule in rules:
             self.evicted.setdefault(rule, set()).add(meta(pod).get("uid", ""))
         self.log.info("evicted pod for NoExecute device taint", pod=key)
-        await self.recorder.event(pod, "Normal", "DeviceTaintManagerEviction",
-                                  f"Marking for deletion Pod {key}")
         self.queue.add("rules:")
         return None
+
+    async def _mark_and_delete(self, pod: Obj, key: str) -> bool:
+        """As upstream's device taint manager evicts: the pod as it is now (the same
+        UID, not being deleted yet), the event, the DisruptionTarget condition
+        (DeletionByDeviceTaintManager) in its status, then the deletion with a UID
+        precondition. False when there was nothing to evict."""
+        uid = meta(pod).get("uid", "")
+        try:
+            current = await self.client.get("v1", "pods", name_of(pod), namespace_of(pod))
+        except ApiError as e:
+            if e.code != 404:
+                raise
+            return False
+        if meta(current).get("uid") != uid or meta(current).get("deletionTimestamp"):
+            return False
+        await self.recorder.event(current, "Normal", "DeviceTaintManagerEviction",
+                                  f"Marking for deletion Pod {key}")
+        conditions = copy.deepcopy((current.get("status") or {}).get("conditions") or [])
+        if set_condition(conditions, "DisruptionTarget", "True", "DeletionByDeviceTaintManager",
+                         "Device Taint manager: deleting due to NoExecute taint"):
+            changed = [c for c in conditions if c.get("type") == "DisruptionTarget"]
+            try:  # conditions merge by type: the kubelet's stay as they are
+                await self.client.patch("v1", "pods", name_of(pod),
+                                        {"status": {"conditions": changed}},
+                                        patch_type="strategic", namespace=namespace_of(pod),
+                                        subresource="status")
+            except ApiError as e:
+                if e.code not in (404, 409):
+                    raise
+                return False
+        try:
+            await self.client.delete("v1", "pods", name_of(pod), namespace_of(pod),
+                                     preconditions={"uid": uid})
+        except ApiError as e:
+            if e.code not in (404, 409):
+                raise
+            return False
+        return True
 
     async def _update_rule_status(self) -> None:
         pending: dict[str, int] = {}

@@ -85,9 +85,37 @@ async def test_pod_using_a_device_tainted_by_a_rule_is_evicted():
     inf.informer("", "devicetaintrules").put({"metadata": {"name": "broken"}, "spec": {
         "deviceSelector": {"driver": "gpu.example.com", "device": "gpu-0"},
         "taint": {"key": "example.com/broken", "effect": "NoExecute"}}})
+    client.live[("pods", "ns/p")] = _claim_pod()
     await ctrl.reconcile("ns/p")
+    # As upstream's manager: the DisruptionTarget condition first, then the deletion.
+    [(name, patch)] = client.of("patch/status", "pods")
+    [cond] = patch["status"]["conditions"]
+    assert (name, cond["type"], cond["status"], cond["reason"], cond["message"]) == (
+        "p", "DisruptionTarget", "True", "DeletionByDeviceTaintManager",
+        "Device Taint manager: deleting due to NoExecute taint")
+    assert [c[0] for c in client.calls if c[1] == "pods"] == ["get", "patch/status", "delete"]
     assert [c[:2] for c in client.of("delete", "pods")] == [("ns", "p")]
     assert ctrl.evicted == {"broken": {"u"}}
+
+
+async def test_a_pod_replaced_or_already_deleted_is_not_evicted_again():
+    ctx, client, inf = context()
+    ctrl = DeviceTaintEvictionController(ctx)
+    inf.informer("", "pods").put(_claim_pod())
+    inf.informer("", "resourceclaims").put(_allocated_claim())
+    inf.informer("", "devicetaintrules").put({"metadata": {"name": "broken"}, "spec": {
+        "deviceSelector": {"driver": "gpu.example.com"},
+        "taint": {"key": "example.com/broken", "effect": "NoExecute"}}})
+    replaced = _claim_pod()
+    replaced["metadata"]["uid"] = "other"
+    client.live[("pods", "ns/p")] = replaced
+    await ctrl.reconcile("ns/p")
+    deleting = _claim_pod()
+    deleting["metadata"]["deletionTimestamp"] = format_time(now())
+    client.live[("pods", "ns/p")] = deleting
+    await ctrl.reconcile("ns/p")
+    assert client.of("patch/status") == [] and client.of("delete") == []
+    assert ctrl.evicted == {}
 
 
 async def test_tolerated_device_taint_keeps_the_pod():
@@ -131,6 +159,7 @@ async def test_device_tainted_in_its_slice_evicts_until_the_taint_is_gone():
     assert ctrl.eviction(_claim_pod()) == (None, [])
     slices.put(_slice([{"key": "example.com/broken", "effect": "NoExecute"}]))
     assert ctrl.eviction(_claim_pod()) == (0.0, [])
+    client.live[("pods", "ns/p")] = _claim_pod()
     await ctrl.reconcile("ns/p")
     assert [c[:2] for c in client.of("delete", "pods")] == [("ns", "p")]
     slices.put(_slice())  # the driver took the taint back
