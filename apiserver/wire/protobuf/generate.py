@@ -36,6 +36,7 @@ ROOTS: dict[str, tuple[str, ...]] = {
     "policy/v1": ("Eviction", "PodDisruptionBudget"),
     "rbac/v1": ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"),
     "scheduling/v1": ("PriorityClass",),
+    "scheduling/v1beta1": ("Workload", "PodGroup"),
     "storage/v1": ("StorageClass", "CSINode", "CSIDriver", "CSIStorageCapacity",
                    "VolumeAttachment", "VolumeAttributesClass"),
     "certificates/v1": ("CertificateSigningRequest", "ClusterTrustBundle",

@@ -35,6 +35,7 @@ import (
 	resourcev1beta1 "k8s.io/api/resource/v1beta1"
 	resourcev1beta2 "k8s.io/api/resource/v1beta2"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	storagev1 "k8s.io/api/storage/v1"
 	storagemigrationv1 "k8s.io/api/storagemigration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -479,6 +480,22 @@ func moreObjects() map[string]runtime.Object {
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cr"}},
 		"priorityclass": &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 0, GlobalDefault: false,
 			Description: "d", PreemptionPolicy: ptr(corev1.PreemptNever)},
+		"workload": &schedulingv1beta1.Workload{ObjectMeta: meta("w"), Spec: schedulingv1beta1.WorkloadSpec{
+			ControllerRef: &schedulingv1beta1.TypedLocalObjectReference{APIGroup: "batch", Kind: "Job", Name: "j"},
+			PodGroupTemplates: []schedulingv1beta1.PodGroupTemplate{{Name: "workers",
+				SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 0}},
+				ResourceClaims: []schedulingv1beta1.PodGroupResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr("t")},
+					{Name: "shared", ResourceClaimName: ptr("c")}},
+				DisruptionMode: &schedulingv1beta1.DisruptionMode{All: &schedulingv1beta1.AllDisruptionMode{}},
+				Priority:       ptr[int32](0), PreemptionPolicy: ptr(schedulingv1beta1.PreemptNever)},
+				{Name: "basic", SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Basic: &schedulingv1beta1.BasicSchedulingPolicy{}}}}}},
+		"podgroup": &schedulingv1beta1.PodGroup{ObjectMeta: meta("pg"), Spec: schedulingv1beta1.PodGroupSpec{
+			WorkloadRef:       &schedulingv1beta1.WorkloadReference{WorkloadName: "w", TemplateName: "workers"},
+			SchedulingPolicy:  schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 2}},
+			ResourceClaims:    []schedulingv1beta1.PodGroupResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr("t")}},
+			PriorityClassName: "high"},
+			Status: schedulingv1beta1.PodGroupStatus{Conditions: []metav1.Condition{{Type: "PodGroupInitiallyScheduled",
+				Status: metav1.ConditionFalse, Reason: "Unschedulable", Message: "m", LastTransitionTime: created}}}},
 		"storageclass": &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"}, Provisioner: "example.com/csi",
 			Parameters: map[string]string{"type": "ssd"}, ReclaimPolicy: ptr(corev1.PersistentVolumeReclaimDelete),
 			AllowVolumeExpansion: ptr(false), VolumeBindingMode: ptr(storagev1.VolumeBindingWaitForFirstConsumer),
@@ -643,7 +660,7 @@ func main() {
 		coordv1.AddToScheme, eventsv1.AddToScheme, authzv1.AddToScheme, authnv1.AddToScheme, policyv1.AddToScheme,
 		autoscalingv1.AddToScheme, resourcev1.AddToScheme, resourcev1beta1.AddToScheme, resourcev1beta2.AddToScheme,
 		resourcev1alpha3.AddToScheme, autoscalingv2.AddToScheme, certsv1.AddToScheme, discoveryv1.AddToScheme,
-		rbacv1.AddToScheme, schedulingv1.AddToScheme, storagev1.AddToScheme, admissionv1.AddToScheme,
+		rbacv1.AddToScheme, schedulingv1.AddToScheme, schedulingv1beta1.AddToScheme, storagev1.AddToScheme, admissionv1.AddToScheme,
 		networkingv1.AddToScheme, storagemigrationv1.AddToScheme, nodev1.AddToScheme,
 		flowcontrolv1.AddToScheme, apiextensionsv1.AddToScheme, apiregistrationv1.AddToScheme} {
 		if err := add(scheme); err != nil {
