@@ -26,7 +26,10 @@ from draemu.cel import (
 from draemu.scheduler.dra.capacity import CapacityError, consumption
 from draemu.scheduler.dra.constraints import Reason
 from draemu.scheduler.dra.explain import Explanation, explain
-from draemu.scheduler.dra.features import ALL_POOL_ERRORS_NODE_LOCAL
+from draemu.scheduler.dra.features import (
+    ALL_POOL_ERRORS_NODE_LOCAL,
+    QUALIFIED_CAPACITY_REQUESTS,
+)
 from draemu.scheduler.dra.inventory import MALFORMED, Inventory, claim_key
 from draemu.scheduler.dra.model import Device, DeviceID, Exact, device_id_str
 from draemu.scheduler.dra.pools import (
@@ -636,7 +639,8 @@ class _Search:
         try:
             return consumption(device, spec.capacity, spec.capacity_key,
                                fractional=self.features.fractional_capacity_range,
-                               formats=spec.capacity_formats)
+                               formats=spec.capacity_formats,
+                               resolve=self.features.since(QUALIFIED_CAPACITY_REQUESTS))
         except CapacityError as e:
             raise AllocError(f"claim {spec.claim_name}, request {spec.label}: checking "
                              f"capacity for device {name or device_id_str(device.id)}: {e}"

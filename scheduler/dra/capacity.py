@@ -152,8 +152,8 @@ def _consumption(cap: Capacity, requested: Amount | None, fractional: bool) -> A
 
 def consumption(device: Device, requests: dict[str, Exact],
                 key: tuple[tuple[str, Exact], ...] | None = None, *,
-                fractional: bool = False, formats: dict[str, str] | None = None
-                ) -> dict[str, Exact] | None:
+                fractional: bool = False, formats: dict[str, str] | None = None,
+                resolve: bool = False) -> dict[str, Exact] | None:
     """What the request consumes of each capacity of the device; None if it cannot be
     served at all (an unknown capacity is requested or a policy is violated). `key`:
     the requests as a hashable key, to keep the answer with the device. The answer is
@@ -162,7 +162,7 @@ def consumption(device: Device, requests: dict[str, Exact],
         cached = device.consumptions.get(key, False)
         if cached is not False:
             return cached  # type: ignore[return-value]
-    amounts = _amounts(device, requests, fractional, formats or {})
+    amounts = _amounts(device, requests, fractional, formats or {}, resolve)
     out = None if amounts is None else {name: a[0] for name, a in amounts.items()}
     if key is not None:
         device.consumptions[key] = out
@@ -170,16 +170,53 @@ def consumption(device: Device, requests: dict[str, Exact],
 
 
 def consumed_quantities(device: Device, requests: dict[str, Exact],
-                        formats: dict[str, str], fractional: bool) -> dict[str, str]:
-    """A share's consumedCapacity as upstream writes it: every capacity of the device,
-    each in the format of the quantity its amount came from."""
-    amounts = _amounts(device, requests, fractional, formats) or {}
+                        formats: dict[str, str], fractional: bool,
+                        resolve: bool = False) -> dict[str, str]:
+    """A share's consumedCapacity as upstream writes it: every capacity of the device
+    (named as the slice names it), each in the format of the quantity its amount came
+    from."""
+    amounts = _amounts(device, requests, fractional, formats, resolve) or {}
     return {name: _text(a) for name, a in amounts.items()}
 
 
+def _resolved(device: Device, requests: dict[str, Exact], formats: dict[str, str]
+              ) -> tuple[dict[str, Exact], dict[str, str]] | None:
+    """1.38: each requested capacity matched to the device's capacity of that name, the
+    driver being the domain of a name without one, so that either spelling finds it (None
+    if one names no capacity of the device). Asking for one capacity under both spellings
+    is an error, as upstream's resolveCapacityRequests says it."""
+    driver = device.id[0]
+
+    def qualified(name: str) -> str:
+        return name if "/" in name else f"{driver}/{name}"
+
+    by_name = {qualified(name): name for name in device.capacity}
+    out: dict[str, Exact] = {}
+    out_formats: dict[str, str] = {}
+    for name in sorted(requests):
+        full = qualified(name)
+        own = by_name.get(full)
+        if own is None:
+            return None
+        if own in out:
+            ident = full.split("/", 1)[1]
+            other = ident if name == full else full
+            raise CapacityError(f'capacity "{ident}" requested both as "{name}" and as '
+                                f'"{other}"')
+        out[own] = requests[name]
+        if name in formats:
+            out_formats[own] = formats[name]
+    return out, out_formats
+
+
 def _amounts(device: Device, requests: dict[str, Exact], fractional: bool,
-             formats: dict[str, str]) -> dict[str, Amount] | None:
-    if any(name not in device.capacity for name in requests):
+             formats: dict[str, str], resolve: bool = False) -> dict[str, Amount] | None:
+    if resolve:
+        found = _resolved(device, requests, formats)
+        if found is None:
+            return None
+        requests, formats = found
+    elif any(name not in device.capacity for name in requests):
         return None
     out: dict[str, Amount] = {}
     for name, cap in device.capacity.items():

@@ -33,6 +33,10 @@ _TIER_SETS: tuple[tuple[tuple[int, int], frozenset[str], frozenset[str], bool], 
 # an `allocationMode: All` request meeting an incomplete or invalid pool rules out this
 # node only (structured.ErrFailedAllocationOnNode), no longer the pod's scheduling attempt.
 ALL_POOL_ERRORS_NODE_LOCAL = (1, 38)
+# A capacity request names the device's capacity with or without the driver as its domain
+# (k8s.io/dynamic-resource-allocation's resolveCapacityRequests); before, only the
+# slice's own spelling matched.
+QUALIFIED_CAPACITY_REQUESTS = (1, 38)
 
 
 def _minor(release: str) -> tuple[int, int]:

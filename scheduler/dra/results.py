@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from draemu.scheduler.dra.capacity import consumed_quantities
-from draemu.scheduler.dra.features import Features
+from draemu.scheduler.dra.features import QUALIFIED_CAPACITY_REQUESTS, Features
 from draemu.scheduler.dra.requests import AllocError, ClaimState
 
 
@@ -30,7 +30,8 @@ def build_result(claim: ClaimState, node_name: str, features: Features) -> dict[
             if chosen.consumed:
                 r["consumedCapacity"] = consumed_quantities(
                     device, spec.capacity, spec.capacity_formats,
-                    features.fractional_capacity_range)
+                    features.fractional_capacity_range,
+                    features.since(QUALIFIED_CAPACITY_REQUESTS))
         results.append(r)
     allocation: dict[str, Any] = {"devices": {"results": results}}
     config = _config(claim)

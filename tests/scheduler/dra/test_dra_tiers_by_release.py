@@ -86,3 +86,34 @@ def test_all_devices_of_an_incomplete_pool_rule_out_only_this_node_from_1_38() -
     for result in (old, new):
         assert result.error and "is currently being updated" in result.error
     assert (old.unsatisfiable, new.unsatisfiable) == (False, True)
+
+
+def shared_gpu(release: str) -> Inventory:
+    inv = Inventory(FeatureGates(emulated_version=release))
+    inv.set_class({"metadata": {"name": "gpu"}, "spec": {}})
+    inv.set_slice({"metadata": {"name": "s1"}, "spec": {
+        "driver": DRIVER, "nodeName": "node-1",
+        "pool": {"name": "node-1", "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": "gpu-0", "allowMultipleAllocations": True,
+                     "capacity": {"memory": {"value": "40Gi"}}}]}})
+    return inv
+
+
+def wanting(requests: dict[str, str]) -> dict[str, Any]:
+    return {"metadata": {"name": "c", "namespace": "ns"}, "spec": {"devices": {"requests": [
+        {"name": "r", "exactly": {"deviceClassName": "gpu",
+                                  "capacity": {"requests": requests}}}]}}}
+
+
+def test_a_capacity_request_may_name_the_driver_from_1_38() -> None:
+    qualified = wanting({f"{DRIVER}/memory": "1Gi"})
+    assert Allocator(shared_gpu("1.37")).allocate(NODE, [qualified]).unsatisfiable
+    outcome = Allocator(shared_gpu("1.38")).allocate(NODE, [qualified])
+    assert outcome.results is not None, outcome.error
+    [result] = outcome.results[0]["devices"]["results"]
+    assert result["consumedCapacity"] == {"memory": "1Gi"}  # the slice's own spelling
+    both = wanting({f"{DRIVER}/memory": "1Gi", "memory": "2Gi"})
+    outcome = Allocator(shared_gpu("1.38")).allocate(NODE, [both])
+    # Upstream names the spellings in map order (either way round); draemu in name order.
+    assert outcome.error and f'capacity "memory" requested both as "memory" and as ' \
+        f'"{DRIVER}/memory"' in outcome.error
