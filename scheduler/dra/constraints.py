@@ -24,18 +24,26 @@ def lookup(device: Device, name: str) -> dict[str, Any] | None:
     return None
 
 
-def _scalar(attr: dict[str, Any]) -> Value:
+def _item(kind: str, value: Any, precedence: bool) -> tuple[str, Any]:
+    """With `precedence` (1.38), versions compare as semver's Equals does: build metadata
+    ("+...") does not count."""
+    if precedence and kind == "version" and isinstance(value, str):
+        return kind, value.partition("+")[0]
+    return kind, value
+
+
+def _scalar(attr: dict[str, Any], precedence: bool = False) -> Value:
     for kind in _SCALARS:
         if attr.get(kind) is not None:
-            return (kind, attr[kind])
+            return _item(kind, attr[kind], precedence)
     return None
 
 
-def _as_set(attr: dict[str, Any]) -> Value:
+def _as_set(attr: dict[str, Any], precedence: bool = False) -> Value:
     for kind, element in _LISTS.items():
         if attr.get(kind) is not None:
-            return frozenset((element, v) for v in attr[kind]) or None
-    scalar = _scalar(attr)
+            return frozenset(_item(element, v, precedence) for v in attr[kind]) or None
+    scalar = _scalar(attr, precedence)
     return frozenset([scalar]) if scalar is not None else None
 
 
@@ -53,14 +61,17 @@ Reason = Callable[[], str]
 
 
 class Constraint:
-    def __init__(self, index: int, attribute: str, requests: Iterable[str], lists: bool
-                 ) -> None:
+    def __init__(self, index: int, attribute: str, requests: Iterable[str], lists: bool,
+                 precedence: bool = False) -> None:
+        """`lists`: list-type attributes (DRAListTypeAttributes); `precedence`: versions
+        equal by semver precedence, build metadata aside (1.38)."""
         self.index = index
         self.attribute = attribute
         self.requests = frozenset(requests)
         self.lists = lists
+        self.precedence = precedence
         self.chosen: list[tuple[Device, Value]] = []
-        self._key = (attribute, lists)
+        self._key = (attribute, lists, precedence)
 
     def covers(self, request: str, subrequest: str | None) -> bool:
         if not self.requests:
@@ -83,7 +94,8 @@ class Constraint:
     def _value(self, attr: dict[str, Any] | None) -> tuple[bool, Value]:
         if attr is None:
             return False, None
-        return True, (_as_set(attr) if self.lists else _scalar(attr))
+        return True, (_as_set(attr, self.precedence) if self.lists
+                      else _scalar(attr, self.precedence))
 
     def add(self, device: Device, derived: dict[str, Any] | None = None) -> Reason | None:
         """None if the device may join, else why not."""
@@ -118,9 +130,9 @@ class Constraint:
 class MatchAttribute(Constraint):
     kind = "matchAttribute"
 
-    def __init__(self, index: int, attribute: str, requests: Iterable[str], lists: bool
-                 ) -> None:
-        super().__init__(index, attribute, requests, lists)
+    def __init__(self, index: int, attribute: str, requests: Iterable[str], lists: bool,
+                 precedence: bool = False) -> None:
+        super().__init__(index, attribute, requests, lists, precedence)
         # Lists: the values every device chosen so far has in common, after each of them.
         self._common: list[Value] = []
 

@@ -37,6 +37,9 @@ ALL_POOL_ERRORS_NODE_LOCAL = (1, 38)
 # (k8s.io/dynamic-resource-allocation's resolveCapacityRequests); before, only the
 # slice's own spelling matched.
 QUALIFIED_CAPACITY_REQUESTS = (1, 38)
+# matchAttribute / distinctAttribute compare versions as semver's Equals (build metadata
+# aside), no longer as strings.
+VERSIONS_BY_PRECEDENCE = (1, 38)
 
 
 def _minor(release: str) -> tuple[int, int]:

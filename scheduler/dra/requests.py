@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from draemu.scheduler.dra.constraints import Constraint, DistinctAttribute, MatchAttribute
-from draemu.scheduler.dra.features import Features
+from draemu.scheduler.dra.features import VERSIONS_BY_PRECEDENCE, Features
 from draemu.scheduler.dra.model import Exact, quantity, quantity_format
 
 MAX_RESULTS = 32  # AllocationResultsMaxSize
@@ -136,8 +136,9 @@ class PreparedClaim:
     obj: dict[str, Any]
     name: str
     slots: tuple[tuple[str, tuple[Spec, ...], bool], ...]  # name, options, firstAvailable
-    # (MatchAttribute or DistinctAttribute, index, attribute, requests, list-type)
-    constraints: tuple[tuple[type[Constraint], int, str, frozenset[str], bool], ...]
+    # (MatchAttribute or DistinctAttribute, index, attribute, requests, list-type,
+    # versions by precedence)
+    constraints: tuple[tuple[type[Constraint], int, str, frozenset[str], bool, bool], ...]
     # The fewest devices the claim can get, when that does not depend on the node (no
     # `allocationMode: All`), else None.
     minimum: int | None = field(init=False)
@@ -158,8 +159,9 @@ class PreparedClaim:
     def state(self) -> ClaimState:
         return ClaimState(self.obj, self.name,
                           [Slot(name, options, first) for name, options, first in self.slots],
-                          [kind(i, attribute, requests, lists)
-                           for kind, i, attribute, requests, lists in self.constraints])
+                          [kind(i, attribute, requests, lists, precedence)
+                           for kind, i, attribute, requests, lists, precedence
+                           in self.constraints])
 
 
 def prepare_claim(index: int, claim: dict[str, Any], classes: dict[str, dict[str, Any]],
@@ -185,15 +187,16 @@ def prepare_claim(index: int, claim: dict[str, Any], classes: dict[str, dict[str
         except AllocError as e:
             raise PrepareError(e.message, tuple(slots), tuple(options)) from None
         slots.append((name, tuple(options), bool(subrequests)))
-    constraints: list[tuple[type[Constraint], int, str, frozenset[str], bool]] = []
+    constraints: list[tuple[type[Constraint], int, str, frozenset[str], bool, bool]] = []
+    precedence = features.since(VERSIONS_BY_PRECEDENCE)
     for i, raw in enumerate(devices.get("constraints") or []):
         requests = frozenset(raw.get("requests") or [])
         if raw.get("matchAttribute"):
             constraints.append((MatchAttribute, i, raw["matchAttribute"], requests,
-                                features.list_type_attributes))
+                                features.list_type_attributes, precedence))
         elif raw.get("distinctAttribute") and not features.old_stable:
             constraints.append((DistinctAttribute, i, raw["distinctAttribute"], requests,
-                                features.list_type_attributes))
+                                features.list_type_attributes, precedence))
         else:
             raise PrepareError(f"claim {c}, constraint #{i}: empty constraint (unsupported "
                                "constraint type?)", tuple(slots))

@@ -117,3 +117,19 @@ def test_a_capacity_request_may_name_the_driver_from_1_38() -> None:
     # Upstream names the spellings in map order (either way round); draemu in name order.
     assert outcome.error and f'capacity "memory" requested both as "memory" and as ' \
         f'"{DRIVER}/memory"' in outcome.error
+
+
+def test_versions_match_by_precedence_from_1_38() -> None:
+    def outcome(release: str) -> Any:
+        inv = Inventory(FeatureGates(emulated_version=release))
+        inv.set_class({"metadata": {"name": "gpu"}, "spec": {}})
+        inv.set_slice({"metadata": {"name": "s1"}, "spec": {
+            "driver": DRIVER, "nodeName": "node-1",
+            "pool": {"name": "node-1", "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": f"gpu-{i}", "attributes": {"fw": {"version": f"1.2.0+b{i}"}}}
+                        for i in range(2)]}})
+        return Allocator(inv).allocate(NODE, [claim(constraints=[
+            {"matchAttribute": f"{DRIVER}/fw"}])])
+
+    assert outcome("1.37").unsatisfiable  # "1.2.0+b0" != "1.2.0+b1" as strings
+    assert outcome("1.38").results is not None  # equal versions, builds aside
