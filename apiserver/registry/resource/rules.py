@@ -14,6 +14,9 @@ CAPACITY_REQUESTS = "1.38"
 INT64_VERSIONS = "1.38"  # a version attribute's numbers have at most 18 digits
 ONE_TERM_DEVICE_NODE_SELECTOR = "1.38"  # a device's own nodeSelector has one term
 CAPACITY_KEY_NAME = "1.38"  # nodeAllocatableResources[].mapping.capacityKey is a name
+# The declarative dependentRequired of capacityKey and capacityMultiplier is enforced
+# (beta) and speaks instead of the hand-written check: "must be set when X is set".
+DECLARATIVE_DEPENDENT_REQUIRED = "1.38"
 # An unchanged ResourceSlice device list is not validated again (stored devices that later
 # rules refuse keep working); 1.37 let unchanged capacities and taints pass, device by device.
 UNCHANGED_DEVICES = "1.38"

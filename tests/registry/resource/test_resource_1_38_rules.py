@@ -146,3 +146,13 @@ def test_a_capacity_key_must_be_a_name() -> None:
         f'{key}: Invalid value: "a/b/c": must not contain more than one slash']
     assert slice_errors(o, Context(gates=FeatureGates(gates, emulated_version="1.37"))) == [
         f'{key}: Invalid value: "a/b/c": must be the name of a capacity of this device']
+
+
+def test_a_mapping_member_missing_is_reported_by_the_declarative_rule() -> None:
+    o = slice_with(nodeAllocatableResources={"memory": {"mapping": {"capacityKey": "memory"}}})
+    path = f"{DEVICE}.nodeAllocatableResources[memory].mapping.capacityMultiplier"
+    gates = {"DRANodeAllocatableResources": True}
+    assert slice_errors(o, Context(gates=FeatureGates(gates, emulated_version="1.38"))) == [
+        f"{path}: Required value: must be set when capacityKey is set"]
+    assert slice_errors(o, Context(gates=FeatureGates(gates, emulated_version="1.37"))) == [
+        f"{path}: Required value: capacityMultiplier is required when capacityKey is set"]
