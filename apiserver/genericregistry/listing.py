@@ -102,6 +102,10 @@ def encode_continue(revision: int, start_after: str) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+# The revision of an inconsistent continue token: the list goes on at the latest one.
+LATEST = -1
+
+
 def decode_continue(token: str) -> tuple[int, str]:
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
@@ -136,6 +140,12 @@ async def list_page(storage: Storage, prefix: str, sel: Selection, opts: ListOpt
             raise StatusError(422, "Invalid", "resourceVersion: Forbidden: specifying "
                               "resource version is not allowed when using continue")
         revision, start = decode_continue(token)
+        if revision == LATEST:  # an inconsistent continue: the rest at the latest revision
+            await storage.caught_up()
+            page = _from_cache(storage, prefix, sel, limit, storage.cache.revision,
+                               prefix + start, now=True)
+            assert page is not None
+            return page
         return _from_cache(storage, prefix, sel, limit, revision, prefix + start) or \
             await _from_store(storage, prefix, sel, limit, revision, prefix + start)
     if match == "Exact":
@@ -176,6 +186,7 @@ async def _from_store(storage: Storage, prefix: str, sel: Selection, limit: int,
     objects: list[Obj] = []
     last_key = ""
     batch = max(limit, 100) if limit else 1000
+    continue_after = start_after
     try:
         while True:
             result = await storage.store.range(prefix, start_after=start_after, limit=batch,
@@ -196,8 +207,12 @@ async def _from_store(storage: Storage, prefix: str, sel: Selection, limit: int,
                 return Page(objects, revision)
             start_after = result.items[-1].key
     except CompactedError:
-        raise StatusError(410, "Expired", _CONTINUE_TOO_OLD if start_after else
-                          "The resourceVersion for the provided list is too old.") from None
+        if not continue_after:
+            raise StatusError(410, "Expired", "The resourceVersion for the provided list is "
+                              "too old.") from None
+        # handleCompactedErrorForPaging: a token that goes on at the latest revision.
+        raise StatusError(410, "Expired", _CONTINUE_TOO_OLD, list_meta={
+            "continue": encode_continue(LATEST, continue_after[len(prefix):])}) from None
     except FutureRevisionError:
         raise StatusError(504, "Timeout", f"Timeout: Too large resource version: {revision}",
                           {"causes": [{"reason": "ResourceVersionTooLarge",

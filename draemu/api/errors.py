@@ -194,6 +194,8 @@ class StatusError(Exception):
     message: str
     details: dict[str, Any] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)
+    # The Status's ListMeta (`continue` of an inconsistent list's 410).
+    list_meta: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         Exception.__init__(self, self.message)
@@ -202,7 +204,7 @@ class StatusError(Exception):
         body: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
-            "metadata": {},
+            "metadata": dict(self.list_meta),
             "status": "Failure",
             "message": self.message,
         }

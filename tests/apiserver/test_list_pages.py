@@ -207,3 +207,15 @@ async def test_a_continue_at_a_compacted_revision_is_410(
     assert reply.status == 410, reply.body
     assert reply.json["reason"] == "Expired"
     assert reply.json["message"] == TOO_OLD
+    # Its continue token goes on after the same key at the latest revision (an
+    # inconsistent list: "later", written after the first page, is in it).
+    token = reply.json["metadata"]["continue"]
+    rest = await _page(client, 2, token)
+    assert [i["metadata"]["name"] for i in rest["items"]] == ["cm02", "cm03"]
+    assert rest["metadata"]["resourceVersion"] != first["metadata"]["resourceVersion"]
+    assert rest["metadata"]["remainingItemCount"] == 3
+    names = [i["metadata"]["name"] for i in rest["items"]]
+    while token := rest["metadata"].get("continue"):
+        rest = await _page(client, 2, token)
+        names += [i["metadata"]["name"] for i in rest["items"]]
+    assert names == ["cm02", "cm03", "cm04", "cm05", "later"]
