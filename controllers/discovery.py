@@ -1,11 +1,14 @@
 """What the apiserver serves, from its discovery documents: the resources the garbage
-collector and the namespace controller must look at."""
+collector and the namespace controller must look at. A group-version whose document
+cannot be read (an extension apiserver's that is not available: 503) is left out, as
+client-go's discovery gives the groups it could read with ErrGroupDiscoveryFailed."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from draemu.client import Client
+from draemu.client.rest import ApiError
 
 # Events are recorded about objects, never owned by them; watching them would only
 # cost time (they are the most frequently written kind).
@@ -26,6 +29,16 @@ class APIResource:
         return f"{self.group}/{self.version}" if self.group else self.version
 
 
+async def _document(client: Client, group: str, version: str) -> dict:
+    """The group-version's APIResourceList, empty when it cannot be read."""
+    try:
+        return await client.get_json(f"/apis/{group}/{version}" if group else "/api/v1")
+    except ApiError as e:
+        if group and e.code in (404, 503):
+            return {}
+        raise
+
+
 async def preferred_resources(client: Client, *, verbs: set[str]) -> list[APIResource]:
     """Every top-level resource (no subresources) of each group's preferred version
     that supports all of `verbs`."""
@@ -37,8 +50,7 @@ async def preferred_resources(client: Client, *, verbs: set[str]) -> list[APIRes
             versions.append((group["name"], preferred))
     found: list[APIResource] = []
     for group, version in versions:
-        path = f"/apis/{group}/{version}" if group else "/api/v1"
-        doc = await client.get_json(path)
+        doc = await _document(client, group, version)
         for r in doc.get("resources") or []:
             name = r.get("name", "")
             if "/" in name or (group, name) in _SKIP:
@@ -59,8 +71,7 @@ async def served(client: Client) -> set[tuple[str, str]]:
             versions.append((group["name"], v["version"]))
     found: set[tuple[str, str]] = set()
     for group, version in versions:
-        path = f"/apis/{group}/{version}" if group else "/api/v1"
-        doc = await client.get_json(path)
+        doc = await _document(client, group, version)
         api_version = f"{group}/{version}" if group else version
         for r in doc.get("resources") or []:
             if "/" not in r.get("name", ""):
