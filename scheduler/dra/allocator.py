@@ -29,6 +29,7 @@ from draemu.scheduler.dra.explain import Explanation, explain
 from draemu.scheduler.dra.features import (
     ALL_POOL_ERRORS_NODE_LOCAL,
     QUALIFIED_CAPACITY_REQUESTS,
+    SHARES_BLOCK_EXCLUSIVE,
 )
 from draemu.scheduler.dra.inventory import MALFORMED, Inventory, claim_key
 from draemu.scheduler.dra.model import Device, DeviceID, Exact, device_id_str
@@ -560,6 +561,9 @@ class _Search:
             return "in use (allocated to another claim)"
         if self.chosen_by.get(device.id):
             return "chosen for another request of this pod"
+        if not self.multi(device) and self.features.since(SHARES_BLOCK_EXCLUSIVE) and \
+                self.state.shared(device.id):
+            return "has a shared allocation, cannot be allocated exclusively"
         return None
 
     def selectable(self, spec: Spec, device: Device) -> str | None:

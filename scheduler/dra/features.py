@@ -40,6 +40,10 @@ QUALIFIED_CAPACITY_REQUESTS = (1, 38)
 # matchAttribute / distinctAttribute compare versions as semver's Equals (build metadata
 # aside), no longer as strings.
 VERSIONS_BY_PRECEDENCE = (1, 38)
+# A device that is not (or no longer) allowMultipleAllocations but still has a shared
+# allocation (a share of when it was) cannot be allocated exclusively
+# (deviceCapacityInUse); before, only exclusive allocations kept it in use.
+SHARES_BLOCK_EXCLUSIVE = (1, 38)
 
 
 def _minor(release: str) -> tuple[int, int]:

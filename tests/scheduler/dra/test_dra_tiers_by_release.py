@@ -133,3 +133,24 @@ def test_versions_match_by_precedence_from_1_38() -> None:
 
     assert outcome("1.37").unsatisfiable  # "1.2.0+b0" != "1.2.0+b1" as strings
     assert outcome("1.38").results is not None  # equal versions, builds aside
+
+
+def test_a_device_with_a_share_is_not_taken_exclusively_from_1_38() -> None:
+    def outcome(release: str) -> Any:
+        inv = Inventory(FeatureGates(emulated_version=release))
+        inv.set_class({"metadata": {"name": "gpu"}, "spec": {}})
+        # Once shared; the driver has since turned allowMultipleAllocations off.
+        inv.set_slice({"metadata": {"name": "s1"}, "spec": {
+            "driver": DRIVER, "nodeName": "node-1",
+            "pool": {"name": "node-1", "generation": 2, "resourceSliceCount": 1},
+            "devices": [{"name": "gpu-0"}]}})
+        inv.set_claim({"metadata": {"name": "old", "namespace": "ns"}, "spec": {}, "status": {
+            "allocation": {"devices": {"results": [{
+                "request": "r", "driver": DRIVER, "pool": "node-1", "device": "gpu-0",
+                "shareID": "0b8e4bd0-8fd3-4b4e-9d5a-3f0c5c4b2a11"}]}}}})
+        one = claim()
+        one["spec"]["devices"]["requests"][0]["exactly"]["count"] = 1
+        return Allocator(inv).allocate(NODE, [one])
+
+    assert outcome("1.37").results is not None
+    assert outcome("1.38").unsatisfiable
