@@ -81,8 +81,11 @@ class _ClaimContext:
     each request's constraints name (upstream's constraintAttributes: "" for constraints
     without `requests`), and the running cost of the derived attributes."""
 
-    def __init__(self, gates: FeatureGates, constraints: list[Any]) -> None:
+    def __init__(self, gates: FeatureGates, constraints: list[Any],
+                 old: dict[str, Any] | None = None) -> None:
         self.gates = gates
+        # A stored template's requests by name (an update, 1.38): what later rules accept.
+        self.old = {obj(r).get("name"): obj(r) for r in lst(obj(old).get("requests"))}
         self.derived_cost = 0
         self.constrained: dict[str, set[str]] = {}
         for constraint in constraints:
@@ -95,6 +98,17 @@ class _ClaimContext:
             for ref in lst(constraint.get("requests")) or [""]:
                 self.constrained.setdefault(str(ref), set()).add(str(name))
 
+    def old_capacity(self, ref: str) -> Any:
+        """The stored `capacity.requests` of request or subrequest `ref` ("r" or "r/s")."""
+        name, _, sub = ref.partition("/")
+        request = self.old.get(name) or {}
+        if not sub:
+            return obj(obj(request.get("exactly")).get("capacity")).get("requests")
+        for s in lst(request.get("firstAvailable")):
+            if obj(s).get("name") == sub:
+                return obj(obj(s).get("capacity")).get("requests")
+        return None
+
     def constrains(self, attribute: str, request: str) -> bool:
         """Upstream's isAttributeUsedByConstraint: a constraint on every request, on this
         request or subrequest, or on the parent request of this subrequest."""
@@ -102,11 +116,14 @@ class _ClaimContext:
         return any(attribute in self.constrained.get(ref, ()) for ref in {"", request, parent})
 
 
-def claim_spec(spec: dict[str, Any], path: Path, gates: FeatureGates) -> Errors:
+def claim_spec(spec: dict[str, Any], path: Path, gates: FeatureGates,
+               old: dict[str, Any] | None = None) -> Errors:
+    """`old`: the stored spec, when a template is updated (1.38 validates it again)."""
     devices = obj(spec.get("devices"))
     dpath = path.child("devices")
     names = request_names(devices)
-    ctx = _ClaimContext(gates, lst(devices.get("constraints")))
+    ctx = _ClaimContext(gates, lst(devices.get("constraints")),
+                        obj(old).get("devices") if old is not None else None)
     errs = f.bounded_set(lst(devices.get("requests")), REQUESTS_MAX, dpath.child("requests"),
                          lambda r, p: _request(obj(r), p, ctx),
                          lambda r: obj(r).get("name", ""))
@@ -157,7 +174,8 @@ def _exact_request(req: dict[str, Any], path: Path, ctx: _ClaimContext, ref: str
                             path)
     errs += f.each(lst(req.get("tolerations")), path.child("tolerations"),
                    lambda t, p: toleration(obj(t), p))
-    if applies(ctx.gates, CAPACITY_REQUESTS) and isinstance(req.get("capacity"), dict):
+    if applies(ctx.gates, CAPACITY_REQUESTS) and isinstance(req.get("capacity"), dict) and \
+            not (ctx.old and req["capacity"].get("requests") == ctx.old_capacity(ref)):
         errs += capacity_amounts(req["capacity"].get("requests"),
                                  path.child("capacity", "requests"), ctx.gates)
     return errs
@@ -480,9 +498,13 @@ def template_metadata(meta: dict[str, Any], path: Path) -> Errors:
     return errs
 
 
-def template_spec(spec: dict[str, Any], path: Path, gates: FeatureGates) -> Errors:
+def template_spec(spec: dict[str, Any], path: Path, gates: FeatureGates,
+                  old: dict[str, Any] | None = None) -> Errors:
+    """`old`: the stored template's `spec` on an update (1.38: the spec is validated again,
+    unchanged capacity requests accepted as stored)."""
     errs = template_metadata(obj(spec.get("metadata")), path.child("metadata"))
-    return errs + claim_spec(obj(spec.get("spec")), path.child("spec"), gates)
+    return errs + claim_spec(obj(spec.get("spec")), path.child("spec"), gates,
+                             None if old is None else obj(old.get("spec")))
 
 
 def immutable(new: Any, old: Any, path: Path) -> Errors:

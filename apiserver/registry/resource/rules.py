@@ -20,6 +20,9 @@ DECLARATIVE_DEPENDENT_REQUIRED = "1.38"
 # An unchanged ResourceSlice device list is not validated again (stored devices that later
 # rules refuse keep working); 1.37 let unchanged capacities and taints pass, device by device.
 UNCHANGED_DEVICES = "1.38"
+# A ResourceClaimTemplate update validates the spec again (not only that it is unchanged),
+# accepting unchanged capacity requests that CAPACITY_REQUESTS refuses.
+TEMPLATE_UPDATE_VALIDATED = "1.38"
 
 
 def applies(gates: FeatureGates, rule: str) -> bool:

@@ -16,6 +16,7 @@ from . import (
     defaults,
     gates,
     poolstatus,
+    rules,
     slices,
     statusauthz,
     taintrules,
@@ -210,7 +211,11 @@ class ResourceClaimTemplateStrategy(ResourceStrategy):
             o, claims.admin_access_paths(spec, Path("spec.spec")), ctx)
 
     def validate_update(self, new: Obj, old: Obj, ctx: Context) -> list[FieldError]:
-        return claims.immutable(new.get("spec"), old.get("spec"), Path("spec"))
+        errors: list[FieldError] = []
+        if rules.applies(ctx.gates, rules.TEMPLATE_UPDATE_VALIDATED):
+            errors = claims.template_spec(obj(new.get("spec")), Path("spec"), ctx.gates,
+                                          obj(old.get("spec")))
+        return errors + claims.immutable(new.get("spec"), old.get("spec"), Path("spec"))
 
 
 # ResourceSlice ---------------------------------------------------------------------------

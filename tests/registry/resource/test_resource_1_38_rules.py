@@ -9,6 +9,7 @@ from resource_objects import CLAIM, SLICE, fresh, messages
 from draemu.api.types import Obj
 from draemu.apiserver.registry.resource.strategies import (
     ResourceClaimStrategy,
+    ResourceClaimTemplateStrategy,
     ResourceSliceStrategy,
 )
 from draemu.apiserver.registry.strategy import Context
@@ -156,3 +157,27 @@ def test_a_mapping_member_missing_is_reported_by_the_declarative_rule() -> None:
         f"{path}: Required value: must be set when capacityKey is set"]
     assert slice_errors(o, Context(gates=FeatureGates(gates, emulated_version="1.37"))) == [
         f"{path}: Required value: capacityMultiplier is required when capacityKey is set"]
+
+
+def template_with(matches: str, requests: dict[str, str]) -> Obj:
+    claim = claim_with_capacity(requests)
+    claim["spec"]["devices"]["constraints"][0]["matchAttribute"] = matches
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "t", "namespace": "default"},
+            "spec": {"spec": claim["spec"]}}
+
+
+def test_a_template_update_validates_the_spec_again() -> None:
+    strategy = ResourceClaimTemplateStrategy()
+    # Stored before 1.38: capacity request names were not checked.
+    stored = template_with("example.com/numa", {"bad name": "1"})
+    labelled = fresh(stored)
+    labelled["metadata"]["labels"] = {"team": "a"}
+    assert messages(strategy.validate_update(labelled, stored, AT_1_38)) == []
+    # A rule older than the spec is not waived: that spec cannot be updated at 1.38.
+    old_rule = template_with("numa", {})
+    relabelled = fresh(old_rule)
+    relabelled["metadata"]["labels"] = {"team": "a"}
+    assert any("a fully qualified name must be a domain and a name separated by a slash" in m
+               for m in messages(strategy.validate_update(relabelled, old_rule, AT_1_38)))
+    assert messages(strategy.validate_update(relabelled, old_rule, AT_1_37)) == []
