@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 
 from draemu.cmd.testing.process import RunningDraemu, draemu_up
+from draemu.features import CURRENT_VERSION, RELEASE_SOURCES
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -36,7 +37,11 @@ HERE = Path(__file__).parent
 EXAMPLES = HERE.parents[2] / "examples" / "seed"
 CACHE = Path(os.environ.get("DRAEMU_REALK8S_CACHE")
              or Path.home() / ".cache" / "draemu" / "realk8s")
-VERSION = os.environ.get("DRAEMU_REALK8S_VERSION", "v1.37.2")
+VERSION = os.environ.get("DRAEMU_REALK8S_VERSION", RELEASE_SOURCES[CURRENT_VERSION])
+# Another release (DRAEMU_REALK8S_VERSION=v1.38.0-beta.0): its binaries in bin-1.38/ (or
+# bin/), and draemu emulating that release.
+RELEASE = ".".join(VERSION.removeprefix("v").split(".")[:2])
+EMULATE = [] if RELEASE == CURRENT_VERSION else ["--emulated-version", RELEASE]
 COMPONENTS = ("kube-scheduler", "kube-controller-manager")
 NUMA = "resource.kubernetes.io/numaNode"
 # What a reflector logs when a resource cannot be listed or watched.
@@ -46,15 +51,17 @@ KLOG_PREFIX = re.compile(r"^[EW]\d{4} [\d:.]+\s+\d+ ")
 
 
 def binaries() -> dict[str, Path]:
-    found = {c: CACHE / "bin" / c for c in COMPONENTS}
+    def built(folder: Path, c: str) -> bool:
+        stamp = folder / f".{c}.version"
+        return (folder / c).exists() and stamp.exists() and \
+            stamp.read_text().strip() == VERSION
 
-    def built(c: str) -> bool:
-        stamp = CACHE / "bin" / f".{c}.version"
-        return found[c].exists() and stamp.exists() and stamp.read_text().strip() == VERSION
-
-    missing = [c for c in COMPONENTS if not built(c)]
+    folder = next((f for f in (CACHE / "bin", CACHE / f"bin-{RELEASE}")
+                   if all(built(f, c) for c in COMPONENTS)), CACHE / "bin")
+    found = {c: folder / c for c in COMPONENTS}
+    missing = [c for c in COMPONENTS if not built(folder, c)]
     if missing:
-        reason = (f"real {', '.join(missing)} {VERSION} not built in {CACHE / 'bin'} "
+        reason = (f"real {', '.join(missing)} {VERSION} not built in {folder} "
                   "(run tests/e2e/realk8s/build.sh)")
         if os.environ.get("CI") == "true":
             pytest.fail(reason)
@@ -124,7 +131,8 @@ def start(name: str, binary: Path, args: list[str], folder: Path) -> Component:
 def real(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealControlPlane]:
     bins = binaries()
     folder = tmp_path_factory.mktemp("realk8s")
-    with draemu_up(folder, "--preset", "seed", "--no-scheduler", "--no-controllers") as up:
+    with draemu_up(folder, "--preset", "seed", "--no-scheduler", "--no-controllers",
+                   *EMULATE) as up:
         # Each as the identity RBAC's bootstrap policy gives its permissions; the
         # controller manager runs each controller with its own service account's tokens
         # (TokenRequest), as kubeadm sets it up.
@@ -174,7 +182,7 @@ def identity_kubeconfig(folder: Path, user: str) -> Path:
 @pytest.fixture(scope="module")
 def own(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnControlPlane]:
     binaries()  # the comparison is with the real components: skip with them
-    with draemu_up(tmp_path_factory.mktemp("own"), "--preset", "seed") as up:
+    with draemu_up(tmp_path_factory.mktemp("own"), "--preset", "seed", *EMULATE) as up:
         yield OwnControlPlane(up)
 
 
