@@ -101,6 +101,9 @@ class MutatingAdmissionWebhook:
                                              attrs.user, attrs.dry_run, attrs.request.warnings,
                                              attrs.reinvocation)
         if mutated is not served:
+            # The patched object is decoded and defaulted again, as upstream's mutating
+            # dispatcher does with each webhook's result.
+            r.strategy.default(mutated, attrs.request.version)
             attrs.obj = r.strategy.to_storage(mutated, attrs.request.version)
 
     async def close(self) -> None:
@@ -108,9 +111,10 @@ class MutatingAdmissionWebhook:
 
 
 class ValidatingAdmissionWebhook:
-    """ValidatingWebhookConfigurations' webhooks (`webhooks.py`), called together."""
+    """ValidatingWebhookConfigurations' webhooks (`webhooks.py`), called together; also on
+    CONNECTs (pods/attach), as upstream's webhooks handle every operation."""
 
-    operations = frozenset({"CREATE", "UPDATE", "DELETE"})
+    operations = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 
     def __init__(self, services: AdmissionServices) -> None:
         self.webhooks = Webhooks(services.table, services.storage.cache, services.dialer)

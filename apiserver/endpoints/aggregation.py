@@ -162,7 +162,10 @@ async def proxy(request: web.Request, apiservice: Obj, user: UserInfo, store: St
         upstream = await client.session().request(
             request.method, base + request.raw_path, headers=headers, data=body or None,
             allow_redirects=False, ssl=client.ssl_for(apiservice["spec"]),
-            server_hostname=server_name)
+            server_hostname=server_name,
+            # A body without a Content-Type goes on without one (aiohttp would call it
+            # application/octet-stream, which an apiserver refuses with a 415).
+            skip_auto_headers=() if "Content-Type" in request.headers else ("Content-Type",))
     except (aiohttp.ClientError, OSError, TimeoutError, ssl.SSLError) as err:
         raise StatusError(503, "ServiceUnavailable",
                           f"Error trying to reach service: '{err}'") from None

@@ -141,7 +141,8 @@ async def proxy(scope: Scope, store: Store, backends: BackendClient) -> web.Stre
     body = await request.read()
     try:
         upstream = await backends.session().request(
-            request.method, url, headers=headers, data=body or None, allow_redirects=False)
+            request.method, url, headers=headers, data=body or None, allow_redirects=False,
+            skip_auto_headers=() if "Content-Type" in request.headers else ("Content-Type",))
     except (aiohttp.ClientError, OSError, TimeoutError) as err:
         raise StatusError(503, "ServiceUnavailable",
                           f"error trying to reach service: {_describe(err, location)}"

@@ -105,8 +105,29 @@ async def unsupported_stream(scope: Scope, store: Store) -> web.Response:
     a 404, as upstream)."""
     if store.cache.get(scope.resource.key(scope.namespace, scope.name)) is None:
         raise not_found_error("pods", "", scope.name)
+    await connect_admission(scope, store, attach_options(scope))
     raise bad_request(f"pods/{scope.subresource} is not supported: "
                       f"{_UNSUPPORTED_STREAMS[scope.subresource]}")
+
+
+def attach_options(scope: Scope) -> Obj:
+    """The PodAttachOptions of the request's query, as the connect's object."""
+    query = scope.request.query
+    options: Obj = {"kind": "PodAttachOptions", "apiVersion": "v1"}
+    for name in ("stdin", "stdout", "stderr", "tty"):
+        if query.get(name, "").lower() in ("true", "1"):
+            options[name] = True
+    if query.get("container"):
+        options["container"] = query["container"]
+    return options
+
+
+async def connect_admission(scope: Scope, store: Store, options: Obj) -> None:
+    """A CONNECT of the subresource through admission (its webhooks may deny it), as
+    kube-apiserver admits a connect before it proxies it."""
+    attrs = Attributes("CONNECT", scope, options, None, False, scope.subresource)
+    await store.admission.admit(attrs)
+    await store.admission.validate(attrs)
 
 
 # pods/eviction --------------------------------------------------------------------------

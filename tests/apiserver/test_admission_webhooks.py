@@ -49,6 +49,8 @@ class Hook:
         app = web.Application()
         app.router.add_post("/validate", self.validate)
         app.router.add_post("/mutate", self.mutate)
+        app.router.add_post("/add-init-container", self.add_init_container)
+        app.router.add_post("/deny-attach", self.deny_attach)
         app.router.add_post("/observe", self.observe)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
@@ -97,6 +99,30 @@ class Hook:
                                       "patchType": "JSONPatch",
                                       "patch": base64.b64encode(
                                           json.dumps(patch).encode()).decode()}})
+
+
+    async def add_init_container(self, request: web.Request) -> web.Response:
+        """The e2e webhook's pod mutation: an init container with only a name and an
+        image."""
+        req = (await request.json())["request"]
+        patch = [{"op": "add", "path": "/spec/initContainers",
+                  "value": [{"name": "webhook-added-init-container", "image": "busybox"}]}]
+        return web.json_response({"apiVersion": "admission.k8s.io/v1",
+                                  "kind": "AdmissionReview", "response": {
+                                      "uid": req["uid"], "allowed": True,
+                                      "patchType": "JSONPatch",
+                                      "patch": base64.b64encode(
+                                          json.dumps(patch).encode()).decode()}})
+
+
+    async def deny_attach(self, request: web.Request) -> web.Response:
+        review = await request.json()
+        self.reviews.append(review)
+        return web.json_response({"apiVersion": "admission.k8s.io/v1",
+                                  "kind": "AdmissionReview", "response": {
+                                      "uid": review["request"]["uid"], "allowed": False,
+                                      "status": {"code": 403, "reason": "Forbidden",
+                                                 "message": "attaching is not allowed"}}})
 
 
 @pytest_asyncio.fixture
@@ -152,6 +178,48 @@ async def test_mutating_webhook_patch_is_applied(client: Client, hook: Hook) -> 
     reply = await client.post(CONFIGMAPS, configmap("plain"))
     assert reply.status == 201, reply.body
     assert reply.json["metadata"]["labels"] == {"mutated": "yes"}
+
+
+async def test_a_webhooks_patch_is_defaulted(client: Client, hook: Hook) -> None:
+    """As upstream's mutating dispatcher decodes and defaults each webhook's result: the
+    init container a webhook adds gets its defaults, or the pod would be invalid."""
+    config = configuration("MutatingWebhookConfiguration", "init",
+                           {"url": f"{hook.url}/add-init-container",
+                            "caBundle": hook.ca_bundle})
+    config["webhooks"][0]["rules"][0]["resources"] = ["pods"]
+    config["webhooks"][0]["rules"][0]["operations"] = ["CREATE"]
+    assert (await client.post(f"{CONFIGS}/mutatingwebhookconfigurations", config)).status == 201
+    await asyncio.sleep(0.2)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "mutated"},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    reply = await client.post("/api/v1/namespaces/default/pods", pod)
+    assert reply.status == 201, reply.json
+    [init] = reply.json["spec"]["initContainers"]
+    assert (init["terminationMessagePolicy"], init["imagePullPolicy"]) == ("File", "Always")
+
+
+async def test_a_connect_to_pods_attach_goes_through_validating_webhooks(
+        client: Client, hook: Hook) -> None:
+    config = configuration("ValidatingWebhookConfiguration", "attach",
+                           {"url": f"{hook.url}/deny-attach", "caBundle": hook.ca_bundle})
+    config["webhooks"][0]["rules"] = [{"apiGroups": [""], "apiVersions": ["v1"],
+                                       "operations": ["CONNECT"], "resources": ["pods/attach"]}]
+    assert (await client.post(f"{CONFIGS}/validatingwebhookconfigurations", config)
+            ).status == 201
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "attached"},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    assert (await client.post("/api/v1/namespaces/default/pods", pod)).status == 201
+    await asyncio.sleep(0.2)
+    reply = await client.post("/api/v1/namespaces/default/pods/attached/attach?stdin=true"
+                              "&container=c", None)
+    assert reply.status == 403, reply.body
+    assert reply.json["message"] == ('admission webhook "attach.hooks.example.com" denied the '
+                                     "request: attaching is not allowed")
+    request = hook.reviews[-1]["request"]
+    assert (request["operation"], request["subResource"], request["name"]) == (
+        "CONNECT", "attach", "attached")
+    assert request["object"] == {"kind": "PodAttachOptions", "apiVersion": "v1",
+                                 "stdin": True, "container": "c"}
 
 
 async def test_unknown_ca_fails_closed(client: Client, hook: Hook) -> None:

@@ -150,3 +150,27 @@ async def test_a_wrong_answer_fails_the_request(client: Client,
     assert reply.json["message"] == (
         f"Internal error occurred: conversion webhook for {GROUP}/v2, Kind=Widget returned 0 "
         "objects, expected 1")
+
+
+async def test_an_object_stored_in_an_older_version_is_patched_in_the_new_one(
+        client: Client) -> None:
+    """Without a webhook (strategy None): an object stored while v1 was the storage
+    version is served, and JSON-patched, as v2 once v2 is."""
+    crd = _crd("https://unused.invalid", "", "v1")
+    del crd["spec"]["conversion"]
+    assert (await client.post(CRDS, crd)).status == 201
+    await _established(client)
+    obj = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "w1"},
+           "data": {"a": "b"}}
+    assert (await client.post(_path("v1"), obj)).status == 201
+    stored = (await client.get(f"{CRDS}/widgets.{GROUP}")).json
+    for version in stored["spec"]["versions"]:
+        version["storage"] = version["name"] == "v2"
+    assert (await client.put(f"{CRDS}/widgets.{GROUP}", stored)).status == 200
+    await asyncio.sleep(0.2)
+    reply = await client.patch(_path("v2", "w1"), [{"op": "add", "path": "/dummy",
+                                                    "value": "test"}],
+                               content_type="application/json-patch+json")
+    assert reply.status == 200, reply.json
+    assert (reply.json["apiVersion"], reply.json["dummy"]) == (f"{GROUP}/v2", "test")
+    assert (await client.get(_path("v2", "w1"))).json["apiVersion"] == f"{GROUP}/v2"

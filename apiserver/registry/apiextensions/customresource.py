@@ -184,7 +184,9 @@ class CustomResourceStrategy(Strategy):
         return version in self._defaulted
 
     def converts_on_read(self) -> bool:
-        return self.webhook_conversion
+        # With several versions, objects written before the storage version changed are
+        # stored in the older one: each read converts (or relabels) them.
+        return self.webhook_conversion or len(self._schemas) > 1
 
     def from_storage(self, obj: Obj, version: str) -> Obj:
         out = self._convert(obj, self.api_version(version))
