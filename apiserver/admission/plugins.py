@@ -11,6 +11,8 @@ phase.
 
 from __future__ import annotations
 
+import copy
+
 from draemu.apiserver.admission.chain import AdmissionServices, Attributes, PluginEntry
 from draemu.apiserver.admission.mutating import BINDINGS as MUTATING_BINDINGS
 from draemu.apiserver.admission.mutating import MutatingAdmission
@@ -102,7 +104,11 @@ class MutatingAdmissionWebhook:
                                              attrs.reinvocation)
         if mutated is not served:
             # The patched object is decoded and defaulted again, as upstream's mutating
-            # dispatcher does with each webhook's result.
+            # dispatcher does with each webhook's result (a custom resource's decoding
+            # prunes the fields its schema does not declare).
+            pruned = r.strategy.prune_unknown(copy.deepcopy(mutated), attrs.request.version)
+            if pruned is not None:
+                mutated = pruned[0]
             r.strategy.default(mutated, attrs.request.version)
             attrs.obj = r.strategy.to_storage(mutated, attrs.request.version)
 

@@ -51,6 +51,7 @@ class Hook:
         app.router.add_post("/mutate", self.mutate)
         app.router.add_post("/add-init-container", self.add_init_container)
         app.router.add_post("/deny-attach", self.deny_attach)
+        app.router.add_post("/add-data", self.add_data)
         app.router.add_post("/observe", self.observe)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
@@ -114,6 +115,18 @@ class Hook:
                                       "patch": base64.b64encode(
                                           json.dumps(patch).encode()).decode()}})
 
+
+    async def add_data(self, request: web.Request) -> web.Response:
+        """Adds two keys to `data`, one of which a custom resource's schema prunes."""
+        req = (await request.json())["request"]
+        patch = [{"op": "add", "path": "/data/stage-1", "value": "yes"},
+                 {"op": "add", "path": "/data/stage-2", "value": "yes"}]
+        return web.json_response({"apiVersion": "admission.k8s.io/v1",
+                                  "kind": "AdmissionReview", "response": {
+                                      "uid": req["uid"], "allowed": True,
+                                      "patchType": "JSONPatch",
+                                      "patch": base64.b64encode(
+                                          json.dumps(patch).encode()).decode()}})
 
     async def deny_attach(self, request: web.Request) -> web.Response:
         review = await request.json()
@@ -220,6 +233,31 @@ async def test_a_connect_to_pods_attach_goes_through_validating_webhooks(
         "CONNECT", "attach", "attached")
     assert request["object"] == {"kind": "PodAttachOptions", "apiVersion": "v1",
                                  "stdin": True, "container": "c"}
+
+
+async def test_a_webhooks_patch_of_a_custom_resource_is_pruned(client: Client,
+                                                                hook: Hook) -> None:
+    schema = {"type": "object", "properties": {"data": {"type": "object", "properties": {
+        "start": {"type": "string"}, "stage-1": {"type": "string"}}}}}
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "things.example.com"},
+           "spec": {"group": "example.com", "scope": "Namespaced",
+                    "names": {"kind": "Thing", "plural": "things"},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": schema}}]}}
+    assert (await client.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                              crd)).status == 201
+    config = configuration("MutatingWebhookConfiguration", "things",
+                           {"url": f"{hook.url}/add-data", "caBundle": hook.ca_bundle})
+    config["webhooks"][0]["rules"] = [{"apiGroups": ["example.com"], "apiVersions": ["v1"],
+                                       "operations": ["CREATE"], "resources": ["things"]}]
+    assert (await client.post(f"{CONFIGS}/mutatingwebhookconfigurations", config)).status == 201
+    await asyncio.sleep(0.3)
+    thing = {"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t"},
+             "data": {"start": "yes"}}
+    reply = await client.post("/apis/example.com/v1/namespaces/default/things", thing)
+    assert reply.status == 201, reply.json
+    assert reply.json["data"] == {"start": "yes", "stage-1": "yes"}
 
 
 async def test_unknown_ca_fails_closed(client: Client, hook: Hook) -> None:
