@@ -20,7 +20,7 @@ from draemu.apiserver.wire.queryselectors import parse_field_selector, parse_lab
 def selection(scope: Scope) -> Selection:
     """The `labelSelector` and `fieldSelector` parameters."""
     return Selection.of(scope.strategy, parse_label_selector(scope.query.get("labelSelector")),
-                        parse_field_selector(scope.query.get("fieldSelector")))
+                        parse_field_selector(scope.query.get("fieldSelector")), scope.version)
 
 
 def list_options(scope: Scope) -> ListOptions:

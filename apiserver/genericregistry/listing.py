@@ -37,16 +37,18 @@ class Selection:
     fields_of: Callable[[Obj], dict[str, str]]
 
     @classmethod
-    def of(cls, strategy: Strategy, labels: LabelSelector, fields: FieldSelector
-           ) -> Selection:
+    def of(cls, strategy: Strategy, labels: LabelSelector, fields: FieldSelector,
+           version: str = "") -> Selection:
+        """`version`: the request's, whose fields a custom resource is selected by."""
         if not fields.empty:
-            check_fields(fields, supported_fields(strategy) or None)
+            check_fields(fields, supported_fields(strategy, version) or None)
 
         def fields_of(obj: Obj) -> dict[str, str]:
             meta = obj.get("metadata") or {}
             out = {"metadata.name": meta.get("name", ""),
                    "metadata.namespace": meta.get("namespace", "")}
-            out.update(strategy.selectable_fields(obj))
+            out.update(strategy.selectable_fields_in(obj, version) if version
+                       else strategy.selectable_fields(obj))
             return out
 
         return cls(labels, fields, fields_of)
@@ -64,8 +66,12 @@ class Selection:
         return self.labels.empty and self.fields.empty
 
 
-def supported_fields(strategy: Strategy) -> set[str]:
-    """The kind's own selectable fields, learnt from a skeleton object."""
+def supported_fields(strategy: Strategy, version: str = "") -> set[str]:
+    """The kind's own selectable fields (of `version`), learnt from a skeleton object
+    unless the kind names them."""
+    named = strategy.selectable_field_names(version) if version else None
+    if named is not None:
+        return named
     skeleton: Obj = {"metadata": {"name": "", "namespace": ""}, "spec": {}, "status": {}}
     try:
         return set(strategy.selectable_fields(skeleton))

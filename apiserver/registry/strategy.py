@@ -305,6 +305,16 @@ class Strategy:
         return []
 
     # Reads ----------------------------------------------------------------------
+    def selectable_fields_in(self, obj: Obj, version: str) -> dict[str, str]:
+        """Field-selector values of a stored object as `version` serves it (a custom
+        resource's selectable fields are its version's, on the object converted)."""
+        return self.selectable_fields(obj)
+
+    def selectable_field_names(self, version: str) -> set[str] | None:
+        """The field-selector attributes of `version` beyond metadata's, when the kind
+        names them; None: learnt from `selectable_fields` of a skeleton object."""
+        return None
+
     def selectable_fields(self, obj: Obj) -> dict[str, str]:
         return {}
 

@@ -174,3 +174,33 @@ async def test_an_object_stored_in_an_older_version_is_patched_in_the_new_one(
     assert reply.status == 200, reply.json
     assert (reply.json["apiVersion"], reply.json["dummy"]) == (f"{GROUP}/v2", "test")
     assert (await client.get(_path("v2", "w1"))).json["apiVersion"] == f"{GROUP}/v2"
+
+
+async def test_field_selectors_are_the_request_versions_on_converted_objects(
+        client: Client, webhook: tuple[str, str]) -> None:
+    """As the CustomResourceFieldSelectors conformance spec: v1 selects by hostPort, v2 by
+    host and port, whatever the version objects are stored in."""
+    url, bundle = webhook
+    crd = _crd(url, bundle, "v1")
+    for version, fields in zip(crd["spec"]["versions"], (["hostPort"], ["host", "port"]),
+                               strict=True):
+        version["schema"] = {"openAPIV3Schema": {"type": "object", "properties": {
+            f: {"type": "string"} for f in fields}}}
+        version["selectableFields"] = [{"jsonPath": f".{f}"} for f in fields]
+    assert (await client.post(CRDS, crd)).status == 201
+    await _established(client)
+    for name, host_port in (("a", "host1:80"), ("b", "host1:8080"), ("c", "host2:80")):
+        obj = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": name},
+               "hostPort": host_port}
+        assert (await client.post(_path("v1"), obj)).status == 201
+
+    async def names(version: str, selector: str) -> list[str]:
+        reply = await client.get(f"{_path(version)}?fieldSelector={selector}")
+        assert reply.status == 200, reply.json
+        return [o["metadata"]["name"] for o in reply.json["items"]]
+
+    assert await names("v2", "host%3Dhost1") == ["a", "b"]
+    assert await names("v2", "host%3Dhost1,port%3D80") == ["a"]
+    assert await names("v1", "hostPort%3Dhost1:80") == ["a"]
+    unknown = await client.get(f"{_path('v1')}?fieldSelector=host%3Dhost1")
+    assert unknown.status == 400

@@ -266,10 +266,24 @@ class CustomResourceStrategy(Strategy):
 
     # Reads -------------------------------------------------------------------------------
     def selectable_fields(self, obj: Obj) -> dict[str, str]:
-        """`selectableFields` of the CRD (`spec.color` for `.spec.color`); a missing
-        value selects as the empty string."""
+        """`selectableFields` of the CRD's storage version (`spec.color` for
+        `.spec.color`); a missing value selects as the empty string."""
+        return self._field_values(obj, self.storage_version)
+
+    def selectable_fields_in(self, obj: Obj, version: str) -> dict[str, str]:
+        """The selectable fields of `version`, on the object converted to it."""
+        if not self._selectable.get(version):
+            return {}
+        if obj.get("apiVersion") != self.api_version(version):
+            obj = self.from_storage(obj, version)
+        return self._field_values(obj, version)
+
+    def selectable_field_names(self, version: str) -> set[str] | None:
+        return {path.lstrip(".") for path in self._selectable.get(version) or ()}
+
+    def _field_values(self, obj: Obj, version: str) -> dict[str, str]:
         out: dict[str, str] = {}
-        for path in self._selectable.get(self.storage_version) or ():
+        for path in self._selectable.get(version) or ():
             try:
                 found = jsonpath.find(obj, path)
             except jsonpath.JSONPathError:
