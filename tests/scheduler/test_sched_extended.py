@@ -79,3 +79,43 @@ def test_claim_for_a_node_without_the_resource():
         "name": "container-0-request-0",
         "exactly": {"deviceClassName": "gpu-class", "allocationMode": "ExactCount",
                     "count": 2}}]
+
+
+def _container(name: str, count: str, resources: tuple[str, ...], **extra) -> dict:
+    return {"name": name, "resources": {"requests": {r: count for r in resources}}, **extra}
+
+
+def test_init_containers_reuse_the_requests_of_containers_that_run_after_them():
+    # The shape of upstream's e2e spec: an init container asking for two of each, a
+    # sidecar, another init container, then the container, one of each.
+    resources = ("example.com/a", "example.com/b")
+    p = pod("p")
+    p["spec"]["initContainers"] = [
+        _container("init", "2", resources),
+        _container("sidecar", "1", resources, restartPolicy="Always"),
+        _container("init-1", "1", resources)]
+    p["spec"]["containers"] = [_container("c", "1", resources)]
+    mapping = {r: "class" for r in resources}
+    claim, served = claim_for_node(p, pod_extended_requests(p), mapping, {})
+    assert [(r["name"], r["exactly"]["count"]) for r in claim["spec"]["devices"]["requests"]] \
+        == [("container-1-request-0", 1), ("container-1-request-1", 1),
+            ("container-3-request-0", 1), ("container-3-request-1", 1)]
+    assert {(m.container, m.resource, m.request_name) for m in served} == {
+        (c, r, f"container-{i}-request-{j}") for j, r in enumerate(resources)
+        for c, i in (("sidecar", 1), ("c", 3), ("init", 1), ("init", 3), ("init-1", 3))}
+
+
+def test_short_lived_init_containers_share_their_largest_request():
+    p = pod("p")
+    p["spec"]["initContainers"] = [_container("first", "3", ("example.com/a",)),
+                                   _container("second", "5", ("example.com/a",))]
+    p["spec"]["containers"] = [_container("c", "1", ("example.com/a",))]
+    claim, served = claim_for_node(p, pod_extended_requests(p), {"example.com/a": "k"}, {})
+    # Each init container first takes the container's one device, then asks for the rest;
+    # the larger of their two requests serves both.
+    assert [(r["name"], r["exactly"]["count"]) for r in claim["spec"]["devices"]["requests"]] \
+        == [("container-1-request-0", 4), ("container-2-request-0", 1)]
+    assert sorted((m.container, m.request_name) for m in served) == [
+        ("c", "container-2-request-0"), ("first", "container-1-request-0"),
+        ("first", "container-2-request-0"), ("second", "container-1-request-0"),
+        ("second", "container-2-request-0")]
