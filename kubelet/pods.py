@@ -322,19 +322,19 @@ class PodWorkers:
             state.ip = self._free_ips.pop(0)
 
     def _node_files(self, state: PodState, container: Obj, edits: ContainerEdits
-                    ) -> tuple[list[Obj], list[Obj], Obj | None]:
+                    ) -> tuple[list[Obj], list[Obj], Obj | None, list[Obj]]:
         """What the container mounts of its node (for runtimes that mount volumes): its
         volumes, the pod's /etc files and CDI mounts; its CDI device nodes; the node's
-        own /sys when it has one."""
+        own /sys when it has one; the CDI hooks, programs of the node."""
         if self.volumes is None or state.volumes is None:
-            return [], [], None
+            return [], [], None, []
         mounts = [m.spec() for m in [
             *container_mounts(container, state.volumes),
             *pod_file_mounts(state.pod_files or {}, container),
             *self.volumes.cdi_mounts(edits.mounts)]]
         privileged = bool((container.get("securityContext") or {}).get("privileged"))
         return (mounts, self.volumes.cdi_devices(edits.device_nodes),
-                self.volumes.sysfs(privileged))
+                self.volumes.sysfs(privileged), self.volumes.cdi_hooks(edits.hooks))
 
     async def _start(self, key: str, pod: Obj, container: Obj, rec: ContainerRecord) -> None:
         meta = pod["metadata"]
@@ -345,7 +345,7 @@ class PodWorkers:
             env = await self.env.build(pod, container, self.host_ip, state.ip)
             env.update(edits.env_map())
             spec = pod.get("spec") or {}
-            mounts, devices, sysfs = self._node_files(state, container, edits)
+            mounts, devices, sysfs, hooks = self._node_files(state, container, edits)
             if self.volumes is not None and spec.get("hostNetwork"):
                 host_netns = getattr(self.runtime, "host_netns", None)
                 taken = await asyncio.to_thread(host_port_conflicts, container, host_netns)
@@ -374,7 +374,7 @@ class PodWorkers:
                 restart_count=rec.restart_count,
                 annotations=dict(meta.get("annotations") or {}),
                 pod_uid=meta["uid"], host_network=bool(spec.get("hostNetwork")), mounts=mounts,
-                devices=devices, sysfs=sysfs,
+                devices=devices, sysfs=sysfs, hooks=hooks,
                 security=security, hostname=pod_hostname(pod, self.node_name),
                 host_ports=[(p.get("hostIP") or "0.0.0.0", int(p["hostPort"]),
                              int(p["containerPort"])) for p in container.get("ports") or []

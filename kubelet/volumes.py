@@ -179,6 +179,22 @@ class VolumeManager:
                 out.append({"base": found[0], "path": found[1], "target": node["path"]})
         return out
 
+    def cdi_hooks(self, hooks: list[Obj]) -> list[Obj]:
+        """A device's CDI hooks as the launcher runs them (confine/hooks.py): the program
+        is a path of the node (`base`, `path` inside it, links resolved there, as a
+        container runtime resolves a hook's path on its host), with its arguments (the
+        first is its name), environment and timeout exactly as the spec gives them."""
+        out = []
+        for hook in hooks:
+            rel = machine_path_in_node(self.layout, hook["path"])
+            if rel is None:
+                rel = in_node(self.layout, hook["path"])
+            out.append({"hookName": hook.get("hookName", ""), "base": str(self.layout.root),
+                        "path": rel, "program": hook["path"],
+                        "args": list(hook.get("args") or [hook["path"]]),
+                        "env": list(hook.get("env") or []), "timeout": hook.get("timeout")})
+        return out
+
     def sysfs(self, writable: bool) -> Obj | None:
         """The node's own /sys as the container's (a mount for the launcher), or None: the
         container gets this machine's sysfs. Writable for privileged containers, as a

@@ -68,6 +68,8 @@ class ContainerConfig:
     devices: list[dict[str, Any]] = field(default_factory=list)
     # The node's own /sys as a mount (kubelet/volumes.py sysfs); None: this machine's.
     sysfs: dict[str, Any] | None = None
+    # CDI hooks as the runtime runs them (kubelet/volumes.py cdi_hooks).
+    hooks: list[dict[str, Any]] = field(default_factory=list)
     security: ContainerSecurity = field(default_factory=ContainerSecurity)
     hostname: str = ""
     # TCP hostPorts of a pod with its own network: (host IP, host port, container port).

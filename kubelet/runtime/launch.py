@@ -10,7 +10,8 @@ Modes (`spec["mode"]`):
   (`userns`: root inside is `base` outside, `size` ids mapped; `path`: an existing one,
   the node's for a hostNetwork pod on the pod network; absent when unconfined) and new
   mount, PID, IPC and UTS namespaces (`namespaces.pid`/`ipc` false: hostPID/hostIPC),
-  assembles the container's root (confine/rootfs.py) and forks the container's init: it
+  assembles the container's root (confine/rootfs.py), runs the CDI hooks that come
+  before pivot_root (`hooks`, confine/hooks.py) and forks the container's init: it
   mounts /proc, pivots into the root, enters the user namespace as its root, forks the command's
   process (which takes the container's user, groups and capabilities, confine/
   identity.py, and execs the command) and stays as PID 1, passing signals on and reaping
@@ -38,7 +39,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from confine import identity, rootfs
+from confine import hooks, identity, rootfs
 from confine import syscalls as sc
 from confine.syscalls import LaunchError
 
@@ -130,13 +131,18 @@ def run(spec: dict) -> None:
     userns_fd = make_userns(spec["userns"]) if spec.get("userns") else None
     namespaces = spec.get("namespaces") or {}
     flags = sc.CLONE_NEWNS | sc.CLONE_NEWUTS
-    flags |= sc.CLONE_NEWPID if namespaces.get("pid", True) else 0
     flags |= sc.CLONE_NEWIPC if namespaces.get("ipc", True) else 0
     sc.unshare(flags, "the container's namespaces")
     sc.mount(None, "/", None, sc.MS_REC | sc.MS_PRIVATE)
     if spec.get("hostname"):
         sc.sethostname(spec["hostname"])
-    root = rootfs.RootBuilder(spec, userns_fd).build()
+    builder = rootfs.RootBuilder(spec, userns_fd)
+    root = builder.build()
+    # The hooks are children of ours in this PID namespace: the container's, the next
+    # child's, begins with its init.
+    hooks.run_before_pivot(spec, builder.scratch)
+    if namespaces.get("pid", True):
+        sc.unshare(sc.CLONE_NEWPID, "the container's PID namespace")
     pid = os.fork()
     if pid == 0:
         try:

@@ -252,7 +252,8 @@ class ProcessRuntime:
                                       security.masked_paths),
             "mounts": [*config.mounts, *([executable] if executable else [])],
             "devices": config.devices, "sysfs": config.sysfs, "scratch": str(scratch), "cwd": cwd,
-            "user": user}
+            "user": user, "hooks": config.hooks,
+            "id": f"{config.pod_uid}-{config.name}-{config.restart_count}"}
         proc, init_pid = await self._launch(spec, config.name)
         container = Container(pid=init_pid or proc.pid, env=env)
         self._procs[container.id] = proc

@@ -123,3 +123,25 @@ def test_a_nodes_own_sys_folder_is_its_containers_sys(tmp_path: Path):
     assert manager.sysfs(writable=False) == {
         "base": str(layout.root), "path": "host/sys", "target": "/sys", "readOnly": True}
     assert manager.sysfs(writable=True)["readOnly"] is False  # privileged
+
+
+def test_a_cdi_hooks_program_is_the_nodes_with_its_arguments_as_given(tmp_path: Path):
+    """A hook's path is a path of the node (the kubelet's folders are the node's, others
+    its host folder); arguments (the first is the program's name), environment and
+    timeout go to the launcher unchanged."""
+    layout = NodeLayout(tmp_path / "node")
+    layout.create()
+    manager = VolumeManager(StubClient(), layout)  # type: ignore[arg-type]
+    got = manager.cdi_hooks([
+        {"hookName": "createContainer", "path": "/var/lib/kubelet/plugins/gpu/hook",
+         "args": ["hook", "update-ldcache", "--folder", "/usr/lib64"],
+         "env": ["NVIDIA_CTK_DEBUG=false"]},
+        {"hookName": "createContainer", "path": "/usr/bin/nvidia-ctk", "timeout": 5}])
+    assert got == [
+        {"hookName": "createContainer", "base": str(layout.root), "path": "plugins/gpu/hook",
+         "program": "/var/lib/kubelet/plugins/gpu/hook",
+         "args": ["hook", "update-ldcache", "--folder", "/usr/lib64"],
+         "env": ["NVIDIA_CTK_DEBUG=false"], "timeout": None},
+        {"hookName": "createContainer", "base": str(layout.root),
+         "path": "host/usr/bin/nvidia-ctk", "program": "/usr/bin/nvidia-ctk",
+         "args": ["/usr/bin/nvidia-ctk"], "env": [], "timeout": 5}]

@@ -16,6 +16,10 @@ on its kind host (the driver's hack/ci/mock-nvml/setup-mock-gpu.sh, steps 2 to 7
                                                 (its setup.sh step 10): the node's /sys,
                                                 where the driver finds each GPU's PCIe root
                                                 and NUMA node
+    <node>/dev/nvidia<i>                        links to the mock's devices, and
+    <node>/dev/nvidia-caps-imex-channels/       the IMEX channels (235:i), as the CI
+                                                makes them in its kind node's /dev
+                                                (e2e-test.sh, after the cluster is up)
 
 The files come from tests/e2e/vendors/build.sh nvidia (its `nvidia/mock` folder: the
 library, nvidia-smi, render-pci-sysfs and the mock's profiles). A node's profile is one
@@ -164,6 +168,20 @@ def _devices(dev: Path, count: int) -> None:
         _device(channels / f"channel{i}", IMEX_MAJOR, i)
 
 
+def _node_dev(dev: Path, count: int) -> None:
+    """The node's own /dev as the CI's kind node has it: /dev/nvidia<i> links to the
+    mock's devices (NVIDIA's tests count them) and the IMEX channel devices."""
+    dev.mkdir(parents=True, exist_ok=True)
+    for old in dev.glob("nvidia[0-9]*"):
+        old.unlink()
+    for i in range(count):
+        (dev / f"nvidia{i}").symlink_to(f"{MOCK_ROOT}/dev/nvidia{i}")
+    channels = dev / "nvidia-caps-imex-channels"
+    channels.mkdir(exist_ok=True)
+    for i in range(IMEX_CHANNELS):
+        _device(channels / f"channel{i}", IMEX_MAJOR, i)
+
+
 def _proc_devices() -> str:
     """This machine's /proc/devices with the IMEX channel entries the kernel module would
     add, before its block devices (setup-mock-gpu.sh step 7b)."""
@@ -212,6 +230,7 @@ def lay_out(node_host: Path, mock: MockProfile, files: Path | None = None) -> Pa
     (driver / "config" / "config.yaml").write_text(json.dumps(config, indent=1) + "\n")
     for dev in (root / "dev", driver / "dev"):
         _devices(dev, mock.count)
+    _node_dev(node_host / "dev", mock.count)
     _proc_files(driver / "proc" / "driver" / "nvidia", version)
     (root / "imex").mkdir(exist_ok=True)
     (root / "imex" / "proc-devices").write_text(_proc_devices())
