@@ -182,7 +182,17 @@ class PodWorkers:
         state = self.states.get(key)
         if state is not None and (pod is None or pod["metadata"]["uid"] != state.uid):
             await self._kill_all(state, 0)
-            await self._unprepare(state.uid, None)
+            try:
+                await self._unprepare(state.uid, None)
+            except Retry:
+                if pod is None:
+                    raise
+                # A new pod of the same name (the old one force-deleted): as the kubelet's
+                # pod workers go by UID, it does not wait for the old one's teardown; the
+                # old claims are released as an orphan's (`_release_orphans`), and until
+                # then the new pod's claim of the same name cannot be prepared.
+                log.warning("releasing claims of a replaced pod failed", pod=key,
+                            pod_uid=state.uid)
             await self._forget(key, state)
             state = None
         if pod is None:
@@ -254,7 +264,8 @@ class PodWorkers:
             except DRAError as err:
                 await self.events.event(pod, "Warning", "FailedPrepareDynamicResources",
                                         f"Failed to prepare dynamic resources: {err}")
-                raise Retry from err
+                await self._release_orphans()  # what may stand in the way, such as a
+                raise Retry from err  # force-deleted pod's claim of the same name
             state.prepared = True
             await self._sandbox(pod, state)
             if self.volumes is not None and state.volumes is None:

@@ -315,3 +315,41 @@ async def test_container_events_are_listed_in_the_order_they_happened(client, no
 
     await eventually(all_three)
     assert await reasons() == ["Pulled", "Created", "Started"]
+
+
+async def test_a_new_pod_waits_for_a_force_deleted_pods_claim_of_the_same_name(
+        client, node_factory):
+    # Upstream's e2e spec 'blocks new pod after force-delete': the pod and its claim are
+    # force-deleted while the driver refuses to unprepare, then made again under the same
+    # names. The new pod is not held behind the old one's teardown: its preparation fails
+    # on the old claim, which is still prepared, until the old claim is released.
+    node = await node_factory()
+    driver = StickyGPUDriver("gpu.example.com", "node-1", node.cdi_dir, [{"count": 1}])
+    await add_driver(node, driver)
+    old_claim = await create_claim(client, "c1")
+    pod = await create_pod(client, "p1", "node-1", "c1")
+    await allocate(client, old_claim, pod, "gpu.example.com", "node-1", "gpu-0")
+    await eventually(lambda: phase(client, "p1", "Running"))
+    await client.delete("v1", "pods", "p1", "default", grace_period_seconds=0)
+    await client.delete("resource.k8s.io/v1", "resourceclaims", "c1", "default")
+    await eventually(lambda: gone(client, "resource.k8s.io/v1", "resourceclaims", "c1",
+                                  "default"))
+    claim = await create_claim(client, "c1")
+    pod = await create_pod(client, "p1", "node-1", "c1")
+    await allocate(client, claim, pod, "gpu.example.com", "node-1", "gpu-0")
+    old_uid = old_claim["metadata"]["uid"]
+
+    async def blocked():
+        events = await client.list("v1", "events", "default",
+                                   field_selector="involvedObject.name=p1,"
+                                                  "reason=FailedPrepareDynamicResources")
+        return [e for e in events["items"] if e["involvedObject"]["uid"] ==
+                pod["metadata"]["uid"] and f"old ResourceClaim with same name c1 and "
+                f"different UID {old_uid} still exists" in e["message"]]
+
+    await eventually(blocked)
+    assert (await client.get("v1", "pods", "p1", "default"))["status"]["phase"] == "Pending"
+    driver.stuck = False
+    await eventually(lambda: phase(client, "p1", "Running"))
+    assert [info.claim_uid for info in node.kubelet.cache.claims.values()] == [
+        claim["metadata"]["uid"]]
