@@ -82,16 +82,20 @@ class DRAManager:
         for _pod_claim, name, from_template in pod_claims(pod):
             if name is not None:
                 checked.append(await self._checked_claim(pod, name, from_template))
+        batches: dict[str, list[ClaimInfo]] = {}
         async with self.lock:
-            batches: dict[str, list[ClaimInfo]] = {}
             for claim, drivers, skip in checked:
                 info = self._claim_info(claim, drivers, skip)
                 info.pod_uids.add(pod["metadata"]["uid"])
                 for driver in _to_prepare(info, drivers):
                     batches.setdefault(driver, []).append(info)
             self.cache.save()
-            for driver, infos in sorted(batches.items()):
-                await self._prepare_with(driver, infos)
+        # The drivers are called outside the lock, as upstream's manager calls them: a
+        # prepare that waits for something (NVIDIA's ComputeDomain channel waits for the
+        # domain's IMEX daemon) must not hold up other pods' (that daemon's own claim).
+        for driver, infos in sorted(batches.items()):
+            await self._prepare_with(driver, infos)
+        async with self.lock:
             for infos in batches.values():
                 for info in infos:
                     info.prepared = True
@@ -215,8 +219,8 @@ class DRAManager:
                 for d in result.devices]
 
     async def unprepare_resources(self, pod_uid: str) -> None:
+        batches: dict[str, list[ClaimInfo]] = {}
         async with self.lock:
-            batches: dict[str, list[ClaimInfo]] = {}
             for info in self.cache.for_pod(pod_uid):
                 if info.pod_uids - {pod_uid}:
                     info.pod_uids.discard(pod_uid)
@@ -228,13 +232,15 @@ class DRAManager:
                         batches.setdefault(driver, []).append(info)
                 if not info.driver_state:
                     del self.cache.claims[info.key]
-            for driver, infos in sorted(batches.items()):
-                await self._unprepare_with(driver, infos)
+        for driver, infos in sorted(batches.items()):  # outside the lock, as prepare
+            await self._unprepare_with(driver, infos)
+            async with self.lock:
                 for info in infos:
                     # A claim with several drivers goes when the last of them is done.
                     info.driver_state.pop(driver, None)
                     if not info.driver_state:
                         self.cache.claims.pop(info.key, None)
+        async with self.lock:
             self.cache.save()
 
     async def _unprepare_with(self, driver: str, infos: list[ClaimInfo]) -> None:

@@ -6,6 +6,8 @@ claims come from a boundary fake of the API.
 
 from __future__ import annotations
 
+import asyncio
+
 import grpc
 import pytest
 from kubelet_fakes import ClaimsAPI, claim
@@ -33,6 +35,7 @@ class FakePlugin:
         self.prepare_requests: list = []
         self.unprepare_requests: list = []
         self.answer = None  # callable(request) -> response, default: one device per claim
+        self.before = None  # async callable(request), awaited before answering
         self.server: grpc.aio.Server | None = None
 
     async def start(self, path: str) -> None:
@@ -40,6 +43,8 @@ class FakePlugin:
 
         async def prepare(request, _ctx):
             self.prepare_requests.append(request)
+            if self.before:
+                await self.before(request)
             if self.answer:
                 return self.answer(request)
             resp = v.NodePrepareResourcesResponse()
@@ -106,6 +111,28 @@ async def test_prepared_claims_are_not_prepared_again_for_another_pod(setup):
     await manager.prepare_resources(pod(("x", "a"), uid="pod-2"))
     assert len(plugin.prepare_requests) == 1
     assert manager.cache.claims["default/a"].pod_uids == {POD_UID, "pod-2"}
+
+
+async def test_a_prepare_that_waits_does_not_hold_up_another_pods(setup):
+    """As upstream's manager: the plugin is called outside the cache's lock. NVIDIA's
+    ComputeDomain channel claim waits in its prepare until the domain's IMEX daemon runs,
+    and that daemon's pod has a claim of its own to prepare on the same node."""
+    plugin, manager = await setup(claims=[claim("workload", "uid-w"),
+                                          claim("daemon", "uid-d", pod_uid="pod-d")])
+    daemon_prepared = asyncio.Event()
+
+    async def before(request):
+        if request.claims[0].name == "workload":
+            await asyncio.wait_for(daemon_prepared.wait(), 5)
+
+    plugin.before = before
+    workload = asyncio.create_task(manager.prepare_resources(pod(("c", "workload"))))
+    await asyncio.sleep(0.2)  # the workload's prepare is waiting in the plugin
+    await manager.prepare_resources(pod(("c", "daemon"), uid="pod-d"))
+    daemon_prepared.set()
+    await asyncio.wait_for(workload, 5)
+    assert manager.cache.claims["default/workload"].prepared
+    assert manager.cache.claims["default/daemon"].prepared
 
 
 async def test_cdi_ids_and_share_id_are_cached_per_container(setup):
