@@ -167,7 +167,7 @@ class PluginWatcher:
                         retry_in=delay)
 
     async def register(self, path: str, identity: tuple[int, int]) -> None:
-        async with grpc.aio.insecure_channel(rpc.unix_target(path)) as channel:
+        async with grpc.aio.insecure_channel(rpc.dial_target(path)) as channel:
             await asyncio.wait_for(channel.channel_ready(), DIAL_TIMEOUT)
             client = rpc.RegistrationClient(channel)
             info = await client.get_info(reg.InfoRequest(), timeout=GET_INFO_TIMEOUT)

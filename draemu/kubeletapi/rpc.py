@@ -6,6 +6,7 @@ upstream's full service names, so Go kubelets and Go plugins interoperate.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -21,6 +22,30 @@ Streaming = Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[Any]]
 
 def unix_target(path: str) -> str:
     return f"unix://{path}" if path.startswith("/") else f"unix:{path}"
+
+
+# A unix socket address holds 107 bytes of path. The kubelet dials sockets whose names a
+# plugin chose to fit under /var/lib/kubelet; under a node's longer folder they may not.
+UNIX_PATH_MAX = 107
+_folders: dict[str, int] = {}  # folder -> an O_PATH descriptor of it, for long paths
+
+
+def dial_target(path: str) -> str:
+    """The gRPC target that dials the unix socket `path`; a path too long for a socket
+    address is reached as /proc/self/fd/<folder descriptor>/<name>."""
+    if len(os.fsencode(path)) <= UNIX_PATH_MAX:
+        return unix_target(path)
+    folder, name = os.path.split(path)
+    fd = _folders.get(folder)
+    try:
+        if fd is not None and os.fstat(fd).st_ino != os.stat(folder).st_ino:
+            os.close(_folders.pop(folder))  # the folder was made anew
+            fd = None
+        if fd is None:
+            fd = _folders[folder] = os.open(folder, os.O_PATH | os.O_DIRECTORY)
+    except OSError:
+        return unix_target(path)  # missing: the dial fails with its own error
+    return unix_target(f"/proc/self/fd/{fd}/{name}")
 
 
 def _unary(fn: Unary, request: Any, response: Any) -> grpc.RpcMethodHandler:

@@ -109,7 +109,7 @@ class DRAPluginManager:
 
     async def register(self, name: str, endpoint: str, versions: list[str]) -> None:
         version = choose_version(list(versions))
-        channel = grpc.aio.insecure_channel(rpc.unix_target(endpoint))
+        channel = grpc.aio.insecure_channel(rpc.dial_target(endpoint))
         others = [dra.VERSIONS[v] for v in versions if v in dra.VERSIONS]
         instance = PluginInstance(name, endpoint, version, choose_health_version(list(versions)),
                                   channel, rpc.DRAClient(channel, version),

@@ -51,7 +51,9 @@ class RawPlugin:
             return reg.RegistrationStatusResponse()
 
         self.server = grpc.aio.server(handlers=[rpc.registration_handler(get_info, notify)])
-        self.server.add_insecure_port(rpc.unix_target(str(path)))
+        # Bound as the kubelet dials: a path too long for a socket address through its
+        # folder's descriptor.
+        self.server.add_insecure_port(rpc.dial_target(str(path)))
         await self.server.start()
 
     async def stop(self) -> None:
@@ -215,3 +217,22 @@ async def test_sockets_in_sub_directories_are_found(layout, kubelet_side):
         assert manager.registered("sub.example.com")
     finally:
         await raw.stop()
+
+
+async def test_a_socket_path_too_long_for_a_socket_address_is_dialled(layout, kubelet_side):
+    # A plugin names its socket to fit under /var/lib/kubelet/plugins_registry (upstream's
+    # rolling-update name: driver, pod UID); under the node's folder the path is longer
+    # than a unix socket address holds.
+    _manager, watcher = kubelet_side
+    name = "gpu.dra-example-driver.sigs.k8s.io-0b4f2b5e-1d2c-4e5f-8a9b-0c1d2e3f4a5b-reg.sock"
+    path = layout.registry_dir / name
+    assert len(str(path)) > rpc.UNIX_PATH_MAX
+    plugin = RawPlugin(reg.PluginInfo(type="NoSuchPlugin", name="gpu.dra-example-driver",
+                                      supported_versions=["v1.DRAPlugin"]))
+    await plugin.start(path)
+    try:
+        await watcher.reconcile()
+        assert plugin.statuses == [(False, "RegisterPlugin error -- no handler registered "
+                                           f"for plugin type: NoSuchPlugin at socket {path}")]
+    finally:
+        await plugin.stop()
