@@ -83,6 +83,18 @@ def claim_on_node(claim: Obj, namespace: str, node: str, lookup: Lookup) -> bool
     return False
 
 
+def pod_claims(pod: Obj) -> set[str]:
+    """The ResourceClaims a pod names: in its spec, in its status (those generated from
+    templates) and its extended-resource claim, as upstream's resourceclaim.PodClaims."""
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    names = {c.get("resourceClaimName") or "" for c in spec.get("resourceClaims") or []}
+    names |= {c.get("resourceClaimName") or ""
+              for c in status.get("resourceClaimStatuses") or []}
+    names.add((status.get("extendedResourceClaimStatus") or {}).get("resourceClaimName") or "")
+    names.discard("")
+    return names
+
+
 def _containers(spec: Obj) -> list[Obj]:
     return [*(spec.get("initContainers") or []), *(spec.get("containers") or []),
             *(spec.get("ephemeralContainers") or [])]
@@ -253,6 +265,12 @@ class NodeAuthorizer:
         claim = self.lookup("resourceclaims", RESOURCE_GROUP, attrs.namespace, attrs.name)
         if claim is not None and claim_on_node(claim, attrs.namespace, node, self.lookup):
             return _YES
+        # As upstream's graph: the claims a pod bound to the node names (its own, those
+        # generated for it or for its PodGroup, its extended-resource claim), reserved
+        # for the pod or not (a PodGroup's claim is reserved for the PodGroup).
+        for pod in self.in_namespace("pods", "", attrs.namespace):
+            if node_of_pod(pod) == node and attrs.name in pod_claims(pod):
+                return _YES
         return self._unrelated(node)
 
     def _referenced_by_pods(self, node: str, attrs: Attributes) -> Decision:

@@ -245,3 +245,24 @@ async def test_a_node_publishes_only_its_own_csinode(n1: Client, client: Client)
               'csinodes.storage.k8s.io is forbidden: User "system:node:n1" cannot list '
               'resource "csinodes" in API group "storage.k8s.io" at the cluster scope: can only '
               "get, create, update, patch, or delete a CSINode")
+
+
+async def test_a_node_reads_the_claims_its_pods_name_though_reserved_for_others(
+        n1: Client, client: Client) -> None:
+    # A PodGroup's claim is reserved for the PodGroup, not for its pods: the kubelet
+    # reads it because a pod bound to its node names it in its status, as upstream's graph
+    # grants (resourceclaim.PodClaims: spec, resourceClaimStatuses, the extended claim).
+    await client.post(CLAIMS, claim("group-claim"))
+    await client.post(CLAIMS, claim("extended"))
+    await client.post(CLAIMS, claim("other"))
+    await client.post(PODS, pod("member", node="n1", resourceClaims=[
+        {"name": "gpu", "resourceClaimTemplateName": "per-group"}]))
+    reply = await client.patch(f"{PODS}/member/status", {"status": {
+        "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "group-claim"}],
+        "extendedResourceClaimStatus": {"resourceClaimName": "extended", "requestMappings": [
+            {"containerName": "c", "resourceName": "example.com/gpu",
+             "requestName": "container-0-request-0"}]}}}, MERGE)
+    assert reply.status == 200, reply.json
+    assert (await n1.get(f"{CLAIMS}/group-claim")).status == 200
+    assert (await n1.get(f"{CLAIMS}/extended")).status == 200
+    assert (await n1.get(f"{CLAIMS}/other")).status == 403
