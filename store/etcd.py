@@ -32,9 +32,9 @@ revision fail with CompactedError, whichever process compacted.
 
 Values larger than etcd accepts (1.5 MiB by default, --max-request-bytes) are refused
 with etcd's message, "etcdserver: request is too large", as kube-apiserver reports it.
-The etcd server decides (its --max-request-bytes may differ from the default), so this
-backend does not check a value's size before sending it; `max_value_bytes` only bounds
-what it sends at all, above etcd's Go client's 2 MiB send limit.
+The etcd server decides (its --max-request-bytes may differ from the default): unless
+told a `max_value_bytes` of its own, this backend sends a value of any size and etcd
+refuses what it will not take.
 """
 
 from __future__ import annotations
@@ -83,16 +83,17 @@ def _end_of(key: bytes) -> bytes:
     return stripped[:-1] + bytes([stripped[-1] + 1])
 
 
-# Values up to this size go to etcd, which answers for them (see the module's docstring).
+# Without a limit of the caller's, values up to this size go to etcd, which answers for
+# them (see the module's docstring).
 UNCHECKED_VALUE_BYTES = 64 * 1024 * 1024
 
 
 class EtcdStore(Store):
     def __init__(self, client: EtcdClient, config: EtcdConfig, revision: int,
-                 compacted: int, *, max_value_bytes: int, compaction_interval: float,
+                 compacted: int, *, max_value_bytes: int | None, compaction_interval: float,
                  watch_queue_limit: int) -> None:
         super().__init__(revision=revision, compacted_revision=compacted,
-                         max_value_bytes=max(max_value_bytes, UNCHECKED_VALUE_BYTES),
+                         max_value_bytes=max_value_bytes or UNCHECKED_VALUE_BYTES,
                          compaction_interval=compaction_interval,
                          watch_queue_limit=watch_queue_limit)
         self._client = client
@@ -377,7 +378,7 @@ class EtcdStore(Store):
         await self._client.close()
 
 
-async def open_etcd(url: str, *, max_value_bytes: int, compaction_interval: float,
+async def open_etcd(url: str, *, max_value_bytes: int | None, compaction_interval: float,
                     watch_queue_limit: int) -> EtcdStore:
     """Open the store in the etcd cluster of `url` (see etcdrpc.parse_url)."""
     config = parse_url(url)

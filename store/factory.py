@@ -30,7 +30,7 @@ def sqlite_path(url: str, data_dir: Path | None) -> Path | None:
 
 async def open_store(url: str, *, data_dir: Path | None = None, fsync: bool = False,
                      compaction_interval: float = 300.0,
-                     max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+                     max_value_bytes: int | None = None,
                      watch_queue_limit: int = DEFAULT_WATCH_QUEUE_LIMIT) -> Store:
     """Open the store at `url` and start its periodic compaction.
 
@@ -43,6 +43,9 @@ async def open_store(url: str, *, data_dir: Path | None = None, fsync: bool = Fa
     PostgreSQL's and etcd's durability are the servers' (`synchronous_commit`, on by
     default; etcd fsyncs on a quorum of members).
     `compaction_interval` seconds of history are kept (0: never compact automatically).
+    `max_value_bytes`: the largest value a write may carry; by default etcd's request
+    limit (1.5 MiB), which SQLite and PostgreSQL check themselves and an etcd cluster
+    checks as its `--max-request-bytes` says (draemu sends it whatever it is).
     """
     lock = None
     if data_dir is not None:
@@ -66,20 +69,20 @@ async def open_store(url: str, *, data_dir: Path | None = None, fsync: bool = Fa
     return store
 
 
-async def _open(url: str, data_dir: Path | None, *, fsync: bool, max_value_bytes: int,
+async def _open(url: str, data_dir: Path | None, *, fsync: bool, max_value_bytes: int | None,
                 compaction_interval: float, watch_queue_limit: int) -> Store:
     scheme = urlsplit(url).scheme
     if scheme == "sqlite":
         from draemu.store.sqlite import open_sqlite
 
         return await open_sqlite(sqlite_path(url, data_dir), fsync=fsync,
-                                 max_value_bytes=max_value_bytes,
+                                 max_value_bytes=max_value_bytes or DEFAULT_MAX_VALUE_BYTES,
                                  compaction_interval=compaction_interval,
                                  watch_queue_limit=watch_queue_limit)
     if scheme in ("postgresql", "postgres"):
         from draemu.store.postgres import open_postgres
 
-        return await open_postgres(url, max_value_bytes=max_value_bytes,
+        return await open_postgres(url, max_value_bytes=max_value_bytes or DEFAULT_MAX_VALUE_BYTES,
                                    compaction_interval=compaction_interval,
                                    watch_queue_limit=watch_queue_limit)
     if scheme == "etcd":
