@@ -98,6 +98,7 @@ class SuiteResult:
     seconds: float
     suite_failures: list[Spec] = field(default_factory=list)  # BeforeSuite and the like
     notes: list[str] = field(default_factory=list)
+    regressions: list[Any] = field(default_factory=list)  # selection.Regression
 
     def count(self, *states: str) -> int:
         return sum(1 for s in self.specs if s.state in states)

@@ -9,6 +9,10 @@ first error line. Reports per suite under --out: ginkgo's report.json and junit.
 e2e.test's own junit files, ginkgo.log, draemu.log, summary.md.
 
     tests/e2e/conformance/run.py [--suite dra,api-machinery] [--procs 4] [--out DIR]
+    tests/e2e/conformance/run.py --selection tests/e2e/conformance/ci-selection.txt
+
+`--selection FILE` runs CI's fixed selection (selection.py): exactly the specs the file
+lists, and fails when one of them does not pass.
 
 The binaries come from `tests/e2e/realk8s/build.sh conformance` (`make conformance` runs
 both). See tests/e2e/conformance/README.md.
@@ -35,6 +39,7 @@ sys.path.insert(0, str(REPO))
 
 import images  # noqa: E402
 import report  # noqa: E402
+import selection  # noqa: E402
 
 from draemu import features  # noqa: E402
 
@@ -48,6 +53,7 @@ class Suite:
     skip: str = ""
     dra_gates: bool = False  # every DRA feature gate on, as upstream's DRA jobs run
     timeout: str = "3h"  # ginkgo's --timeout for the whole suite
+    expect: tuple[str, ...] = ()  # specs that must pass (a --selection suite)
 
 
 SUITES = {
@@ -154,15 +160,15 @@ def ginkgo_argv(bins: Path, suite: Suite, out: Path, kubeconfig: Path,
     return argv
 
 
-def selected(bins: Path, suite: Suite, out: Path) -> int:
-    """How many specs the focus selects (ginkgo --dry-run: nothing runs)."""
+def selected(bins: Path, suite: Suite, out: Path) -> report.SuiteResult:
+    """The specs the focus selects (ginkgo --dry-run: nothing runs; each is "passed")."""
     argv = [str(bins / "ginkgo"), "--dry-run", f"--focus={suite.focus}", "--silence-skips",
             "--output-dir", str(out), "--json-report=selected.json"]
     if suite.skip:
         argv.append(f"--skip={suite.skip}")
     subprocess.run([*argv, str(bins / "e2e.test"), "--", "--provider=skeleton"],
                    capture_output=True, check=False, timeout=300)
-    return report.load(suite.name, out / "selected.json").selected
+    return report.load(suite.name, out / "selected.json")
 
 
 def outcome(suite: Suite, out: Path, count: int) -> report.SuiteResult:
@@ -183,7 +189,8 @@ def run_suite(bins: Path, suite: Suite, out: Path, image_map: Path, args: argpar
     if out.exists():
         shutil.rmtree(out)
     (out / "e2e").mkdir(parents=True)
-    count = selected(bins, suite, out)
+    dry = selected(bins, suite, out)
+    count = dry.selected
     gates = ",".join(g for g in (dra_gates(args.emulated) if suite.dra_gates else "",
                                  args.feature_gates) if g)
     cluster = Draemu(out, image_map, args.nodes, gates, args.emulated)
@@ -193,7 +200,8 @@ def run_suite(bins: Path, suite: Suite, out: Path, image_map: Path, args: argpar
         argv = ginkgo_argv(bins, suite, out, cluster.kubeconfig, args.procs, args.e2e_arg,
                            args.timeout)
         (out / "command.txt").write_text(" ".join(argv) + f"\n# feature gates: {gates}\n")
-        print(f"== {suite.name}: {suite.focus} ({args.procs} ginkgo processes; "
+        what = f"{len(suite.expect)} listed specs" if suite.expect else suite.focus
+        print(f"== {suite.name}: {what} ({args.procs} ginkgo processes; "
               f"log {out / 'ginkgo.log'})", flush=True)
         with open(out / "ginkgo.log", "w") as log:
             code = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT,
@@ -205,12 +213,16 @@ def run_suite(bins: Path, suite: Suite, out: Path, image_map: Path, args: argpar
     result = outcome(suite, out, count)
     if not result.seconds:
         result.seconds = time.monotonic() - started
+    if suite.expect:
+        result.regressions = selection.regressions(
+            suite.expect, {s.name: s.state for s in result.specs}, {s.name for s in dry.specs})
     (out / "summary.md").write_text(report.table([result]) + "\n\n" + report.failures(result)
                                     + "\n")
     (out / "summary.json").write_text(json.dumps({
         "suite": suite.name, "focus": suite.focus, "selected": result.selected,
         "passed": result.passed, "failed": result.failed, "skipped": result.skipped,
         "not_run": result.not_run, "seconds": round(result.seconds),
+        "regressions": [{"spec": r.name, "state": r.state} for r in result.regressions],
         "ginkgo_exit": code, "feature_gates": gates, "notes": result.notes,
         "failures": [{"first_line": g.example, "locations": g.locations, "specs": g.specs}
                      for g in result.groups()]}, indent=1) + "\n")
@@ -229,6 +241,20 @@ def chosen_suites(text: str) -> list[Suite]:
             raise SystemExit(f"unknown suite {name!r}: one of {', '.join(SUITES)} "
                              "or NAME=FOCUS-REGEX")
     return suites
+
+
+def selection_suites(path: Path) -> list[Suite]:
+    """One suite per section of a selection file (selection.py)."""
+    return [Suite(f"ci-{section.suite}", selection.focus(list(section.names)),
+                  dra_gates=section.suite == "dra", expect=section.names)
+            for section in selection.load(path)]
+
+
+def regressions_text(results: list[report.SuiteResult]) -> str:
+    lines = [f"- {r.name}: {g.name} ({g.state})" for r in results for g in r.regressions]
+    if not lines:
+        return ""
+    return "\n".join([f"{len(lines)} specs of the selection did not pass:", *lines])
 
 
 def main() -> int:
@@ -253,9 +279,14 @@ def main() -> int:
     parser.add_argument("--timeout", default="",
                         help="ginkgo's --timeout for each suite (default: 3h, 12h for "
                         "conformance); specs still running then are interrupted")
+    parser.add_argument("--selection", type=Path,
+                        help="run the specs this file lists (CI's fixed selection, "
+                        "tests/e2e/conformance/ci-selection.txt) instead of --suite; "
+                        "fails when one of them does not pass")
     parser.add_argument("--report-only", action="store_true",
                         help="run nothing: print the tables of the reports under --out")
     args = parser.parse_args()
+    args.out = args.out.absolute()  # ginkgo runs e2e.test in another folder
     if args.report_only:
         results = []
         for suite in chosen_suites(args.suite):
@@ -279,13 +310,18 @@ def main() -> int:
     for image, why in not_built.items():
         print(f"warning: image {image} not built: {why}", file=sys.stderr)
 
+    suites = selection_suites(args.selection) if args.selection else chosen_suites(args.suite)
     results = []
-    for suite in chosen_suites(args.suite):
+    for suite in suites:
         result = run_suite(bins, suite, args.out / suite.name, image_map, args)
         results.append(result)
         print(report.table([result]) + "\n\n" + report.failures(result, 5) + "\n", flush=True)
     print(f"e2e.test {version} against draemu (reports under {args.out}):\n")
     print(report.table(results))
+    if args.selection:
+        text = regressions_text(results)
+        print("\n" + (text or f"every spec of {args.selection} passed"))
+        return 1 if text else 0
     return 0 if all(r.failed == 0 and r.not_run == 0 for r in results) else 1
 
 
