@@ -261,20 +261,16 @@ class ResourceClaimController(Controller):
                             is_group: bool = False) -> Obj | None:
         """The claim of a pod's (or, `is_group`, a PodGroup's) claim entry."""
         ns = namespace_of(pod)
+        # From the informer's cache only, as upstream's lister (its role may not read
+        # templates one by one): one not there yet is "not found" until it arrives.
         template = self.templates.get(f"{ns}/{template_name}")
         if template is None:
-            try:
-                template = await self.client.get(RESOURCE, "resourceclaimtemplates",
-                                                  template_name, ns)
-            except ApiError as e:
-                if e.code != 404:
-                    raise
-                await self.recorder.event(
-                    pod, "Warning", "FailedResourceClaimCreation",
-                    f"PodResourceClaim {pod_claim_name}: resource claim template "
-                    f'"{template_name}": resourceclaimtemplate.resource.k8s.io '
-                    f'"{template_name}" not found')
-                return None  # the template's arrival re-queues the pod
+            await self.recorder.event(
+                pod, "Warning", "FailedResourceClaimCreation",
+                f"PodResourceClaim {pod_claim_name}: resource claim template "
+                f'"{template_name}": resourceclaimtemplate.resource.k8s.io '
+                f'"{template_name}" not found')
+            return None  # the template's arrival re-queues the pod
         tmeta = (template.get("spec") or {}).get("metadata") or {}
         annotations = dict(tmeta.get("annotations") or {})
         annotations[POD_CLAIM_NAME] = pod_claim_name

@@ -94,6 +94,23 @@ async def test_missing_template_records_a_warning_event_and_creates_nothing():
     assert event["reason"] == "FailedResourceClaimCreation" and event["type"] == "Warning"
 
 
+async def test_a_template_not_yet_in_the_cache_is_not_read_from_the_api_and_its_arrival_counts():
+    """As upstream's lister: the controller's role need not read templates one by one."""
+    ctx, client, inf = context()
+    ctrl = ResourceClaimController(ctx)
+    inf.informer("v1", "pods").put(_pod(resourceClaims=[
+        {"name": "gpu", "resourceClaimTemplateName": "gpu-template"}]))
+    await ctrl.reconcile("pod:ns/p")
+    assert client.of("get") == [] and client.of("create", "resourceclaims") == []
+    [event] = client.of("create", "events")
+    assert event["message"] == ('PodResourceClaim gpu: resource claim template "gpu-template": '
+                                'resourceclaimtemplate.resource.k8s.io "gpu-template" not found')
+    inf.informer("", "resourceclaimtemplates").put(_template())
+    await ctrl.reconcile("pod:ns/p")
+    [created] = client.of("create", "resourceclaims")
+    assert created["metadata"]["annotations"][POD_CLAIM_NAME] == "gpu"
+
+
 async def test_done_pod_is_removed_from_reserved_for_and_claim_is_deallocated():
     ctx, client, inf = context()
     ctrl = ResourceClaimController(ctx)
