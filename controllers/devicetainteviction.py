@@ -33,7 +33,11 @@ Device = tuple[str, str, str]  # driver, pool, device
 
 
 def rule_selects(rule: Obj, device: Device) -> bool:
-    sel = (rule.get("spec") or {}).get("deviceSelector") or {}
+    """As the API says of a rule's deviceSelector: all its criteria must hold; an empty
+    selector matches every device, a rule without one matches none."""
+    sel = (rule.get("spec") or {}).get("deviceSelector")
+    if sel is None:
+        return False
     driver, pool, name = device
     return ((not sel.get("driver") or sel["driver"] == driver)
             and (not sel.get("pool") or sel["pool"] == pool)

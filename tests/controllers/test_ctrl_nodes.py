@@ -143,6 +143,25 @@ async def test_taint_on_another_device_does_not_evict():
     assert client.of("delete") == []
 
 
+async def test_a_rule_without_a_device_selector_evicts_nobody_and_an_empty_one_everybody():
+    """The API's words: without a selector no devices are matched; the empty selector
+    matches all (the DeviceTaintRule CRUD conformance spec makes a NoExecute rule
+    without one, which evicted every pod with a claim)."""
+    ctx, client, inf = context()
+    ctrl = DeviceTaintEvictionController(ctx)
+    inf.informer("", "pods").put(_claim_pod())
+    inf.informer("", "resourceclaims").put(_allocated_claim())
+    client.live[("pods", "ns/p")] = _claim_pod()
+    rules = inf.informer("", "devicetaintrules")
+    rules.put({"metadata": {"name": "none"}, "spec": {"taint": {"effect": "NoExecute"}}})
+    await ctrl.reconcile("ns/p")
+    assert client.of("delete") == []
+    rules.put({"metadata": {"name": "all"}, "spec": {
+        "deviceSelector": {}, "taint": {"key": "k", "effect": "NoExecute"}}})
+    await ctrl.reconcile("ns/p")
+    assert [c[:2] for c in client.of("delete", "pods")] == [("ns", "p")]
+
+
 def _slice(taints=()):
     return {"metadata": {"name": "n1-gpu"}, "spec": {
         "driver": "gpu.example.com", "pool": {"name": "n1"}, "nodeName": "n1",
