@@ -32,6 +32,7 @@ from aiohttp import web
 
 from draemu.api.errors import StatusError
 from draemu.api.types import Obj
+from draemu.apiserver.endpoints.proxy import relay
 from draemu.apiserver.genericregistry.store import Store
 from draemu.identity import UserInfo
 
@@ -169,16 +170,7 @@ async def proxy(request: web.Request, apiservice: Obj, user: UserInfo, store: St
     except (aiohttp.ClientError, OSError, TimeoutError, ssl.SSLError) as err:
         raise StatusError(503, "ServiceUnavailable",
                           f"Error trying to reach service: '{err}'") from None
-    async with upstream:
-        response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
-        for key, value in upstream.headers.items():
-            if key.lower() not in _DROPPED:
-                response.headers.add(key, value)
-        await response.prepare(request)
-        async for chunk in upstream.content.iter_any():
-            await response.write(chunk)
-        await response.write_eof()
-    return response
+    return await relay(request, upstream, _DROPPED)
 
 
 async def discover(store: Store, client: AggregatorClient, apiservice: Obj,

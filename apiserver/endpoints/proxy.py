@@ -147,10 +147,17 @@ async def proxy(scope: Scope, store: Store, backends: BackendClient) -> web.Stre
         raise StatusError(503, "ServiceUnavailable",
                           f"error trying to reach service: {_describe(err, location)}"
                           ) from None
+    return await relay(request, upstream, _DROPPED)
+
+
+async def relay(request: web.Request, upstream: aiohttp.ClientResponse,
+                dropped: frozenset[str]) -> web.StreamResponse:
+    """Stream `upstream`'s answer to the client, without the headers named in `dropped`
+    (hop-by-hop ones and what the relay sets itself)."""
     async with upstream:
         response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
         for key, value in upstream.headers.items():
-            if key.lower() not in _DROPPED:
+            if key.lower() not in dropped:
                 response.headers.add(key, value)
         await response.prepare(request)
         async for chunk in upstream.content.iter_any():
